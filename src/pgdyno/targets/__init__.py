@@ -1,0 +1,73 @@
+"""Target servers: what pgdyno puts under load.
+
+``open_target`` turns the user's choice (embedded, --pg-bin, --dsn) into an object
+with one interface: prepare, start, stop, restart, connection, log access.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+from pgdyno.targets.binaries import PgInstall, embedded_install, install_from_dir
+from pgdyno.targets.connection import ConnectionInfo
+from pgdyno.targets.dsn import DsnServer
+from pgdyno.targets.local import LocalServer
+from pgdyno.targets.osuser import running_as_root
+
+__all__ = ["ConnectionInfo", "PgInstall", "Target", "TargetSpec", "default_workdir",
+           "open_target"]
+
+
+class Target(Protocol):
+    kind: str
+    install: PgInstall
+    keep_running: bool
+
+    def prepare(self) -> None: ...
+    def start(self) -> None: ...
+    def stop(self) -> None: ...
+    def restart(self) -> None: ...
+    def is_running(self) -> bool: ...
+    def write_settings(self, settings: dict[str, str]) -> None: ...
+    def connection(self, via: str = "socket") -> ConnectionInfo: ...
+    def admin_connection(self) -> ConnectionInfo: ...
+    def log_tail(self, lines: int = 15) -> str: ...
+    def log_size(self) -> int: ...
+
+
+@dataclass(frozen=True)
+class TargetSpec:
+    """The user's choice of server, validated by the CLI."""
+
+    kind: str = "embedded"
+    """``embedded``, ``local`` (with pg_bin) or ``dsn``."""
+    workdir: Path = field(default_factory=lambda: default_workdir())
+    pg_bin: Path | None = None
+    dsn: str | None = field(default=None, repr=False)
+    wal_dir: Path | None = None
+    keep: bool = False
+
+
+def default_workdir() -> Path:
+    """Where clusters live between runs, so that datasets can be reused.
+
+    As root the default is outside /root, which the unprivileged server user cannot enter.
+    """
+    if env := os.environ.get("PGDYNO_WORKDIR"):
+        return Path(env)
+    if running_as_root():
+        return Path("/var/lib/pgdyno")
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base) / "pgdyno"
+
+
+def open_target(spec: TargetSpec, settings: dict[str, str] | None = None) -> Target:
+    if spec.dsn is not None:
+        install = install_from_dir(spec.pg_bin) if spec.pg_bin else embedded_install()
+        return DsnServer(dsn=spec.dsn, install=install)
+    install = install_from_dir(spec.pg_bin) if spec.pg_bin else embedded_install()
+    return LocalServer(install=install, workdir=spec.workdir, wal_dir=spec.wal_dir,
+                       settings=dict(settings or {}), keep_running=spec.keep)

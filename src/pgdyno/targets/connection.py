@@ -1,0 +1,72 @@
+"""How a client reaches the server under test, without ever writing a password down."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class ConnectionInfo:
+    """Where and as whom to connect.
+
+    ``host`` is either a TCP address or a Unix socket directory (an absolute path),
+    exactly as libpq reads ``PGHOST``. The password is held in memory only: it is
+    excluded from ``repr`` and from everything that is serialised.
+    """
+
+    host: str
+    port: int
+    user: str
+    dbname: str
+    password: str | None = field(default=None, repr=False, compare=False)
+    extra: tuple[tuple[str, str], ...] = ()
+    """Other libpq parameters from a DSN (sslmode, ...), never secrets."""
+
+    @property
+    def via(self) -> str:
+        """``socket`` when ``host`` is a socket directory, else ``tcp``."""
+        return "socket" if self.host.startswith("/") else "tcp"
+
+    def conninfo(self, dbname: str | None = None) -> str:
+        """A libpq keyword/value string for psycopg (may contain the password)."""
+        parts = {
+            "host": self.host,
+            "port": str(self.port),
+            "user": self.user,
+            "dbname": dbname or self.dbname,
+            **dict(self.extra),
+        }
+        if self.password:
+            parts["password"] = self.password
+        return " ".join(f"{k}={_quote(v)}" for k, v in parts.items())
+
+    def with_dbname(self, dbname: str) -> ConnectionInfo:
+        return ConnectionInfo(self.host, self.port, self.user, dbname, self.password, self.extra)
+
+    def client_args(self) -> list[str]:
+        """Connection arguments for pgbench and psql, password excluded."""
+        return ["-h", self.host, "-p", str(self.port), "-U", self.user]
+
+    def client_env(self) -> dict[str, str]:
+        """Environment for client programs: the password travels here, not on a command line."""
+        env = dict(os.environ)
+        for key in ("PGPASSWORD", "PGSERVICE", "PGOPTIONS"):
+            env.pop(key, None)
+        if self.password:
+            env["PGPASSWORD"] = self.password
+        for key, value in self.extra:
+            if key == "sslmode":
+                env["PGSSLMODE"] = value
+        return env
+
+    def describe(self) -> str:
+        """Human-readable and safe to log: no password."""
+        return f"{self.user}@{self.host}:{self.port}/{self.dbname} ({self.via})"
+
+
+def _quote(value: str) -> str:
+    if value and all(c not in value for c in " '\\"):
+        return value
+    escaped = value.replace("\\", "\\\\").replace("'", "\\'")
+    return f"'{escaped}'"

