@@ -1,0 +1,1 @@
+"""Workloads: what load pgdyno puts on the server (pgbench built-ins, user scripts, TPROC-C, ...)."""
