@@ -1,0 +1,53 @@
+"""Shared fixtures: a real embedded PostgreSQL 18 server, started by the code under test.
+
+The workdir lives under /var/tmp with mode 755 because, when the suite runs as root,
+the server runs as the unprivileged ``pgdyno`` user, which cannot enter pytest's
+private tmp_path (/tmp/pytest-of-root is mode 700).
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from pgdyno.targets.binaries import embedded_install
+from pgdyno.targets.local import LocalServer
+
+
+def make_shared_dir(prefix: str) -> Path:
+    path = Path(tempfile.mkdtemp(prefix=prefix, dir="/var/tmp"))
+    path.chmod(0o755)
+    return path
+
+
+@pytest.fixture(scope="session")
+def workdir() -> Iterator[Path]:
+    """One workdir for the whole session, so clusters and the binary copy are made once."""
+    path = make_shared_dir("pgdyno-test-")
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def server(workdir: Path) -> Iterator[LocalServer]:
+    """A running embedded server shared by tests that only read or use their own tables."""
+    srv = LocalServer(install=embedded_install(), workdir=workdir, name="shared")
+    srv.prepare()
+    srv.start()
+    yield srv
+    srv.stop()
+
+
+@pytest.fixture()
+def fresh_server(workdir: Path, request: pytest.FixtureRequest) -> Iterator[LocalServer]:
+    """A server with its own cluster, for tests that change settings or kill things."""
+    name = "t-" + request.node.name.replace("[", "-").replace("]", "")[:40]
+    srv = LocalServer(install=embedded_install(), workdir=workdir, name=name)
+    srv.prepare()
+    srv.start()
+    yield srv
+    srv.stop()
