@@ -1,0 +1,89 @@
+"""Append-only writers for the raw telemetry files, flushed line by line.
+
+Each line is flushed as it is written so that a crash or a Ctrl-C leaves every sample
+taken so far readable; a half-written last line is skipped by the readers.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO, Any
+
+
+class CsvWriter:
+    def __init__(self, path: Path, columns: list[str]) -> None:
+        self.path = path
+        self.columns = columns
+        self._lock = threading.Lock()
+        new = not path.exists() or path.stat().st_size == 0
+        self._fh: IO[str] | None = path.open("a", newline="")
+        self._writer = csv.writer(self._fh)
+        if new:
+            self._writer.writerow(columns)
+            self._fh.flush()
+
+    def write(self, row: list[Any]) -> None:
+        with self._lock:
+            if self._fh is None:
+                return
+            self._writer.writerow([_cell(v) for v in row])
+            self._fh.flush()
+
+    def close(self) -> None:
+        with self._lock:
+            if self._fh is not None:
+                self._fh.close()
+                self._fh = None
+
+
+class JsonlWriter:
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._lock = threading.Lock()
+        self._fh: IO[str] | None = path.open("a")
+
+    def write(self, obj: dict) -> None:
+        line = json.dumps(obj, separators=(",", ":"), default=str)
+        with self._lock:
+            if self._fh is None:
+                return
+            self._fh.write(line + "\n")
+            self._fh.flush()
+
+    def close(self) -> None:
+        with self._lock:
+            if self._fh is not None:
+                self._fh.close()
+                self._fh = None
+
+
+def _cell(value: Any) -> Any:
+    if isinstance(value, float):
+        return f"{value:.6g}" if abs(value) < 1e6 else f"{value:.3f}"
+    return "" if value is None else value
+
+
+def read_jsonl(path: Path) -> Iterator[dict]:
+    """Every complete JSON line; a torn last line (crash) is skipped."""
+    if not path.exists():
+        return
+    with path.open() as fh:
+        for line in fh:
+            line = line.strip()
+            if not line:
+                continue
+            try:
+                yield json.loads(line)
+            except json.JSONDecodeError:
+                continue
+
+
+def read_csv(path: Path) -> list[dict[str, str]]:
+    if not path.exists():
+        return []
+    with path.open(newline="") as fh:
+        return list(csv.DictReader(fh))

@@ -1,0 +1,171 @@
+"""Host sampling: /proc/stat, /proc/diskstats, /proc/meminfo once per interval, and the
+cgroup CPU limit.
+
+Each tick stores the raw text (``host_raw.jsonl``) and the figures derived from it against
+the previous tick (``cpu.csv``, ``disk.csv``, ``memory.csv``). The analysis recomputes
+from the raw text with the same functions, so the CSV files are a convenience.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from pgdyno.telemetry import procfs
+from pgdyno.telemetry.files import CsvWriter, JsonlWriter
+
+PROC = Path("/proc")
+CGROUP_ROOT = Path("/sys/fs/cgroup")
+
+CPU_COLUMNS = ["t", "interval_s", "usr", "nice", "sys", "iowait", "irq", "soft", "steal",
+               "idle", "busy", "procs_running", "procs_blocked"]
+DISK_COLUMNS = ["t", "interval_s", "device", "r_s", "w_s", "rkb_s", "wkb_s", "r_await_ms",
+                "w_await_ms", "aqu_sz", "util_pct"]
+MEM_COLUMNS = ["t", "cached_kb", "dirty_kb", "writeback_kb", "shmem_kb", "mem_total_kb",
+               "mem_available_kb", "hugepages_used", "anon_hugepages_kb"]
+# Devices that never do I/O (unused loop/ram devices) are not worth a row per second.
+IDLE_PREFIXES = ("loop", "ram", "zram")
+
+
+@dataclass(frozen=True)
+class HostTick:
+    t: float
+    mono: float
+    stat: str
+    diskstats: str
+    meminfo: str
+
+    @classmethod
+    def from_raw(cls, raw: dict) -> HostTick:
+        return cls(raw["t"], raw["mono"], raw["stat"], raw["diskstats"], raw["meminfo"])
+
+
+def read_tick() -> HostTick:
+    # Read the three files back to back so they describe the same instant.
+    t, mono = time.time(), time.monotonic()
+    stat = procfs.keep_stat_lines((PROC / "stat").read_text())
+    diskstats = (PROC / "diskstats").read_text()
+    meminfo = (PROC / "meminfo").read_text()
+    return HostTick(t, mono, stat, diskstats, meminfo)
+
+
+def disk_devices_of_interest(disks: dict[str, procfs.DiskCounters], keep: set[str]) -> list[str]:
+    names = []
+    for name, c in disks.items():
+        idle = name.startswith(IDLE_PREFIXES) and c.reads == 0 and c.writes == 0
+        if name in keep or not idle:
+            names.append(name)
+    return names
+
+
+def derive(prev: HostTick, cur: HostTick, keep: set[str]) -> tuple[list, list[list], list]:
+    """(cpu row, disk rows, memory row) for the interval ending at ``cur``."""
+    dt = cur.mono - prev.mono
+    s0, s1 = procfs.parse_proc_stat(prev.stat), procfs.parse_proc_stat(cur.stat)
+    pct = procfs.cpu_percent(s0.cpu, s1.cpu)
+    cpu_row: list = [cur.t, dt]
+    if pct is None:
+        cpu_row += [None] * 9
+    else:
+        cpu_row += [pct.usr, pct.nice, pct.sys, pct.iowait, pct.irq, pct.soft, pct.steal,
+                    pct.idle, pct.busy]
+    cpu_row += [s1.procs_running, s1.procs_blocked]
+    d0, d1 = procfs.parse_diskstats(prev.diskstats), procfs.parse_diskstats(cur.diskstats)
+    disk_rows = []
+    for name in disk_devices_of_interest(d1, keep):
+        if name not in d0:
+            continue
+        rates = procfs.disk_rates(d0[name], d1[name], dt)
+        if rates is None:
+            continue
+        disk_rows.append([cur.t, dt, name, rates.r_s, rates.w_s, rates.rkb_s, rates.wkb_s,
+                          rates.r_await_ms, rates.w_await_ms, rates.aqu_sz, rates.util_pct])
+    mem = procfs.parse_meminfo(cur.meminfo)
+    mem_row = [cur.t] + [mem.get(c) for c in MEM_COLUMNS[1:7]]
+    mem_row += [procfs.hugepages_used(mem), mem.get("anon_hugepages_kb")]
+    return cpu_row, disk_rows, mem_row
+
+
+class HostWriters:
+    def __init__(self, out: Path) -> None:
+        self.raw = JsonlWriter(out / "host_raw.jsonl")
+        self.cpu = CsvWriter(out / "cpu.csv", CPU_COLUMNS)
+        self.disk = CsvWriter(out / "disk.csv", DISK_COLUMNS)
+        self.mem = CsvWriter(out / "memory.csv", MEM_COLUMNS)
+
+    def close(self) -> None:
+        for writer in (self.raw, self.cpu, self.disk, self.mem):
+            writer.close()
+
+
+# ----- CPU capacity ----------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class CpuCapacity:
+    online: int
+    """CPUs this process may run on (affinity), as mpstat counts them."""
+    limit_cores: float | None
+    """The cgroup CPU quota in cores, when one applies (e.g. 1.5 for 150000/100000)."""
+    source: str
+
+    @property
+    def effective_cores(self) -> float:
+        return min(self.online, self.limit_cores) if self.limit_cores else float(self.online)
+
+
+def cpu_capacity() -> CpuCapacity:
+    try:
+        online = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        online = os.cpu_count() or 1
+    limit, source = _cgroup_cpu_limit()
+    return CpuCapacity(online=online, limit_cores=limit, source=source)
+
+
+def _cgroup_cpu_limit() -> tuple[float | None, str]:
+    """Tightest quota on this process's cgroup path (limits nest), v2 or v1."""
+    try:
+        lines = (PROC / "self" / "cgroup").read_text().splitlines()
+    except OSError as exc:
+        return None, f"cgroup not readable: {exc}"
+    best: tuple[float | None, str] = (None, "no cgroup CPU quota")
+    for line in lines:
+        hid, controllers, path = (line.split(":", 2) + ["", ""])[:3]
+        if hid == "0" and controllers == "":
+            candidates = [(CGROUP_ROOT / p.lstrip("/") / "cpu.max", "v2") for p in _ancestors(path)]
+        elif "cpu" in controllers.split(","):
+            base = CGROUP_ROOT / "cpu"
+            if not base.exists():
+                base = CGROUP_ROOT / controllers
+            candidates = [(base / p.lstrip("/") / "cpu.cfs_quota_us", "v1")
+                          for p in _ancestors(path)]
+        else:
+            continue
+        for file, kind in candidates:
+            cores = _read_quota(file, kind)
+            if cores is not None and (best[0] is None or cores < best[0]):
+                best = (cores, f"cgroup {kind} {file}")
+    return best
+
+
+def _ancestors(path: str) -> list[str]:
+    parts = [p for p in path.split("/") if p]
+    return ["/" + "/".join(parts[:i]) for i in range(len(parts), -1, -1)]
+
+
+def _read_quota(file: Path, kind: str) -> float | None:
+    try:
+        if kind == "v2":
+            quota, _, period = file.read_text().strip().partition(" ")
+            if quota == "max":
+                return None
+            return int(quota) / int(period or "100000")
+        quota_us = int(file.read_text().strip())
+        if quota_us <= 0:
+            return None
+        period_us = int((file.parent / "cpu.cfs_period_us").read_text().strip())
+        return quota_us / period_us
+    except (OSError, ValueError):
+        return None

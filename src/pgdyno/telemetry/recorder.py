@@ -1,0 +1,291 @@
+"""TelemetryRecorder: background samplers that run while a benchmark runs.
+
+Three daemon threads, each with its own clock and its own failure domain:
+
+- host: /proc/stat, /proc/diskstats, /proc/meminfo every ``interval_s``;
+- waits: pg_stat_activity at ``wait_sample_hz`` (the PostgreSQL ASH);
+- stats: pg_stat_database, checkpointer/bgwriter, pg_stat_wal, pg_stat_io every ``interval_s``.
+
+Threads rather than a subprocess: the benchmark driver (pgbench) is a separate C process,
+so the Python process is otherwise idle, and a thread costs no start-up time. A sampler that
+fails records the error in ``errors.jsonl``, reconnects or retries at its next tick, and never
+lets an exception out: telemetry must never break a run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import platform
+import threading
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import psycopg
+
+from pgdyno.targets.connection import ConnectionInfo
+from pgdyno.telemetry import catalog, checkpoints, host, pg, smart
+from pgdyno.telemetry.devices import DeviceResolution, resolve_path
+from pgdyno.telemetry.files import CsvWriter, JsonlWriter
+
+SCHEMA_VERSION = 1
+JOIN_TIMEOUT_S = 5.0
+RECONNECT_BACKOFF_S = 1.0
+MAX_ERRORS_PER_SAMPLER = 200  # a sampler failing every tick must not flood the run directory
+
+
+@dataclass(frozen=True)
+class TelemetryConfig:
+    enabled: bool = True
+    interval_s: float = 1.0
+    """Period of the host samplers and the statistics snapshots."""
+    wait_sample_hz: float = 10.0
+    """Rate of pg_stat_activity sampling; 0 turns wait sampling off."""
+    smart: bool = True
+    """Read SMART before and after the run, when the devices have it."""
+
+
+class TelemetryRecorder:
+    def __init__(self, raw_dir: Path, conn: ConnectionInfo, data_dir: Path | None,
+                 wal_dir: Path | None, server_log: Path | None, server_log_offset: int,
+                 config: TelemetryConfig) -> None:
+        self.out = Path(raw_dir) / "telemetry"
+        self.conn = conn
+        self.data_dir = data_dir
+        self.wal_dir = wal_dir
+        self.server_log = server_log
+        self.server_log_offset = server_log_offset
+        self.config = config
+        self._stop = threading.Event()
+        self._threads: list[threading.Thread] = []
+        self._started = False
+        self._stopped = False
+        self._lock = threading.Lock()
+        self._error_counts: dict[str, int] = {}
+        self._meta: dict = {}
+        self._errors: JsonlWriter | None = None
+        self._marks: CsvWriter | None = None
+        self._roles: dict[str, DeviceResolution] = {}
+
+    # ----- public API ------------------------------------------------------------------
+    def start(self) -> None:
+        if self._started or not self.config.enabled:
+            return
+        self._started = True
+        try:
+            self.out.mkdir(parents=True, exist_ok=True)
+            self._errors = JsonlWriter(self.out / "errors.jsonl")
+            self._marks = CsvWriter(self.out / "marks.csv", ["t", "label"])
+            self._write_initial_meta()
+            if self.config.smart:
+                self._record_smart("before")
+        except Exception as exc:  # noqa: BLE001 - never break a run
+            self._error("setup", exc)
+        self._spawn("host", self._host_loop)
+        if self.config.wait_sample_hz > 0:
+            self._spawn("waits", self._wait_loop)
+        self._spawn("stats", self._stats_loop)
+
+    def mark(self, label: str) -> None:
+        if self._marks is not None:
+            self._marks.write([time.time(), label])
+
+    def stop(self) -> None:
+        with self._lock:
+            if self._stopped or not self._started:
+                self._stopped = True
+                return
+            self._stopped = True
+        self._stop.set()
+        for thread in self._threads:
+            thread.join(JOIN_TIMEOUT_S)
+        for step, fn in (("checkpoint log", self._collect_checkpoints),
+                         ("smart", lambda: self._record_smart("after") if self.config.smart
+                          else None),
+                         ("meta", self._finish_meta)):
+            try:
+                fn()
+            except Exception as exc:  # noqa: BLE001
+                self._error(step, exc)
+        for writer in (self._marks, self._errors):
+            if writer is not None:
+                writer.close()
+
+    # ----- setup -----------------------------------------------------------------------
+    def _write_initial_meta(self) -> None:
+        capacity = host.cpu_capacity()
+        wal_dir = self.wal_dir
+        if wal_dir is None and self.data_dir is not None:
+            wal_dir = Path(self.data_dir) / "pg_wal"  # resolve_path follows a symlinked pg_wal
+        roles = {"data": self.data_dir, "wal": wal_dir}
+        self._roles = {role: resolve_path(path) for role, path in roles.items() if path}
+        self._meta = {
+            "schema_version": SCHEMA_VERSION,
+            "started_at": time.time(),
+            "config": asdict(self.config),
+            "host": {"hostname": platform.node(), "kernel": platform.release(),
+                     "machine": platform.machine()},
+            "cpu": asdict(capacity) | {"effective_cores": capacity.effective_cores},
+            "devices": {role: asdict(res) for role, res in self._roles.items()},
+            "server": {"connection": self.conn.describe()},
+            "server_log": str(self.server_log) if self.server_log else None,
+            "server_log_offset": self.server_log_offset,
+        }
+        self._write_meta()
+
+    def _write_meta(self) -> None:
+        tmp = self.out / "meta.json.tmp"
+        tmp.write_text(json.dumps(self._meta, indent=2, default=str))
+        os.replace(tmp, self.out / "meta.json")
+
+    def _finish_meta(self) -> None:
+        self._meta["stopped_at"] = time.time()
+        self._meta["errors"] = dict(self._error_counts)
+        self._write_meta()
+
+    # ----- threads ---------------------------------------------------------------------
+    def _spawn(self, name: str, target: Callable[[], None]) -> None:
+        def guarded() -> None:
+            try:
+                target()
+            except Exception as exc:  # noqa: BLE001 - last line of defence
+                self._error(name, exc)
+
+        thread = threading.Thread(target=guarded, name=f"pgdyno-telemetry-{name}", daemon=True)
+        self._threads.append(thread)
+        thread.start()
+
+    def _ticks(self, period_s: float):
+        """Yield at a fixed rate on the monotonic clock; late ticks are skipped, not bunched."""
+        next_at = time.monotonic()
+        while not self._stop.is_set():
+            yield
+            next_at += period_s
+            now = time.monotonic()
+            if next_at < now:
+                next_at = now + period_s - ((now - next_at) % period_s)
+            if self._stop.wait(next_at - now):
+                return
+
+    def _host_loop(self) -> None:
+        writers = host.HostWriters(self.out)
+        keep = {name for res in self._roles.values() for name in res.chain}
+        prev: host.HostTick | None = None
+        try:
+            for _ in self._ticks(self.config.interval_s):
+                try:
+                    cur = host.read_tick()
+                    writers.raw.write(asdict(cur))
+                    if prev is not None:
+                        cpu_row, disk_rows, mem_row = host.derive(prev, cur, keep)
+                        writers.cpu.write(cpu_row)
+                        for row in disk_rows:
+                            writers.disk.write(row)
+                        writers.mem.write(mem_row)
+                    prev = cur
+                except Exception as exc:  # noqa: BLE001
+                    self._error("host", exc)
+            # One last tick so the final interval is not lost.
+            with contextlib.suppress(Exception):
+                writers.raw.write(asdict(host.read_tick()))
+        finally:
+            writers.close()
+
+    def _pg_loop(self, name: str, period_s: float,
+                 work: Callable[[psycopg.Connection, catalog.Catalog], None]) -> None:
+        pgconn: psycopg.Connection | None = None
+        cat: catalog.Catalog | None = None
+        retry_at = 0.0
+        try:
+            for _ in self._ticks(period_s):
+                try:
+                    if pgconn is None or pgconn.closed:
+                        if time.monotonic() < retry_at:
+                            continue
+                        pgconn = pg.connect(self.conn)
+                        cat = catalog.Catalog(pg.server_version_num(pgconn))
+                        if name == "stats":
+                            self._record_server(pgconn, cat)
+                    assert cat is not None
+                    work(pgconn, cat)
+                except Exception as exc:  # noqa: BLE001
+                    self._error(name, exc)
+                    if pgconn is not None and (pgconn.closed or pgconn.broken):
+                        pgconn = None
+                        retry_at = time.monotonic() + RECONNECT_BACKOFF_S
+        finally:
+            if pgconn is not None:
+                with contextlib.suppress(Exception):
+                    pgconn.close()
+
+    def _wait_loop(self) -> None:
+        writer = JsonlWriter(self.out / "waits.jsonl")
+
+        def work(pgconn: psycopg.Connection, _cat: catalog.Catalog) -> None:
+            t = time.time()
+            writer.write({"t": t, "rows": pg.sample_waits(pgconn)})
+
+        try:
+            self._pg_loop("waits", 1.0 / self.config.wait_sample_hz, work)
+        finally:
+            writer.close()
+
+    def _stats_loop(self) -> None:
+        writer = JsonlWriter(self.out / "pg_stats.jsonl")
+
+        def work(pgconn: psycopg.Connection, cat: catalog.Catalog) -> None:
+            writer.write(pg.snapshot_stats(pgconn, cat, self.conn.dbname))
+
+        try:
+            self._pg_loop("stats", self.config.interval_s, work)
+            # A final snapshot after the load stopped, so the last interval has an end.
+            with contextlib.suppress(Exception):
+                pgconn = pg.connect(self.conn)
+                with pgconn:
+                    cat = catalog.Catalog(pg.server_version_num(pgconn))
+                    writer.write(pg.snapshot_stats(pgconn, cat, self.conn.dbname))
+        finally:
+            writer.close()
+
+    def _record_server(self, pgconn: psycopg.Connection, cat: catalog.Catalog) -> None:
+        self._meta["server"].update({
+            "version_num": cat.version_num,
+            "supported": cat.supported(),
+            "settings": pg.read_settings(pgconn),
+        })
+        self._write_meta()
+
+    # ----- after the run ---------------------------------------------------------------
+    def _collect_checkpoints(self) -> None:
+        if self.server_log is None or not Path(self.server_log).exists():
+            return
+        lines = checkpoints.read_checkpoint_lines(Path(self.server_log), self.server_log_offset)
+        (self.out / "checkpoint_log.txt").write_text("\n".join(lines) + ("\n" if lines else ""))
+        columns = ["t", "event", "reason", "buffers", "write_s", "sync_s", "total_s",
+                   "distance_kb", "estimate_kb", "apart_s"]
+        writer = CsvWriter(self.out / "checkpoints.csv", columns)
+        try:
+            for ev in checkpoints.parse_lines(lines):
+                writer.write([getattr(ev, c) for c in columns])
+        finally:
+            writer.close()
+
+    def _record_smart(self, phase: str) -> None:
+        devices = sorted({d for res in self._roles.values() for d in res.physical})
+        path = self.out / "smart.json"
+        data = json.loads(path.read_text()) if path.exists() else {}
+        data[phase] = {"t": time.time(),
+                       "readings": [smart.read_smart(d).to_dict() for d in devices]}
+        path.write_text(json.dumps(data, indent=2, default=str))
+
+    def _error(self, sampler: str, exc: BaseException) -> None:
+        count = self._error_counts.get(sampler, 0) + 1
+        self._error_counts[sampler] = count
+        if self._errors is None or count > MAX_ERRORS_PER_SAMPLER:
+            return
+        detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+        self._errors.write({"t": time.time(), "sampler": sampler, "error": detail})

@@ -1,0 +1,150 @@
+"""Drive health before and after a run: NVMe smart-log or smartctl, as JSON.
+
+A device without SMART (virtio, loop, md/dm...) or a host without the tools gets
+``available = False`` and the reason; pgdyno never writes zeros for numbers it did not read.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from dataclasses import asdict, dataclass, field
+
+from pgdyno.telemetry.devices import is_virtual
+
+TOOL_TIMEOUT_S = 15.0
+NVME_DATA_UNIT_BYTES = 512_000  # one "data unit" = 1000 sectors of 512 bytes
+KELVIN_OFFSET = 273
+
+
+@dataclass
+class SmartReading:
+    device: str
+    available: bool
+    reason: str = ""
+    """Why not available, or which tool answered."""
+    temperature_c: float | None = None
+    percent_used: float | None = None
+    available_spare_pct: float | None = None
+    host_read_bytes: float | None = None
+    host_written_bytes: float | None = None
+    media_errors: int | None = None
+    error_log_entries: int | None = None
+    critical_warning: int | None = None
+    warning_temp_time_min: int | None = None
+    critical_temp_time_min: int | None = None
+    thermal_throttle_events: int | None = None
+    power_on_hours: int | None = None
+    raw: dict = field(default_factory=dict)
+    """The tool's own JSON, kept so every figure above can be checked."""
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def read_smart(device: str) -> SmartReading:
+    """Never raises."""
+    if is_virtual(device):
+        return SmartReading(device, False, f"{device} is a virtual device: it has no SMART log")
+    try:
+        if device.startswith("nvme") and shutil.which("nvme"):
+            return _nvme(device)
+        if shutil.which("smartctl"):
+            return _smartctl(device)
+    except (OSError, subprocess.SubprocessError, ValueError) as exc:
+        return SmartReading(device, False, f"SMART read failed: {exc}")
+    tool = "nvme-cli or smartmontools" if device.startswith("nvme") else "smartmontools"
+    return SmartReading(device, False, f"{tool} not installed")
+
+
+def _run_json(cmd: list[str]) -> dict:
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=TOOL_TIMEOUT_S,
+                          check=False)
+    try:
+        return json.loads(proc.stdout)
+    except json.JSONDecodeError as exc:
+        msg = (proc.stderr or proc.stdout).strip().splitlines()
+        raise ValueError(f"{cmd[0]} exit {proc.returncode}: {msg[-1] if msg else exc}") from exc
+
+
+def _nvme(device: str) -> SmartReading:
+    # The namespace (nvme0n1) is accepted; the controller answers for it.
+    data = _run_json(["nvme", "smart-log", f"/dev/{device}", "-o", "json"])
+    if "temperature" not in data:
+        return SmartReading(device, False, "nvme smart-log returned no health data", raw=data)
+    throttles = sum(int(data.get(k, 0)) for k in ("thm_temp1_trans_count", "thm_temp2_trans_count"))
+    return SmartReading(
+        device, True, "nvme smart-log",
+        temperature_c=float(data["temperature"]) - KELVIN_OFFSET,
+        percent_used=_num(data.get("percent_used", data.get("percentage_used"))),
+        available_spare_pct=_num(data.get("avail_spare")),
+        host_read_bytes=_units(data.get("data_units_read")),
+        host_written_bytes=_units(data.get("data_units_written")),
+        media_errors=_int(data.get("media_errors")),
+        error_log_entries=_int(data.get("num_err_log_entries")),
+        critical_warning=_int(data.get("critical_warning")),
+        warning_temp_time_min=_int(data.get("warning_temp_time")),
+        critical_temp_time_min=_int(data.get("critical_comp_time")),
+        thermal_throttle_events=throttles,
+        power_on_hours=_int(data.get("power_on_hours")),
+        raw=data,
+    )
+
+
+def _smartctl(device: str) -> SmartReading:
+    data = _run_json(["smartctl", "--json", "-a", f"/dev/{device}"])
+    nvme = data.get("nvme_smart_health_information_log")
+    if nvme:
+        return SmartReading(
+            device, True, "smartctl (NVMe log)",
+            temperature_c=_num(nvme.get("temperature")),
+            percent_used=_num(nvme.get("percentage_used")),
+            available_spare_pct=_num(nvme.get("available_spare")),
+            host_read_bytes=_units(nvme.get("data_units_read")),
+            host_written_bytes=_units(nvme.get("data_units_written")),
+            media_errors=_int(nvme.get("media_errors")),
+            error_log_entries=_int(nvme.get("num_err_log_entries")),
+            critical_warning=_int(nvme.get("critical_warning")),
+            warning_temp_time_min=_int(nvme.get("warning_temp_time")),
+            critical_temp_time_min=_int(nvme.get("critical_comp_time")),
+            power_on_hours=_int(nvme.get("power_on_hours")),
+            raw=data,
+        )
+    attrs = {a.get("name"): a for a in data.get("ata_smart_attributes", {}).get("table", [])}
+    if not attrs:
+        messages = [m.get("string", "") for m in data.get("smartctl", {}).get("messages", [])]
+        reason = messages[0] if messages else "smartctl found no SMART data"
+        return SmartReading(device, False, reason, raw=data)
+    temp = data.get("temperature", {}).get("current")
+    lba = data.get("logical_block_size", 512)
+    return SmartReading(
+        device, True, "smartctl (ATA attributes)",
+        temperature_c=_num(temp),
+        host_read_bytes=_attr_bytes(attrs.get("Total_LBAs_Read"), lba),
+        host_written_bytes=_attr_bytes(attrs.get("Total_LBAs_Written"), lba),
+        media_errors=_attr_raw(attrs.get("Reported_Uncorrect")),
+        power_on_hours=_int(data.get("power_on_time", {}).get("hours")),
+        raw=data,
+    )
+
+
+def _num(value: object) -> float | None:
+    return None if value is None else float(value)  # type: ignore[arg-type]
+
+
+def _int(value: object) -> int | None:
+    return None if value is None else int(value)  # type: ignore[call-overload]
+
+
+def _units(value: object) -> float | None:
+    return None if value is None else float(value) * NVME_DATA_UNIT_BYTES  # type: ignore[arg-type]
+
+
+def _attr_raw(attr: dict | None) -> int | None:
+    return None if attr is None else int(attr.get("raw", {}).get("value", 0))
+
+
+def _attr_bytes(attr: dict | None, lba_bytes: int) -> float | None:
+    raw = _attr_raw(attr)
+    return None if raw is None else float(raw) * lba_bytes
