@@ -12,7 +12,7 @@ import sys
 import click
 import typer
 
-from pgdyno.cli import config_cmds
+from pgdyno.cli import bench_cmds, config_cmds
 from pgdyno.errors import PgdynoError
 
 app = typer.Typer(
@@ -24,7 +24,7 @@ app = typer.Typer(
     rich_markup_mode=None,
 )
 
-for module in (config_cmds,):
+for module in (bench_cmds, config_cmds):
     module.register(app)
 
 

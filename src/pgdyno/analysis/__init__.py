@@ -1,0 +1,1 @@
+"""Analysis: statistics computed from raw files; no rendering here."""

@@ -1,0 +1,326 @@
+"""The numbers of a pgbench run: per iteration, per client count (pooled), and warnings.
+
+Everything here is computed from ``LogStats`` (which comes from raw logs), so a
+summary can always be rebuilt from the run directory's ``raw/`` folder.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from pgdyno.analysis.histogram import PERCENTILES, LatencyHistogram
+from pgdyno.analysis.pgbench_log import LogStats, ScriptStats
+
+SCHEMA_VERSION = 1
+HIGH_CV = 0.10
+"""TPS varying by more than 10% of its mean between 1 s intervals deserves a look."""
+
+
+def percentile_key(p: float) -> str:
+    return f"p{p:g}"
+
+
+@dataclass
+class LatencyStats:
+    """Latency of successful transactions, in milliseconds."""
+
+    count: int
+    mean_ms: float
+    median_ms: float
+    stddev_ms: float
+    min_ms: float
+    max_ms: float
+    percentiles_ms: dict[str, float]
+    """``p50``, ``p75``, ``p80``, ``p90``, ``p95``, ``p99``, ``p99.9``: nearest-rank."""
+
+    @classmethod
+    def from_histogram(cls, hist: LatencyHistogram) -> LatencyStats:
+        pct = hist.percentiles_us()
+        return cls(
+            count=hist.n, mean_ms=_ms(hist.mean_us), median_ms=_ms(pct[50.0]),
+            stddev_ms=_ms(hist.stddev_us), min_ms=_ms(hist.min_us), max_ms=_ms(hist.max_us),
+            percentiles_ms={percentile_key(p): _ms(pct[p]) for p in PERCENTILES},
+        )
+
+
+@dataclass
+class ScriptSummary:
+    script_no: int
+    name: str
+    weight: int
+    transactions: int
+    failed: int
+    retried: int
+    tps: float
+    latency: LatencyStats
+
+
+@dataclass
+class TimelinePoint:
+    """One second of a run, warm-up included (``measured`` false there)."""
+
+    t_s: int
+    """Seconds since the first transaction started."""
+    tps: float
+    latency_mean_ms: float
+    latency_p99_ms: float
+    """Approximate (5% bins): good for lining up with checkpoints, not for tables."""
+    latency_max_ms: float
+    failed: int
+    measured: bool
+
+
+@dataclass
+class StabilityWarning:
+    """A reason to distrust or re-run a measurement, with the advice attached."""
+
+    code: str
+    message: str
+    advice: str
+
+
+@dataclass
+class IterationSummary:
+    clients: int
+    iteration: int
+    status: str
+    duration_s: int
+    warmup_s: float
+    window_start_epoch: float
+    transactions: int
+    failed: int
+    serialization_failures: int
+    deadlock_failures: int
+    retried: int
+    retries: int
+    skipped: int
+    late: int
+    tps_mean: float
+    """Mean of the 1 s interval TPS over the measured window (= transactions / duration)."""
+    tps_median: float
+    tps_stddev: float
+    tps_min: float
+    tps_max: float
+    interval_tps: list[float]
+    latency: LatencyStats
+    lag: LatencyStats | None
+    scripts: list[ScriptSummary]
+    timeline: list[TimelinePoint]
+    log_files: list[str]
+    pgbench_tps: float | None = None
+    """tps as pgbench printed it (includes the warm-up): a cross-check, not a result."""
+
+
+@dataclass
+class ClientSummary:
+    """All iterations at one client count, pooled."""
+
+    clients: int
+    iterations: int
+    tps_mean: float
+    """Mean over every 1 s interval of every iteration."""
+    tps_median: float
+    tps_stddev: float
+    tps_iteration_mean: float
+    tps_iteration_stddev: float
+    transactions: int
+    failed: int
+    retried: int
+    skipped: int
+    latency: LatencyStats
+    lag: LatencyStats | None
+    scripts: list[ScriptSummary]
+    latency_histogram: list[list[float]] = field(default_factory=list)
+    """[bin start ms, bin end ms, transactions]; 50 equal bins up to p99.9, then the rest."""
+    percentile_curve: list[list[float]] = field(default_factory=list)
+    """[percentile, latency ms], dense towards the tail."""
+
+
+@dataclass
+class RunSummary:
+    schema_version: int
+    workload: str
+    context: str
+    status: str
+    client_counts: list[int]
+    per_clients: list[ClientSummary]
+    iterations: list[IterationSummary]
+    warnings: list[StabilityWarning] = field(default_factory=list)
+    extras: dict[str, float] = field(default_factory=dict)
+    """Workload-specific headline figures (e.g. NOPM, TPM) keyed by name."""
+
+
+@dataclass
+class ScriptInfo:
+    name: str
+    weight: int
+
+
+def summarise_iteration(stats: LogStats, *, clients: int, iteration: int, status: str,
+                        scripts: list[ScriptInfo], log_files: list[str],
+                        pgbench_tps: float | None) -> IterationSummary:
+    tps = stats.interval_ok.astype(np.float64)
+    o = stats.overall
+    return IterationSummary(
+        clients=clients, iteration=iteration, status=status, duration_s=stats.duration_s,
+        warmup_s=stats.warmup_s, window_start_epoch=stats.window_start,
+        transactions=o.histogram.n, failed=o.failed,
+        serialization_failures=o.serialization_failures, deadlock_failures=o.deadlock_failures,
+        retried=o.retried, retries=o.retries, skipped=o.skipped, late=o.late,
+        tps_mean=_mean(tps), tps_median=_median(tps), tps_stddev=_pstdev(tps),
+        tps_min=float(tps.min()) if tps.size else math.nan,
+        tps_max=float(tps.max()) if tps.size else math.nan,
+        interval_tps=tps.tolist(), latency=LatencyStats.from_histogram(o.histogram),
+        lag=LatencyStats.from_histogram(o.lag_histogram) if o.lag_histogram.n else None,
+        scripts=_script_summaries(stats.per_script, scripts, stats.duration_s),
+        timeline=_timeline(stats), log_files=log_files, pgbench_tps=pgbench_tps,
+    )
+
+
+def _script_summaries(per_script: dict[int, ScriptStats], scripts: list[ScriptInfo],
+                      seconds: float) -> list[ScriptSummary]:
+    if len(scripts) < 2:
+        return []
+    out = []
+    for no, info in enumerate(scripts):
+        s = per_script.get(no, ScriptStats())
+        out.append(ScriptSummary(
+            script_no=no, name=info.name, weight=info.weight, transactions=s.histogram.n,
+            failed=s.failed, retried=s.retried,
+            tps=s.histogram.n / seconds if seconds else math.nan,
+            latency=LatencyStats.from_histogram(s.histogram)))
+    return out
+
+
+def _timeline(stats: LogStats) -> list[TimelinePoint]:
+    last = int(np.nonzero(stats.timeline_ok + stats.timeline_failed)[0].max(initial=-1))
+    p99 = stats.timeline_percentile_us(99.0)
+    points = []
+    for sec in range(last + 1):
+        n = int(stats.timeline_ok[sec])
+        start = stats.timeline_start + sec
+        measured = (start >= stats.window_start - 1e-6
+                    and start + 1 <= stats.window_start + stats.duration_s + 1e-6)
+        points.append(TimelinePoint(
+            t_s=sec, tps=float(n),
+            latency_mean_ms=_ms(stats.timeline_latency_sum_us[sec] / n) if n else math.nan,
+            latency_p99_ms=_ms(p99[sec]), latency_max_ms=_ms(stats.timeline_latency_max_us[sec]),
+            failed=int(stats.timeline_failed[sec]), measured=measured))
+    return points
+
+
+def pool_client_count(clients: int, parts: list[tuple[IterationSummary, LogStats]],
+                      scripts: list[ScriptInfo]) -> ClientSummary:
+    """Merge iterations at one client count: histograms merged, intervals concatenated."""
+    hist, lag = LatencyHistogram(), LatencyHistogram()
+    per_script: dict[int, ScriptStats] = {}
+    intervals: list[float] = []
+    seconds = 0.0
+    for summary, stats in parts:
+        hist.merge(stats.overall.histogram)
+        lag.merge(stats.overall.lag_histogram)
+        intervals.extend(summary.interval_tps)
+        seconds += stats.duration_s
+        for no, s in stats.per_script.items():
+            target = per_script.setdefault(no, ScriptStats())
+            target.histogram.merge(s.histogram)
+            target.failed += s.failed
+            target.retried += s.retried
+    iteration_tps = [summary.tps_mean for summary, _ in parts]
+    arr = np.array(intervals, dtype=np.float64)
+    return ClientSummary(
+        clients=clients, iterations=len(parts), tps_mean=_mean(arr), tps_median=_median(arr),
+        tps_stddev=_pstdev(arr), tps_iteration_mean=_mean(np.array(iteration_tps)),
+        tps_iteration_stddev=statistics.stdev(iteration_tps) if len(iteration_tps) > 1 else math.nan,
+        transactions=sum(s.transactions for s, _ in parts),
+        failed=sum(s.failed for s, _ in parts), retried=sum(s.retried for s, _ in parts),
+        skipped=sum(s.skipped for s, _ in parts),
+        latency=LatencyStats.from_histogram(hist),
+        lag=LatencyStats.from_histogram(lag) if lag.n else None,
+        scripts=_script_summaries(per_script, scripts, seconds),
+        latency_histogram=histogram_bins(hist),
+        percentile_curve=[[p, _ms(v)] for p, v in hist.percentile_curve()],
+    )
+
+
+def histogram_bins(hist: LatencyHistogram, bins: int = 50) -> list[list[float]]:
+    """Equal-width bins from the minimum to p99.9, and one last bin for the tail beyond."""
+    if not hist.n:
+        return []
+    values, counts = hist.sorted_arrays()
+    low, high = float(values[0]), hist.percentiles_us((99.9,))[99.9]
+    if high <= low:
+        return [[_ms(low), _ms(high), float(hist.n)]]
+    edges = np.linspace(low, high, bins + 1)
+    idx = np.clip(np.searchsorted(edges, values, side="right") - 1, 0, bins - 1)
+    inside = values <= high
+    sums = np.bincount(idx[inside], weights=counts[inside], minlength=bins)
+    rows = [[_ms(edges[i]), _ms(edges[i + 1]), float(sums[i])] for i in range(bins)]
+    tail = float(counts[~inside].sum())
+    if tail:
+        rows.append([_ms(high), _ms(float(values[-1])), tail])
+    return rows
+
+
+def stability_warnings(iterations: list[IterationSummary]) -> list[StabilityWarning]:
+    """Typed reasons to distrust a result; saved in summary.json, shown in the report."""
+    out: list[StabilityWarning] = []
+    for it in iterations:
+        label = f"{it.clients} clients, iteration {it.iteration}"
+        if it.tps_mean and it.tps_stddev / it.tps_mean > HIGH_CV:
+            out.append(StabilityWarning(
+                "high-tps-cv", f"{label}: TPS varied by {100 * it.tps_stddev / it.tps_mean:.0f}% "
+                "(stddev/mean) between 1 s intervals",
+                "look for checkpoints or warm-up in the timeline; lengthen --warmup or --duration"))
+        if it.failed:
+            out.append(StabilityWarning(
+                "failures", f"{label}: {it.failed} transactions failed",
+                "check the server log; use --max-tries for serialization failures"))
+        if it.status != "ok":
+            out.append(StabilityWarning(
+                "incomplete", f"{label}: iteration {it.status}; figures cover what was logged",
+                "re-run it"))
+    counts = {it.clients for it in iterations}
+    for clients in sorted(counts):
+        runs = [it for it in iterations if it.clients == clients]
+        if len(runs) < 3:
+            out.append(StabilityWarning(
+                "few-iterations", f"{clients} clients: {len(runs)} iteration(s)",
+                "use --iterations 3 or more before comparing configurations"))
+            break
+        first, rest = runs[0].tps_mean, [r.tps_mean for r in runs[1:]]
+        if first < 0.9 * statistics.median(rest):
+            out.append(StabilityWarning(
+                "slow-first-iteration",
+                f"{clients} clients: the first iteration was {100 * (1 - first / statistics.median(rest)):.0f}% "
+                "slower than the median of the others", "the cache was cold: add --warmup"))
+    return out
+
+
+def five_second_table(timeline: list[TimelinePoint], window: int = 5) -> list[tuple[int, float]]:
+    """(end second, mean TPS) per 5 s block, as seed reports print a run's timeline."""
+    rows = []
+    for end in range(window, len(timeline) + 1, window):
+        block = timeline[end - window:end]
+        rows.append((end, sum(p.tps for p in block) / window))
+    return rows
+
+
+def _ms(us: float) -> float:
+    return us / 1000.0 if not math.isnan(us) else math.nan
+
+
+def _mean(a: np.ndarray) -> float:
+    return float(a.mean()) if a.size else math.nan
+
+
+def _median(a: np.ndarray) -> float:
+    return float(np.median(a)) if a.size else math.nan
+
+
+def _pstdev(a: np.ndarray) -> float:
+    return float(a.std()) if a.size else math.nan

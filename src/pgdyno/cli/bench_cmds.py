@@ -1,0 +1,146 @@
+"""`pgdyno bench`, `pgdyno report` and `pgdyno runs`: argument parsing only."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from pgdyno.errors import UsageError
+from pgdyno.results.index import RunIndex
+from pgdyno.results.rundir import STATUSES
+from pgdyno.runner import options as o
+from pgdyno.targets import TargetSpec, default_workdir
+
+
+def register(app: typer.Typer) -> None:
+    app.command("bench")(bench)
+    app.command("report")(report)
+    app.command("runs")(runs)
+
+
+def bench(
+    workload: str = typer.Argument(..., help="tpcb | simple-update | select-only | custom"),
+    script: list[str] = typer.Option([], "--script", help="FILE[@WEIGHT], repeatable"),
+    scale: int | None = typer.Option(None, help="pgbench scale factor (default 10)"),
+    dataset_size: str | None = typer.Option(None, help="dataset size, e.g. 3GB (sets the scale)"),
+    clients: str = typer.Option("8", help="client counts, e.g. 4,16,100 (a sweep)"),
+    threads: int | None = typer.Option(None, help="pgbench threads (default: min(cores, clients))"),
+    duration: int = typer.Option(60, help="measured seconds per iteration"),
+    warmup: int = typer.Option(10, help="warm-up seconds before each measured window"),
+    iterations: int = typer.Option(3, help="iterations per client count"),
+    protocol: str = typer.Option("prepared", help="simple | extended | prepared"),
+    rate: float | None = typer.Option(None, help="fixed rate in TPS (pgbench -R)"),
+    latency_limit: float | None = typer.Option(None, help="ms; with --rate: count late/skip"),
+    max_tries: int = typer.Option(1, help="retries of serialization/deadlock failures"),
+    cache: str = typer.Option("warm", help="warm | cold (restart and drop OS cache)"),
+    via: str = typer.Option("socket", help="socket | tcp"),
+    force: bool = typer.Option(False, help="initialise even over tables pgdyno did not create"),
+    results_dir: Path = typer.Option(Path("results"), help="root of run directories"),
+    context: str | None = typer.Option(None, help="context name (default HARDWARE--WORKLOAD)"),
+    target: str = typer.Option("embedded", help="embedded | local (needs --pg-bin) | dsn"),
+    workdir: Path | None = typer.Option(None, help="where pgdyno keeps its clusters"),
+    pg_bin: Path | None = typer.Option(None, help="directory of other PostgreSQL binaries"),
+    dsn: str | None = typer.Option(None, help="an existing server: never restarted or changed"),
+    wal_dir: Path | None = typer.Option(None, help="separate WAL directory (new clusters)"),
+    keep: bool = typer.Option(False, help="leave the embedded server running afterwards"),
+    config: str = typer.Option("default", help="default | pgtune | tuned | FILE"),
+    set_: list[str] = typer.Option([], "--set", help="key=value override, repeatable"),
+    telemetry: bool = typer.Option(True, help="sample CPU, disks, waits, checkpoints"),
+    progress: bool = typer.Option(True, help="show progress bars"),
+) -> None:
+    """Run a pgbench workload, sample telemetry, and write the run directory and report."""
+    from pgdyno.runner.bench import run_bench
+
+    opts = build_options(**locals())
+    console = Console(stderr=True)
+    result = run_bench(opts, console)
+    typer.echo(f"report: {result.run_dir / 'report.md'}")
+    typer.echo(f"html:   {result.run_dir / 'report.html'}")
+
+
+def build_options(**kw) -> o.BenchOptions:
+    """Validate every option; each failure is a one-line UsageError."""
+    name, scripts = o.parse_workload(kw["workload"], kw["script"])
+    clients = o.parse_clients(kw["clients"])
+    for key, option, zero_ok in (("duration", "--duration", False), ("warmup", "--warmup", True),
+                                 ("iterations", "--iterations", False),
+                                 ("threads", "--threads", False), ("rate", "--rate", False),
+                                 ("latency_limit", "--latency-limit", False),
+                                 ("max_tries", "--max-tries", True), ("scale", "--scale", False)):
+        o.check_positive(kw[key], option, allow_zero=zero_ok)
+    o.check_choice(kw["protocol"], "--protocol", o.PROTOCOLS)
+    o.check_choice(kw["cache"], "--cache", o.CACHE_MODES)
+    o.check_choice(kw["via"], "--via", o.VIA)
+    o.check_choice(kw["target"], "--target", ("embedded", "local", "dsn"))
+    if kw["scale"] is not None and kw["dataset_size"] is not None:
+        raise UsageError("--scale and --dataset-size both given; use one of them")
+    scale = kw["scale"] or (o.scale_for_size(o.parse_size(kw["dataset_size"], "--dataset-size"))
+                            if kw["dataset_size"] else 10)
+    if kw["latency_limit"] is not None and kw["rate"] is None and kw["max_tries"] == 1:
+        raise UsageError("--latency-limit needs --rate (fixed-rate mode) or --max-tries")
+    return o.BenchOptions(
+        workload=name, scripts=scripts, scale=scale, clients=clients, threads=kw["threads"],
+        duration_s=kw["duration"], warmup_s=kw["warmup"], iterations=kw["iterations"],
+        protocol=kw["protocol"], rate_tps=kw["rate"], latency_limit_ms=kw["latency_limit"],
+        max_tries=kw["max_tries"], cache=kw["cache"], via=kw["via"], force=kw["force"],
+        results_dir=kw["results_dir"], context=kw["context"], target=target_spec(**kw),
+        config=kw["config"], sets=tuple(kw["set_"]), telemetry=kw["telemetry"],
+        show_progress=kw["progress"])
+
+
+def target_spec(**kw) -> TargetSpec:
+    kind = kw["target"]
+    if kw["dsn"] is not None:
+        kind = "dsn"
+    elif kw["pg_bin"] is not None:
+        kind = "local"
+    if kind == "dsn" and kw["dsn"] is None:
+        raise UsageError("--target dsn needs --dsn postgresql://user@host:port/dbname")
+    if kind == "local" and kw["pg_bin"] is None:
+        raise UsageError("--target local needs --pg-bin DIR, e.g. /usr/lib/postgresql/15/bin")
+    if kind == "dsn" and kw["cache"] == "cold":
+        raise UsageError("--cache cold restarts the server; with --dsn pgdyno never does that")
+    if kind == "dsn" and (kw["wal_dir"] or kw["config"] != "default" or kw["set_"]):
+        raise UsageError("--dsn: pgdyno never changes an existing server; drop --wal-dir, "
+                         "--config and --set")
+    return TargetSpec(kind=kind, workdir=kw["workdir"] or default_workdir(),
+                      pg_bin=kw["pg_bin"], dsn=kw["dsn"], wal_dir=kw["wal_dir"], keep=kw["keep"])
+
+
+def report(run_dir: Path = typer.Argument(..., help="a run directory")) -> None:
+    """Rebuild summary.json, plots, report.md and report.html from the run's raw files."""
+    from pgdyno.reports.build import build_reports
+
+    if not run_dir.is_dir():
+        raise UsageError(f"{run_dir}: no such run directory")
+    build_reports(run_dir)
+    typer.echo(f"report: {run_dir / 'report.md'}")
+
+
+def runs(
+    run_id: str | None = typer.Argument(None, help="show one run (id or directory suffix)"),
+    workload: str | None = typer.Option(None), context: str | None = typer.Option(None),
+    status: str | None = typer.Option(None, help="ok | failed | interrupted | running"),
+    results_dir: Path = typer.Option(Path("results")), limit: int = typer.Option(50),
+) -> None:
+    """List past runs from the results index, or show one."""
+    if status is not None:
+        o.check_choice(status, "--status", STATUSES)
+    index = RunIndex(results_dir)
+    console = Console()
+    if run_id is not None:
+        row = index.get(run_id)
+        if row is None:
+            raise UsageError(f"run {run_id}: not in {index.path}; list runs with `pgdyno runs`")
+        for key, value in row.__dict__.items():
+            console.print(f"[bold]{key:>11}[/bold]  {value}")
+        return
+    table = Table("run", "status", "config", "clients", "TPS", "p99 ms", "PostgreSQL")
+    for row in index.query(workload=workload, context=context, status=status, limit=limit):
+        table.add_row(row.run_id, row.status, row.config or "", row.clients or "",
+                      f"{row.tps:,.0f}" if row.tps is not None else "–",
+                      f"{row.p99_ms:.2f}" if row.p99_ms is not None else "–", row.pg_version or "")
+    console.print(table)

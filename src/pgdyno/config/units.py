@@ -1,0 +1,90 @@
+"""Sizes and durations as PostgreSQL writes them ('4GB', '15min'), parsed and formatted.
+
+PostgreSQL's memory units are powers of 1024 and case-sensitive ('kB', 'MB', 'GB', 'TB');
+time units are 'us', 'ms', 's', 'min', 'h', 'd'. pgdyno computes in bytes and seconds
+and converts only at the edges.
+"""
+
+from __future__ import annotations
+
+import re
+
+KB = 1024
+MB = 1024 * KB
+GB = 1024 * MB
+TB = 1024 * GB
+
+MEMORY_UNITS: dict[str, int] = {"B": 1, "kB": KB, "MB": MB, "GB": GB, "TB": TB}
+TIME_UNITS_MS: dict[str, float] = {
+    "us": 0.001, "ms": 1.0, "s": 1000.0, "min": 60_000.0, "h": 3_600_000.0, "d": 86_400_000.0,
+}
+# pg_settings.unit values that name a multiple of bytes (e.g. '8kB' pages, '16MB' segments).
+_UNIT_RE = re.compile(r"^(\d+)?\s*(B|kB|MB|GB|TB|us|ms|s|min|h|d)$")
+_VALUE_RE = re.compile(r"^\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*([A-Za-z]*)\s*$")
+_HUMAN_SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMGT]?i?B?|[kmgt]b?)\s*$", re.IGNORECASE)
+
+
+def unit_scale(unit: str | None) -> tuple[str, float] | None:
+    """('memory', bytes per unit) or ('time', ms per unit) for a pg_settings unit, else None."""
+    if not unit:
+        return None
+    match = _UNIT_RE.match(unit)
+    if not match:
+        return None
+    factor = int(match.group(1) or 1)
+    name = match.group(2)
+    if name in MEMORY_UNITS:
+        return "memory", float(factor * MEMORY_UNITS[name])
+    return "time", factor * TIME_UNITS_MS[name]
+
+
+def split_number(text: str) -> tuple[float, str] | None:
+    """'4GB' -> (4.0, 'GB'); '0.9' -> (0.9, ''); None when it is not a number with a unit."""
+    match = _VALUE_RE.match(text)
+    if not match:
+        return None
+    return float(match.group(1)), match.group(2)
+
+
+def fmt_bytes(n_bytes: int) -> str:
+    """The largest PostgreSQL unit that divides the size exactly: 6GB, 768MB, 20388kB."""
+    for name in ("TB", "GB", "MB", "kB"):
+        size = MEMORY_UNITS[name]
+        if n_bytes >= size and n_bytes % size == 0:
+            return f"{n_bytes // size}{name}"
+    if n_bytes % KB == 0:
+        return f"{n_bytes // KB}kB"
+    return f"{n_bytes}B"
+
+
+def fmt_kb(n_kb: int) -> str:
+    return fmt_bytes(int(n_kb) * KB)
+
+
+def fmt_seconds(seconds: int) -> str:
+    """'15min', '1h', '30s'."""
+    for name, size in (("d", 86400), ("h", 3600), ("min", 60)):
+        if seconds >= size and seconds % size == 0:
+            return f"{seconds // size}{name}"
+    return f"{seconds}s"
+
+
+def human_bytes(n_bytes: float) -> str:
+    """Rounded for people: 23.4 GiB, 512 MiB."""
+    value = float(n_bytes)
+    for name in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(value) < 1024 or name == "TiB":
+            return f"{value:.0f} {name}" if name == "B" else f"{value:.1f} {name}"
+        value /= 1024
+    return f"{value:.1f} TiB"
+
+
+def parse_size(text: str) -> int:
+    """A size given by a user: '32GB', '32G', '32GiB', '512MB', '1.5T', or bytes. Powers of 1024."""
+    match = _HUMAN_SIZE_RE.match(str(text))
+    if not match:
+        raise ValueError(f"not a size: {text!r} (expected e.g. 32GB, 512MB, 1.5TB)")
+    number = float(match.group(1))
+    letter = match.group(2)[:1].upper()
+    scale = {"": 1, "B": 1, "K": KB, "M": MB, "G": GB, "T": TB}[letter]
+    return int(number * scale)

@@ -1,0 +1,1 @@
+"""Reports: plots and Markdown/HTML renderings of summaries computed elsewhere."""

@@ -1,0 +1,39 @@
+"""Self-contained HTML rendering of a report ``Document`` (images embedded as data URIs)."""
+
+from __future__ import annotations
+
+import base64
+from pathlib import Path
+
+import jinja2
+
+from pgdyno.analysis.summary import RunSummary
+from pgdyno.reports.document import Document, build_document
+from pgdyno.results.rundir import RunPlan
+
+_ENV = jinja2.Environment(
+    loader=jinja2.PackageLoader("pgdyno.reports", "templates"),
+    autoescape=jinja2.select_autoescape(["html", "j2"]),
+)
+
+
+def render(summary: RunSummary, manifest: dict, plan: RunPlan, images: dict[str, str],
+           extra_sections=(), base_dir: Path | None = None) -> str:
+    doc = build_document(summary, manifest, plan, images)
+    doc.sections.extend(extra_sections)
+    return render_document(doc, base_dir or Path(manifest.get("run_dir", ".")))
+
+
+def render_document(doc: Document, base_dir: Path) -> str:
+    def data_uri(path: str) -> str:
+        data = (base_dir / path).read_bytes()
+        return "data:image/png;base64," + base64.b64encode(data).decode()
+
+    def markdown_block(text: str) -> str:
+        import markdown_it
+
+        # Raw HTML stays escaped: report text may quote server log lines.
+        return markdown_it.MarkdownIt("commonmark", {"html": False}).enable("table").render(text)
+
+    return _ENV.get_template("report.html.j2").render(
+        doc=doc, data_uri=data_uri, markdown_block=markdown_block)

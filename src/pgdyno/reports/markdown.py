@@ -1,0 +1,44 @@
+"""Markdown rendering of a report ``Document``."""
+
+from __future__ import annotations
+
+from pgdyno.analysis.summary import RunSummary
+from pgdyno.reports.document import Document, Table, build_document
+from pgdyno.results.rundir import RunPlan
+
+
+def render(summary: RunSummary, manifest: dict, plan: RunPlan, images: dict[str, str],
+           extra_sections=()) -> str:
+    doc = build_document(summary, manifest, plan, images)
+    doc.sections.extend(extra_sections)
+    return render_document(doc)
+
+
+def render_document(doc: Document) -> str:
+    out = [f"# {doc.title}", ""]
+    for section in doc.sections:
+        out += [f"{'#' * section.level} {section.title}", ""]
+        for para in section.paragraphs:
+            out += [para, ""]
+        for table in section.tables:
+            out += table_lines(table)
+        for block in section.preformatted:
+            out += ["```", block, "```", ""]
+        if section.markdown:
+            out += [section.markdown.strip(), ""]
+        for caption, path in section.images:
+            out += [f"![{caption}]({path})", ""]
+    return "\n".join(out).rstrip() + "\n"
+
+
+def table_lines(table: Table) -> list[str]:
+    if not table.rows:
+        return []
+    lines = []
+    if table.caption:
+        lines += [f"*{table.caption}*", ""]
+    lines.append("| " + " | ".join(table.headers) + " |")
+    lines.append("|" + "|".join("---" for _ in table.headers) + "|")
+    lines += ["| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |"
+              for row in table.rows]
+    return [*lines, ""]

@@ -1,0 +1,1 @@
+"""The run loop: target up, dataset ready, pgbench iterations, run directory, report."""

@@ -1,0 +1,307 @@
+"""``pgdyno bench``: one workload, one target, one config, a sweep of client counts.
+
+Order of work: run directory first (so that even a failed start leaves a record), then
+the server, the dataset, and the iterations — iteration-major (1: c1 c2 c3, 2: c1 c2 c3,
+...) so that drift over time spreads over every client count instead of biasing one.
+Whatever happens, the ``finally`` block stops the server, rebuilds the summary and
+report from what reached ``raw/``, and writes the final status.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gzip
+import shutil
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import psycopg
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
+
+from pgdyno import __version__, serde
+from pgdyno.errors import PgdynoError, RunFailed, RunInterrupted, UsageError
+from pgdyno.results.index import RunIndex, RunRow
+from pgdyno.results.rundir import IterationRecord, RunDirectory, RunPlan, utc_now
+from pgdyno.runner.environment import HostFacts, host_facts, server_facts
+from pgdyno.runner.options import BenchOptions
+from pgdyno.targets import Target, open_target
+from pgdyno.workloads import pgbench
+
+
+@dataclass
+class BenchResult:
+    run_dir: Path
+    status: str
+    reason: str = ""
+    notes: list[str] = field(default_factory=list)
+
+
+def hardware_label(host: HostFacts) -> str:
+    return f"{host.cpu_count}vcpu-{round(host.ram_bytes / 2**30)}gb"
+
+
+def run_bench(opts: BenchOptions, console: Console | None = None) -> BenchResult:
+    console = console or Console(stderr=True)
+    host = host_facts()
+    context = opts.context or f"{hardware_label(host)}--{opts.workload}"
+    run_dir = RunDirectory.create(opts.results_dir, context, opts.workload)
+    settings, config_record = resolve_settings(opts)
+    target = open_target(opts.target, settings)
+    plan = _plan(opts, context, run_dir)
+    manifest = _initial_manifest(opts, host, target, config_record)
+    run_dir.write_json("manifest.json", manifest)
+    run_dir.save_plan(plan)
+    index = RunIndex(opts.results_dir)
+    _index(index, run_dir, manifest, None)
+    result = BenchResult(run_dir=run_dir.path, status="running")
+    error: Exception | None = None
+    try:
+        _execute(opts, target, run_dir, plan, manifest, console)
+        result.status = "ok"
+    except KeyboardInterrupt:
+        result.status, result.reason = "interrupted", "interrupted by the user (Ctrl-C)"
+    except (PgdynoError, OSError) as exc:
+        result.status, result.reason = "failed", str(exc)
+        error = exc
+        if target.kind != "dsn" and not target.is_running():
+            result.reason += f"; server log: {target.log_tail(5)}"
+    finally:
+        _finish(opts, target, run_dir, plan, manifest, result, index, console)
+    if result.status == "interrupted":
+        raise RunInterrupted(f"run interrupted; partial results kept in {run_dir.path}")
+    if isinstance(error, UsageError):  # bad input found late (e.g. foreign tables): exit 2
+        raise UsageError(f"{error} (run directory {run_dir.path})") from error
+    if result.status == "failed":
+        raise RunFailed(f"run failed: {result.reason} (partial results in {run_dir.path})")
+    return result
+
+
+def resolve_settings(opts: BenchOptions) -> tuple[dict[str, str], dict]:
+    """The PostgreSQL layer of the named config; stock PostgreSQL for ``default``."""
+    if opts.config == "default" and not opts.sets:
+        return {}, {"name": "default", "pg_settings": {}, "sources": {}}
+    from pgdyno.config import resolve_config  # the configuration engine
+
+    install = open_target(opts.target).install
+    resolved = resolve_config(opts.config, list(opts.sets), install=install,
+                              workload=opts.workload, connections=max(opts.clients))
+    return resolved.pg_settings, resolved.to_dict()
+
+
+def _plan(opts: BenchOptions, context: str, run_dir: RunDirectory) -> RunPlan:
+    scripts = []
+    for spec in opts.scripts:
+        entry = {"name": spec.name, "weight": spec.weight, "builtin": spec.builtin, "file": None}
+        if spec.path is not None:
+            dest = run_dir.raw / "scripts" / spec.path.name
+            dest.parent.mkdir(exist_ok=True)
+            shutil.copy2(spec.path, dest)
+            entry["file"] = str(dest.relative_to(run_dir.path))
+        scripts.append(entry)
+    return RunPlan(
+        workload=opts.workload, context=context, scripts=scripts, scale=opts.scale,
+        client_counts=list(opts.clients), iterations=opts.iterations, duration_s=opts.duration_s,
+        warmup_s=opts.warmup_s, protocol=opts.protocol, rate_tps=opts.rate_tps,
+        latency_limit_ms=opts.latency_limit_ms, max_tries=opts.max_tries, cache=opts.cache,
+        via=opts.via, has_lag_column=opts.has_lag_column,
+        has_retries_column=opts.has_retries_column)
+
+
+def _initial_manifest(opts: BenchOptions, host: HostFacts, target: Target,
+                      config_record: dict) -> dict:
+    return {
+        "schema_version": 1,
+        "tool": {"name": "pgdyno", "version": __version__},
+        "status": "running",
+        "started_at": utc_now(),
+        "ended_at": None,
+        "host": serde.to_dict(host),
+        "target": {"kind": target.kind, "pg_bin": str(target.install.bin_dir),
+                   "pgbench_version": target.install.version,
+                   "wal_dir": str(opts.target.wal_dir) if opts.target.wal_dir else None},
+        "config": config_record,
+        "options": {
+            "workload": opts.workload, "scale": opts.scale, "clients": list(opts.clients),
+            "threads": opts.threads, "duration_s": opts.duration_s, "warmup_s": opts.warmup_s,
+            "iterations": opts.iterations, "protocol": opts.protocol, "rate_tps": opts.rate_tps,
+            "latency_limit_ms": opts.latency_limit_ms, "max_tries": opts.max_tries,
+            "cache": opts.cache, "via": opts.via, "force": opts.force,
+        },
+        "server": None,
+        "commands": [],
+        "dataset": None,
+        "notes": [],
+    }
+
+
+def _execute(opts: BenchOptions, target: Target, run_dir: RunDirectory, plan: RunPlan,
+             manifest: dict, console: Console) -> None:
+    target.prepare()
+    target.start()
+    conn = target.connection(opts.via)
+    manifest["connection"] = conn.describe()
+    manifest["server"] = serde.to_dict(server_facts(target.admin_connection()))
+    run_dir.write_json("manifest.json", manifest)
+    init = pgbench.initialise(conn, target.install, opts.scale, opts.force,
+                              run_dir.raw / "pgbench" / "init.log")
+    manifest["dataset"] = {"kind": "pgbench", "scale": opts.scale, "reused": init.reused,
+                           "build_seconds": round(init.seconds, 3)}
+    if init.command:
+        manifest["commands"].append(" ".join(init.command))
+    run_dir.write_json("manifest.json", manifest)
+    steps = [(it, c) for it in range(1, opts.iterations + 1) for c in opts.clients]
+    with _progress(opts, console) as progress:
+        overall = progress.add_task("iterations", total=len(steps), status="")
+        for number, (iteration, clients) in enumerate(steps):
+            if opts.cache == "cold" and number > 0:
+                _make_cold(target, plan)
+                conn = target.connection(opts.via)
+            _run_iteration(opts, target, conn, run_dir, plan, manifest, progress,
+                           iteration, clients)
+            progress.advance(overall)
+
+
+def _make_cold(target: Target, plan: RunPlan) -> None:
+    """Restart the server (empty shared_buffers) and drop the OS page cache if permitted."""
+    target.restart()
+    note = _drop_os_cache()
+    if note and note not in plan.notes:
+        plan.notes.append(note)
+
+
+def _drop_os_cache() -> str:
+    try:
+        subprocess.run(["sync"], check=False)
+        Path("/proc/sys/vm/drop_caches").write_text("3\n")
+        return ""
+    except OSError as exc:
+        return (f"--cache cold: the OS page cache was not dropped ({exc.strerror}); "
+                "only shared_buffers were emptied by the restart (dropping needs root)")
+
+
+def _checkpoint(conn) -> None:
+    with psycopg.connect(conn.conninfo(), autocommit=True) as db:
+        db.execute("CHECKPOINT")
+
+
+def _run_iteration(opts: BenchOptions, target: Target, conn, run_dir: RunDirectory,
+                   plan: RunPlan, manifest: dict, progress: Progress,
+                   iteration: int, clients: int) -> None:
+    label = f"c{clients}-i{iteration}"
+    it_dir = run_dir.raw / "pgbench" / label
+    it_dir.mkdir(parents=True, exist_ok=True)
+    iplan = pgbench.IterationPlan(clients=clients, iteration=iteration,
+                                  threads=opts.threads_for(clients),
+                                  seconds=opts.warmup_s + opts.duration_s,
+                                  log_prefix=it_dir / "tx")
+    cmd = pgbench.pgbench_command(target.install, conn, opts, opts.scripts, iplan)
+    manifest["commands"].append(" ".join(cmd))
+    record = IterationRecord(
+        clients=clients, iteration=iteration, threads=iplan.threads, status="running",
+        command=cmd, log_files=[], stdout_file=str((it_dir / "stdout.txt").relative_to(run_dir.path)),
+        stderr_file=str((it_dir / "stderr.txt").relative_to(run_dir.path)), returncode=None,
+        started_at=utc_now())
+    plan.records.append(record)
+    run_dir.save_plan(plan)
+    _checkpoint(conn)
+    task = progress.add_task(f"{clients} clients, iteration {iteration}", total=iplan.seconds,
+                             status="starting")
+
+    def on_progress(t: float, tps: float, lat: float) -> None:
+        phase = "warm-up" if t <= opts.warmup_s else "measuring"
+        progress.update(task, completed=t, status=f"{phase} {tps:,.0f} tps, {lat:.2f} ms")
+
+    try:
+        outcome = pgbench.run_pgbench(cmd, conn, it_dir / "stdout.txt", it_dir / "stderr.txt",
+                                      on_progress)
+    except KeyboardInterrupt:
+        record.status = "interrupted"
+        raise
+    finally:
+        record.log_files = _compress_logs(it_dir, run_dir.path)
+        record.ended_at = utc_now()
+        if record.status == "running":
+            record.status = "pending"
+        run_dir.save_plan(plan)
+        progress.update(task, visible=False)
+    record.returncode = outcome.returncode
+    record.pgbench_tps = outcome.pgbench_tps
+    if outcome.returncode != 0:
+        record.status = "failed"
+        run_dir.save_plan(plan)
+        err = (it_dir / "stderr.txt").read_text(errors="replace").strip().splitlines()
+        detail = next((line for line in reversed(err) if "error" in line.lower()),
+                      err[-1] if err else "")
+        raise RunFailed(f"pgbench exited with code {outcome.returncode} at {clients} clients, "
+                        f"iteration {iteration}: {detail}")
+    record.status = "ok"
+    run_dir.save_plan(plan)
+
+
+def _compress_logs(it_dir: Path, root: Path) -> list[str]:
+    """gzip each pgbench log (a few MB per million transactions compressed)."""
+    out = []
+    for path in sorted(it_dir.glob("tx.*")):
+        if path.suffix == ".gz":
+            out.append(str(path.relative_to(root)))
+            continue
+        gz = path.with_name(path.name + ".gz")
+        with path.open("rb") as src, gzip.open(gz, "wb", compresslevel=3) as dst:
+            shutil.copyfileobj(src, dst, 1 << 20)
+        path.unlink()
+        out.append(str(gz.relative_to(root)))
+    return out
+
+
+def _finish(opts: BenchOptions, target: Target, run_dir: RunDirectory, plan: RunPlan,
+            manifest: dict, result: BenchResult, index: RunIndex, console: Console) -> None:
+    from pgdyno.reports.build import build_reports  # reports depend on the runner's files
+
+    for record in plan.records:
+        if record.status in ("running", "pending"):
+            record.status = result.status if result.status != "ok" else "ok"
+    with contextlib.suppress(Exception):
+        run_dir.save_plan(plan)
+    if not opts.target.keep:
+        target.stop()
+    manifest["status"] = result.status
+    manifest["ended_at"] = utc_now()
+    manifest["reason"] = result.reason
+    manifest["notes"] = list(plan.notes)
+    summary = None
+    try:
+        run_dir.write_json("manifest.json", manifest)
+        if any(r.log_files for r in plan.records):
+            summary = build_reports(run_dir.path)
+    except Exception as exc:  # the run's data is safe in raw/; the report can be rebuilt
+        result.notes.append(f"report not built: {exc}")
+        with contextlib.suppress(Exception):
+            manifest["notes"].append(f"report not built: {exc}")
+            run_dir.write_json("manifest.json", manifest)
+    with contextlib.suppress(Exception):
+        _index(index, run_dir, manifest, summary)
+
+
+def _index(index: RunIndex, run_dir: RunDirectory, manifest: dict, summary) -> None:
+    tps = p99 = None
+    if summary is not None and summary.per_clients:
+        best = max(summary.per_clients, key=lambda c: c.tps_mean or 0)
+        tps, p99 = best.tps_mean, best.latency.percentiles_ms.get("p99")
+    index.upsert(RunRow(
+        run_id=index.run_id_for(run_dir.path), context=run_dir.path.parent.name,
+        workload=manifest["options"]["workload"], status=manifest["status"],
+        started_at=manifest["started_at"], ended_at=manifest["ended_at"],
+        config=(manifest.get("config") or {}).get("name"),
+        clients=",".join(str(c) for c in manifest["options"]["clients"]), tps=tps, p99_ms=p99,
+        pg_version=(manifest.get("server") or {}).get("version")))
+
+
+@contextlib.contextmanager
+def _progress(opts: BenchOptions, console: Console):
+    progress = Progress(TextColumn("{task.description}"), BarColumn(),
+                        TextColumn("{task.fields[status]}"), TimeRemainingColumn(),
+                        console=console, disable=not opts.show_progress, transient=False)
+    with progress:
+        yield progress

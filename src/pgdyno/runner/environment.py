@@ -1,0 +1,68 @@
+"""Facts about the machine and the server, recorded in every manifest."""
+
+from __future__ import annotations
+
+import os
+import platform
+from dataclasses import dataclass
+
+import psutil
+import psycopg
+
+from pgdyno.results.rundir import hostname
+from pgdyno.targets import ConnectionInfo
+
+
+@dataclass
+class HostFacts:
+    hostname: str
+    kernel: str
+    os: str
+    cpu_model: str
+    cpu_count: int
+    """CPUs this process may run on (affinity), which cgroup cpusets also restrict."""
+    ram_bytes: int
+    python: str
+
+
+@dataclass
+class ServerFacts:
+    version: str
+    version_num: int
+    data_directory: str | None
+    non_default_settings: dict[str, str]
+    """Every setting whose source is not the built-in default, with its unit."""
+
+
+def host_facts() -> HostFacts:
+    return HostFacts(
+        hostname=hostname(), kernel=platform.release(), os=platform.platform(),
+        cpu_model=_cpu_model(), cpu_count=len(os.sched_getaffinity(0)),
+        ram_bytes=psutil.virtual_memory().total, python=platform.python_version(),
+    )
+
+
+def _cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo") as fh:
+            for line in fh:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def server_facts(conn: ConnectionInfo) -> ServerFacts:
+    with psycopg.connect(conn.conninfo(), autocommit=True) as db:
+        version = db.execute("SHOW server_version").fetchone()[0]
+        num = int(db.execute("SHOW server_version_num").fetchone()[0])
+        rows = db.execute(
+            "SELECT name, setting, coalesce(unit, '') FROM pg_settings "
+            "WHERE source NOT IN ('default', 'override') ORDER BY name").fetchall()
+        try:
+            data_dir = db.execute("SHOW data_directory").fetchone()[0]
+        except psycopg.Error:
+            data_dir = None  # needs superuser or pg_read_all_settings
+    return ServerFacts(version=version, version_num=num, data_directory=data_dir,
+                       non_default_settings={n: f"{s}{u and ' ' + u}" for n, s, u in rows})

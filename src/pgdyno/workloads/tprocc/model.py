@@ -1,0 +1,317 @@
+"""Dataclasses that cross module boundaries for TPROC-C, each with to_dict/from_dict.
+
+Serialisation is derived from the dataclass fields (never by listing them twice), so a
+field added to a model is saved and loaded without touching this code.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import types
+import typing
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from pgdyno.errors import UsageError
+
+SCHEMA_VERSION = 1
+
+TRANSACTIONS = ("new_order", "payment", "order_status", "delivery", "stock_level")
+"""The five TPC-C transaction types, in the order of the specification."""
+
+IDEAL_NOPM_PER_WAREHOUSE = 12.86
+"""New orders per minute per warehouse that 10 compliant terminals can reach at most."""
+
+T = TypeVar("T", bound="Serialisable")
+
+
+class Serialisable:
+    """to_dict/from_dict for dataclasses whose fields are plain values, tuples, dicts
+    or other Serialisable dataclasses."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {f.name: _dump(getattr(self, f.name)) for f in dataclasses.fields(self)}
+
+    @classmethod
+    def from_dict(cls: type[T], data: dict[str, Any]) -> T:
+        hints = typing.get_type_hints(cls)
+        kwargs = {}
+        for f in dataclasses.fields(cls):
+            if f.init and f.name in data:
+                kwargs[f.name] = _load(hints[f.name], data[f.name])
+        return cls(**kwargs)
+
+
+def _dump(value: Any) -> Any:
+    if isinstance(value, Serialisable):
+        return value.to_dict()
+    if isinstance(value, tuple | list):
+        return [_dump(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _dump(v) for k, v in value.items()}
+    return value
+
+
+def _load(hint: Any, value: Any) -> Any:
+    if value is None:
+        return None
+    origin = typing.get_origin(hint)
+    if origin in (typing.Union, types.UnionType):
+        inner = [a for a in typing.get_args(hint) if a is not type(None)]
+        return _load(inner[0], value) if len(inner) == 1 else value
+    if isinstance(hint, type) and issubclass(hint, Serialisable):
+        return hint.from_dict(value)
+    if origin is tuple:
+        args = typing.get_args(hint)
+        item = args[0] if args else Any
+        return tuple(_load(item, v) for v in value)
+    if origin is list:
+        (item,) = typing.get_args(hint) or (Any,)
+        return [_load(item, v) for v in value]
+    if origin is dict:
+        _, item = typing.get_args(hint) or (Any, Any)
+        return {k: _load(item, v) for k, v in value.items()}
+    return value
+
+
+# ----- workload definition ----------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Mix(Serialisable):
+    """Share of each transaction type, in percent of all transactions (any positive sum)."""
+
+    new_order: float = 45.0
+    payment: float = 43.0
+    order_status: float = 4.0
+    delivery: float = 4.0
+    stock_level: float = 4.0
+
+    def __post_init__(self) -> None:
+        shares = [getattr(self, name) for name in TRANSACTIONS]
+        if any(s < 0 for s in shares) or sum(shares) <= 0:
+            raise UsageError(f"--mix {self.describe()}: shares must be >= 0 with a positive sum")
+
+    @classmethod
+    def parse(cls, text: str) -> Mix:
+        """``45,43,4,4,4`` (in TPC-C order) or ``new_order=45,payment=43,...``."""
+        parts = [p.strip() for p in text.split(",") if p.strip()]
+        try:
+            if all("=" not in p for p in parts):
+                if len(parts) != len(TRANSACTIONS):
+                    raise ValueError
+                return cls(*(float(p) for p in parts))
+            given = {}
+            for part in parts:
+                key, _, value = part.partition("=")
+                key = key.strip().replace("-", "_")
+                if key not in TRANSACTIONS:
+                    raise ValueError
+                given[key] = float(value)
+            return cls(**{name: given.get(name, 0.0) for name in TRANSACTIONS})
+        except ValueError:
+            raise UsageError(
+                f"--mix {text}: expected five numbers (new_order,payment,order_status,"
+                "delivery,stock_level) such as 45,43,4,4,4, or name=share pairs") from None
+
+    def share(self, transaction: str) -> float:
+        """Fraction (0..1) of all transactions."""
+        total = sum(getattr(self, name) for name in TRANSACTIONS)
+        return getattr(self, transaction) / total
+
+    def describe(self) -> str:
+        return "/".join(f"{getattr(self, name):g}" for name in TRANSACTIONS)
+
+
+@dataclass(frozen=True)
+class ScriptInfo(Serialisable):
+    """One pgbench script of the workload; ``script_no`` is pgbench's 0-based number,
+    the fourth column of its ``-l`` log."""
+
+    script_no: int
+    name: str
+    transaction: str
+    """One of TRANSACTIONS."""
+    outcome: str
+    """``commit``, or ``rollback`` for the 1% invalid-item New-Order variant."""
+    weight: int
+    """pgbench ``@weight`` (relative)."""
+    file_name: str
+
+
+@dataclass(frozen=True)
+class NURandConstants(Serialisable):
+    """The per-run constants C of NURand (TPC-C clause 2.1.6)."""
+
+    c_last: int
+    """For customer last names, NURand(255, 0, 999); obeys clause 2.1.6.1 against the
+    load-time constant."""
+    c_id: int
+    """For customer ids, NURand(1023, 1, 3000)."""
+    ol_i_id: int
+    """For item ids, NURand(8191, 1, 100000)."""
+
+
+@dataclass(frozen=True)
+class ScriptOptions(Serialisable):
+    """Everything that shapes the generated pgbench scripts."""
+
+    warehouses: int
+    mix: Mix = field(default_factory=Mix)
+    all_warehouses: bool = False
+    """Every transaction picks a random warehouse instead of the client's home one."""
+    keying_thinking: bool = False
+    """Compliant mode: keying and think times with ``\\sleep`` (10 clients per warehouse)."""
+    time_scale: float = 1.0
+    """Multiplies keying and think times (1.0 is the specification; tests use less)."""
+    rollback_pct: float = 1.0
+    """Percent of New-Orders with an invalid item, which roll back."""
+    remote_line_pct: float = 1.0
+    """Percent of order lines supplied by another warehouse."""
+    remote_payment_pct: float = 15.0
+    """Percent of Payments for a customer of another warehouse."""
+    by_name_pct: float = 60.0
+    """Percent of Payments and Order-Status that look the customer up by last name."""
+    protocol: str = "simple"
+    """pgbench ``-M`` mode the scripts are written for."""
+    seed: int | None = None
+    """Seed for the per-run NURand constants (None: random)."""
+
+    def __post_init__(self) -> None:
+        if self.warehouses < 1:
+            raise UsageError(f"--warehouses {self.warehouses}: must be at least 1")
+        if self.protocol not in ("simple", "extended", "prepared"):
+            raise UsageError(f"protocol {self.protocol}: expected simple, extended or prepared")
+        if self.time_scale <= 0:
+            raise UsageError(f"time scale {self.time_scale}: must be positive")
+        for name in ("rollback_pct", "remote_line_pct", "remote_payment_pct", "by_name_pct"):
+            if not 0 <= getattr(self, name) <= 100:
+                raise UsageError(f"{name} {getattr(self, name)}: must be within 0..100")
+
+
+# ----- loading -----------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class LoadOptions(Serialisable):
+    warehouses: int
+    workers: int | None = None
+    """Parallel loader connections; None: one per CPU core."""
+    order_line_partitions: int | None = None
+    """Hash partitions of order_line by warehouse; None: automatic (see schema), 0: none."""
+    force: bool = False
+    """Load even when the database holds tables pgdyno did not create."""
+    rebuild: bool = False
+    """Rebuild even when a dataset of the same size is already loaded."""
+    maintenance_work_mem: str | None = "256MB"
+    """Session setting of the loader connections for key and index builds (None: server's)."""
+
+    @property
+    def size_key(self) -> str:
+        return f"warehouses={self.warehouses}"
+
+
+@dataclass(frozen=True)
+class LoadProgress(Serialisable):
+    """Handed to the progress callback after each loaded unit of work."""
+
+    phase: str
+    """``data``, ``keys``, ``vacuum`` or ``done``."""
+    warehouses_done: int
+    warehouses_total: int
+    rows: int
+    elapsed_s: float
+    steps_done: int = 0
+    """Keys/indexes or tables vacuumed so far in the current phase."""
+    steps_total: int = 0
+
+    @property
+    def rows_per_s(self) -> float:
+        return self.rows / self.elapsed_s if self.elapsed_s > 0 else 0.0
+
+
+@dataclass(frozen=True)
+class LoadResult(Serialisable):
+    schema_version: int
+    warehouses: int
+    reused: bool
+    """The dataset was already there and nothing was loaded."""
+    workers: int
+    order_line_partitions: int
+    rows: int
+    seconds: float
+    phase_seconds: dict[str, float]
+    """Wall time of data, keys and vacuum."""
+    load_c_last: int
+    """The NURand constant last names were loaded with (runs pick theirs against it)."""
+
+    @property
+    def warehouses_per_minute(self) -> float:
+        return self.warehouses / self.seconds * 60 if self.seconds > 0 else 0.0
+
+
+# ----- measuring ---------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Snapshot(Serialisable):
+    """Counters read from the database at one instant (one statement)."""
+
+    time_s: float
+    """Server clock, seconds since the epoch."""
+    sum_next_o_id: int
+    """sum(d_next_o_id) over all districts: grows by one per committed New-Order."""
+    xact_commit: int
+    xact_rollback: int
+
+
+@dataclass(frozen=True)
+class ThroughputMetrics(Serialisable):
+    """NOPM, TPM and efficiency over the window between two snapshots."""
+
+    warehouses: int
+    duration_s: float
+    new_orders: int
+    transactions: int
+    """Committed plus rolled-back transactions in the database (pg_stat_database)."""
+    nopm: float
+    tpm: float
+    efficiency: float
+    """NOPM / (12.86 x warehouses): 1.0 is the most a compliant run can reach."""
+
+
+@dataclass(frozen=True)
+class ConditionResult(Serialisable):
+    """One TPC-C consistency condition (clause 3.3.2)."""
+
+    number: int
+    description: str
+    passed: bool
+    checked: int
+    """Warehouses (condition 1) or districts (2-4) checked."""
+    violations: int
+    examples: tuple[str, ...] = ()
+    """A few offending keys with their numbers."""
+
+
+@dataclass(frozen=True)
+class ConsistencyReport(Serialisable):
+    schema_version: int
+    conditions: tuple[ConditionResult, ...]
+    seconds: float
+
+    @property
+    def passed(self) -> bool:
+        return all(c.passed for c in self.conditions)
+
+
+_SIZE_RE = re.compile(r"^\s*(\d+)\s*$")
+
+
+def parse_warehouses(text: str) -> list[int]:
+    """``10`` or ``10,20,30`` (a sweep) into positive warehouse counts."""
+    values = []
+    for part in text.split(","):
+        match = _SIZE_RE.match(part)
+        if not match or int(match.group(1)) < 1:
+            raise UsageError(f"--warehouses {text}: expected positive integers such as 10,20,30")
+        values.append(int(match.group(1)))
+    return values
