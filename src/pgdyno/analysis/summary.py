@@ -235,7 +235,8 @@ def pool_client_count(clients: int, parts: list[tuple[IterationSummary, LogStats
     return ClientSummary(
         clients=clients, iterations=len(parts), tps_mean=_mean(arr), tps_median=_median(arr),
         tps_stddev=_pstdev(arr), tps_iteration_mean=_mean(np.array(iteration_tps)),
-        tps_iteration_stddev=statistics.stdev(iteration_tps) if len(iteration_tps) > 1 else math.nan,
+        tps_iteration_stddev=(statistics.stdev(iteration_tps) if len(iteration_tps) > 1
+                              else math.nan),
         transactions=sum(s.transactions for s, _ in parts),
         failed=sum(s.failed for s, _ in parts), retried=sum(s.retried for s, _ in parts),
         skipped=sum(s.skipped for s, _ in parts),
@@ -296,8 +297,9 @@ def stability_warnings(iterations: list[IterationSummary]) -> list[StabilityWarn
         if first < 0.9 * statistics.median(rest):
             out.append(StabilityWarning(
                 "slow-first-iteration",
-                f"{clients} clients: the first iteration was {100 * (1 - first / statistics.median(rest)):.0f}% "
-                "slower than the median of the others", "the cache was cold: add --warmup"))
+                f"{clients} clients: the first iteration was "
+                f"{100 * (1 - first / statistics.median(rest)):.0f}% slower than the median "
+                "of the others", "the cache was cold: add --warmup"))
     return out
 
 

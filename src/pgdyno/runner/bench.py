@@ -200,7 +200,8 @@ def _run_iteration(opts: BenchOptions, target: Target, conn, run_dir: RunDirecto
     manifest["commands"].append(" ".join(cmd))
     record = IterationRecord(
         clients=clients, iteration=iteration, threads=iplan.threads, status="running",
-        command=cmd, log_files=[], stdout_file=str((it_dir / "stdout.txt").relative_to(run_dir.path)),
+        command=cmd, log_files=[],
+        stdout_file=str((it_dir / "stdout.txt").relative_to(run_dir.path)),
         stderr_file=str((it_dir / "stderr.txt").relative_to(run_dir.path)), returncode=None,
         started_at=utc_now())
     plan.records.append(record)

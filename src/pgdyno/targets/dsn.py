@@ -1,4 +1,4 @@
-"""An existing server reached through a DSN: pgdyno measures it but never restarts or reconfigures it."""
+"""An existing server reached through a DSN: measured, never restarted or reconfigured."""
 
 from __future__ import annotations
 

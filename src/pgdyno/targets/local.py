@@ -129,7 +129,8 @@ class LocalServer:
             self.instance_dir.mkdir(parents=True, exist_ok=True)
             self.socket_dir.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
-            raise UsageError(f"--workdir {self.workdir}: cannot create directories ({exc})") from exc
+            raise UsageError(
+                f"--workdir {self.workdir}: cannot create directories ({exc})") from exc
         blocked = unreachable_ancestor(self.instance_dir, self.user)
         if blocked is not None:
             raise UsageError(
@@ -235,7 +236,8 @@ class LocalServer:
                     f"server log {self.log_path}: {self.log_tail()}"
                 )
             try:
-                with psycopg.connect(self.admin_connection().conninfo("postgres"), connect_timeout=2):
+                admin = self.admin_connection().conninfo("postgres")
+                with psycopg.connect(admin, connect_timeout=2):
                     break
             except psycopg.OperationalError:
                 time.sleep(0.1)

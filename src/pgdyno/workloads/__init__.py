@@ -1,1 +1,1 @@
-"""Workloads: what load pgdyno puts on the server (pgbench built-ins, user scripts, TPROC-C, ...)."""
+"""Workloads: the load pgdyno puts on the server (pgbench built-ins, scripts, TPROC-C)."""

@@ -1,0 +1,1 @@
+"""Run directories, their manifests and the index of all runs."""

@@ -1,0 +1,142 @@
+"""The run directory: ``results/<context>/<workload>-<UTC time>/``.
+
+::
+
+    manifest.json   environment, settings, commands, status (written at start, updated at end)
+    raw/run.json    the plan and every iteration's record: what the report is rebuilt from
+    raw/pgbench/    pgbench logs (gzip), stdout and stderr per iteration
+    summary.json    statistics computed from raw/ (rebuildable with `pgdyno report`)
+    report.md, report.html, plots/
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import tempfile
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from pgdyno import serde
+from pgdyno.errors import UsageError
+
+MANIFEST_SCHEMA_VERSION = 1
+STATUSES = ("running", "ok", "failed", "interrupted")
+
+
+def utc_now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def safe_name(text: str) -> str:
+    return "".join(c if c.isalnum() or c in "._-" else "_" for c in text)
+
+
+@dataclass
+class IterationRecord:
+    """What happened in one pgbench invocation, as the report rebuild needs it."""
+
+    clients: int
+    iteration: int
+    threads: int
+    status: str
+    command: list[str]
+    log_files: list[str]
+    """Relative to the run directory."""
+    stdout_file: str
+    stderr_file: str
+    returncode: int | None
+    started_at: str
+    ended_at: str | None = None
+    pgbench_tps: float | None = None
+    note: str = ""
+
+
+@dataclass
+class RunPlan:
+    """Everything about the run that the statistics depend on."""
+
+    workload: str
+    context: str
+    scripts: list[dict[str, Any]]
+    """name, weight, builtin or file (copied under raw/scripts/)."""
+    scale: int
+    client_counts: list[int]
+    iterations: int
+    duration_s: int
+    warmup_s: int
+    protocol: str
+    rate_tps: float | None
+    latency_limit_ms: float | None
+    max_tries: int
+    cache: str
+    via: str
+    has_lag_column: bool
+    has_retries_column: bool
+    records: list[IterationRecord] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class RunDirectory:
+    path: Path
+
+    @classmethod
+    def create(cls, results_dir: Path, context: str, workload: str) -> RunDirectory:
+        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+        base = results_dir / safe_name(context)
+        try:
+            base.mkdir(parents=True, exist_ok=True)
+            path = base / f"{safe_name(workload)}-{stamp}"
+            suffix = 1
+            while path.exists():
+                suffix += 1
+                path = base / f"{safe_name(workload)}-{stamp}-{suffix}"
+            (path / "raw" / "pgbench").mkdir(parents=True)
+            probe = path / ".write-test"
+            probe.write_text("ok")
+            probe.unlink()
+        except OSError as exc:
+            raise UsageError(f"--results-dir {results_dir}: not writable ({exc.strerror}); "
+                             "give a directory you can write to") from exc
+        return cls(path)
+
+    @property
+    def raw(self) -> Path:
+        return self.path / "raw"
+
+    @property
+    def plots(self) -> Path:
+        return self.path / "plots"
+
+    def write_json(self, name: str, data: Any) -> None:
+        write_json_atomic(self.path / name, data)
+
+    def read_json(self, name: str) -> Any:
+        return json.loads((self.path / name).read_text())
+
+    def save_plan(self, plan: RunPlan) -> None:
+        write_json_atomic(self.raw / "run.json", serde.to_dict(plan))
+
+    def load_plan(self) -> RunPlan:
+        return serde.from_dict(RunPlan, json.loads((self.raw / "run.json").read_text()))
+
+
+def write_json_atomic(path: Path, data: Any) -> None:
+    """Write through a temporary file and rename, so a crash never leaves half a file."""
+    text = json.dumps(data, indent=2, sort_keys=False, default=str)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w") as fh:
+            fh.write(text + "\n")
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def hostname() -> str:
+    return socket.gethostname()
