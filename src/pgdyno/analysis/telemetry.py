@@ -1,0 +1,813 @@
+"""Summaries of the telemetry of one run, recomputed from the raw files only.
+
+Averages over the window are ratios of counter deltas (total ticks, total I/Os, total
+milliseconds), not means of per-second figures: an average await is "milliseconds spent on
+reads ÷ reads", as iostat computes it over a long interval. Peaks and coefficients of
+variation come from the per-interval figures. Every figure is recomputed from
+``host_raw.jsonl``, ``waits.jsonl``, ``pg_stats.jsonl``, ``checkpoints.csv`` and
+``smart.json`` (see :mod:`pgdyno.telemetry` for their layout).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pgdyno import serde
+from pgdyno.telemetry import procfs
+from pgdyno.telemetry.files import read_csv, read_jsonl
+from pgdyno.telemetry.host import IDLE_PREFIXES, HostTick
+
+SCHEMA_VERSION = 1
+CPU_EVENT = "CPU"
+"""Class and event name given to an active session with no wait event."""
+MB = 1024 * 1024
+# Wait samples are bucketed per second for the "top activity" plot.
+WAIT_BUCKET_S = 1.0
+
+
+@dataclass
+class Stat:
+    """One figure over the window: average (ratio of totals), 95th percentile and extremes
+    of the per-interval values."""
+
+    avg: float | None = None
+    p95: float | None = None
+    peak: float | None = None
+    min: float | None = None
+
+
+@dataclass
+class CpuSummary:
+    samples: int = 0
+    online_cpus: int = 0
+    limit_cores: float | None = None
+    """cgroup CPU quota in cores, when one applies."""
+    effective_cores: float = 0.0
+    usr: Stat = field(default_factory=Stat)
+    nice: Stat = field(default_factory=Stat)
+    sys: Stat = field(default_factory=Stat)
+    iowait: Stat = field(default_factory=Stat)
+    irq: Stat = field(default_factory=Stat)
+    soft: Stat = field(default_factory=Stat)
+    steal: Stat = field(default_factory=Stat)
+    idle: Stat = field(default_factory=Stat)
+    busy: Stat = field(default_factory=Stat)
+    """100 - idle - iowait, percent of all online CPUs."""
+    busy_of_limit_pct: float | None = None
+    """Average busy CPU as a percentage of the effective capacity (cgroup quota aware)."""
+    run_queue: Stat = field(default_factory=Stat)
+    """procs_running (includes the sampler itself, about 1)."""
+    procs_blocked: Stat = field(default_factory=Stat)
+
+
+@dataclass
+class DeviceSummary:
+    device: str
+    roles: list[str] = field(default_factory=list)
+    """``data`` and/or ``wal`` when the run's directories are on this device."""
+    samples: int = 0
+    r_s: Stat = field(default_factory=Stat)
+    w_s: Stat = field(default_factory=Stat)
+    rmb_s: Stat = field(default_factory=Stat)
+    wmb_s: Stat = field(default_factory=Stat)
+    r_await_ms: Stat = field(default_factory=Stat)
+    w_await_ms: Stat = field(default_factory=Stat)
+    aqu_sz: Stat = field(default_factory=Stat)
+    util_pct: Stat = field(default_factory=Stat)
+    read_iops_cv: float | None = None
+    """σ/μ of the 1 s read IOPS samples (None when the mean is 0)."""
+    write_iops_cv: float | None = None
+    read_mb: float = 0.0
+    written_mb: float = 0.0
+
+
+@dataclass
+class RoleInfo:
+    role: str
+    path: str
+    device: str | None
+    chain: list[str] = field(default_factory=list)
+    physical: list[str] = field(default_factory=list)
+    mount_point: str | None = None
+    fstype: str | None = None
+    error: str | None = None
+
+
+@dataclass
+class MemorySummary:
+    samples: int = 0
+    mem_total_kb: float | None = None
+    cached_kb: Stat = field(default_factory=Stat)
+    dirty_kb: Stat = field(default_factory=Stat)
+    writeback_kb: Stat = field(default_factory=Stat)
+    shmem_kb: Stat = field(default_factory=Stat)
+    hugepages_used: Stat = field(default_factory=Stat)
+
+
+@dataclass
+class WaitShare:
+    wait_class: str
+    event: str
+    """Empty for a per-class row."""
+    aas: float
+    """Average active sessions spent here."""
+    pct: float
+    """Share of the client sessions' active time (or of the io workers' busy time)."""
+
+
+@dataclass
+class WaitSummary:
+    ticks: int = 0
+    sample_hz: float = 0.0
+    aas: float = 0.0
+    """Average active sessions of client backends and parallel workers."""
+    connections_avg: float = 0.0
+    """Client backends connected, whatever their state."""
+    idle_in_transaction_avg: float = 0.0
+    io_workers_busy_avg: float = 0.0
+    """PG18 io workers not idle: reads done on behalf of the client sessions."""
+    by_class: list[WaitShare] = field(default_factory=list)
+    by_event: list[WaitShare] = field(default_factory=list)
+    io_workers: list[WaitShare] = field(default_factory=list)
+
+
+@dataclass
+class CheckpointEvent:
+    t_start: float | None
+    t_end: float | None
+    reason: str
+    buffers: int | None = None
+    write_s: float | None = None
+    sync_s: float | None = None
+    total_s: float | None = None
+    distance_kb: int | None = None
+
+
+@dataclass
+class CheckpointSummary:
+    started: int = 0
+    """Checkpoints that started in the window (server log)."""
+    timed: int = 0
+    requested: int = 0
+    """Started for any reason but the timeout (WAL volume, CHECKPOINT, shutdown)."""
+    wal_triggered: int = 0
+    """Requested because max_wal_size was reached: the checkpoint-storm signature."""
+    too_frequent_warnings: int = 0
+    write_s: float = 0.0
+    sync_s: float = 0.0
+    min_interval_s: float | None = None
+    """Shortest time between two checkpoint starts."""
+    stats_timed: float | None = None
+    """pg_stat_checkpointer / pg_stat_bgwriter deltas over the window, from here on."""
+    stats_requested: float | None = None
+    write_time_ms: float | None = None
+    sync_time_ms: float | None = None
+    buffers_checkpoint: float | None = None
+    buffers_bgwriter: float | None = None
+    buffers_backend: float | None = None
+    """Buffers written by backends (PG15/16 counter, pg_stat_io on PG17+)."""
+    maxwritten_clean: float | None = None
+    buffers_alloc: float | None = None
+    events: list[CheckpointEvent] = field(default_factory=list)
+
+
+@dataclass
+class WalSummary:
+    bytes_per_s: float | None = None
+    bytes_total: float | None = None
+    records: float | None = None
+    fpi: float | None = None
+    fpi_ratio: float | None = None
+    """Full-page images ÷ WAL records."""
+    buffers_full: float | None = None
+    writes: float | None = None
+    syncs: float | None = None
+    syncs_per_s: float | None = None
+    write_time_ms: float | None = None
+    sync_time_ms: float | None = None
+
+
+@dataclass
+class DatabaseSummary:
+    commits_per_s: float | None = None
+    rollbacks_per_s: float | None = None
+    blks_read_per_s: float | None = None
+    cache_hit_pct: float | None = None
+    temp_bytes: float | None = None
+    deadlocks: float | None = None
+    active_time_aas: float | None = None
+    """Δactive_time ÷ wall time: average active sessions as the server counts them."""
+    blk_read_time_ms: float | None = None
+    blk_write_time_ms: float | None = None
+
+
+@dataclass
+class IoRow:
+    backend_type: str
+    object: str
+    reads: float = 0.0
+    read_bytes: float = 0.0
+    read_time_ms: float = 0.0
+    writes: float = 0.0
+    write_bytes: float = 0.0
+    write_time_ms: float = 0.0
+    extends: float = 0.0
+    fsyncs: float = 0.0
+    fsync_time_ms: float = 0.0
+    hits: float = 0.0
+    evictions: float = 0.0
+
+
+@dataclass
+class HardwareLimit:
+    resource: str
+    capacity: float | None
+    unit: str
+    used_avg: float | None
+    used_peak: float | None
+    pct_avg: float | None
+    """Average use as % of capacity."""
+    note: str = ""
+
+
+@dataclass
+class SmartChange:
+    device: str
+    available: bool
+    reason: str
+    temperature_before_c: float | None = None
+    temperature_after_c: float | None = None
+    written_bytes: float | None = None
+    """Host writes during the run (after - before)."""
+    read_bytes: float | None = None
+    percent_used_before: float | None = None
+    percent_used_after: float | None = None
+    media_errors_before: int | None = None
+    media_errors_after: int | None = None
+    throttle_events: int | None = None
+    """Thermal throttle transitions during the run."""
+
+
+@dataclass
+class Mark:
+    t: float
+    label: str
+
+
+@dataclass
+class Series:
+    """Per-interval series for plots, on the shared epoch-second axis."""
+
+    host_t: list[float] = field(default_factory=list)
+    cpu_usr: list[float] = field(default_factory=list)
+    cpu_sys: list[float] = field(default_factory=list)
+    cpu_iowait: list[float] = field(default_factory=list)
+    cpu_soft: list[float] = field(default_factory=list)
+    cpu_other: list[float] = field(default_factory=list)
+    """nice + irq + steal."""
+    disk_w_s: dict[str, list[float]] = field(default_factory=dict)
+    """device -> write IOPS at each host_t (0 when the device had no sample)."""
+    disk_r_s: dict[str, list[float]] = field(default_factory=dict)
+    wait_t: list[float] = field(default_factory=list)
+    wait_aas: dict[str, list[float]] = field(default_factory=dict)
+    """wait class -> average active sessions in each 1 s bucket starting at wait_t."""
+
+
+@dataclass
+class TelemetrySummary:
+    schema_version: int = SCHEMA_VERSION
+    window_start: float | None = None
+    window_end: float | None = None
+    duration_s: float = 0.0
+    server_version_num: int | None = None
+    settings: dict[str, str] = field(default_factory=dict)
+    cpu: CpuSummary = field(default_factory=CpuSummary)
+    devices: list[DeviceSummary] = field(default_factory=list)
+    roles: list[RoleInfo] = field(default_factory=list)
+    memory: MemorySummary = field(default_factory=MemorySummary)
+    waits: WaitSummary = field(default_factory=WaitSummary)
+    checkpoints: CheckpointSummary = field(default_factory=CheckpointSummary)
+    wal: WalSummary = field(default_factory=WalSummary)
+    database: DatabaseSummary = field(default_factory=DatabaseSummary)
+    io: list[IoRow] = field(default_factory=list)
+    hardware_limits: list[HardwareLimit] = field(default_factory=list)
+    smart: list[SmartChange] = field(default_factory=list)
+    series: Series = field(default_factory=Series)
+    marks: list[Mark] = field(default_factory=list)
+    errors: dict[str, int] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    """Caveats found while analysing (statistics reset, missing files, sampler errors)."""
+
+    def to_dict(self) -> dict:
+        return serde.to_dict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> TelemetrySummary:
+        return serde.from_dict(cls, data)
+
+    def role_device(self, role: str) -> DeviceSummary | None:
+        for info in self.roles:
+            if info.role == role and info.device:
+                for dev in self.devices:
+                    if dev.device == info.device:
+                        return dev
+        return None
+
+
+# ===== entry point ========================================================================
+
+def analyse_telemetry(raw_dir: Path, window: tuple[float, float] | None) -> TelemetrySummary:
+    """Summarise ``raw_dir/telemetry`` over ``window`` (epoch seconds; None = everything)."""
+    tdir = Path(raw_dir) / "telemetry"
+    summary = TelemetrySummary()
+    meta = _load_json(tdir / "meta.json")
+    if not meta:
+        summary.notes.append(f"no telemetry in {tdir}")
+        return summary
+    marks = [Mark(float(r["t"]), r["label"]) for r in read_csv(tdir / "marks.csv")]
+    start = window[0] if window else float(meta.get("started_at", 0.0))
+    end = window[1] if window else float(meta.get("stopped_at") or math.inf)
+    summary.window_start, summary.window_end = (start, end) if window else (None, None)
+    summary.marks = marks
+    summary.errors = {k: int(v) for k, v in (meta.get("errors") or {}).items()}
+    if summary.errors:
+        summary.notes.append("sampler errors: " + ", ".join(
+            f"{k} ×{v}" for k, v in sorted(summary.errors.items())) + " (errors.jsonl)")
+    server = meta.get("server") or {}
+    summary.server_version_num = server.get("version_num")
+    summary.settings = {k: _setting_text(v) for k, v in (server.get("settings") or {}).items()}
+    summary.roles = _roles(meta)
+    interval_s = float((meta.get("config") or {}).get("interval_s", 1.0))
+
+    ticks = _host_ticks(tdir, start, end, interval_s)
+    if len(ticks) >= 2:
+        summary.duration_s = ticks[-1].t - ticks[0].t
+        _host_summaries(summary, ticks, meta)
+    else:
+        summary.notes.append("fewer than two host samples in the window")
+    summary.waits, wait_t, wait_aas = _waits(tdir, start, end, meta)
+    summary.series.wait_t, summary.series.wait_aas = wait_t, wait_aas
+    _pg_stats(summary, tdir, start, end, interval_s)
+    _checkpoint_log(summary, tdir, start, end)
+    summary.smart = _smart(tdir)
+    summary.hardware_limits = _hardware_limits(summary)
+    if not summary.duration_s and window:
+        summary.duration_s = max(0.0, end - start)
+    return summary
+
+
+def _load_json(path: Path) -> dict:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError):
+        return {}
+
+
+def _setting_text(value: dict | str) -> str:
+    if isinstance(value, dict):
+        unit = value.get("unit") or ""
+        return f"{value.get('setting')}{(' ' + unit) if unit else ''}"
+    return str(value)
+
+
+def _roles(meta: dict) -> list[RoleInfo]:
+    out = []
+    for role, res in (meta.get("devices") or {}).items():
+        out.append(RoleInfo(role=role, path=res.get("path", ""), device=res.get("top"),
+                            chain=list(res.get("chain") or []),
+                            physical=list(res.get("physical") or []),
+                            mount_point=res.get("mount_point"), fstype=res.get("fstype"),
+                            error=res.get("error")))
+    return out
+
+
+def _in_window(t: float, start: float, end: float, slack: float) -> bool:
+    return start - slack <= t <= end + slack
+
+
+# ===== statistics helpers ================================================================
+
+def _stat(values: list[float], avg: float | None = None) -> Stat:
+    vals = [v for v in values if v is not None and not math.isnan(v)]
+    if not vals:
+        return Stat(avg=avg)
+    ordered = sorted(vals)
+    p95 = ordered[min(len(ordered) - 1, max(0, math.ceil(0.95 * len(ordered)) - 1))]
+    return Stat(avg=avg if avg is not None else sum(vals) / len(vals), p95=p95,
+                peak=ordered[-1], min=ordered[0])
+
+
+def coefficient_of_variation(values: list[float]) -> float | None:
+    """Population σ ÷ μ of the samples; None when the mean is zero (nothing happened)."""
+    if not values:
+        return None
+    mean = sum(values) / len(values)
+    if mean <= 0:
+        return None
+    var = sum((v - mean) ** 2 for v in values) / len(values)
+    return math.sqrt(var) / mean
+
+
+# ===== host ==============================================================================
+
+def _host_ticks(tdir: Path, start: float, end: float, interval_s: float) -> list[HostTick]:
+    # A tick at most half an interval outside the window still describes the window's edge.
+    slack = interval_s / 2
+    return [HostTick.from_raw(r) for r in read_jsonl(tdir / "host_raw.jsonl")
+            if _in_window(float(r["t"]), start, end, slack)]
+
+
+def _host_summaries(summary: TelemetrySummary, ticks: list[HostTick], meta: dict) -> None:
+    stats = [procfs.parse_proc_stat(t.stat) for t in ticks]
+    disks = [procfs.parse_diskstats(t.diskstats) for t in ticks]
+    summary.cpu = _cpu(stats, ticks, meta)
+    role_of: dict[str, list[str]] = defaultdict(list)
+    for info in summary.roles:
+        if info.device:
+            role_of[info.device].append(info.role)
+    summary.devices = _devices(disks, ticks, role_of)
+    summary.memory = _memory(ticks)
+    s = summary.series
+    s.host_t = [t.t for t in ticks[1:]]
+    for prev, cur in zip(stats, stats[1:], strict=False):
+        pct = procfs.cpu_percent(prev.cpu, cur.cpu)
+        s.cpu_usr.append(pct.usr if pct else 0.0)
+        s.cpu_sys.append(pct.sys if pct else 0.0)
+        s.cpu_iowait.append(pct.iowait if pct else 0.0)
+        s.cpu_soft.append(pct.soft if pct else 0.0)
+        s.cpu_other.append(pct.nice + pct.irq + pct.steal if pct else 0.0)
+    for dev in summary.devices:
+        s.disk_w_s[dev.device], s.disk_r_s[dev.device] = _rate_series(disks, ticks, dev.device)
+
+
+def _cpu(stats: list[procfs.StatSnapshot], ticks: list[HostTick], meta: dict) -> CpuSummary:
+    cpu_meta = meta.get("cpu") or {}
+    out = CpuSummary(samples=len(stats) - 1, online_cpus=int(cpu_meta.get("online") or 0),
+                     limit_cores=cpu_meta.get("limit_cores"),
+                     effective_cores=float(cpu_meta.get("effective_cores") or 0.0))
+    intervals = [p for p in (procfs.cpu_percent(a.cpu, b.cpu)
+                             for a, b in zip(stats, stats[1:], strict=False)) if p]
+    whole = procfs.cpu_percent(stats[0].cpu, stats[-1].cpu)
+    for name in ("usr", "nice", "sys", "iowait", "irq", "soft", "steal", "idle", "busy"):
+        avg = getattr(whole, name) if whole else None
+        setattr(out, name, _stat([getattr(p, name) for p in intervals], avg))
+    if out.busy.avg is not None and out.effective_cores and out.online_cpus:
+        busy_cores = out.busy.avg / 100.0 * out.online_cpus
+        out.busy_of_limit_pct = 100.0 * busy_cores / out.effective_cores
+    out.run_queue = _stat([float(s.procs_running) for s in stats[1:]])
+    out.procs_blocked = _stat([float(s.procs_blocked) for s in stats[1:]])
+    return out
+
+
+def _devices(disks: list[dict[str, procfs.DiskCounters]], ticks: list[HostTick],
+             role_of: dict[str, list[str]]) -> list[DeviceSummary]:
+    first, last = disks[0], disks[-1]
+    wall = ticks[-1].mono - ticks[0].mono
+    out = []
+    for name, end in last.items():
+        begin = first.get(name)
+        if begin is None:
+            continue
+        moved = end.reads != begin.reads or end.writes != begin.writes
+        if not moved and name not in role_of and (name.startswith(IDLE_PREFIXES)
+                                                   or end.reads + end.writes == 0):
+            continue
+        rates = [r for r in (procfs.disk_rates(d0[name], d1[name], t1.mono - t0.mono)
+                             for d0, d1, t0, t1 in zip(disks, disks[1:], ticks, ticks[1:],
+                                                       strict=False)
+                             if name in d0 and name in d1) if r]
+        whole = procfs.disk_rates(begin, end, wall)
+        if whole is None:
+            continue
+        out.append(DeviceSummary(
+            device=name, roles=role_of.get(name, []), samples=len(rates),
+            r_s=_stat([r.r_s for r in rates], whole.r_s),
+            w_s=_stat([r.w_s for r in rates], whole.w_s),
+            rmb_s=_stat([r.rkb_s / 1024 for r in rates], whole.rkb_s / 1024),
+            wmb_s=_stat([r.wkb_s / 1024 for r in rates], whole.wkb_s / 1024),
+            r_await_ms=_stat([r.r_await_ms for r in rates if r.r_s > 0], whole.r_await_ms),
+            w_await_ms=_stat([r.w_await_ms for r in rates if r.w_s > 0], whole.w_await_ms),
+            aqu_sz=_stat([r.aqu_sz for r in rates], whole.aqu_sz),
+            util_pct=_stat([r.util_pct for r in rates], whole.util_pct),
+            read_iops_cv=coefficient_of_variation([r.r_s for r in rates]),
+            write_iops_cv=coefficient_of_variation([r.w_s for r in rates]),
+            read_mb=(end.sectors_read - begin.sectors_read) * procfs.SECTOR_BYTES / MB,
+            written_mb=(end.sectors_written - begin.sectors_written) * procfs.SECTOR_BYTES / MB,
+        ))
+    # Role devices first, then the busiest.
+    out.sort(key=lambda d: (not d.roles, -((d.r_s.avg or 0) + (d.w_s.avg or 0))))
+    return out
+
+
+def _rate_series(disks: list[dict[str, procfs.DiskCounters]], ticks: list[HostTick],
+                 name: str) -> tuple[list[float], list[float]]:
+    w, r = [], []
+    for d0, d1, t0, t1 in zip(disks, disks[1:], ticks, ticks[1:], strict=False):
+        rates = (procfs.disk_rates(d0[name], d1[name], t1.mono - t0.mono)
+                 if name in d0 and name in d1 else None)
+        w.append(rates.w_s if rates else 0.0)
+        r.append(rates.r_s if rates else 0.0)
+    return w, r
+
+
+def _memory(ticks: list[HostTick]) -> MemorySummary:
+    mems = [procfs.parse_meminfo(t.meminfo) for t in ticks]
+    out = MemorySummary(samples=len(mems), mem_total_kb=mems[-1].get("mem_total_kb"))
+    for name in ("cached_kb", "dirty_kb", "writeback_kb", "shmem_kb"):
+        setattr(out, name, _stat([float(m.get(name, 0)) for m in mems]))
+    out.hugepages_used = _stat([float(procfs.hugepages_used(m)) for m in mems])
+    return out
+
+
+# ===== wait events =======================================================================
+
+def classify_wait(wait_type: str, wait_event: str) -> tuple[str, str]:
+    """(class, event) of an active session; no wait event means running on CPU."""
+    if not wait_type:
+        return CPU_EVENT, CPU_EVENT
+    return wait_type, wait_event
+
+
+def _waits(tdir: Path, start: float, end: float,
+           meta: dict) -> tuple[WaitSummary, list[float], dict[str, list[float]]]:
+    hz = float((meta.get("config") or {}).get("wait_sample_hz") or 0.0)
+    out = WaitSummary(sample_hz=hz)
+    client: dict[tuple[str, str], int] = defaultdict(int)
+    workers: dict[tuple[str, str], int] = defaultdict(int)
+    buckets: dict[int, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    bucket_ticks: dict[int, int] = defaultdict(int)
+    connections = idle_in_xact = 0
+    for tick in read_jsonl(tdir / "waits.jsonl"):
+        t = float(tick["t"])
+        if not start <= t <= end:
+            continue
+        out.ticks += 1
+        bucket = int(t // WAIT_BUCKET_S)
+        bucket_ticks[bucket] += 1
+        for backend_type, state, wtype, wevent, count in tick.get("rows", []):
+            count = int(count)
+            if backend_type == "io worker":
+                if wtype != "Activity":  # Activity:IoWorkerMain is an idle worker
+                    workers[classify_wait(wtype, wevent)] += count
+                continue
+            if backend_type == "client backend":
+                connections += count
+                if state.startswith("idle in transaction"):
+                    idle_in_xact += count
+            if state == "active":
+                key = classify_wait(wtype, wevent)
+                client[key] += count
+                buckets[bucket][key[0]] += count
+    if out.ticks == 0:
+        return out, [], {}
+    out.aas = sum(client.values()) / out.ticks
+    out.connections_avg = connections / out.ticks
+    out.idle_in_transaction_avg = idle_in_xact / out.ticks
+    out.io_workers_busy_avg = sum(workers.values()) / out.ticks
+    out.by_event = _shares(client, out.ticks)
+    out.by_class = _class_shares(client, out.ticks)
+    out.io_workers = _shares(workers, out.ticks)
+    classes = sorted({c for b in buckets.values() for c in b})
+    times = sorted(bucket_ticks)
+    series = {c: [buckets[b].get(c, 0) / bucket_ticks[b] for b in times] for c in classes}
+    return out, [b * WAIT_BUCKET_S for b in times], series
+
+
+def _shares(counts: dict[tuple[str, str], int], ticks: int) -> list[WaitShare]:
+    total = sum(counts.values()) or 1
+    rows = [WaitShare(c, e, n / ticks, 100.0 * n / total) for (c, e), n in counts.items()]
+    return sorted(rows, key=lambda r: -r.aas)
+
+
+def _class_shares(counts: dict[tuple[str, str], int], ticks: int) -> list[WaitShare]:
+    per_class: dict[tuple[str, str], int] = defaultdict(int)
+    for (cls, _event), n in counts.items():
+        per_class[(cls, "")] += n
+    return _shares(per_class, ticks)
+
+
+# ===== PostgreSQL statistics =============================================================
+
+def _pg_stats(summary: TelemetrySummary, tdir: Path, start: float, end: float,
+              interval_s: float) -> None:
+    snaps = [s for s in read_jsonl(tdir / "pg_stats.jsonl")
+             if _in_window(float(s["t"]), start, end, interval_s / 2)]
+    if len(snaps) < 2:
+        summary.notes.append("fewer than two statistics snapshots in the window")
+        return
+    first, last = snaps[0], snaps[-1]
+    wall = float(last["mono"]) - float(first["mono"])
+    for view in ("database", "checkpointer", "wal"):
+        a, b = (first.get(view) or {}), (last.get(view) or {})
+        if a.get("stats_reset") != b.get("stats_reset"):
+            summary.notes.append(f"{view} statistics were reset during the window: "
+                                 "its deltas are not meaningful")
+    summary.database = _database(first.get("database") or {}, last.get("database") or {}, wall)
+    summary.wal = _wal(first.get("wal") or {}, last.get("wal") or {}, wall)
+    summary.io = _io_delta(first.get("io") or [], last.get("io") or [])
+    _checkpoint_stats(summary.checkpoints, first.get("checkpointer") or {},
+                      last.get("checkpointer") or {}, summary.io)
+
+
+def _delta(a: dict, b: dict, key: str) -> float | None:
+    if a.get(key) is None or b.get(key) is None:
+        return None
+    return float(b[key]) - float(a[key])
+
+
+def _per_s(value: float | None, wall: float) -> float | None:
+    return value / wall if value is not None and wall > 0 else None
+
+
+def _database(a: dict, b: dict, wall: float) -> DatabaseSummary:
+    read, hit = _delta(a, b, "blks_read"), _delta(a, b, "blks_hit")
+    active = _delta(a, b, "active_time")
+    return DatabaseSummary(
+        commits_per_s=_per_s(_delta(a, b, "xact_commit"), wall),
+        rollbacks_per_s=_per_s(_delta(a, b, "xact_rollback"), wall),
+        blks_read_per_s=_per_s(read, wall),
+        cache_hit_pct=100.0 * hit / (hit + read) if read is not None and hit and hit + read
+        else None,
+        temp_bytes=_delta(a, b, "temp_bytes"),
+        deadlocks=_delta(a, b, "deadlocks"),
+        # active_time is in ms and is flushed by each backend when its transaction ends.
+        active_time_aas=active / 1000.0 / wall if active is not None and wall > 0 else None,
+        blk_read_time_ms=_delta(a, b, "blk_read_time"),
+        blk_write_time_ms=_delta(a, b, "blk_write_time"),
+    )
+
+
+def _wal(a: dict, b: dict, wall: float) -> WalSummary:
+    records, fpi = _delta(a, b, "wal_records"), _delta(a, b, "wal_fpi")
+    nbytes, syncs = _delta(a, b, "wal_bytes"), _delta(a, b, "wal_sync")
+    return WalSummary(
+        bytes_per_s=_per_s(nbytes, wall), bytes_total=nbytes, records=records, fpi=fpi,
+        fpi_ratio=fpi / records if fpi is not None and records else None,
+        buffers_full=_delta(a, b, "wal_buffers_full"), writes=_delta(a, b, "wal_write"),
+        syncs=syncs, syncs_per_s=_per_s(syncs, wall),
+        write_time_ms=_delta(a, b, "wal_write_time_ms"),
+        sync_time_ms=_delta(a, b, "wal_sync_time_ms"),
+    )
+
+
+IO_FIELDS = {"reads": "reads", "read_bytes": "read_bytes", "read_time": "read_time_ms",
+             "writes": "writes", "write_bytes": "write_bytes", "write_time": "write_time_ms",
+             "extends": "extends", "fsyncs": "fsyncs", "fsync_time": "fsync_time_ms",
+             "hits": "hits", "evictions": "evictions"}
+
+
+def _io_delta(a_rows: list[dict], b_rows: list[dict]) -> list[IoRow]:
+    """pg_stat_io deltas summed over contexts, per backend type and object."""
+    totals: dict[tuple[str, str], IoRow] = {}
+    for sign, rows in ((-1.0, a_rows), (1.0, b_rows)):
+        for row in rows:
+            key = (row["backend_type"], row["object"])
+            acc = totals.setdefault(key, IoRow(*key))
+            for src, dst in IO_FIELDS.items():
+                if row.get(src) is not None:
+                    setattr(acc, dst, getattr(acc, dst) + sign * float(row[src]))
+    moved = [r for r in totals.values()
+             if any(getattr(r, f) for f in ("reads", "writes", "extends", "fsyncs", "hits"))]
+    return sorted(moved, key=lambda r: (r.backend_type, r.object))
+
+
+BACKEND_WRITERS = ("client backend", "autovacuum worker", "background worker", "parallel worker")
+
+
+def _checkpoint_stats(out: CheckpointSummary, a: dict, b: dict, io: list[IoRow]) -> None:
+    out.stats_timed = _delta(a, b, "num_timed")
+    out.stats_requested = _delta(a, b, "num_requested")
+    out.write_time_ms = _delta(a, b, "write_time_ms")
+    out.sync_time_ms = _delta(a, b, "sync_time_ms")
+    out.buffers_checkpoint = _delta(a, b, "buffers_checkpoint")
+    out.buffers_bgwriter = _delta(a, b, "buffers_clean")
+    out.maxwritten_clean = _delta(a, b, "maxwritten_clean")
+    out.buffers_alloc = _delta(a, b, "buffers_alloc")
+    out.buffers_backend = _delta(a, b, "buffers_backend")
+    if out.buffers_backend is None and io:
+        # PG17+ dropped buffers_backend; pg_stat_io counts the same writes.
+        out.buffers_backend = sum(r.writes for r in io
+                                  if r.backend_type in BACKEND_WRITERS and r.object == "relation")
+
+
+# ===== checkpoints from the log ==========================================================
+
+def _checkpoint_log(summary: TelemetrySummary, tdir: Path, start: float, end: float) -> None:
+    out = summary.checkpoints
+    rows = read_csv(tdir / "checkpoints.csv")
+    pending: CheckpointEvent | None = None
+    events: list[CheckpointEvent] = []
+    for row in rows:
+        t = float(row["t"])
+        if row["event"] == "start":
+            pending = CheckpointEvent(t_start=t, t_end=None, reason=row["reason"])
+            events.append(pending)
+        elif row["event"] == "complete":
+            ev = pending or CheckpointEvent(t_start=None, t_end=None, reason="")
+            if pending is None:
+                events.append(ev)
+            ev.t_end = t
+            ev.buffers = _opt_int(row["buffers"])
+            ev.write_s, ev.sync_s = _opt_float(row["write_s"]), _opt_float(row["sync_s"])
+            ev.total_s = _opt_float(row["total_s"])
+            ev.distance_kb = _opt_int(row["distance_kb"])
+            pending = None
+        elif row["event"] == "too_frequent" and start <= t <= end:
+            out.too_frequent_warnings += 1
+    # A checkpoint belongs to the window when it overlaps it.
+    inside = [e for e in events
+              if (e.t_start or e.t_end or 0) <= end and (e.t_end or e.t_start or 0) >= start]
+    out.events = inside
+    started = [e for e in inside if e.t_start is not None and start <= e.t_start <= end]
+    out.started = len(started)
+    out.timed = sum(1 for e in started if "time" in e.reason.split())
+    out.requested = out.started - out.timed
+    out.wal_triggered = sum(1 for e in started if "wal" in e.reason.split())
+    out.write_s = sum(e.write_s or 0.0 for e in inside)
+    out.sync_s = sum(e.sync_s or 0.0 for e in inside)
+    starts = sorted(e.t_start for e in started if e.t_start is not None)
+    gaps = [b - a for a, b in zip(starts, starts[1:], strict=False)]
+    out.min_interval_s = min(gaps) if gaps else None
+
+
+def _opt_float(text: str) -> float | None:
+    return float(text) if text not in ("", None) else None
+
+
+def _opt_int(text: str) -> int | None:
+    return int(float(text)) if text not in ("", None) else None
+
+
+# ===== SMART and limits ==================================================================
+
+def _smart(tdir: Path) -> list[SmartChange]:
+    data = _load_json(tdir / "smart.json")
+    before = {r["device"]: r for r in (data.get("before") or {}).get("readings", [])}
+    after = {r["device"]: r for r in (data.get("after") or {}).get("readings", [])}
+    out = []
+    for device in sorted(set(before) | set(after)):
+        b, a = before.get(device, {}), after.get(device, {})
+        available = bool(b.get("available") and a.get("available"))
+        reason = (a or b).get("reason", "")
+        change = SmartChange(device=device, available=available, reason=reason)
+        if available:
+            change.temperature_before_c = b.get("temperature_c")
+            change.temperature_after_c = a.get("temperature_c")
+            change.written_bytes = _diff(b, a, "host_written_bytes")
+            change.read_bytes = _diff(b, a, "host_read_bytes")
+            change.percent_used_before = b.get("percent_used")
+            change.percent_used_after = a.get("percent_used")
+            change.media_errors_before = b.get("media_errors")
+            change.media_errors_after = a.get("media_errors")
+            throttles = _diff(b, a, "thermal_throttle_events")
+            change.throttle_events = int(throttles) if throttles is not None else None
+        out.append(change)
+    return out
+
+
+def _diff(b: dict, a: dict, key: str) -> float | None:
+    if b.get(key) is None or a.get(key) is None:
+        return None
+    return float(a[key]) - float(b[key])
+
+
+def _hardware_limits(s: TelemetrySummary) -> list[HardwareLimit]:
+    rows = []
+    cpu = s.cpu
+    if cpu.busy.avg is not None and cpu.online_cpus:
+        cap = cpu.effective_cores or float(cpu.online_cpus)
+        used = cpu.busy.avg / 100.0 * cpu.online_cpus
+        peak = (cpu.busy.peak or 0.0) / 100.0 * cpu.online_cpus
+        note = f"cgroup quota {cpu.limit_cores:g} cores" if cpu.limit_cores else "online CPUs"
+        rows.append(HardwareLimit("CPU", cap, "cores", used, peak, 100.0 * used / cap, note))
+    for info in s.roles:
+        dev = s.role_device(info.role)
+        if dev is None:
+            continue
+        # The device's IOPS/bandwidth limits are not known from inside the machine;
+        # %util is the capacity figure iostat gives (understated on parallel devices).
+        rows.append(HardwareLimit(
+            f"{info.role} device {dev.device} busy time", 100.0, "%util", dev.util_pct.avg,
+            dev.util_pct.peak, dev.util_pct.avg,
+            f"{(dev.r_s.avg or 0) + (dev.w_s.avg or 0):.0f} IOPS, "
+            f"{(dev.rmb_s.avg or 0) + (dev.wmb_s.avg or 0):.1f} MB/s, "
+            f"aqu-sz {dev.aqu_sz.avg or 0:.2f}; IOPS limit unknown"))
+    mem = s.memory
+    if mem.mem_total_kb and mem.cached_kb.avg is not None:
+        total_gb = mem.mem_total_kb / MB
+        cached = (mem.cached_kb.avg or 0) / MB
+        rows.append(HardwareLimit("Memory (page cache incl. shared memory)", total_gb, "GiB",
+                                  cached, (mem.cached_kb.peak or 0) / MB,
+                                  100.0 * cached / total_gb if total_gb else None,
+                                  f"shared memory {(mem.shmem_kb.avg or 0) / MB:.2f} GiB"))
+    max_conn = s.settings.get("max_connections")
+    if max_conn and s.waits.ticks:
+        cap_conn = float(max_conn.split()[0])
+        rows.append(HardwareLimit("Connections", cap_conn, "backends", s.waits.connections_avg,
+                                  None, 100.0 * s.waits.connections_avg / cap_conn,
+                                  f"{s.waits.aas:.1f} active on average"))
+    return rows
