@@ -51,3 +51,26 @@ def fresh_server(workdir: Path, request: pytest.FixtureRequest) -> Iterator[Loca
     srv.start()
     yield srv
     srv.stop()
+
+
+def run_cli(args: list[str], env_workdir: Path, timeout: float = 300, **kw):
+    """Run ``python -m pgdyno`` in a subprocess, as a user would, with a given workdir."""
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ, PGDYNO_WORKDIR=str(env_workdir), COLUMNS="120")
+    return subprocess.run([sys.executable, "-m", "pgdyno", *args], capture_output=True,
+                          text=True, env=env, timeout=timeout, **kw)
+
+
+def postgres_processes(fragment: str) -> list[int]:
+    """PIDs of postgres processes whose command line mentions ``fragment``."""
+    import psutil
+
+    found = []
+    for proc in psutil.process_iter(["name", "cmdline"]):
+        cmdline = " ".join(proc.info.get("cmdline") or [])
+        if proc.info.get("name") == "postgres" and fragment in cmdline:
+            found.append(proc.pid)
+    return found

@@ -5,7 +5,8 @@ exact percentiles while memory grows with the number of *distinct* latencies (te
 thousands in practice), not with the number of transactions (millions).
 
 Percentiles use the nearest-rank definition: the smallest latency x such that at least
-p% of transactions took x or less (numpy's ``method="inverted_cdf"``).
+p% of transactions took x or less (numpy's ``method="inverted_cdf"``, with the rank
+computed in exact arithmetic).
 """
 
 from __future__ import annotations
@@ -13,10 +14,20 @@ from __future__ import annotations
 import math
 from collections import Counter
 from dataclasses import dataclass, field
+from fractions import Fraction
 
 import numpy as np
 
 PERCENTILES = (50.0, 75.0, 80.0, 90.0, 95.0, 99.0, 99.9)
+
+
+def nearest_rank(p: float, n: int) -> int:
+    """1-based rank of the p-th percentile among n values: ceil(p/100 · n), computed exactly.
+
+    Exact fractions matter: in floating point 99.9/100 · 200000 is 199800.00000000003,
+    which would pick the next value up.
+    """
+    return max(1, math.ceil(Fraction(str(p)) * n / 100))
 
 
 @dataclass
@@ -68,7 +79,7 @@ class LatencyHistogram:
         cumulative = np.cumsum(counts)
         out = {}
         for p in ps:
-            rank = max(1, math.ceil(p / 100.0 * self.n - 1e-9))
+            rank = nearest_rank(p, self.n)
             out[p] = float(values[np.searchsorted(cumulative, rank)])
         return out
 

@@ -9,11 +9,16 @@ from __future__ import annotations
 
 import sys
 
-import click
 import typer
 
 from pgdyno.cli import bench_cmds, config_cmds
 from pgdyno.errors import PgdynoError
+
+# Recent typer releases vendor their own copy of click; find its exception classes through
+# typer's public BadParameter so that both old and new releases are handled.
+_CLICK_CLASSES = {c.__name__: c for c in typer.BadParameter.__mro__}
+CliUsageError = _CLICK_CLASSES["UsageError"]
+CliException = _CLICK_CLASSES["ClickException"]
 
 app = typer.Typer(
     name="pgdyno",
@@ -40,13 +45,15 @@ def run() -> None:
         app(standalone_mode=False)
     except PgdynoError as exc:
         fail(str(exc), exc.exit_code)
-    except click.exceptions.NoArgsIsHelpError:
-        sys.exit(0)
-    except click.UsageError as exc:
+    except CliUsageError as exc:
+        if type(exc).__name__ == "NoArgsIsHelpError":  # help was printed; nothing failed
+            sys.exit(0)
         fail(exc.format_message(), 2)
-    except click.exceptions.Abort:
+    except CliException as exc:
+        fail(exc.format_message(), exc.exit_code)
+    except typer.Abort:
         fail("interrupted", 130)
-    except click.exceptions.Exit as exc:
+    except typer.Exit as exc:
         sys.exit(exc.exit_code)
     except KeyboardInterrupt:
         fail("interrupted", 130)

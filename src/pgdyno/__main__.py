@@ -1,0 +1,5 @@
+"""``python -m pgdyno``: the same as the ``pgdyno`` command."""
+
+from pgdyno.cli.main import run
+
+run()

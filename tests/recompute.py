@@ -1,0 +1,55 @@
+"""An independent recomputation of a run's statistics from its raw pgbench logs.
+
+Deliberately written without pgdyno's parser: plain line splitting, plain sorting.
+"""
+
+from __future__ import annotations
+
+import gzip
+import math
+from dataclasses import dataclass
+from fractions import Fraction
+from pathlib import Path
+
+import numpy as np
+
+
+@dataclass
+class Recomputed:
+    transactions: int
+    failed: int
+    interval_tps: list[int]
+    latencies_ms: np.ndarray
+    per_script: dict[int, int]
+
+    def percentile(self, p: float) -> float:
+        ordered = np.sort(self.latencies_ms)
+        rank = math.ceil(Fraction(str(p)) * len(ordered) / 100)
+        return float(ordered[rank - 1])
+
+
+def recompute(log_files: list[Path], warmup_s: float, duration_s: int) -> Recomputed:
+    rows = []
+    for path in log_files:
+        with gzip.open(path, "rt") as fh:
+            rows += [line.split() for line in fh if line.strip()]
+    ends, lats, scripts = [], [], []
+    for r in rows:
+        ends.append(int(r[4]) + int(r[5]) / 1e6)
+        lats.append(int(r[2]) if r[2].isdigit() else None)
+        scripts.append(int(r[3]))
+    start = min(e - (lat or 0) / 1e6 for e, lat in zip(ends, lats, strict=True))
+    window = start + warmup_s
+    interval = [0] * duration_s
+    kept, failed, per_script = [], 0, {}
+    for end, lat, script in zip(ends, lats, scripts, strict=True):
+        offset = end - window
+        if not 0 <= offset < duration_s:
+            continue
+        if lat is None:
+            failed += 1
+            continue
+        interval[int(offset)] += 1
+        kept.append(lat / 1000.0)
+        per_script[script] = per_script.get(script, 0) + 1
+    return Recomputed(len(kept), failed, interval, np.array(kept), per_script)
