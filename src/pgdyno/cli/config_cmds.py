@@ -1,9 +1,173 @@
-"""`pgdyno detect` and `pgdyno tune` (the configuration engine's commands)."""
+"""`pgdyno detect` and `pgdyno tune` (the configuration engine's commands).
+
+Thin wiring: options become a call to the config package, its result goes to a renderer.
+"""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import typer
+from rich.console import Console
+from rich.table import Table
+
+from pgdyno.errors import UsageError
+
+DETECT_FORMATS = ("table", "toml", "json", "env")
 
 
 def register(app: typer.Typer) -> None:
     """Add the configuration commands to the main app."""
+    app.command("detect")(detect)
+    app.command("tune")(tune)
+
+
+def detect(
+    data_dir: Path = typer.Option(None, "--data-dir", help="Where the data directory will live."),
+    wal_dir: Path = typer.Option(None, "--wal-dir", help="Where WAL will live, if elsewhere."),
+    fmt: str = typer.Option("table", "--format", help="table, toml, json or env."),
+) -> None:
+    """The host's hardware profile (cgroup-aware vCPUs and RAM, storage, kernel, huge pages)."""
+    from pgdyno.config.detect import detect_profile
+    from pgdyno.config.envfile import profile_to_env
+    from pgdyno.config.profiles import profile_to_toml
+
+    _choice("--format", fmt, DETECT_FORMATS)
+    profile = detect_profile(data_dir, wal_dir)
+    if fmt == "json":
+        typer.echo(json.dumps(profile.to_dict(), indent=2))
+    elif fmt == "toml":
+        typer.echo(profile_to_toml(profile), nl=False)
+    elif fmt == "env":
+        typer.echo(profile_to_env(profile), nl=False)
+    else:
+        Console().print(_profile_table(profile))
+
+
+def tune(
+    hardware: str = typer.Option("detect", "--hardware",
+                                 help="Catalogue name (r8g.xlarge, ...), profile file, or detect."),
+    workload: str = typer.Option("oltp", "--workload",
+                                 help="oltp, olap, mixed, tpcb, select-only, tprocc, ..."),
+    config: str = typer.Option("tuned", "--config", help="default, pgtune, tuned or a file."),
+    pg_version: int = typer.Option(None, "--pg-version", min=15, max=18,
+                                   help="Tune for this major version (else the target's)."),
+    pg_bin: Path = typer.Option(None, "--pg-bin", help="PostgreSQL binaries to validate against."),
+    connections: int = typer.Option(None, "--connections", min=1),
+    dataset_size: str = typer.Option(None, "--dataset-size", help="e.g. 40GB."),
+    overrides: list[str] = typer.Option([], "--set", help="key=value, repeatable."),
+    fmt: str = typer.Option("table", "--format", help="table, md, conf, sql, sysctl, env, script."),
+    diff: bool = typer.Option(False, "--diff", help="Compare with a running server (--dsn)."),
+    dsn: str = typer.Option(None, "--dsn", help="The server for --diff."),
+    data_dir: Path = typer.Option(None, "--data-dir",
+                                  help="A stopped cluster: PostgreSQL reports the huge pages."),
+) -> None:
+    """The full configuration matrix with rationale and sizing math, in the chosen format."""
+    from pgdyno.config import load_hardware, resolve_config
+    from pgdyno.config.render import FORMATS, RENDERERS, render_table
+    from pgdyno.config.units import parse_size
+
+    _choice("--format", fmt, FORMATS)
+    if diff and not dsn:
+        raise UsageError("--diff needs --dsn URL of the running server to compare with")
+    size = None
+    if dataset_size:
+        try:
+            size = parse_size(dataset_size)
+        except ValueError as exc:
+            raise UsageError(f"--dataset-size: {exc}") from None
+    install, user = _install(pg_bin, pg_version)
+    profile = load_hardware(hardware)
+    resolved = resolve_config(config, list(overrides), install=install, workload=workload,
+                              hardware=profile, connections=connections, dataset_bytes=size,
+                              pg_major=pg_version, data_dir=data_dir, server_user=user)
+    if diff:
+        _print_diff(resolved, dsn, install, pg_version)
+        return
+    if fmt == "table":
+        Console(width=160).print(render_table(resolved))
+    else:
+        typer.echo(RENDERERS[fmt](resolved), nl=False)
+
+
+def _install(pg_bin: Path | None, pg_version: int | None):
+    """Binaries to validate against: --pg-bin, else the embedded ones unless a version is named."""
+    from pgdyno.targets.binaries import embedded_install, install_from_dir
+    from pgdyno.targets.osuser import server_user
+
+    if pg_bin is not None:
+        install = install_from_dir(pg_bin)
+        if pg_version is not None and install.major != pg_version:
+            raise UsageError(f"--pg-version {pg_version}: --pg-bin {pg_bin} is PostgreSQL "
+                             f"{install.major}; give one or the other")
+        return install, server_user()
+    if pg_version is not None:
+        return None, None
+    try:
+        return embedded_install(), server_user()
+    except Exception:  # no wheel: validate against the shipped catalogue of PostgreSQL 18
+        return None, None
+
+
+def _print_diff(resolved, dsn: str, install, pg_version: int | None) -> None:
+    from pgdyno.config.diff import current_settings, diff_rows
+    from pgdyno.config.pgcatalog import for_install, snapshot
+    from pgdyno.targets.binaries import embedded_install
+    from pgdyno.targets.dsn import DsnServer
+
+    target = DsnServer(dsn=dsn, install=install or embedded_install())
+    target.start()
+    catalogue = for_install(install) if install else snapshot(pg_version or 18)
+    current = current_settings(target.connection().conninfo(), list(resolved.pg_settings))
+    rows = diff_rows(resolved, current, catalogue)
+    table = Table(title=f"{resolved.name} vs {target.connection().describe()} "
+                        "(values within 5% hidden)", title_justify="left")
+    for col in ("Setting", "Current", "Recommended", "Restart"):
+        table.add_column(col)
+    shown = [r for r in rows if r.differs]
+    for r in shown:
+        table.add_row(r.name, r.current, r.recommended, "yes" if r.restart else "")
+    console = Console(width=160)
+    console.print(table)
+    console.print(f"{len(shown)} of {len(rows)} settings differ")
+
+
+def _profile_table(profile) -> Table:
+    from pgdyno.config.units import human_bytes
+
+    table = Table(title=f"Hardware profile: {profile.name} ({profile.source})",
+                  title_justify="left")
+    table.add_column("Item")
+    table.add_column("Value", overflow="fold")
+    rows = [
+        ("vCPUs", f"{profile.vcpus}" + (f" (host {profile.host_vcpus})"
+                                        if profile.host_vcpus else "")),
+        ("RAM", human_bytes(profile.ram_bytes) + (f" (host {human_bytes(profile.host_ram_bytes)})"
+                                                  if profile.host_ram_bytes else "")),
+        ("limits from", profile.limits_source),
+        ("CPU model", profile.cpu_model), ("architecture", profile.arch),
+        ("NUMA nodes", str(profile.numa_nodes)), ("kernel", profile.kernel),
+        ("huge pages", f"{profile.huge_pages_total} x {profile.huge_page_size_kb} kB reserved"),
+        ("transparent huge pages", profile.transparent_hugepages),
+    ]
+    for role, vol in (("data", profile.data), ("WAL", profile.wal)):
+        if vol is not None:
+            rows.append((f"{role} volume", f"{vol.mount} on {vol.device} ({vol.kind}), "
+                         f"{vol.fstype} {vol.mount_options}"))
+    for dev in profile.devices:
+        kind = "NVMe" if dev.nvme else ("rotational" if dev.rotational else "SSD")
+        rows.append((f"device {dev.name}",
+                     f"{dev.model or '-'} {human_bytes(dev.size_bytes)} {kind}, scheduler "
+                     f"{dev.scheduler}, nr_requests {dev.nr_requests}, read_ahead_kb "
+                     f"{dev.read_ahead_kb}, max_sectors_kb {dev.max_sectors_kb}"
+                     + (f", {dev.raid_level} of {', '.join(dev.raid_members)}"
+                        if dev.raid_level else "")))
+    for item, value in rows:
+        table.add_row(item, value or "-")
+    return table
+
+
+def _choice(option: str, value: str, accepted: tuple[str, ...]) -> None:
+    if value not in accepted:
+        raise UsageError(f"{option} {value}: accepted: {', '.join(accepted)}")

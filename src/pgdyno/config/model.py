@@ -144,7 +144,8 @@ class ConfigPlan:
     def set(self, setting: Setting) -> None:
         """Add or replace (by layer and native name)."""
         for i, old in enumerate(self.settings):
-            if old.name == setting.name and old.apply == setting.apply and old.group == setting.group:
+            same = (old.name, old.apply, old.group) == (setting.name, setting.apply, setting.group)
+            if same:
                 self.settings[i] = setting
                 return
         self.settings.append(setting)

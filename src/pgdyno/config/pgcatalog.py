@@ -106,7 +106,8 @@ class SettingsCatalogue:
         spec = self.specs.get(key)
         if spec is None:
             if "." in key:
-                return quote_if_needed(unquote(value))  # extension placeholder (e.g. pg_stat_statements.max)
+                # an extension placeholder such as pg_stat_statements.max
+                return quote_if_needed(unquote(value))
             close = difflib.get_close_matches(key, self.specs.keys(), n=3)
             hint = f"; did you mean {', '.join(close)}?" if close else ""
             raise UsageError(f"{origin}: unknown PostgreSQL {self.major} setting {key!r}{hint}")
@@ -116,7 +117,8 @@ class SettingsCatalogue:
         try:
             return _check_value(spec, text)
         except ValueError as exc:
-            raise UsageError(f"{origin}: {key} = {text!r} {exc}; accepted: {spec.accepted()}") from None
+            raise UsageError(
+                f"{origin}: {key} = {text!r} {exc}; accepted: {spec.accepted()}") from None
 
     def base_units(self, key: str, value: str) -> float | None:
         """A numeric setting's value in its base unit (8kB pages, ms, ...), else None."""
@@ -256,8 +258,8 @@ def _for_binary(postgres: str, major: int, version: str) -> SettingsCatalogue:
     for name, (vartype, low, high) in described.items():
         known = base.specs.get(name)
         if known is not None and known.vartype == vartype:
-            specs[name] = SettingSpec(name, vartype, known.unit, low if low != "" else known.min_val,
-                                      high if high != "" else known.max_val, known.enumvals,
+            specs[name] = SettingSpec(name, vartype, known.unit, low or known.min_val,
+                                      high or known.max_val, known.enumvals,
                                       known.boot_val, known.context, known.category)
         else:
             # A setting of this build the snapshot does not know: type and range only.
@@ -281,7 +283,8 @@ def describe_config(postgres: str) -> dict[str, tuple[str, str, str]]:
         if len(cols) < 5 or cols[3] not in types:
             continue
         vartype = types[cols[3]]
-        low, high = (cols[5], cols[6]) if vartype in ("integer", "real") and len(cols) > 6 else ("", "")
+        numeric = vartype in ("integer", "real") and len(cols) > 6
+        low, high = (cols[5], cols[6]) if numeric else ("", "")
         result[cols[0]] = (vartype, low, high)
     return result
 
@@ -313,5 +316,6 @@ def snapshot_toml(conn) -> str:  # conn: psycopg.Connection to a server of the v
 
 
 def toml_string(text: str) -> str:
-    escaped = text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\t", "\\t")
+    escaped = text.replace("\\", "\\\\").replace('"', '\\"')
+    escaped = escaped.replace("\n", "\\n").replace("\t", "\\t")
     return f'"{escaped}"'

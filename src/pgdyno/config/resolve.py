@@ -1,0 +1,215 @@
+"""Named configs to PostgreSQL settings: ``default``, ``pgtune``, ``tuned`` or a user file.
+
+This is the single entry point benchmarks use: it builds the plan for the hardware and
+workload, applies ``--set key=value`` overrides, validates every PostgreSQL value against
+the target's settings catalogue and checks the memory budget and huge pages, and returns
+the settings ready for the server's include file with where each came from.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pgdyno.config.envfile import parse_env, settings_from_env
+from pgdyno.config.model import ConfigPlan, Setting, TuneInputs, pg_group
+from pgdyno.config.pgcatalog import SettingsCatalogue, for_install, snapshot
+from pgdyno.config.pgtune import pgtune_settings
+from pgdyno.config.profiles import HardwareProfile
+from pgdyno.config.serial import from_dict, to_dict
+from pgdyno.config.sizing import (
+    ask_postgres_huge_pages,
+    compute_sizing,
+    estimate_shared_memory,
+    huge_pages_needed,
+    max_connections,
+    setting_bytes,
+    wal_buffers_bytes,
+)
+from pgdyno.config.tuned import tuned_settings
+from pgdyno.config.units import human_bytes
+from pgdyno.config.workloads import classify
+from pgdyno.errors import UsageError
+
+NAMED = ("default", "pgtune", "tuned")
+SCHEMA_VERSION = 1
+
+
+@dataclass
+class ResolvedConfig:
+    """A config ready to run: PostgreSQL settings in postgresql.conf syntax, and their sources."""
+
+    name: str
+    pg_settings: dict[str, str] = field(default_factory=dict)
+    sources: dict[str, str] = field(default_factory=dict)
+    """key -> where the value came from and why (``tuned: 25% of RAM 24 GiB ...``)."""
+    pg_version: str = ""
+    catalogue: str = ""
+    plan: ConfigPlan | None = None
+    """The whole matrix (OS and storage layers included) with the sizing math."""
+    warnings: list[str] = field(default_factory=list)
+    schema_version: int = SCHEMA_VERSION
+
+    def to_dict(self) -> dict[str, Any]:
+        return to_dict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ResolvedConfig:
+        return from_dict(cls, data)
+
+
+def resolve_config(name: str, overrides: list[str], *, install: Any | None = None,
+                   workload: str, hardware: HardwareProfile | None = None,
+                   connections: int | None = None, dataset_bytes: int | None = None,
+                   pg_major: int | None = None, data_dir: Path | None = None,
+                   server_user: Any | None = None) -> ResolvedConfig:
+    """Resolve a named config or file for a target (``install``) or a PostgreSQL major version.
+
+    ``data_dir`` (an initialised, stopped cluster) lets PostgreSQL itself report the huge pages
+    the settings need; ``server_user`` (a ServerUser) runs that query as the cluster's owner.
+    """
+    if install is None and pg_major is None:
+        raise UsageError("resolve_config needs the target's binaries or --pg-version")
+    catalogue = for_install(install) if install is not None else snapshot(int(pg_major or 18))
+    if hardware is None:
+        from pgdyno.config.detect import detect_profile
+        hardware = detect_profile()
+    db_type, write_heavy = classify(workload)
+    inputs = TuneInputs(hardware=hardware, workload=workload, db_type=db_type,
+                        write_heavy=write_heavy, pg_major=catalogue.major,
+                        connections=connections, dataset_bytes=dataset_bytes)
+    plan = build_plan(name, inputs, catalogue)
+    for item in overrides:
+        plan.set(_override(item, catalogue))
+    pg_settings, sources = validate_plan(plan, catalogue)
+    server_pages = None
+    if data_dir is not None and install is not None and (Path(data_dir) / "PG_VERSION").exists():
+        kwargs = server_user.popen_kwargs() if server_user is not None else None
+        env = server_user.env() if server_user is not None else None
+        server_pages = ask_postgres_huge_pages(install.program("postgres"), Path(data_dir),
+                                               pg_settings, kwargs, env)
+    plan.sizing = compute_sizing(plan, inputs, catalogue, server_pages)
+    check_coherence(plan, inputs, catalogue, server_pages)
+    plan.warnings += [f"{line.section}: {line.label}: {line.value}" for line in plan.sizing
+                      if line.ok is False]
+    return ResolvedConfig(name=plan.name, pg_settings=pg_settings, sources=sources,
+                          pg_version=catalogue.version, catalogue=catalogue.source, plan=plan,
+                          warnings=list(plan.warnings))
+
+
+def build_plan(name: str, inputs: TuneInputs, catalogue: SettingsCatalogue) -> ConfigPlan:
+    plan = ConfigPlan(name=name, inputs=inputs, catalogue=catalogue.source)
+    if name == "default":
+        return plan
+    if name == "pgtune":
+        plan.settings = pgtune_settings(inputs, catalogue)
+        return plan
+    if name == "tuned":
+        plan.settings = tuned_settings(inputs, catalogue)
+        return plan
+    path = Path(name)
+    if not path.is_file():
+        raise UsageError(f"--config {name}: no such config or file; accepted: "
+                         f"{', '.join(NAMED)} or a .toml/.env config file")
+    return _plan_from_file(path, inputs, catalogue)
+
+
+def _plan_from_file(path: Path, inputs: TuneInputs, catalogue: SettingsCatalogue) -> ConfigPlan:
+    origin = str(path)
+    if path.suffix == ".env":
+        settings = settings_from_env(parse_env(path.read_text(), origin), origin)
+        plan = ConfigPlan(name=path.stem, inputs=inputs, catalogue=catalogue.source)
+        for s in settings:
+            plan.set(_with_default(s, catalogue))
+        return plan
+    try:
+        data = tomllib.loads(path.read_text())
+    except tomllib.TOMLDecodeError as exc:
+        raise UsageError(f"{origin}: not valid TOML ({' '.join(str(exc).split())})") from None
+    unknown = set(data) - {"config", "postgresql"}
+    if unknown:
+        raise UsageError(f"{origin}: unknown table(s) {', '.join(sorted(unknown))}; "
+                         "accepted: [config] (name, base) and [postgresql]")
+    meta = data.get("config", {})
+    base = str(meta.get("base", "default"))
+    if base not in NAMED:
+        raise UsageError(f"{origin}: [config] base = {base!r}; accepted: {', '.join(NAMED)}")
+    plan = build_plan(base, inputs, catalogue)
+    plan.name = str(meta.get("name", path.stem))
+    for key, value in data.get("postgresql", {}).items():
+        text = _toml_scalar(value)
+        plan.set(_with_default(Setting(group=pg_group(key), key="PG_" + key.upper(), name=key,
+                                       layer="postgresql", apply="pg", value=text,
+                                       rationale=f"set in {origin}", source=f"file:{origin}"),
+                               catalogue))
+    return plan
+
+
+def _toml_scalar(value: Any) -> str:
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    return str(value)
+
+
+def _with_default(setting: Setting, catalogue: SettingsCatalogue) -> Setting:
+    if setting.apply == "pg" and not setting.default:
+        setting.default = catalogue.default(setting.name)
+    return setting
+
+
+def _override(item: str, catalogue: SettingsCatalogue) -> Setting:
+    key, sep, value = item.partition("=")
+    key = key.strip()
+    if not sep or not key:
+        raise UsageError(f"--set {item}: expected key=value, e.g. --set shared_buffers=4GB")
+    return Setting(group=pg_group(key), key="PG_" + key.upper(), name=key, layer="postgresql",
+                   apply="pg", value=value.strip(), default=catalogue.default(key),
+                   rationale="--set on the command line", source="--set")
+
+
+def validate_plan(plan: ConfigPlan,
+                  catalogue: SettingsCatalogue) -> tuple[dict[str, str], dict[str, str]]:
+    """Every PostgreSQL value checked against the catalogue; conf-syntax values and sources."""
+    pg_settings: dict[str, str] = {}
+    sources: dict[str, str] = {}
+    for s in plan.pg():
+        origin = s.source if s.source.startswith(("file:", "--set")) else f"config {plan.name}"
+        origin = origin.removeprefix("file:")
+        if s.source == "--set":
+            origin = f"--set {s.name}"
+        pg_settings[s.name] = catalogue.check(s.name, s.value, origin)
+        sources[s.name] = f"{s.source}: {s.rationale}" if s.rationale else s.source
+    return pg_settings, sources
+
+
+def check_coherence(plan: ConfigPlan, inputs: TuneInputs, catalogue: SettingsCatalogue,
+                    server_pages: int | None) -> None:
+    """Refuse what cannot work: a budget beyond the RAM, huge_pages=on without the pages."""
+    hw = inputs.hardware
+    shared = setting_bytes(plan, catalogue, "shared_buffers")
+    work_mem = setting_bytes(plan, catalogue, "work_mem")
+    conns = max_connections(plan, catalogue)
+    if shared >= hw.ram_bytes:
+        raise UsageError(f"config {plan.name}: shared_buffers {human_bytes(shared)} does not fit "
+                         f"in the {human_bytes(hw.ram_bytes)} of RAM of {hw.name}; accepted: "
+                         "at most about 40% of RAM")
+    sessions = conns * work_mem * 1.5
+    if shared + sessions > hw.ram_bytes:
+        raise UsageError(
+            f"config {plan.name}: memory budget exceeded: shared_buffers {human_bytes(shared)} + "
+            f"{conns} connections x work_mem {human_bytes(work_mem)} x 1.5 > RAM "
+            f"{human_bytes(hw.ram_bytes)}; accepted: lower work_mem or max_connections")
+    hp = plan.get("huge_pages")
+    if hp is not None and hp.value.strip("'") == "on":
+        needed = server_pages
+        if needed is None:
+            wal = wal_buffers_bytes(plan, catalogue, shared)
+            needed = huge_pages_needed(estimate_shared_memory(shared, conns, wal),
+                                       hw.huge_page_size_kb or 2048)
+        if hw.huge_pages_total < needed:
+            raise UsageError(
+                f"config {plan.name}: huge_pages = on needs {needed} huge pages for "
+                f"shared_buffers {human_bytes(shared)}, {hw.name} has {hw.huge_pages_total} "
+                "reserved; accepted: huge_pages = try, or reserve vm.nr_hugepages first")

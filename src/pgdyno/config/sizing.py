@@ -1,0 +1,208 @@
+"""The sizing math behind a configuration: memory budget, cache share, huge pages, I/O, CPU.
+
+Computed from the settings of any plan (pgtune's, pgdyno's or a user's), so the same
+checks explain and guard every config. Each figure keeps the formula it came from.
+"""
+
+from __future__ import annotations
+
+import math
+import subprocess
+from pathlib import Path
+
+from pgdyno.config.model import ConfigPlan, SizingLine, TuneInputs
+from pgdyno.config.pgcatalog import SettingsCatalogue
+from pgdyno.config.units import GB, MB, human_bytes
+
+BUDGET_WORK_MEM_FACTOR = 1.5
+"""Sessions use about 1.5 x work_mem on average at peak (several sort/hash nodes, not all busy)."""
+BUDGET_RAM_SHARE = 0.90
+"""The rest is the kernel's, page tables and the OS page cache's floor."""
+BASE_CONNECTIONS = 300
+"""max_connections of a pgdyno-managed server when the config does not set it."""
+PGBENCH_BYTES_PER_SCALE = 16 * MB
+"""pgbench: 100,000 accounts rows per scale unit, ~13 MB of heap plus ~2 MB of index."""
+
+
+def setting_bytes(plan: ConfigPlan, catalogue: SettingsCatalogue, name: str) -> int:
+    """A memory setting of the plan in bytes, the stock default when the plan leaves it."""
+    setting = plan.get(name)
+    spec = catalogue.spec(name)
+    if setting is not None:
+        value = catalogue.to_bytes(name, setting.value)
+        if value is not None:
+            return value
+    if spec is not None and spec.boot_val is not None:
+        value = catalogue.to_bytes(name, spec.default_text())
+        if value is not None:
+            return value
+    return 0
+
+
+def setting_int(plan: ConfigPlan, catalogue: SettingsCatalogue, name: str, fallback: int) -> int:
+    setting = plan.get(name)
+    text = setting.value if setting is not None else catalogue.default(name)
+    try:
+        return int(float(text))
+    except ValueError:
+        return fallback
+
+
+def max_connections(plan: ConfigPlan, catalogue: SettingsCatalogue) -> int:
+    setting = plan.get("max_connections")
+    return int(setting.value) if setting is not None else BASE_CONNECTIONS
+
+
+def wal_buffers_bytes(plan: ConfigPlan, catalogue: SettingsCatalogue, shared: int) -> int:
+    setting = plan.get("wal_buffers")
+    if setting is not None and setting.value.strip() not in ("-1", ""):
+        return catalogue.to_bytes("wal_buffers", setting.value) or 0
+    return max(64 * 1024, min(shared // 32, 16 * MB))  # PostgreSQL's automatic wal_buffers
+
+
+def estimate_shared_memory(shared: int, connections: int, wal_buffers: int) -> int:
+    """PostgreSQL's shared memory segment, fitted on PostgreSQL 18's own answers.
+
+    shared_buffers plus its descriptors and other per-buffer arrays (~2.6%), the WAL buffers,
+    ~43 MB of fixed structures and ~80 kB per connection slot.
+    """
+    return int(shared * 1.0264 + wal_buffers + 43 * MB + connections * 80 * 1024)
+
+
+def huge_pages_needed(shared_memory: int, page_kb: int) -> int:
+    return math.ceil(shared_memory / (page_kb * 1024))
+
+
+def ask_postgres_huge_pages(postgres: str, data_dir: Path, pg_settings: dict[str, str],
+                            popen_kwargs: dict | None = None,
+                            env: dict[str, str] | None = None) -> int | None:
+    """``postgres -C shared_memory_size_in_huge_pages`` for these settings (PostgreSQL 15+).
+
+    Needs an initialised, stopped cluster the calling user may read; None when PostgreSQL
+    cannot answer (older version, running server, no permission).
+    """
+    cmd = [postgres, "-D", str(data_dir), "-C", "shared_memory_size_in_huge_pages"]
+    for key in ("shared_buffers", "max_connections", "wal_buffers", "max_worker_processes",
+                "autovacuum_max_workers", "max_wal_senders", "max_prepared_transactions",
+                "max_locks_per_transaction"):
+        if key in pg_settings:
+            cmd += ["-c", f"{key}={pg_settings[key].strip(chr(39))}"]
+    try:
+        result = subprocess.run(cmd, capture_output=True, text=True, check=False, timeout=60,
+                                cwd="/", env=env, **(popen_kwargs or {}))
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    text = result.stdout.strip()
+    if result.returncode != 0 or not text.lstrip("-").isdigit() or int(text) < 0:
+        return None
+    return int(text)
+
+
+def compute_sizing(plan: ConfigPlan, inputs: TuneInputs, catalogue: SettingsCatalogue,
+                   server_huge_pages: int | None = None) -> list[SizingLine]:
+    hw = inputs.hardware
+    lines: list[SizingLine] = []
+    ram = hw.ram_bytes
+    shared = setting_bytes(plan, catalogue, "shared_buffers")
+    work_mem = setting_bytes(plan, catalogue, "work_mem")
+    mwm = setting_bytes(plan, catalogue, "maintenance_work_mem")
+    av_mem = setting_bytes(plan, catalogue, "autovacuum_work_mem")
+    av_mem = mwm if av_mem <= 0 else av_mem
+    av_workers = setting_int(plan, catalogue, "autovacuum_max_workers", 3)
+    conns = max_connections(plan, catalogue)
+    wal_buf = wal_buffers_bytes(plan, catalogue, shared)
+
+    # Memory budget
+    sessions = int(conns * work_mem * BUDGET_WORK_MEM_FACTOR)
+    vacuum = av_workers * av_mem
+    total = shared + wal_buf + sessions + vacuum
+    limit = int(ram * BUDGET_RAM_SHARE)
+    lines += [
+        SizingLine("memory", "RAM for the database", hw.limits_source or hw.source,
+                   human_bytes(ram)),
+        SizingLine("memory", "shared_buffers", "setting", f"{human_bytes(shared)} "
+                   f"({100 * shared / ram:.0f}% of RAM)"),
+        SizingLine("memory", "sessions", f"{conns} connections x work_mem {human_bytes(work_mem)}"
+                   f" x {BUDGET_WORK_MEM_FACTOR}", human_bytes(sessions)),
+        SizingLine("memory", "autovacuum", f"{av_workers} workers x {human_bytes(av_mem)}",
+                   human_bytes(vacuum)),
+        SizingLine("memory", "budget", f"shared_buffers + wal_buffers + sessions + autovacuum <= "
+                   f"{BUDGET_RAM_SHARE:.0%} of RAM ({human_bytes(limit)})",
+                   f"{human_bytes(total)} ({100 * total / ram:.0f}% of RAM)", ok=total <= limit),
+    ]
+
+    # Dataset vs cache
+    ecs = setting_bytes(plan, catalogue, "effective_cache_size")
+    if inputs.dataset_bytes:
+        data = inputs.dataset_bytes
+        lines += [
+            SizingLine("cache", "dataset", "--dataset-size", human_bytes(data)),
+            SizingLine("cache", "in shared_buffers", "min(1, shared_buffers / dataset)",
+                       f"{min(100.0, 100 * shared / data):.0f}%"),
+            SizingLine("cache", "in RAM (shared_buffers + page cache)",
+                       "min(1, effective_cache_size / dataset)",
+                       f"{min(100.0, 100 * ecs / data):.0f}%"),
+            SizingLine("cache", "pgbench scale of that size",
+                       f"dataset / {PGBENCH_BYTES_PER_SCALE // MB} MB per scale unit",
+                       str(max(1, data // PGBENCH_BYTES_PER_SCALE))),
+        ]
+    else:
+        lines.append(SizingLine("cache", "dataset", "unknown (give --dataset-size)",
+                                f"cache holds up to {human_bytes(ecs)}"))
+
+    # Huge pages
+    page_kb = hw.huge_page_size_kb or 2048
+    estimate = estimate_shared_memory(shared, conns, wal_buf)
+    needed = server_huge_pages if server_huge_pages is not None else huge_pages_needed(estimate,
+                                                                                       page_kb)
+    how = ("postgres -C shared_memory_size_in_huge_pages" if server_huge_pages is not None
+           else f"ceil((shared_buffers x 1.026 + wal_buffers + 43MB + {conns} x 80kB) / "
+                f"{page_kb}kB)")
+    lines.append(SizingLine("huge pages", "pages needed", how, str(needed)))
+    hp = plan.get("huge_pages")
+    mode = hp.value if hp is not None else catalogue.default("huge_pages")
+    reserved = hw.huge_pages_total
+    coherent = not (mode == "on" and reserved < needed)
+    lines.append(SizingLine("huge pages", "reserved on the machine", "vm.nr_hugepages",
+                            f"{reserved} (huge_pages = {mode})", ok=coherent))
+
+    # I/O budget
+    lines += _io_lines(inputs)
+
+    # CPU
+    if hw.tps_per_core:
+        lines.append(SizingLine("cpu", "CPU-bound TPS", f"{hw.vcpus} vCPUs x {hw.tps_per_core:g} "
+                                "TPS per core (measured)", f"{hw.vcpus * hw.tps_per_core:,.0f}"))
+    else:
+        lines.append(SizingLine("cpu", "CPU-bound TPS", "needs a measured TPS per core "
+                                "(tps_per_core in the profile)", "unknown"))
+    return lines
+
+
+def _io_lines(inputs: TuneInputs) -> list[SizingLine]:
+    hw = inputs.hardware
+    lines = []
+    for role, vol in (("data", hw.data_volume), ("WAL", hw.wal_volume)):
+        if role == "WAL" and not hw.separate_wal:
+            lines.append(SizingLine("io", "WAL volume", "shares the data volume", "-"))
+            continue
+        iops = f"{vol.iops:,}" if vol.iops else "unknown (run the fio baseline)"
+        bw = f"{vol.bandwidth_mb_s:g} MB/s" if vol.bandwidth_mb_s else "unknown"
+        lines.append(SizingLine("io", f"{role} volume", f"{vol.kind}, {vol.disk_count} device(s)",
+                                f"{iops} IOPS, {bw}"))
+    if hw.ebs_gbps:
+        lines.append(SizingLine("io", "instance storage bandwidth cap",
+                                f"{hw.ebs_gbps:g} Gbit/s / 8", f"{hw.ebs_gbps * 125:,.0f} MB/s"))
+    if hw.ebs_baseline_iops:
+        lines.append(SizingLine("io", "instance baseline IOPS", "instance type",
+                                f"{hw.ebs_baseline_iops:,}"))
+    if hw.tps_per_core and inputs.write_heavy:
+        tps = hw.vcpus * hw.tps_per_core
+        wal_mb_s = tps * 8 * 1024 / MB * 1.2  # a TPC-B commit writes about one 8 kB WAL page
+        lines.append(SizingLine("io", "WAL write rate at CPU-bound TPS",
+                                f"{tps:,.0f} TPS x ~8 kB x 1.2", f"{wal_mb_s:,.0f} MB/s"))
+    return lines
+
+
+def fmt_gb(n_bytes: int) -> str:
+    return f"{n_bytes / GB:.1f} GB"
