@@ -28,7 +28,7 @@ def bench(
     dataset_size: str | None = typer.Option(None, help="dataset size, e.g. 3GB (sets the scale)"),
     clients: str = typer.Option("8", help="client counts, e.g. 4,16,100 (a sweep)"),
     threads: int | None = typer.Option(None, help="pgbench threads (default: min(cores, clients))"),
-    duration: int = typer.Option(60, help="measured seconds per iteration"),
+    duration: int = typer.Option(50, help="measured seconds per iteration"),
     warmup: int = typer.Option(10, help="warm-up seconds before each measured window"),
     iterations: int = typer.Option(3, help="iterations per client count"),
     protocol: str = typer.Option("prepared", help="simple | extended | prepared"),

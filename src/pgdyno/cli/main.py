@@ -12,6 +12,7 @@ import sys
 import typer
 
 from pgdyno.cli import bench_cmds, config_cmds
+from pgdyno import __version__
 from pgdyno.errors import PgdynoError
 
 # Recent typer releases vendor their own copy of click; find its exception classes through
@@ -28,6 +29,20 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
 )
+
+
+
+def _show_version(value: bool) -> None:
+    if value:
+        typer.echo(f"pgdyno {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def main(version: bool = typer.Option(False, "--version", callback=_show_version,
+                                      is_eager=True, help="print the version and exit")) -> None:
+    """A dynamometer for PostgreSQL: real load, telemetry, bottleneck verdicts, reports."""
+
 
 for module in (bench_cmds, config_cmds):
     module.register(app)
