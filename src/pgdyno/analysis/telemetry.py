@@ -81,6 +81,9 @@ class DeviceSummary:
     read_iops_cv: float | None = None
     """σ/μ of the 1 s read IOPS samples (None when the mean is 0)."""
     write_iops_cv: float | None = None
+    read_iops_std: float | None = None
+    """Population standard deviation of the 1 s read IOPS samples."""
+    write_iops_std: float | None = None
     read_mb: float = 0.0
     written_mb: float = 0.0
 
@@ -274,7 +277,7 @@ class Series:
     disk_r_s: dict[str, list[float]] = field(default_factory=dict)
     wait_t: list[float] = field(default_factory=list)
     wait_aas: dict[str, list[float]] = field(default_factory=dict)
-    """wait class -> average active sessions in each 1 s bucket starting at wait_t."""
+    """wait class -> average active sessions in each 1 s bucket centred on wait_t."""
 
 
 @dataclass
@@ -401,6 +404,13 @@ def _stat(values: list[float], avg: float | None = None) -> Stat:
                 peak=ordered[-1], min=ordered[0])
 
 
+def _std(values: list[float]) -> float | None:
+    if not values:
+        return None
+    mean = sum(values) / len(values)
+    return math.sqrt(sum((v - mean) ** 2 for v in values) / len(values))
+
+
 def coefficient_of_variation(values: list[float]) -> float | None:
     """Population σ ÷ μ of the samples; None when the mean is zero (nothing happened)."""
     if not values:
@@ -495,6 +505,8 @@ def _devices(disks: list[dict[str, procfs.DiskCounters]], ticks: list[HostTick],
             util_pct=_stat([r.util_pct for r in rates], whole.util_pct),
             read_iops_cv=coefficient_of_variation([r.r_s for r in rates]),
             write_iops_cv=coefficient_of_variation([r.w_s for r in rates]),
+            read_iops_std=_std([r.r_s for r in rates]),
+            write_iops_std=_std([r.w_s for r in rates]),
             read_mb=(end.sectors_read - begin.sectors_read) * procfs.SECTOR_BYTES / MB,
             written_mb=(end.sectors_written - begin.sectors_written) * procfs.SECTOR_BYTES / MB,
         ))
@@ -574,7 +586,7 @@ def _waits(tdir: Path, start: float, end: float,
     classes = sorted({c for b in buckets.values() for c in b})
     times = sorted(bucket_ticks)
     series = {c: [buckets[b].get(c, 0) / bucket_ticks[b] for b in times] for c in classes}
-    return out, [b * WAIT_BUCKET_S for b in times], series
+    return out, [(b + 0.5) * WAIT_BUCKET_S for b in times], series
 
 
 def _shares(counts: dict[tuple[str, str], int], ticks: int) -> list[WaitShare]:
