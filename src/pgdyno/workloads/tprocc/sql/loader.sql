@@ -23,10 +23,20 @@ LANGUAGE sql VOLATILE AS $$
     FROM generate_series(1, len)
 $$;
 
--- A random string of lo..hi characters (a single SELECT, so the planner inlines it).
+-- A random string of lo..hi characters (hi <= 60) cut from a pool of at least 160
+-- characters. The offset stays small on purpose: in a UTF-8 database substr() walks the
+-- string from its start, and this function runs over a million times per warehouse.
+-- It is a single SELECT, so the planner inlines it into the INSERTs.
 CREATE OR REPLACE FUNCTION tprocc_rstr(pool text, lo integer, hi integer) RETURNS varchar
 LANGUAGE sql VOLATILE AS $$
-    SELECT substr(pool, 1 + floor(random() * 3000)::integer,
+    SELECT substr(pool, 1 + floor(random() * 100)::integer,
+                  lo + floor(random() * (hi - lo + 1))::integer)::varchar
+$$;
+
+-- The same for long strings (hi <= 500) from a pool of at least 1000 characters.
+CREATE OR REPLACE FUNCTION tprocc_rstr_long(pool text, lo integer, hi integer) RETURNS varchar
+LANGUAGE sql VOLATILE AS $$
+    SELECT substr(pool, 1 + floor(random() * 500)::integer,
                   lo + floor(random() * (hi - lo + 1))::integer)::varchar
 $$;
 
@@ -47,7 +57,7 @@ $$;
 CREATE OR REPLACE FUNCTION tprocc_load_items() RETURNS bigint
 LANGUAGE plpgsql AS $$
 DECLARE
-    pool text := tprocc_pool(4000);
+    pool text := tprocc_pool(160);
     n bigint;
 BEGIN
     INSERT INTO item (i_id, i_im_id, i_name, i_price, i_data)
@@ -64,7 +74,8 @@ $$;
 CREATE OR REPLACE FUNCTION tprocc_load_warehouse(w integer, c_last_c integer) RETURNS bigint
 LANGUAGE plpgsql AS $$
 DECLARE
-    pool text := tprocc_pool(4000);
+    pool text := tprocc_pool(160);
+    long_pool text := tprocc_pool(1000);
     total bigint := 0;
     n bigint;
 BEGIN
@@ -101,7 +112,7 @@ BEGIN
            tprocc_rstr(pool, 2, 2), tprocc_digits(4) || '11111', tprocc_digits(16),
            now(), CASE WHEN random() < 0.1 THEN 'BC' ELSE 'GC' END, 50000.00,
            round((random() * 0.5)::numeric, 4), -10.00, 10.00, 1, 0,
-           tprocc_rstr(pool, 300, 500)
+           tprocc_rstr_long(long_pool, 300, 500)
     FROM generate_series(1, 10) AS d, generate_series(1, 3000) AS c;
     GET DIAGNOSTICS n = ROW_COUNT;
     total := total + n;

@@ -1,0 +1,233 @@
+"""Parallel TPROC-C loader: server-side generation, warehouses spread over connections.
+
+Phases, each a pool of independent jobs over ``workers`` connections:
+
+1. data: the item table and one job per warehouse, each a single call of
+   ``tprocc_load_warehouse(w)`` that generates every row inside PostgreSQL
+   (INSERT ... SELECT over generate_series), so no row crosses the wire;
+2. keys: primary keys and secondary indexes, built after the data, largest first;
+3. vacuum: VACUUM ANALYZE per table (per partition), largest first.
+
+The dataset is recorded in the lead's registry only after all three succeed, so an
+interrupted load is never mistaken for a reusable one.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import psycopg
+
+from pgdyno import __version__
+from pgdyno.errors import UsageError
+from pgdyno.targets.connection import ConnectionInfo
+from pgdyno.workloads import dataset
+from pgdyno.workloads.tprocc import schema
+from pgdyno.workloads.tprocc.model import SCHEMA_VERSION, LoadOptions, LoadProgress, LoadResult
+
+ProgressCallback = Callable[[LoadProgress], None]
+
+
+def default_workers() -> int:
+    """One loader connection per CPU this process may run on (cgroup/affinity-aware)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def load(target: ConnectionInfo, options: LoadOptions,
+         progress: ProgressCallback | None = None) -> LoadResult:
+    """Build (or reuse) the TPROC-C dataset of ``options.warehouses`` in ``target``."""
+    workers = options.workers or default_workers()
+    partitions = (schema.auto_partitions(options.warehouses)
+                  if options.order_line_partitions is None else options.order_line_partitions)
+    with psycopg.connect(target.conninfo(), autocommit=True) as conn:
+        state = dataset.inspect(conn, schema.WORKLOAD, options.size_key, list(schema.TABLES))
+        if state.reusable and not options.rebuild:
+            schema.install_functions(conn)
+            return _reused(conn, options, workers)
+        dataset.check_can_initialise(state, target.dbname, options.force)
+        _refuse_name_collisions(state.foreign_tables)
+        dataset.forget(conn, schema.WORKLOAD)
+        schema.drop_tables(conn)
+        schema.create_tables(conn, partitions)
+        schema.install_functions(conn)
+        server_version = conn.info.server_version
+
+    loader = _Loader(target, options, workers, progress)
+    started = time.monotonic()
+    loader.run_data()
+    loader.run_keys(partitions)
+    loader.run_vacuum(partitions, server_version)
+    seconds = time.monotonic() - started
+    loader.report("done")
+
+    with psycopg.connect(target.conninfo(), autocommit=True) as conn:
+        dataset.record(conn, schema.WORKLOAD, options.size_key, list(schema.TABLES),
+                       seconds, __version__)
+    return LoadResult(schema_version=SCHEMA_VERSION, warehouses=options.warehouses,
+                      reused=False, workers=workers, order_line_partitions=partitions,
+                      rows=loader.rows, seconds=seconds, phase_seconds=loader.phase_seconds,
+                      load_c_last=schema.LOAD_C_LAST)
+
+
+def _reused(conn: psycopg.Connection, options: LoadOptions, workers: int) -> LoadResult:
+    partitions = conn.execute(
+        "SELECT count(*) FROM pg_inherits WHERE inhparent = to_regclass('order_line')"
+    ).fetchone()[0]
+    return LoadResult(schema_version=SCHEMA_VERSION, warehouses=options.warehouses,
+                      reused=True, workers=workers, order_line_partitions=partitions, rows=0,
+                      seconds=0.0, phase_seconds={}, load_c_last=schema.LOAD_C_LAST)
+
+
+def _refuse_name_collisions(foreign_tables: Sequence[str]) -> None:
+    """Even with --force, never drop a table of the user's that has one of our names."""
+    ours = {f"public.{t}" for t in schema.TABLES}
+    clashing = sorted(ours.intersection(foreign_tables))
+    if clashing:
+        raise UsageError(
+            f"the database already has tables named like TPROC-C's ({', '.join(clashing)}) "
+            "that pgdyno did not create; refusing to replace them: use another database")
+
+
+@dataclass
+class _Job:
+    label: str
+    statement: Any
+    params: tuple = ()
+    warehouse: bool = False
+
+
+class _Loader:
+    def __init__(self, target: ConnectionInfo, options: LoadOptions, workers: int,
+                 progress: ProgressCallback | None) -> None:
+        self.target = target
+        self.options = options
+        self.workers = workers
+        self.progress = progress
+        self.rows = 0
+        self.warehouses_done = 0
+        self.phase = "data"
+        self.steps_done = 0
+        self.steps_total = 0
+        self.started = time.monotonic()
+        self.phase_seconds: dict[str, float] = {}
+
+    def report(self, phase: str | None = None) -> None:
+        if self.progress is None:
+            return
+        self.progress(LoadProgress(
+            phase=phase or self.phase, warehouses_done=self.warehouses_done,
+            warehouses_total=self.options.warehouses, rows=self.rows,
+            elapsed_s=time.monotonic() - self.started, steps_done=self.steps_done,
+            steps_total=self.steps_total))
+
+    # ----- phases ----------------------------------------------------------------------
+    def run_data(self) -> None:
+        jobs = [_Job("item", "SELECT tprocc_load_items()")]
+        jobs += [_Job(f"warehouse {w}", "SELECT tprocc_load_warehouse(%s, %s)",
+                      (w, schema.LOAD_C_LAST), warehouse=True)
+                 for w in range(1, self.options.warehouses + 1)]
+        self._phase("data", jobs)
+
+    def run_keys(self, partitions: int) -> None:
+        first, after = schema.key_jobs(self.options.warehouses, partitions)
+        self._phase("keys", [_Job(j.table, j.statement) for j in first])
+        if after:
+            self._phase("keys_attach", [_Job(j.table, j.statement) for j in after])
+
+    def run_vacuum(self, partitions: int, server_version: int) -> None:
+        statements = schema.vacuum_statements(partitions, server_version)
+        self._phase("vacuum", [_Job("vacuum", s) for s in statements])
+
+    # ----- the pool ----------------------------------------------------------------------
+    def _phase(self, phase: str, jobs: list[_Job]) -> None:
+        self.phase = phase
+        self.steps_done = 0
+        self.steps_total = len(jobs)
+        started = time.monotonic()
+        self.report()
+        for job, result in _run_pool(self.target, self._session_settings(), jobs,
+                                     min(self.workers, len(jobs))):
+            self.steps_done += 1
+            if job.warehouse:
+                self.warehouses_done += 1
+            if phase == "data" and result is not None:
+                self.rows += int(result)
+            self.report()
+        self.phase_seconds[phase] = time.monotonic() - started
+
+    def _session_settings(self) -> dict[str, str]:
+        settings = {}
+        if self.options.maintenance_work_mem:
+            settings["maintenance_work_mem"] = self.options.maintenance_work_mem
+        return settings
+
+
+def _run_pool(target: ConnectionInfo, settings: dict[str, str], jobs: list[_Job],
+              workers: int):
+    """Run jobs over ``workers`` connections; yield (job, first value) as each finishes.
+
+    The first failure stops the pool: running statements are cancelled and the error is
+    raised in the caller's thread. So is a KeyboardInterrupt of the caller.
+    """
+    todo: queue.Queue[_Job] = queue.Queue()
+    for job in jobs:
+        todo.put(job)
+    done: queue.Queue[tuple[_Job | None, Any, BaseException | None]] = queue.Queue()
+    stop = threading.Event()
+    conns = [_connect(target, settings) for _ in range(workers)]
+
+    def work(conn: psycopg.Connection) -> None:
+        while not stop.is_set():
+            try:
+                job = todo.get_nowait()
+            except queue.Empty:
+                break
+            try:
+                cur = conn.execute(job.statement, job.params or None)
+                row = cur.fetchone() if cur.description else None
+                done.put((job, row[0] if row else None, None))
+            except BaseException as exc:  # reported to the caller's thread
+                done.put((job, None, exc))
+                return
+        done.put((None, None, None))
+
+    threads = [threading.Thread(target=work, args=(c,), daemon=True) for c in conns]
+    for thread in threads:
+        thread.start()
+    finished = 0
+    completed = False
+    try:
+        while finished < len(threads):
+            job, value, error = done.get()
+            if error is not None:
+                raise error
+            if job is None:
+                finished += 1
+                continue
+            yield job, value
+        completed = True
+    finally:
+        stop.set()
+        if not completed:  # stop statements still running on the other connections
+            for conn in conns:
+                conn.cancel_safe()
+        for thread in threads:
+            thread.join()
+        for conn in conns:
+            conn.close()
+
+
+def _connect(target: ConnectionInfo, settings: dict[str, str]) -> psycopg.Connection:
+    conn = psycopg.connect(target.conninfo(), autocommit=True)
+    for name, value in settings.items():
+        conn.execute("SELECT set_config(%s, %s, false)", (name, value))
+    return conn

@@ -1,0 +1,291 @@
+"""Weighted pgbench scripts that drive the TPROC-C transactions.
+
+Six scripts, always in this order, so that pgbench's ``script_no`` (0-based, fourth
+column of the ``-l`` log; "SQL script N" counts from 1 in its summary) names the
+transaction type and its outcome:
+
+    0 new_order            New-Order that commits
+    1 new_order_rollback   New-Order with an invalid last item: really rolled back
+    2 payment
+    3 order_status
+    4 delivery
+    5 stock_level
+
+Why the rollback is its own script: pgbench aborts a client on any error other than a
+serialization failure or a deadlock, so the invalid-item New-Order cannot raise. Its
+function returns 0 instead, and the script wraps the call in BEGIN ... ROLLBACK (one
+round trip in simple mode, where the three statements travel as one query). The order,
+its lines and the district's counter vanish; pg_stat_database counts a rollback; and
+pgbench's per-script counts (and the log's script_no) give the number of rollbacks.
+The 1% is drawn by pgbench's weighted choice: weight 45 x 99% and 45 x 1% of the mix.
+
+Random inputs are drawn by pgbench: NURand(A, x, y) is
+``((random(0, A) | random(x, y)) + C) % (y - x + 1) + x`` with per-run constants C.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from pathlib import Path
+
+from pgdyno.workloads.tprocc import schema
+from pgdyno.workloads.tprocc.model import (
+    TRANSACTIONS,
+    Mix,
+    NURandConstants,
+    ScriptInfo,
+    ScriptOptions,
+    Serialisable,
+)
+
+SCRIPT_ORDER: tuple[tuple[str, str, str], ...] = (
+    ("new_order", "new_order", "commit"),
+    ("new_order_rollback", "new_order", "rollback"),
+    ("payment", "payment", "commit"),
+    ("order_status", "order_status", "commit"),
+    ("delivery", "delivery", "commit"),
+    ("stock_level", "stock_level", "commit"),
+)
+"""(script name, transaction type, outcome) by script_no."""
+
+WEIGHT_SCALE = 100
+"""pgbench weights are integers: percent x 100 keeps 0.01% of resolution."""
+
+KEYING_S = {"new_order": 18.0, "payment": 3.0, "order_status": 2.0, "delivery": 2.0,
+            "stock_level": 2.0}
+THINK_MEAN_S = {"new_order": 12.0, "payment": 12.0, "order_status": 10.0, "delivery": 5.0,
+                "stock_level": 5.0}
+THINK_CAP = 10
+"""Think times are capped at 10 x their mean."""
+TERMINALS_PER_WAREHOUSE = 10
+
+INVALID_ITEM = schema.ITEMS + 1
+MAX_LINES = 15
+
+# Allowed distance between the run-time and load-time C of last names (clause 2.1.6.1).
+_C_LAST_DELTAS = [d for d in range(65, 120) if d not in (96, 112)]
+
+
+def choose_constants(seed: int | None = None) -> NURandConstants:
+    rng = random.Random(seed)
+    delta = rng.choice(_C_LAST_DELTAS)
+    c_last = schema.LOAD_C_LAST + delta if schema.LOAD_C_LAST + delta <= 255 \
+        else schema.LOAD_C_LAST - delta
+    return NURandConstants(c_last=c_last, c_id=rng.randint(0, 1023),
+                           ol_i_id=rng.randint(0, 8191))
+
+
+def script_for(script_no: int) -> tuple[str, str, str]:
+    """(script name, transaction type, outcome) of pgbench's 0-based script number."""
+    return SCRIPT_ORDER[script_no]
+
+
+def ideal_nopm(warehouses: int, mix: Mix | None = None, time_scale: float = 1.0) -> float:
+    """New orders per minute that compliant terminals reach with zero response time.
+
+    Each of the 10 terminals per warehouse cycles keying + think for the chosen type;
+    with the default mix that is 12.86 per warehouse (rolled-back ones included)."""
+    mix = mix or Mix()
+    cycle_s = sum(mix.share(t) * (KEYING_S[t] + THINK_MEAN_S[t]) for t in TRANSACTIONS)
+    per_terminal = 60.0 / (cycle_s * time_scale) * mix.share("new_order")
+    return per_terminal * TERMINALS_PER_WAREHOUSE * warehouses
+
+
+@dataclass(frozen=True)
+class ScriptSet(Serialisable):
+    """The generated scripts and what pgbench needs to run them."""
+
+    options: ScriptOptions
+    constants: NURandConstants
+    scripts: tuple[ScriptInfo, ...]
+    texts: tuple[str, ...]
+    """Script bodies, in script_no order."""
+
+    @property
+    def clients(self) -> int | None:
+        """Clients the mode requires (compliant: 10 per warehouse), else None (free)."""
+        if self.options.keying_thinking:
+            return TERMINALS_PER_WAREHOUSE * self.options.warehouses
+        return None
+
+    def write(self, directory: Path) -> list[Path]:
+        directory.mkdir(parents=True, exist_ok=True)
+        paths = []
+        for info, text in zip(self.scripts, self.texts, strict=True):
+            path = directory / info.file_name
+            path.write_text(text)
+            paths.append(path)
+        return paths
+
+    def pgbench_args(self, directory: Path) -> list[str]:
+        """``-f file@weight`` for every script, in script_no order (writes the files).
+
+        Scripts of weight 0 are passed too, so that script_no never shifts."""
+        args: list[str] = []
+        for info, path in zip(self.scripts, self.write(directory), strict=True):
+            args += ["-f", f"{path}@{info.weight}"]
+        return args
+
+    def transaction_of(self, script_no: int) -> str:
+        return self.scripts[script_no].transaction
+
+
+def generate(options: ScriptOptions) -> ScriptSet:
+    constants = choose_constants(options.seed)
+    gen = _Generator(options, constants)
+    weights = _weights(options)
+    infos, texts = [], []
+    for no, (name, transaction, outcome) in enumerate(SCRIPT_ORDER):
+        infos.append(ScriptInfo(script_no=no, name=name, transaction=transaction,
+                                outcome=outcome, weight=weights[name],
+                                file_name=f"tprocc_{no}_{name}.pgbench"))
+        texts.append(gen.script(name))
+    return ScriptSet(options=options, constants=constants, scripts=tuple(infos),
+                     texts=tuple(texts))
+
+
+def _weights(options: ScriptOptions) -> dict[str, int]:
+    mix = options.mix
+    weights = {t: round(mix.share(t) * 100 * WEIGHT_SCALE) for t in TRANSACTIONS}
+    new_order = weights.pop("new_order")
+    rollback = round(new_order * options.rollback_pct / 100)
+    weights["new_order"] = new_order - rollback
+    weights["new_order_rollback"] = rollback
+    return weights
+
+
+class _Generator:
+    """Writes the text of each script for one set of options and constants."""
+
+    def __init__(self, options: ScriptOptions, constants: NURandConstants) -> None:
+        self.o = options
+        self.c = constants
+        self.w = options.warehouses
+
+    def script(self, name: str) -> str:
+        transaction = SCRIPT_ORDER[[s[0] for s in SCRIPT_ORDER].index(name)][1]
+        body = {
+            "new_order": lambda: self._new_order(rollback=False),
+            "new_order_rollback": lambda: self._new_order(rollback=True),
+            "payment": self._payment,
+            "order_status": self._order_status,
+            "delivery": self._delivery,
+            "stock_level": self._stock_level,
+        }[name]()
+        lines = [f"-- pgdyno TPROC-C: {name} (generated; do not edit)"]
+        lines += self._home()
+        if self.o.keying_thinking:
+            lines.append(f"\\sleep {self._us(KEYING_S[transaction])} us")
+        lines += body
+        if self.o.keying_thinking:
+            lines += self._think(transaction)
+        return "\n".join(lines) + "\n"
+
+    # ----- pieces ------------------------------------------------------------------------
+    def _home(self) -> list[str]:
+        """Home warehouse and district of the client (pgbench's 0-based :client_id).
+
+        Clients 0..W-1 take warehouses 1..W with district 1, the next W district 2, and
+        so on: in compliant mode (10 x W clients) every district has one terminal."""
+        if self.o.all_warehouses:
+            warehouse = f"random(1, {self.w})"
+        else:
+            warehouse = f"(:client_id % {self.w}) + 1"
+        return [f"\\set w_id {warehouse}",
+                f"\\set home_d_id ((:client_id / {self.w}) % 10) + 1"]
+
+    def _district(self) -> str:
+        """District of a transaction: the terminal's own in compliant mode, else random."""
+        if self.o.keying_thinking:
+            return "\\set d_id :home_d_id"
+        return "\\set d_id random(1, 10)"
+
+    def _other_warehouse(self) -> str:
+        """A uniformly chosen warehouse other than :w_id (only meaningful when W > 1)."""
+        return f"((:w_id + random(0, {self.w - 2})) % {self.w}) + 1"
+
+    @staticmethod
+    def _nurand(a: int, x: int, y: int, c: int) -> str:
+        return f"((random(0, {a}) | random({x}, {y})) + {c}) % {y - x + 1} + {x}"
+
+    def _pct(self, pct: float) -> str:
+        """A pgbench condition true with probability pct percent."""
+        return f"random(1, 10000) <= {round(pct * 100)}"
+
+    def _us(self, seconds: float) -> int:
+        return max(0, round(seconds * self.o.time_scale * 1_000_000))
+
+    def _think(self, transaction: str) -> list[str]:
+        mean = self._us(THINK_MEAN_S[transaction])
+        # -ln(U) x mean with U in (0, 1], capped at 10 x mean (clause 5.2.5.4).
+        return [f"\\set think_us least(int(-ln(random(1, 1000000) / 1000000.0) * {mean}), "
+                f"{THINK_CAP * mean})",
+                "\\sleep :think_us us"]
+
+    def _customer(self) -> list[str]:
+        c_id = self._nurand(1023, 1, 3000, self.c.c_id)
+        return [f"\\set c_id case when {self._pct(self.o.by_name_pct)} then 0 else {c_id} end",
+                f"\\set c_last {self._nurand(255, 0, 999, self.c.c_last)}"]
+
+    def _new_order(self, rollback: bool) -> list[str]:
+        lines = [self._district(),
+                 f"\\set c_id {self._nurand(1023, 1, 3000, self.c.c_id)}",
+                 f"\\set ol_cnt random(5, {MAX_LINES})"]
+        item = self._nurand(8191, 1, schema.ITEMS, self.c.ol_i_id)
+        if rollback:  # the last line of the order names an item that does not exist
+            item = f"case when {{n}} = :ol_cnt then {INVALID_ITEM} else {item} end"
+        remote = self.w > 1 and self.o.remote_line_pct > 0
+        for n in range(1, MAX_LINES + 1):
+            lines.append(f"\\set i{n} {item.format(n=n)}")
+            if remote:
+                lines.append(f"\\set s{n} case when {self._pct(self.o.remote_line_pct)} "
+                             f"then {self._other_warehouse()} else :w_id end")
+            lines.append(f"\\set q{n} random(1, 10)")
+        items = ", ".join(f":i{n}" for n in range(1, MAX_LINES + 1))
+        supply = ", ".join(f":s{n}" if remote else ":w_id" for n in range(1, MAX_LINES + 1))
+        qty = ", ".join(f":q{n}" for n in range(1, MAX_LINES + 1))
+        call = (f"SELECT tprocc_new_order(:w_id, :d_id, :c_id, :ol_cnt, "
+                f"ARRAY[{items}]::integer[], ARRAY[{supply}]::integer[], "
+                f"ARRAY[{qty}]::integer[])")
+        if not rollback:
+            return lines + [call + ";"]
+        return lines + self._rolled_back(call)
+
+    def _rolled_back(self, call: str) -> list[str]:
+        """The call inside a transaction that is always rolled back."""
+        if self.o.protocol == "simple":
+            # One query string, one round trip (\; keeps pgbench from splitting it).
+            return [f"BEGIN \\; {call} \\; ROLLBACK;"]
+        # The extended protocol takes one statement per message: three round trips,
+        # for about 0.45% of transactions.
+        return ["BEGIN;", call + ";", "ROLLBACK;"]
+
+    def _payment(self) -> list[str]:
+        lines = [self._district()]
+        if self.w > 1 and self.o.remote_payment_pct > 0:
+            lines += [f"\\set remote {self._pct(self.o.remote_payment_pct)}",
+                      f"\\set c_w_id case when :remote then {self._other_warehouse()} "
+                      "else :w_id end",
+                      "\\set c_d_id case when :remote then random(1, 10) else :d_id end"]
+        else:
+            lines += ["\\set c_w_id :w_id", "\\set c_d_id :d_id"]
+        lines += self._customer()
+        lines += ["\\set amount_cents random(100, 500000)",
+                  "SELECT tprocc_payment(:w_id, :d_id, :c_w_id, :c_d_id, :c_id, :c_last, "
+                  ":amount_cents);"]
+        return lines
+
+    def _order_status(self) -> list[str]:
+        return [self._district(), *self._customer(),
+                "SELECT tprocc_order_status(:w_id, :d_id, :c_id, :c_last);"]
+
+    def _delivery(self) -> list[str]:
+        return ["\\set carrier_id random(1, 10)",
+                "SELECT tprocc_delivery(:w_id, :carrier_id);"]
+
+    def _stock_level(self) -> list[str]:
+        # Stock-Level always runs for the terminal's own district (clause 2.8.1.2).
+        return ["\\set threshold random(10, 20)",
+                "SELECT tprocc_stock_level(:w_id, :home_d_id, :threshold);"]
+

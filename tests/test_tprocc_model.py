@@ -1,0 +1,193 @@
+"""TPROC-C models and script generation, without a server (fast)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+
+import pytest
+
+from pgdyno.errors import UsageError
+from pgdyno.workloads.tprocc import (
+    IDEAL_NOPM_PER_WAREHOUSE,
+    SCRIPT_ORDER,
+    ConditionResult,
+    ConsistencyReport,
+    LoadOptions,
+    LoadProgress,
+    LoadResult,
+    Mix,
+    NURandConstants,
+    ScriptOptions,
+    ScriptSet,
+    Snapshot,
+    ThroughputMetrics,
+    generate,
+    ideal_nopm,
+    parse_warehouses,
+    schema,
+    script_for,
+    scripts,
+    throughput,
+)
+
+
+def test_mix_parse_forms_and_errors() -> None:
+    assert Mix.parse("45,43,4,4,4") == Mix()
+    assert Mix.parse("new_order=50,payment=50") == Mix(50, 50, 0, 0, 0)
+    assert Mix.parse("new-order=1, stock_level=1").share("stock_level") == 0.5
+    for bad in ("45,43,4", "foo=3", "0,0,0,0,0", "-1,2,3,4,5"):
+        with pytest.raises(UsageError):
+            Mix.parse(bad)
+
+
+def test_parse_warehouses_sweep() -> None:
+    assert parse_warehouses("10,20, 30") == [10, 20, 30]
+    with pytest.raises(UsageError):
+        parse_warehouses("10,x")
+    with pytest.raises(UsageError):
+        parse_warehouses("0")
+
+
+def test_script_order_and_weights() -> None:
+    ss = generate(ScriptOptions(warehouses=3, seed=7))
+    assert [s.name for s in ss.scripts] == [name for name, _, _ in SCRIPT_ORDER]
+    assert [s.script_no for s in ss.scripts] == list(range(6))
+    weights = {s.name: s.weight for s in ss.scripts}
+    # 45/43/4/4/4 with 1% of New-Orders rolled back, in units of 0.01%.
+    assert weights == {"new_order": 4455, "new_order_rollback": 45, "payment": 4300,
+                       "order_status": 400, "delivery": 400, "stock_level": 400}
+    assert script_for(1) == ("new_order_rollback", "new_order", "rollback")
+    assert ss.transaction_of(5) == "stock_level"
+
+
+def test_scripts_written_in_script_no_order(tmp_path) -> None:
+    ss = generate(ScriptOptions(warehouses=2, seed=1))
+    args = ss.pgbench_args(tmp_path)
+    files = args[1::2]
+    assert args[0::2] == ["-f"] * 6
+    assert [f.rsplit("@", 1)[1] for f in files] == [str(s.weight) for s in ss.scripts]
+    for info, spec in zip(ss.scripts, files, strict=True):
+        assert spec.startswith(str(tmp_path / info.file_name))
+
+
+def test_nurand_constants_respect_the_last_name_rule() -> None:
+    for seed in range(200):
+        c = scripts.choose_constants(seed)
+        delta = abs(c.c_last - schema.LOAD_C_LAST)
+        assert 65 <= delta <= 119 and delta not in (96, 112)
+        assert 0 <= c.c_last <= 255 and 0 <= c.c_id <= 1023 and 0 <= c.ol_i_id <= 8191
+    assert scripts.choose_constants(3) == scripts.choose_constants(3)
+
+
+def test_nurand_uses_bitwise_or_and_the_run_constants() -> None:
+    ss = generate(ScriptOptions(warehouses=4, seed=11))
+    c = ss.constants
+    new_order = ss.texts[0]
+    assert f"((random(0, 8191) | random(1, 100000)) + {c.ol_i_id}) % 100000 + 1" in new_order
+    assert f"((random(0, 1023) | random(1, 3000)) + {c.c_id}) % 3000 + 1" in new_order
+    assert f"((random(0, 255) | random(0, 999)) + {c.c_last}) % 1000 + 0" in ss.texts[2]
+    assert all("^" not in text for text in ss.texts)
+
+
+def test_home_warehouse_by_default_and_all_warehouses_option() -> None:
+    home = generate(ScriptOptions(warehouses=5, seed=1))
+    spread = generate(ScriptOptions(warehouses=5, seed=1, all_warehouses=True))
+    for text in home.texts:
+        assert "\\set w_id (:client_id % 5) + 1" in text
+    for text in spread.texts:
+        assert "\\set w_id random(1, 5)" in text
+
+
+def test_single_warehouse_has_no_remote_lines_or_payments() -> None:
+    ss = generate(ScriptOptions(warehouses=1, seed=1))
+    assert "\\set s1" not in ss.texts[0]
+    assert "ARRAY[:w_id, :w_id" in ss.texts[0]
+    assert "\\set c_w_id :w_id" in ss.texts[2]
+
+
+def test_rollback_variant_sets_an_invalid_last_item_and_rolls_back() -> None:
+    simple = generate(ScriptOptions(warehouses=2, seed=1)).texts[1]
+    assert f"case when 15 = :ol_cnt then {scripts.INVALID_ITEM} else" in simple
+    assert re.search(r"^BEGIN \\; SELECT tprocc_new_order\(.*\) \\; ROLLBACK;$", simple, re.M)
+    prepared = generate(ScriptOptions(warehouses=2, seed=1, protocol="prepared")).texts[1]
+    assert prepared.rstrip().splitlines()[-1] == "ROLLBACK;"
+    assert "\\;" not in prepared
+
+
+def test_compliant_mode_keying_and_think_times() -> None:
+    ss = generate(ScriptOptions(warehouses=2, seed=1, keying_thinking=True, time_scale=0.5))
+    assert ss.clients == 20
+    no, payment = ss.texts[0], ss.texts[2]
+    assert "\\sleep 9000000 us" in no  # 18 s keying x 0.5
+    assert "* 6000000), 60000000)" in no  # think mean 12 s x 0.5, capped at 10x
+    assert "\\sleep 1500000 us" in payment
+    assert "\\set d_id :home_d_id" in no
+    assert generate(ScriptOptions(warehouses=2)).clients is None
+
+
+def test_ideal_nopm_is_12_86_per_warehouse() -> None:
+    assert ideal_nopm(1) == pytest.approx(IDEAL_NOPM_PER_WAREHOUSE, abs=0.01)
+    assert ideal_nopm(10, time_scale=0.1) == pytest.approx(1286, rel=0.001)
+
+
+def test_throughput_from_two_snapshots() -> None:
+    start = Snapshot(time_s=100.0, sum_next_o_id=30_010, xact_commit=500, xact_rollback=5)
+    end = Snapshot(time_s=130.0, sum_next_o_id=30_610, xact_commit=1800, xact_rollback=15)
+    m = throughput(start, end, warehouses=1)
+    assert m.new_orders == 600 and m.transactions == 1310
+    assert m.nopm == pytest.approx(1200) and m.tpm == pytest.approx(2620)
+    assert m.efficiency == pytest.approx(1200 / 12.86)
+    with pytest.raises(ValueError):
+        throughput(end, start, warehouses=1)
+
+
+def test_options_validation() -> None:
+    with pytest.raises(UsageError):
+        ScriptOptions(warehouses=0)
+    with pytest.raises(UsageError):
+        ScriptOptions(warehouses=1, protocol="bogus")
+    with pytest.raises(UsageError):
+        ScriptOptions(warehouses=1, rollback_pct=101)
+
+
+def _sample(cls):
+    """An instance of every model with non-default values in every field."""
+    samples = {
+        Mix: Mix(40, 40, 10, 5, 5),
+        NURandConstants: NURandConstants(c_last=230, c_id=5, ol_i_id=77),
+        ScriptOptions: ScriptOptions(warehouses=3, mix=Mix(40, 40, 10, 5, 5),
+                                     all_warehouses=True, keying_thinking=True,
+                                     time_scale=0.5, rollback_pct=2, remote_line_pct=3,
+                                     remote_payment_pct=20, by_name_pct=50,
+                                     protocol="prepared", seed=9),
+        LoadOptions: LoadOptions(warehouses=4, workers=3, order_line_partitions=2,
+                                 force=True, rebuild=True, maintenance_work_mem="1GB"),
+        LoadProgress: LoadProgress(phase="keys", warehouses_done=2, warehouses_total=4,
+                                   rows=1000, elapsed_s=2.5, steps_done=3, steps_total=9),
+        LoadResult: LoadResult(schema_version=1, warehouses=4, reused=True, workers=3,
+                               order_line_partitions=2, rows=10, seconds=1.5,
+                               phase_seconds={"data": 1.0}, load_c_last=157),
+        Snapshot: Snapshot(time_s=1.5, sum_next_o_id=3, xact_commit=4, xact_rollback=5),
+        ThroughputMetrics: ThroughputMetrics(warehouses=2, duration_s=60, new_orders=5,
+                                             transactions=9, nopm=5, tpm=9, efficiency=0.2),
+        ConditionResult: ConditionResult(number=2, description="x", passed=False, checked=3,
+                                         violations=1, examples=("w=1 d=1: 3 / 2 / 2",)),
+    }
+    if cls is ConsistencyReport:
+        return ConsistencyReport(schema_version=1, seconds=0.5,
+                                 conditions=(samples[ConditionResult],) * 2)
+    if cls is ScriptSet:
+        return generate(samples[ScriptOptions])
+    return samples[cls]
+
+
+@pytest.mark.parametrize("cls", [Mix, NURandConstants, ScriptOptions, LoadOptions,
+                                 LoadProgress, LoadResult, Snapshot, ThroughputMetrics,
+                                 ConditionResult, ConsistencyReport, ScriptSet])
+def test_round_trip_over_every_field(cls) -> None:
+    obj = _sample(cls)
+    data = json.loads(json.dumps(obj.to_dict()))
+    assert set(data) == {f.name for f in dataclasses.fields(cls)}
+    assert cls.from_dict(data) == obj
