@@ -254,7 +254,8 @@ def _for_binary(postgres: str, major: int, version: str) -> SettingsCatalogue:
     described = describe_config(postgres)
     if not described:
         return base
-    specs = {}
+    # --describe-config leaves out developer options: keep the snapshot's rows for those.
+    specs = dict(base.specs)
     for name, (vartype, low, high) in described.items():
         known = base.specs.get(name)
         if known is not None and known.vartype == vartype:

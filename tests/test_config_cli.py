@@ -1,0 +1,70 @@
+"""`pgdyno detect` and `pgdyno tune` in a subprocess, as users run them."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import tomllib
+
+import pytest
+
+from pgdyno.config.envfile import parse_env
+
+
+def pgdyno(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", "from pgdyno.cli.main import run; run()", *args],
+                          capture_output=True, text=True, timeout=120)
+
+
+def error_lines(out: subprocess.CompletedProcess) -> list[str]:
+    # Ignore warnings third-party libraries print on import in this environment.
+    return [line for line in out.stderr.splitlines()
+            if line.strip() and "Warning" not in line and not line.startswith("  ")]
+
+
+def test_tune_conf_for_a_catalogue_profile() -> None:
+    out = pgdyno("tune", "--hardware", "r8g.xlarge", "--workload", "oltp", "--format", "conf")
+    assert out.returncode == 0, out.stderr
+    assert "shared_buffers = '8GB'" in out.stdout
+    assert "huge_pages = try" in out.stdout
+
+
+@pytest.mark.parametrize("fmt, needle", [
+    ("table", "PostgreSQL - Memory"), ("md", "## Sizing"), ("sql", "ALTER SYSTEM SET"),
+    ("sysctl", "vm.nr_hugepages = "), ("script", "#!/bin/sh"),
+])
+def test_tune_formats(fmt: str, needle: str) -> None:
+    out = pgdyno("tune", "--hardware", "r8g.2xlarge", "--workload", "tpcb", "--pg-version", "16",
+                 "--dataset-size", "40GB", "--format", fmt)
+    assert out.returncode == 0, out.stderr
+    assert needle in out.stdout
+
+
+def test_tune_env_and_pgtune_config() -> None:
+    out = pgdyno("tune", "--hardware", "r8g.xlarge", "--workload", "oltp", "--config", "pgtune",
+                 "--format", "env")
+    assert out.returncode == 0, out.stderr
+    env = parse_env(out.stdout, "stdout")
+    assert env["PG_SHARED_BUFFERS"] == "8GB" and env["PG_WORK_MEM"] == "27594kB"
+
+
+def test_bad_value_exits_2_with_one_line() -> None:
+    out = pgdyno("tune", "--hardware", "r8g.xlarge", "--set", "work_mem=1kB", "--format", "conf")
+    assert out.returncode == 2
+    lines = error_lines(out)
+    assert len(lines) == 1 and "work_mem" in lines[0] and "64kB" in lines[0]
+    assert out.stdout == ""
+    out = pgdyno("tune", "--hardware", "nope")
+    assert out.returncode == 2 and len(error_lines(out)) == 1
+
+
+def test_detect_formats() -> None:
+    out = pgdyno("detect", "--format", "json")
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    assert data["vcpus"] >= 1 and data["ram_bytes"] > 0 and data["source"] == "detect"
+    out = pgdyno("detect", "--format", "toml")
+    assert tomllib.loads(out.stdout)["vcpus"] == data["vcpus"]
+    out = pgdyno("detect")
+    assert out.returncode == 0 and "vCPUs" in out.stdout

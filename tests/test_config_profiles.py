@@ -1,0 +1,128 @@
+"""Hardware profiles: the catalogue, TOML and .env round trips, detection on this host."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from pathlib import Path
+
+import pytest
+
+from pgdyno.config.detect import cgroup_limits, detect_profile, meminfo
+from pgdyno.config.envfile import profile_from_env, profile_to_env
+from pgdyno.config.profiles import (
+    HardwareProfile,
+    catalogue_names,
+    load_hardware,
+    profile_from_toml,
+    profile_to_toml,
+)
+from pgdyno.config.units import GB
+from pgdyno.errors import UsageError
+
+
+def test_catalogue_has_the_example_machines() -> None:
+    names = catalogue_names()
+    for name in ("r8g.large", "r8g.xlarge", "r8g.2xlarge", "r8g.4xlarge", "epyc9254-dc3000me"):
+        assert name in names
+    xl = load_hardware("r8g.xlarge")
+    assert (xl.vcpus, xl.ram_bytes) == (4, 32 * GB)
+    assert xl.network_gbps and xl.ebs_gbps and xl.price_month_usd and xl.spot_price_month_usd
+    assert xl.spot_price_month_usd < xl.price_month_usd
+    epyc = load_hardware("epyc9254-dc3000me")
+    assert epyc.vcpus == 96 and epyc.numa_nodes == 2 and epyc.data_volume.kind == "nvme"
+    # sizes double along the r8g family
+    sizes = [load_hardware(n) for n in ("r8g.large", "r8g.xlarge", "r8g.2xlarge", "r8g.4xlarge")]
+    assert [p.vcpus for p in sizes] == [2, 4, 8, 16]
+    assert [p.ram_bytes // GB for p in sizes] == [16, 32, 64, 128]
+
+
+@pytest.mark.parametrize("name", ["r8g.xlarge", "epyc9254-dc3000me"])
+def test_toml_and_dict_round_trip(name: str) -> None:
+    profile = load_hardware(name)
+    again = profile_from_toml(profile_to_toml(profile), origin="x")
+    assert again == profile
+    assert HardwareProfile.from_dict(json.loads(json.dumps(profile.to_dict()))) == profile
+
+
+def test_env_round_trip_keeps_what_tuning_needs() -> None:
+    profile = load_hardware("r8g.2xlarge")
+    again = profile_from_env(profile_to_env(profile), origin="hardware.env")
+    assert (again.name, again.vcpus, again.ram_bytes) == ("r8g.2xlarge", 8, 64 * GB)
+    assert again.network_gbps == profile.network_gbps and again.ebs_gbps == profile.ebs_gbps
+    assert again.data_volume.kind == profile.data_volume.kind
+    assert again.data_volume.iops == profile.data_volume.iops
+
+
+def test_user_profile_file_and_errors(tmp_path: Path) -> None:
+    good = tmp_path / "box.toml"
+    good.write_text('name = "box"\nvcpus = 8\nram = "64GB"\n[data]\nkind = "nvme"\n'
+                    'size = "2TB"\n[wal]\nkind = "ssd"\ndisk_count = 2\n')
+    profile = load_hardware(str(good))
+    assert profile.separate_wal and profile.wal_volume.disk_count == 2
+    bad = tmp_path / "bad.toml"
+    bad.write_text('name = "x"\nvcpus = 2\nram = "8GB"\n[data]\nkind = "floppy"\n')
+    with pytest.raises(UsageError, match="kind"):
+        load_hardware(str(bad))
+    with pytest.raises(UsageError, match="r8g.xlarge"):
+        load_hardware("no-such-machine")
+
+
+def _cgroup_file_limits() -> tuple[float | None, int | None]:
+    """Read this process's cgroup limits straight from /sys/fs/cgroup (v1 or v2)."""
+    cpus = mem = None
+    for line in Path("/proc/self/cgroup").read_text().splitlines():
+        hier, ctrls, path = line.split(":", 2)
+        rel = path.strip("/")
+        if hier == "0" and not ctrls:
+            for base in (Path("/sys/fs/cgroup"), Path("/sys/fs/cgroup/unified")):
+                d = base / rel
+                if (d / "cpu.max").exists():
+                    q, p = (d / "cpu.max").read_text().split()
+                    if q != "max":
+                        cpus = int(q) / int(p)
+                if (d / "memory.max").exists():
+                    text = (d / "memory.max").read_text().strip()
+                    if text != "max":
+                        mem = int(text)
+        elif "memory" in ctrls.split(","):
+            f = Path("/sys/fs/cgroup/memory") / rel / "memory.limit_in_bytes"
+            if f.exists() and int(f.read_text()) < 1 << 60:
+                mem = int(f.read_text())
+        elif "cpu" in ctrls.split(","):
+            d = Path("/sys/fs/cgroup/cpu") / rel
+            if (d / "cpu.cfs_quota_us").exists() and int((d / "cpu.cfs_quota_us").read_text()) > 0:
+                cpus = int((d / "cpu.cfs_quota_us").read_text()) / int(
+                    (d / "cpu.cfs_period_us").read_text())
+    return cpus, mem
+
+
+def test_detect_on_this_host_is_plausible_and_cgroup_aware() -> None:
+    profile = detect_profile("/var/tmp")
+    host_cpus = len(os.sched_getaffinity(0))
+    host_ram = meminfo()["MemTotal"] * 1024
+    quota, limit = _cgroup_file_limits()
+    want_cpus = host_cpus if quota is None else max(1, min(host_cpus, math.ceil(quota)))
+    want_ram = host_ram if limit is None else min(host_ram, limit)
+    assert profile.vcpus == want_cpus
+    assert profile.ram_bytes <= want_ram  # a parent cgroup may bind tighter than our own
+    assert profile.ram_bytes > 256 * 1024 * 1024
+    assert profile.kernel == os.uname().release
+    assert profile.numa_nodes >= 1 and profile.cpu_model
+    assert profile.data is not None and profile.data.fstype and profile.data.mount
+    assert profile.devices, "no block devices found in /sys/block"
+    assert profile.huge_pages_total == meminfo().get("HugePages_Total", 0)
+
+
+def test_cgroup_v2_quota_and_limit_are_read(tmp_path: Path) -> None:
+    root = tmp_path / "cg"
+    (root / "a" / "b").mkdir(parents=True)
+    (root / "cgroup.controllers").write_text("cpu memory\n")
+    (root / "a" / "cpu.max").write_text("150000 100000\n")
+    (root / "a" / "b" / "cpu.max").write_text("max 100000\n")
+    (root / "a" / "b" / "memory.max").write_text(str(4 * GB) + "\n")
+    proc = tmp_path / "cgroup"
+    proc.write_text("0::/a/b\n")
+    limits = cgroup_limits(proc, root)
+    assert limits.cpus == 1.5 and limits.memory_bytes == 4 * GB
