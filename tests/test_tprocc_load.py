@@ -1,0 +1,167 @@
+"""TPROC-C loading against a real server: cardinalities, reuse, foreign tables, partitions.
+
+Each test works in its own database of the shared server, dropped afterwards.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import psycopg
+import pytest
+from psycopg import sql
+
+from pgdyno.errors import UsageError
+from pgdyno.targets.connection import ConnectionInfo
+from pgdyno.targets.local import LocalServer
+from pgdyno.workloads import dataset
+from pgdyno.workloads.tprocc import (
+    TABLES,
+    WORKLOAD,
+    LoadOptions,
+    LoadProgress,
+    check_consistency,
+    expected_rows,
+    load,
+)
+from pgdyno.workloads.tprocc.schema import order_line_range
+
+
+def _database(server: LocalServer, name: str) -> Iterator[ConnectionInfo]:
+    admin = server.admin_connection()
+    with psycopg.connect(admin.conninfo("postgres"), autocommit=True) as conn:
+        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(
+            sql.Identifier(name)))
+        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    yield server.connection().with_dbname(name)
+    with psycopg.connect(admin.conninfo("postgres"), autocommit=True) as conn:
+        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(
+            sql.Identifier(name)))
+
+
+@pytest.fixture(scope="module")
+def loaded(server: LocalServer) -> Iterator[tuple[ConnectionInfo, object, list[LoadProgress]]]:
+    """W=2 loaded once for the module, with the progress reports it produced."""
+    for target in _database(server, "tprocc_load"):
+        reports: list[LoadProgress] = []
+        result = load(target, LoadOptions(warehouses=2, workers=2), reports.append)
+        yield target, result, reports
+
+
+@pytest.fixture()
+def scratch_db(server: LocalServer) -> Iterator[ConnectionInfo]:
+    yield from _database(server, "tprocc_scratch")
+
+
+def _counts(target: ConnectionInfo) -> dict[str, int]:
+    with psycopg.connect(target.conninfo()) as conn:
+        return {t: conn.execute(sql.SQL("SELECT count(*) FROM {}").format(sql.Identifier(t)))
+                .fetchone()[0] for t in TABLES}
+
+
+def test_row_counts_match_tpcc_cardinalities(loaded) -> None:
+    target, result, _ = loaded
+    counts = _counts(target)
+    for table, expected in expected_rows(2).items():
+        assert counts[table] == expected, table
+    low, high = order_line_range(2)
+    assert low <= counts["order_line"] <= high
+    # About 10 lines per order on average (5..15 uniformly).
+    assert counts["order_line"] == pytest.approx(60_000 * 10, rel=0.02)
+    assert result.rows == sum(counts.values())
+    assert not result.reused and result.warehouses == 2 and result.workers == 2
+
+
+def test_loaded_data_follows_the_specification(loaded) -> None:
+    target, _, _ = loaded
+    with psycopg.connect(target.conninfo()) as conn:
+        def one(query: str):
+            return conn.execute(query).fetchone()
+
+        assert one("SELECT min(d_next_o_id), max(d_next_o_id) FROM district") == (3001, 3001)
+        assert one("SELECT min(no_o_id), max(no_o_id) FROM new_order") == (2101, 3000)
+        # o_c_id is a permutation of the customers in each district.
+        assert one("""SELECT count(*) FROM (SELECT o_w_id, o_d_id FROM orders
+                      GROUP BY 1, 2 HAVING count(DISTINCT o_c_id) <> 3000) x""") == (0,)
+        # Customers 1..1000 of each district carry all 1000 last names.
+        assert one("""SELECT count(DISTINCT c_last) FROM customer
+                      WHERE c_w_id = 1 AND c_d_id = 1 AND c_id <= 1000""") == (1000,)
+        assert one("SELECT tprocc_last_name(371)") == ("PRICALLYOUGHT",)
+        bad_credit = one("SELECT avg((c_credit = 'BC')::int) FROM customer")[0]
+        assert 0.08 < bad_credit < 0.12
+        original = one("SELECT avg((s_data LIKE '%ORIGINAL%')::int) FROM stock")[0]
+        assert 0.08 < original < 0.12
+        assert one("SELECT min(length(s_data)) >= 26 AND max(length(s_data)) <= 50 FROM stock")[0]
+        assert one("""SELECT min(length(c_data)) >= 300 AND max(length(c_data)) <= 500
+                      FROM customer""")[0]
+        assert one("""SELECT count(*) FROM order_line
+                      WHERE ol_o_id < 2101 AND ol_amount <> 0""")[0] == 0
+    with psycopg.connect(target.conninfo(), autocommit=True) as conn:
+        assert check_consistency(conn).passed
+
+
+def test_keys_and_secondary_indexes_exist(loaded) -> None:
+    target, _, _ = loaded
+    with psycopg.connect(target.conninfo()) as conn:
+        keys = {row[0] for row in conn.execute(
+            "SELECT conrelid::regclass::text FROM pg_constraint WHERE contype = 'p'")}
+        indexes = {row[0] for row in conn.execute("SELECT indexname FROM pg_indexes")}
+        analyzed = conn.execute("""SELECT count(*) FROM pg_stat_user_tables
+                                   WHERE relname = ANY(%s) AND last_analyze IS NOT NULL""",
+                                (list(TABLES),)).fetchone()[0]
+    assert set(TABLES) - {"history"} <= keys
+    assert {"customer_name_idx", "orders_customer_idx"} <= indexes
+    assert analyzed == len(TABLES)
+
+
+def test_progress_reports_warehouses_and_phases(loaded) -> None:
+    _, _, reports = loaded
+    assert [r.warehouses_done for r in reports if r.phase == "data"][-1] == 2
+    phases = [r.phase for r in reports]
+    assert phases.index("data") < phases.index("keys") < phases.index("vacuum")
+    assert phases[-1] == "done"
+    assert reports[-1].rows > 0 and reports[-1].rows_per_s > 0
+
+
+def test_second_load_of_the_same_size_is_reused(loaded) -> None:
+    target, first, _ = loaded
+    again = load(target, LoadOptions(warehouses=2))
+    assert again.reused and again.rows == 0
+    with psycopg.connect(target.conninfo()) as conn:
+        state = dataset.inspect(conn, WORKLOAD, "warehouses=2", list(TABLES))
+    assert state.reusable and state.recorded_size == "warehouses=2"
+    assert first.seconds > again.seconds
+
+
+def test_foreign_tables_refuse_the_load_unless_forced(scratch_db: ConnectionInfo) -> None:
+    with psycopg.connect(scratch_db.conninfo(), autocommit=True) as conn:
+        conn.execute("CREATE TABLE my_accounts (id int)")
+        conn.execute("INSERT INTO my_accounts VALUES (1)")
+    with pytest.raises(UsageError, match="my_accounts"):
+        load(scratch_db, LoadOptions(warehouses=1))
+    # Forced: loads beside the foreign table, here with order_line hash-partitioned.
+    result = load(scratch_db, LoadOptions(warehouses=1, force=True, order_line_partitions=2))
+    assert not result.reused and result.order_line_partitions == 2
+    counts = _counts(scratch_db)
+    assert counts["stock"] == 100_000 and counts["orders"] == 30_000
+    with psycopg.connect(scratch_db.conninfo(), autocommit=True) as conn:
+        assert conn.execute("SELECT count(*) FROM my_accounts").fetchone() == (1,)
+        parts = conn.execute("""SELECT count(*) FROM pg_inherits
+                                WHERE inhparent = 'order_line'::regclass""").fetchone()[0]
+        parent_key = conn.execute("""SELECT count(*) FROM pg_constraint
+                                     WHERE conrelid = 'order_line'::regclass
+                                       AND contype = 'p'""").fetchone()[0]
+        assert check_consistency(conn).passed
+    assert parts == 2 and parent_key == 1
+
+
+def test_force_never_replaces_a_foreign_table_with_our_name(scratch_db: ConnectionInfo) -> None:
+    with psycopg.connect(scratch_db.conninfo(), autocommit=True) as conn:
+        conn.execute("CREATE TABLE warehouse (precious text)")
+    with pytest.raises(UsageError, match="public.warehouse"):
+        load(scratch_db, LoadOptions(warehouses=1, force=True))
+    with psycopg.connect(scratch_db.conninfo()) as conn:
+        columns = [r[0] for r in conn.execute(
+            "SELECT attname FROM pg_attribute WHERE attrelid = 'warehouse'::regclass "
+            "AND attnum > 0")]
+    assert columns == ["precious"]

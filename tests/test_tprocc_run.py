@@ -1,0 +1,204 @@
+"""TPROC-C runs: the generated scripts under real pgbench against a real server.
+
+Each run is seconds long on W=1 or W=2. NOPM, rollbacks and consistency are checked
+against counts the test reads from the database itself.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+from psycopg import sql
+
+from pgdyno.targets.connection import ConnectionInfo
+from pgdyno.targets.local import LocalServer
+from pgdyno.workloads.tprocc import (
+    LoadOptions,
+    Mix,
+    ScriptOptions,
+    check_consistency,
+    generate,
+    ideal_nopm,
+    load,
+    snapshot,
+    throughput,
+)
+from pgdyno.workloads.tprocc.scripts import INVALID_ITEM
+
+DB = "tprocc_run"
+
+
+@pytest.fixture(scope="module")
+def target(server: LocalServer) -> Iterator[ConnectionInfo]:
+    admin = server.admin_connection().conninfo("postgres")
+    drop = sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(DB))
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(drop)
+        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(DB)))
+    info = server.connection().with_dbname(DB)
+    load(info, LoadOptions(warehouses=2, workers=2))
+    yield info
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(drop)
+
+
+@pytest.fixture()
+def conn(target: ConnectionInfo) -> Iterator[psycopg.Connection]:
+    with psycopg.connect(target.conninfo(), autocommit=True) as c:
+        yield c
+
+
+def _pgbench(server: LocalServer, target: ConnectionInfo, script_dir: Path,
+             options: ScriptOptions, args: list[str], pgoptions: str | None = None,
+             background: bool = False):
+    scripts = generate(options)
+    cmd = [server.install.program("pgbench"), *target.client_args(), "-n",
+           "-M", options.protocol, *scripts.pgbench_args(script_dir), *args, target.dbname]
+    env = target.client_env()
+    if pgoptions:
+        env["PGOPTIONS"] = pgoptions
+    if background:
+        return subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                text=True)
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done.stdout + done.stderr
+
+
+def _per_script(output: str) -> list[int]:
+    """Processed transactions per script, in script order, from pgbench's summary."""
+    blocks = re.split(r"^SQL script \d+: ", output, flags=re.M)[1:]
+    return [int(re.search(r"- (\d+) transactions", b).group(1)) for b in blocks]
+
+
+def _count(conn: psycopg.Connection, query: str) -> int:
+    return conn.execute(query).fetchone()[0]
+
+
+def _state(conn: psycopg.Connection) -> dict[str, int]:
+    """The test's own reading of what New-Orders leave behind."""
+    return {
+        "next_o_id": _count(conn, "SELECT sum(d_next_o_id) FROM district"),
+        "orders": _count(conn, "SELECT count(*) FROM orders"),
+        "new_order": _count(conn, "SELECT count(*) FROM new_order"),
+        "order_line": _count(conn, "SELECT count(*) FROM order_line"),
+        "invalid_lines": _count(conn, f"SELECT count(*) FROM order_line "
+                                      f"WHERE ol_i_id = {INVALID_ITEM}"),
+    }
+
+
+def test_nopm_rollbacks_and_consistency_after_a_default_run(server, target, conn,
+                                                            tmp_path) -> None:
+    before_state = _state(conn)
+    start = snapshot(conn)
+    out = _pgbench(server, target, tmp_path, ScriptOptions(warehouses=2, seed=5),
+                   ["-T", "5", "-c", "4", "-j", "2"])
+    end = snapshot(conn)
+    after_state = _state(conn)
+
+    metrics = throughput(start, end, warehouses=2)
+    own_delta = after_state["next_o_id"] - before_state["next_o_id"]
+    assert metrics.new_orders == own_delta > 0
+    assert metrics.nopm == pytest.approx(own_delta / ((end.time_s - start.time_s) / 60))
+    # Every committed New-Order left exactly one order, and nothing else did.
+    assert after_state["orders"] - before_state["orders"] == own_delta
+    assert after_state["invalid_lines"] == 0
+
+    committed, rolled_back, payment, order_status, delivery, stock_level = _per_script(out)
+    assert committed == pytest.approx(own_delta, abs=4)  # clients cut at -T may be mid-call
+    assert 0.002 < rolled_back / (committed + rolled_back) < 0.03
+    assert min(payment, order_status, delivery, stock_level) > 0
+    # The rollbacks are real: the server counted them.
+    assert end.xact_rollback - start.xact_rollback >= rolled_back
+    assert metrics.transactions >= committed + payment
+
+    report = check_consistency(conn)
+    assert report.passed, report.conditions
+
+
+def test_invalid_item_new_orders_roll_back_and_leave_nothing(server, target, conn,
+                                                             tmp_path) -> None:
+    """A mix of only invalid-item New-Orders: pgbench keeps going, the database is unchanged."""
+    before = _state(conn)
+    start = snapshot(conn)
+    out = _pgbench(server, target, tmp_path,
+                   ScriptOptions(warehouses=2, mix=Mix(100, 0, 0, 0, 0), rollback_pct=100),
+                   ["-T", "2", "-c", "2"])
+    time.sleep(1.1)  # backends flush their statistics at most once a second
+    end = snapshot(conn)
+    processed = _per_script(out)[1]
+    assert processed > 20
+    assert "number of failed transactions: 0" in out
+    assert _state(conn) == before
+    assert end.xact_rollback - start.xact_rollback >= processed
+
+
+def test_invalid_item_returns_zero_and_the_caller_rolls_back(conn) -> None:
+    conn.execute("BEGIN")
+    o_id = _count(conn, f"SELECT tprocc_new_order(1, 1, 1, 2, ARRAY[1, {INVALID_ITEM}], "
+                        "ARRAY[1, 1], ARRAY[1, 1])")
+    assert o_id == 0
+    conn.execute("ROLLBACK")
+    valid = _count(conn, "SELECT tprocc_new_order(1, 1, 1, 2, ARRAY[5, 3], ARRAY[1, 2], "
+                         "ARRAY[2, 3])")
+    assert valid > 3000
+    lines = conn.execute("""SELECT ol_number, ol_i_id, ol_supply_w_id, ol_quantity FROM order_line
+                            WHERE ol_w_id = 1 AND ol_d_id = 1 AND ol_o_id = %s
+                            ORDER BY ol_number""", (valid,)).fetchall()
+    assert lines == [(1, 5, 1, 2), (2, 3, 2, 3)]
+    assert _count(conn, f"SELECT o_all_local FROM orders WHERE o_w_id = 1 AND o_d_id = 1 "
+                        f"AND o_id = {valid}") == 0
+
+
+def test_prepared_protocol_runs(server, target, conn, tmp_path) -> None:
+    out = _pgbench(server, target, tmp_path, ScriptOptions(warehouses=2, protocol="prepared",
+                                                           rollback_pct=10),
+                   ["-T", "2", "-c", "2"])
+    assert "number of failed transactions: 0" in out
+    assert _per_script(out)[1] > 0
+    assert check_consistency(conn).passed
+
+
+def test_serialization_failures_escape_and_max_tries_retries_them(server, target, conn,
+                                                                  tmp_path) -> None:
+    """REPEATABLE READ and 8 clients on one warehouse: 40001 must reach pgbench."""
+    out = _pgbench(server, target, tmp_path, ScriptOptions(warehouses=1, seed=2),
+                   ["-T", "4", "-c", "8", "-j", "2", "--max-tries", "20",
+                    "--failures-detailed"],
+                   pgoptions="-c default_transaction_isolation=repeatable\\ read")
+    retried = int(re.search(r"^number of transactions retried: (\d+)", out, re.M).group(1))
+    retries = int(re.search(r"^total number of retries: (\d+)", out, re.M).group(1))
+    assert retried > 0 and retries >= retried
+    assert "aborted" not in out
+    assert check_consistency(conn).passed
+
+
+def test_compliant_mode_stays_near_the_ideal_line(server, target, conn, tmp_path) -> None:
+    """10 terminals on W=1 with keying and think times scaled by 1/200 (so a 30 s cycle
+    becomes 150 ms): the measured NOPM must sit close to the ideal NOPM of that scale."""
+    scale = 0.005
+    options = ScriptOptions(warehouses=1, keying_thinking=True, time_scale=scale, seed=3)
+    clients = generate(options).clients
+    assert clients == 10
+    proc = _pgbench(server, target, tmp_path, options,
+                    ["-T", "11", "-c", str(clients), "-j", "2"], background=True)
+    try:
+        time.sleep(1.5)  # ramp-up: every terminal is into its cycles
+        start = snapshot(conn)
+        time.sleep(8.0)
+        end = snapshot(conn)
+    finally:
+        out, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 0, out
+    metrics = throughput(start, end, warehouses=1)
+    ideal = ideal_nopm(1, options.mix, scale)
+    assert ideal == pytest.approx(12.86 / scale, rel=0.001)
+    # 1% of New-Orders roll back and response times add to the cycle: slightly under 1.
+    assert 0.75 < metrics.nopm / ideal < 1.12, (metrics, ideal)
+    assert check_consistency(conn).passed
