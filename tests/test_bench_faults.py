@@ -127,3 +127,26 @@ def test_server_death_marks_run_failed(workdir: Path) -> None:
     assert "pgbench" in manifest["reason"] or "server" in manifest["reason"]
     time.sleep(0.5)
     assert postgres_processes(str(workdir)) == []
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="mounting a small tmpfs needs root")
+def test_full_disk_marks_run_failed_and_keeps_what_fit(workdir: Path) -> None:
+    mount = make_shared_dir("pgdyno-full-")
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1600k", "tmpfs", str(mount)],
+                      capture_output=True).returncode != 0:
+        pytest.skip("cannot mount tmpfs here")
+    try:
+        proc = run_cli(["bench", "select-only", "--clients", "2", "--duration", "4",
+                        "--warmup", "0", "--iterations", "1", "--scale", "1", "--no-progress",
+                        "--results-dir", str(mount)], workdir)
+        assert proc.returncode == 1, proc.stderr
+        assert len(proc.stderr.strip().splitlines()) == 1
+        manifest = json.loads(next(mount.glob("*/*/manifest.json")).read_text())
+        assert manifest["status"] == "failed"
+        assert "No space left" in manifest["reason"]
+        plan = json.loads(next(mount.glob("*/*/raw/run.json")).read_text())
+        assert plan["records"][0]["status"] == "failed"
+        assert plan["records"][0]["log_files"], "the partial log is kept"
+        assert postgres_processes(str(workdir)) == []
+    finally:
+        subprocess.run(["umount", str(mount)], check=False)

@@ -11,8 +11,8 @@ import sys
 
 import typer
 
-from pgdyno.cli import bench_cmds, config_cmds
 from pgdyno import __version__
+from pgdyno.cli import bench_cmds, config_cmds
 from pgdyno.errors import PgdynoError
 
 # Recent typer releases vendor their own copy of click; find its exception classes through

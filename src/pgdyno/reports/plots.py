@@ -33,37 +33,43 @@ def make_plots(summary: RunSummary, plots_dir: Path) -> dict[str, str]:
     return made
 
 
-def _tps_timeline(summary: RunSummary):
+def _series_style(summary: RunSummary, clients: int, iteration: int) -> dict:
+    """One colour per client count, one line style per iteration."""
+    colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    order = sorted({it.clients for it in summary.iterations})
+    styles = ["-", "--", ":", "-."]
+    return {"color": colours[order.index(clients) % len(colours)],
+            "linestyle": styles[(iteration - 1) % len(styles)]}
+
+
+def _timeline_plot(summary: RunSummary, value, ylabel: str, title: str):
     if not summary.iterations:
         return None
     fig, ax = plt.subplots(figsize=(9, 4))
     for it in summary.iterations:
-        xs = [p.t_s for p in it.timeline]
-        ax.plot(xs, [p.tps for p in it.timeline], lw=1,
-                label=f"{it.clients} clients #{it.iteration}")
+        # Point k covers the interval [k, k+1): draw it at the interval's middle.
+        xs = [p.t_s + 0.5 for p in it.timeline]
+        ax.plot(xs, [value(p) for p in it.timeline], lw=1.2,
+                label=f"{it.clients} clients #{it.iteration}",
+                **_series_style(summary, it.clients, it.iteration))
     warmup = summary.iterations[0].warmup_s
     if warmup:
         ax.axvspan(0, warmup, color="grey", alpha=0.15, label="warm-up (excluded)")
-    ax.set(xlabel="seconds since start", ylabel="transactions per second",
-           title="TPS over time (1 s intervals)")
+    ax.set(xlabel="seconds since the first transaction", ylabel=ylabel, title=title)
+    ax.set_ylim(bottom=0)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7, ncol=2)
     return fig
+
+
+def _tps_timeline(summary: RunSummary):
+    return _timeline_plot(summary, lambda p: p.tps, "transactions per second",
+                          "TPS over time (1 s intervals)")
 
 
 def _latency_timeline(summary: RunSummary):
-    if not summary.iterations:
-        return None
-    fig, ax = plt.subplots(figsize=(9, 4))
-    for it in summary.iterations:
-        xs = [p.t_s for p in it.timeline]
-        ax.plot(xs, [p.latency_mean_ms for p in it.timeline], lw=1,
-                label=f"{it.clients} clients #{it.iteration} mean")
-    ax.set(xlabel="seconds since start", ylabel="latency (ms)",
-           title="Mean latency per second")
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=7, ncol=2)
-    return fig
+    return _timeline_plot(summary, lambda p: p.latency_mean_ms, "mean latency (ms)",
+                          "Mean latency per second")
 
 
 def _latency_histogram(summary: RunSummary):

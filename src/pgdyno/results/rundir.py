@@ -25,6 +25,10 @@ from pgdyno.errors import UsageError
 
 MANIFEST_SCHEMA_VERSION = 1
 STATUSES = ("running", "ok", "failed", "interrupted")
+# Space set aside when a run starts and given back at its end, so that the final
+# manifest and plan can still be written when the run has filled the disk.
+RESERVE_FILE = ".reserve"
+RESERVE_BYTES = 1 << 20
 
 
 def utc_now() -> str:
@@ -96,13 +100,14 @@ class RunDirectory:
                 suffix += 1
                 path = base / f"{safe_name(workload)}-{stamp}-{suffix}"
             (path / "raw" / "pgbench").mkdir(parents=True)
-            probe = path / ".write-test"
-            probe.write_text("ok")
-            probe.unlink()
+            (path / RESERVE_FILE).write_bytes(b"\0" * RESERVE_BYTES)
         except OSError as exc:
             raise UsageError(f"--results-dir {results_dir}: not writable ({exc.strerror}); "
                              "give a directory you can write to") from exc
         return cls(path)
+
+    def release_reserve(self) -> None:
+        (self.path / RESERVE_FILE).unlink(missing_ok=True)
 
     @property
     def raw(self) -> Path:

@@ -221,12 +221,14 @@ def _run_iteration(opts: BenchOptions, target: Target, conn, run_dir: RunDirecto
         record.status = "interrupted"
         raise
     finally:
-        record.log_files = _compress_logs(it_dir, run_dir.path)
         record.ended_at = utc_now()
         if record.status == "running":
             record.status = "pending"
-        run_dir.save_plan(plan)
         progress.update(task, visible=False)
+        try:
+            _compress_logs(it_dir, run_dir.path, record.log_files)
+        finally:
+            run_dir.save_plan(plan)
     record.returncode = outcome.returncode
     record.pgbench_tps = outcome.pgbench_tps
     if outcome.returncode != 0:
@@ -241,19 +243,26 @@ def _run_iteration(opts: BenchOptions, target: Target, conn, run_dir: RunDirecto
     run_dir.save_plan(plan)
 
 
-def _compress_logs(it_dir: Path, root: Path) -> list[str]:
-    """gzip each pgbench log (a few MB per million transactions compressed)."""
-    out = []
+def _compress_logs(it_dir: Path, root: Path, out: list[str]) -> None:
+    """gzip each pgbench log into ``out``; one that cannot be (disk full) is kept as it is."""
+    error = None
     for path in sorted(it_dir.glob("tx.*")):
         if path.suffix == ".gz":
             out.append(str(path.relative_to(root)))
             continue
         gz = path.with_name(path.name + ".gz")
-        with path.open("rb") as src, gzip.open(gz, "wb", compresslevel=3) as dst:
-            shutil.copyfileobj(src, dst, 1 << 20)
+        try:
+            with path.open("rb") as src, gzip.open(gz, "wb", compresslevel=3) as dst:
+                shutil.copyfileobj(src, dst, 1 << 20)
+        except OSError as exc:
+            gz.unlink(missing_ok=True)
+            out.append(str(path.relative_to(root)))
+            error = error or exc
+            continue
         path.unlink()
         out.append(str(gz.relative_to(root)))
-    return out
+    if error is not None:
+        raise error
 
 
 def _finish(opts: BenchOptions, target: Target, run_dir: RunDirectory, plan: RunPlan,
@@ -267,6 +276,9 @@ def _finish(opts: BenchOptions, target: Target, run_dir: RunDirectory, plan: Run
         run_dir.save_plan(plan)
     if not opts.target.keep:
         target.stop()
+    run_dir.release_reserve()  # room for the final status even when the disk filled up
+    with contextlib.suppress(Exception):
+        run_dir.save_plan(plan)
     manifest["status"] = result.status
     manifest["ended_at"] = utc_now()
     manifest["reason"] = result.reason
