@@ -1,0 +1,191 @@
+"""The journal of a context, generated from its runs (seed 002's "Benchmark Journal").
+
+Every run in start order: what changed since the run before, its headline figures, a 5 s
+timeline, the notes pgdyno can find by itself (warm-up incomplete, checkpoint during the
+run, outlier, stability warnings), the user's notes (``pgdyno note``), and for failed runs
+the root cause the run recorded and whether the next run rolled the change back.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import dataclass, field
+
+from pgdyno.analysis.summary import five_second_table
+from pgdyno.compare.core import compare_runs
+from pgdyno.compare.runs import RunData
+from pgdyno.compare.settings_diff import SettingChange, settings_diff
+
+WARMUP_SHORTFALL = 0.85
+"""The first part of a measured window below 85% of the rest: the warm-up was too short."""
+OUTLIER_Z = 3.5
+"""Robust z-score (MAD-based, as hyperfine) beyond which a run is an outlier among peers."""
+
+
+@dataclass
+class Headline:
+    clients: int
+    tps: float
+    """Mean over every 1 s interval (summary.json per_clients[].tps_mean)."""
+    latency_avg_ms: float
+    latency_stddev_ms: float
+    latency_p99_ms: float
+    transactions: int
+    failed: int
+
+
+@dataclass
+class JournalEntry:
+    number: int
+    run: str
+    """Run directory (context/name)."""
+    started_at: str
+    label: str
+    status: str
+    headline: Headline | None
+    changes: list[SettingChange] = field(default_factory=list)
+    """Since the previous run of the same workload."""
+    previous: int | None = None
+    tps_change_pct: float | None = None
+    tps_verdict: str = ""
+    """From a comparison with the previous run (needs >= 2 iterations each)."""
+    timeline: list[tuple[int, float]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    user_notes: list[str] = field(default_factory=list)
+    root_cause: str = ""
+    rollback: str = ""
+
+
+def build_journal(runs: list[RunData]) -> list[JournalEntry]:
+    entries: list[JournalEntry] = []
+    for number, run in enumerate(runs, start=1):
+        prev_idx = _previous(runs, number - 1)
+        entry = JournalEntry(number=number, run=run.name, started_at=run.started_at,
+                             label=run.label, status=run.status, headline=headline(run),
+                             user_notes=list(run.notes))
+        if prev_idx is not None:
+            prev = runs[prev_idx]
+            entry.previous = prev_idx + 1
+            entry.changes = [c for c in settings_diff(prev.manifest, run.manifest)
+                             if c.layer != "host" or c.name != "hostname"]
+            _against_previous(entry, prev, run)
+        best = run.clients()
+        if best is not None:
+            its = run.iterations(best.clients)
+            if its:
+                entry.timeline = five_second_table(its[0].timeline)
+        entry.notes = auto_notes(run, runs)
+        if run.status != "ok":
+            entry.root_cause = str(run.manifest.get("reason") or f"status {run.status}")
+        entries.append(entry)
+    _rollbacks(entries, runs)
+    return entries
+
+
+def headline(run: RunData) -> Headline | None:
+    c = run.clients()
+    if c is None:
+        return None
+    return Headline(clients=c.clients, tps=c.tps_mean, latency_avg_ms=c.latency.mean_ms,
+                    latency_stddev_ms=c.latency.stddev_ms,
+                    latency_p99_ms=c.latency.percentiles_ms.get("p99", math.nan),
+                    transactions=c.transactions, failed=c.failed)
+
+
+def _previous(runs: list[RunData], index: int) -> int | None:
+    for j in range(index - 1, -1, -1):
+        if runs[j].workload == runs[index].workload:
+            return j
+    return None
+
+
+def _against_previous(entry: JournalEntry, prev: RunData, run: RunData) -> None:
+    a, b = headline(prev), headline(run)
+    if a is None or b is None or a.clients != b.clients or not a.tps:
+        return
+    entry.tps_change_pct = 100.0 * (b.tps / a.tps - 1.0)
+    cmp = compare_runs([prev], [run])
+    m = cmp.metric("tps", a.clients)
+    if m is not None:
+        entry.tps_verdict = m.verdict if m.verdict != "undetermined" else (
+            f"undetermined: {m.reason}")
+
+
+def auto_notes(run: RunData, runs: list[RunData]) -> list[str]:
+    notes: list[str] = []
+    notes += _warmup_notes(run)
+    notes += _checkpoint_notes(run)
+    outlier = _outlier_note(run, runs)
+    if outlier:
+        notes.append(outlier)
+    if run.summary is not None:
+        notes += [f"{w.code}: {w.message}" for w in run.summary.warnings
+                  if w.code in ("high-tps-cv", "failures", "incomplete", "slow-first-iteration")]
+    notes += [str(n) for n in run.manifest.get("notes") or []]
+    return notes
+
+
+def _warmup_notes(run: RunData) -> list[str]:
+    out = []
+    if run.summary is None:
+        return out
+    for it in run.summary.iterations:
+        tps = it.interval_tps
+        if len(tps) < 3:
+            continue
+        head = max(1, len(tps) // 3)
+        first, rest = statistics.fmean(tps[:head]), statistics.fmean(tps[head:])
+        if rest > 0 and first < WARMUP_SHORTFALL * rest:
+            out.append(f"warm-up incomplete: {it.clients} clients #{it.iteration} ran its first "
+                       f"{head} s at {100 * first / rest:.0f}% of the rest of the window")
+    return out
+
+
+def _checkpoint_notes(run: RunData) -> list[str]:
+    cp = (run.telemetry or {}).get("checkpoints") or {}
+    timed, wal = cp.get("timed") or 0, cp.get("wal_triggered") or 0
+    if timed or wal:
+        return [f"checkpoint during the run: {timed} timed, {wal} forced by max_wal_size"]
+    return []
+
+
+def _outlier_note(run: RunData, runs: list[RunData]) -> str:
+    mine = headline(run)
+    if mine is None:
+        return ""
+    peers = [h.tps for r in runs
+             if r.label == run.label and r.workload == run.workload and r.status == "ok"
+             and (h := headline(r)) is not None and h.clients == mine.clients]
+    if len(peers) < 3:
+        return ""
+    med = statistics.median(peers)
+    mad = statistics.median(abs(p - med) for p in peers)
+    if mad == 0:
+        return ""
+    z = 0.6745 * (mine.tps - med) / mad
+    if abs(z) > OUTLIER_Z:
+        return (f"outlier: {mine.tps:,.0f} TPS against a median of {med:,.0f} over "
+                f"{len(peers)} runs of {run.label} (robust z {z:+.1f})")
+    return ""
+
+
+def _pg_state(run: RunData) -> dict[str, str]:
+    settings = (run.manifest.get("server") or {}).get("non_default_settings") or \
+        (run.manifest.get("config") or {}).get("pg_settings") or {}
+    return {k: str(v) for k, v in settings.items()
+            if k not in ("port", "unix_socket_directories", "data_directory")}
+
+
+def _rollbacks(entries: list[JournalEntry], runs: list[RunData]) -> None:
+    """A run that returns to the settings of an earlier run after a failed or slower one."""
+    for i in range(1, len(entries) - 1):
+        bad = entries[i]
+        worse = bad.status != "ok" or bad.tps_verdict == "slower"
+        if not worse or bad.previous is None:
+            continue
+        nxt = entries[i + 1]
+        before = _pg_state(runs[bad.previous - 1])
+        if _pg_state(runs[i]) != before and _pg_state(runs[i + 1]) == before:
+            bad.rollback = (f"rolled back: run {nxt.number} returned to the settings of run "
+                            f"{bad.previous}")

@@ -1,0 +1,173 @@
+"""Executing a campaign: cells in interleaved order, a journal, resume after interruption.
+
+The journal (``<results_dir>/campaigns/<name>/journal.jsonl``) is append-only, one JSON
+event per line, flushed and fsynced before the next step: a crash or Ctrl-C can lose at
+most the event being written, and a cell counts as done only when its ``run-end`` event
+says so. On restart, cells that ended ``ok`` (or ``failed``, unless retried) are skipped;
+an interrupted cell is run again in a new run directory (the interrupted one is kept,
+marked ``interrupted`` by the run loop).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+
+from pgdyno.campaign.spec import CampaignSpec, Cell
+from pgdyno.compare.interleave import context_or_default, write_role
+from pgdyno.errors import RunFailed, RunInterrupted
+from pgdyno.results.rundir import utc_now
+
+JOURNAL = "journal.jsonl"
+RUN_OVERHEAD_S = 8.0
+"""Measured start, checkpoint, stop and report time of one run on a small machine."""
+
+
+@dataclass
+class CampaignOutcome:
+    ran: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+    failed: list[str] = field(default_factory=list)
+    run_dirs: dict[str, str] = field(default_factory=dict)
+    journal: Path | None = None
+
+
+def journal_path(spec: CampaignSpec) -> Path:
+    return spec.journal_dir / JOURNAL
+
+
+def read_journal(path: Path) -> list[dict[str, Any]]:
+    if not path.is_file():
+        return []
+    events = []
+    for line in path.read_text().splitlines():
+        try:
+            events.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue  # a line cut by a crash: the cell it belonged to is simply redone
+    return events
+
+
+def append_event(path: Path, event: dict[str, Any]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a") as fh:
+        fh.write(json.dumps({"at": utc_now(), **event}) + "\n")
+        fh.flush()
+        os.fsync(fh.fileno())
+
+
+def finished_cells(events: list[dict[str, Any]], retry_failed: bool) -> dict[str, dict]:
+    """Cells whose last ``run-end`` is ok (or failed when not retrying), by key."""
+    done: dict[str, dict] = {}
+    for ev in events:
+        if ev.get("event") != "run-end":
+            continue
+        keep = ev.get("status") == "ok" or (ev.get("status") == "failed" and not retry_failed)
+        if keep and (ev.get("run_dir") is None or Path(ev["run_dir"]).is_dir()):
+            done[ev["cell"]] = ev
+        else:
+            done.pop(ev["cell"], None)
+    return done
+
+
+def estimate_seconds(spec: CampaignSpec, cells: int) -> float:
+    opts = spec.options_for(spec.cells()[0])
+    per_run = (opts.warmup_s + opts.duration_s) * len(opts.clients) * opts.iterations
+    return cells * (per_run + RUN_OVERHEAD_S + 2.0 * len(opts.clients) * opts.iterations)
+
+
+def run_campaign(spec: CampaignSpec, console: Console | None = None,
+                 show_progress: bool = True, retry_failed: bool = False) -> CampaignOutcome:
+    console = console or Console(stderr=True)
+    journal = journal_path(spec)
+    spec.journal_dir.mkdir(parents=True, exist_ok=True)
+    if spec.path.is_file():
+        shutil.copy2(spec.path, spec.journal_dir / "campaign.toml")
+    done = finished_cells(read_journal(journal), retry_failed)
+    cells = spec.cells()
+    todo = [c for c in cells if c.key not in done]
+    outcome = CampaignOutcome(journal=journal, skipped=[c.key for c in cells if c.key in done])
+    outcome.run_dirs = {k: ev.get("run_dir") for k, ev in done.items() if ev.get("run_dir")}
+    append_event(journal, {"event": "campaign-start", "cells": len(cells),
+                           "to_run": [c.key for c in todo], "skipped": outcome.skipped})
+    console.print(f"campaign {spec.name}: {len(cells)} runs, {len(outcome.skipped)} already "
+                  f"done, {len(todo)} to run (about "
+                  f"{estimate_seconds(spec, len(todo)) / 60:.1f} min)")
+    progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                        TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
+                        console=console, disable=not show_progress)
+    with progress:
+        task = progress.add_task("campaign", total=len(cells), completed=len(outcome.skipped))
+        for cell in todo:
+            progress.update(task, description=f"{cell.key}")
+            _run_cell(spec, cell, journal, outcome, console)
+            progress.advance(task)
+    append_event(journal, {"event": "campaign-end", "ran": outcome.ran,
+                           "failed": outcome.failed})
+    return outcome
+
+
+def _run_cell(spec: CampaignSpec, cell: Cell, journal: Path, outcome: CampaignOutcome,
+              console: Console) -> None:
+    from pgdyno.runner.bench import run_bench
+
+    opts = spec.options_for(cell)
+    folder = spec.results_dir / context_or_default(opts)
+    before = set(folder.iterdir()) if folder.is_dir() else set()
+    role = {"campaign": spec.name, "cell": cell.key, "label": cell.config.label,
+            "repetition": cell.repetition, "config": cell.config.config,
+            "sets": list(cell.config.sets), "hardware": spec.hardware}
+    append_event(journal, {"event": "run-start", "cell": cell.key})
+    started = time.monotonic()
+    status, reason, run_dir = "ok", "", None
+    try:
+        result = run_bench(opts, Console(stderr=True, quiet=True))
+        run_dir = result.run_dir
+    except RunInterrupted as exc:
+        status, reason = "interrupted", str(exc)
+        run_dir = _new_dir(folder, before)
+        _finish(journal, cell, status, reason, run_dir, role, started)
+        raise
+    except RunFailed as exc:
+        status, reason = "failed", str(exc)
+        run_dir = _new_dir(folder, before)
+    except KeyboardInterrupt:
+        _finish(journal, cell, "interrupted", "Ctrl-C", _new_dir(folder, before), role, started)
+        raise
+    _finish(journal, cell, status, reason, run_dir, role, started)
+    if status == "ok":
+        outcome.ran.append(cell.key)
+    else:
+        outcome.failed.append(cell.key)
+        console.print(f"[red]{cell.key} failed:[/red] {reason}")
+    if run_dir is not None:
+        outcome.run_dirs[cell.key] = str(run_dir)
+
+
+def _finish(journal: Path, cell: Cell, status: str, reason: str, run_dir: Path | None,
+            role: dict, started: float) -> None:
+    if run_dir is not None:
+        write_role(run_dir, role)
+    append_event(journal, {"event": "run-end", "cell": cell.key, "status": status,
+                           "reason": reason, "run_dir": str(run_dir) if run_dir else None,
+                           "seconds": round(time.monotonic() - started, 1)})
+
+
+def _new_dir(folder: Path, before: set[Path]) -> Path | None:
+    new = sorted(set(folder.iterdir()) - before) if folder.is_dir() else []
+    return new[-1] if new else None

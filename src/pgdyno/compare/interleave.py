@@ -1,0 +1,108 @@
+"""Running baseline and candidate in turns on the same target, so drift hits both.
+
+The order is counterbalanced, A B B A A B B A ...: with plain alternation (A B A B) the
+baseline always runs first in each pair, so anything that improves over time (the OS page
+cache filling, a neighbour finishing) favours the candidate; ABBA cancels a linear drift.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from rich.console import Console
+
+from pgdyno.compare.runs import ROLE_FILE
+from pgdyno.errors import RunFailed, UsageError
+from pgdyno.runner.options import BenchOptions
+
+
+@dataclass(frozen=True)
+class Side:
+    label: str
+    config: str = "default"
+    sets: tuple[str, ...] = ()
+
+
+@dataclass
+class InterleavedRuns:
+    baseline: list[Path] = field(default_factory=list)
+    candidate: list[Path] = field(default_factory=list)
+    failed: list[str] = field(default_factory=list)
+
+
+def abba_order(pairs: int) -> list[str]:
+    """``A B B A A B ...`` for ``pairs`` pairs."""
+    return [s for i in range(pairs) for s in (("A", "B") if i % 2 == 0 else ("B", "A"))]
+
+
+def context_name(opts: BenchOptions) -> str:
+    if opts.context:
+        return opts.context
+    from pgdyno.runner.bench import hardware_label
+    from pgdyno.runner.environment import host_facts
+
+    return f"{hardware_label(host_facts())}--{opts.workload}"
+
+
+def options_for(base: BenchOptions, side: Side, context: str) -> BenchOptions:
+    return dataclasses.replace(base, config=side.config, sets=(*base.sets, *side.sets),
+                               context=context)
+
+
+def run_interleaved(base: BenchOptions, baseline: Side, candidate: Side, pairs: int,
+                    console: Console | None = None,
+                    on_run: Callable[[str, Path], None] | None = None) -> InterleavedRuns:
+    """Run both sides ``pairs`` times each; a failed run is recorded and the rest go on."""
+    if pairs < 2:
+        raise UsageError(f"--pairs {pairs}: at least 2 runs per side are needed for an "
+                         "interval (the runs are the samples when --iterations is 1)")
+    context = context_name(base)
+    out = InterleavedRuns()
+    for number, side_name in enumerate(abba_order(pairs), start=1):
+        side = baseline if side_name == "A" else candidate
+        opts = options_for(base, side, context)
+        run_dir = run_one(opts, {"label": side.label, "compare_side": side_name,
+                                 "order": number}, console)
+        if run_dir is None:
+            out.failed.append(f"run {number} ({side_name}: {side.label}) failed")
+            continue
+        (out.baseline if side_name == "A" else out.candidate).append(run_dir)
+        if on_run:
+            on_run(side_name, run_dir)
+    return out
+
+
+def run_one(opts: BenchOptions, role: dict, console: Console | None) -> Path | None:
+    """One bench run with its role written beside it; None when it failed (dir kept)."""
+    from pgdyno.runner.bench import run_bench
+
+    folder = Path(opts.results_dir) / context_or_default(opts)
+    before = set(folder.iterdir()) if folder.is_dir() else set()
+    try:
+        result = run_bench(opts, console)
+        run_dir = result.run_dir
+    except RunFailed:
+        new = sorted(set(folder.iterdir()) - before) if folder.is_dir() else []
+        if new:
+            write_role(new[-1], {**role, "failed": True})
+        return None
+    write_role(run_dir, role)
+    return run_dir
+
+
+def context_or_default(opts: BenchOptions) -> str:
+    from pgdyno.results.rundir import safe_name
+
+    return safe_name(context_name(opts))
+
+
+def write_role(run_dir: Path, role: dict) -> None:
+    from pgdyno.results.rundir import write_json_atomic
+
+    path = Path(run_dir) / ROLE_FILE
+    existing = json.loads(path.read_text()) if path.is_file() else {}
+    write_json_atomic(path, {**existing, **role})

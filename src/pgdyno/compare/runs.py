@@ -1,0 +1,171 @@
+"""Reading finished runs for comparisons, journals and context reports.
+
+A run is read from its directory only (manifest.json, summary.json, optional telemetry and
+notes.md), so every figure derived here can be traced back to a file of that run.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pgdyno import serde
+from pgdyno.analysis.summary import ClientSummary, IterationSummary, RunSummary
+from pgdyno.errors import UsageError
+from pgdyno.results.index import RunIndex
+
+NOTES_FILE = "notes.md"
+ROLE_FILE = "pgdyno-role.json"
+"""Written by campaigns and validation beside a run: its cell, its validation state."""
+
+
+@dataclass
+class RunData:
+    path: Path
+    manifest: dict[str, Any]
+    summary: RunSummary | None
+    telemetry: dict[str, Any] | None = None
+    """A telemetry summary as a plain dict (optional: runs without samplers have none)."""
+    notes: list[str] = field(default_factory=list)
+    role: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        return f"{self.path.parent.name}/{self.path.name}"
+
+    @property
+    def status(self) -> str:
+        return str(self.manifest.get("status", "unknown"))
+
+    @property
+    def started_at(self) -> str:
+        return str(self.manifest.get("started_at") or "")
+
+    @property
+    def workload(self) -> str:
+        return str((self.manifest.get("options") or {}).get("workload", "?"))
+
+    @property
+    def config_name(self) -> str:
+        return str((self.manifest.get("config") or {}).get("name", "default"))
+
+    @property
+    def label(self) -> str:
+        """The config as the user named it (a campaign's label, else config + --set)."""
+        if self.role.get("label"):
+            return str(self.role["label"])
+        sets = sorted(self.pg_settings_overrides())
+        return self.config_name + (" + " + ", ".join(sets) if sets else "")
+
+    def pg_settings_overrides(self) -> list[str]:
+        sources = (self.manifest.get("config") or {}).get("sources") or {}
+        settings = (self.manifest.get("config") or {}).get("pg_settings") or {}
+        return [f"{k}={settings.get(k)}" for k, src in sources.items()
+                if str(src).startswith("--set")]
+
+    def clients(self, clients: int | None = None) -> ClientSummary | None:
+        """One client count's pooled summary; the highest-TPS one when not given."""
+        if self.summary is None or not self.summary.per_clients:
+            return None
+        if clients is None:
+            return max(self.summary.per_clients, key=lambda c: _num(c.tps_mean))
+        return next((c for c in self.summary.per_clients if c.clients == clients), None)
+
+    def iterations(self, clients: int) -> list[IterationSummary]:
+        if self.summary is None:
+            return []
+        return [it for it in self.summary.iterations if it.clients == clients]
+
+
+def load_run(path: Path) -> RunData:
+    path = Path(path)
+    if not (path / "manifest.json").is_file():
+        raise UsageError(f"{path}: not a pgdyno run directory (manifest.json is missing)")
+    manifest = json.loads((path / "manifest.json").read_text())
+    summary = None
+    summary_path = path / "summary.json"
+    raw_summary: dict[str, Any] = {}
+    if summary_path.is_file():
+        raw_summary = json.loads(summary_path.read_text())
+        summary = serde.from_dict(RunSummary, raw_summary)
+    role = {}
+    if (path / ROLE_FILE).is_file():
+        role = json.loads((path / ROLE_FILE).read_text())
+    return RunData(path=path, manifest=manifest, summary=summary,
+                   telemetry=_telemetry(path, raw_summary), notes=read_notes(path), role=role)
+
+
+def _telemetry(path: Path, raw_summary: dict[str, Any]) -> dict[str, Any] | None:
+    """The run's telemetry summary wherever the run loop keeps it (optional)."""
+    if isinstance(raw_summary.get("telemetry"), dict):
+        return raw_summary["telemetry"]
+    for candidate in (path / "raw" / "telemetry" / "summary.json", path / "telemetry.json"):
+        if candidate.is_file():
+            try:
+                return json.loads(candidate.read_text())
+            except json.JSONDecodeError:
+                return None
+    if (path / "raw" / "telemetry" / "meta.json").is_file():
+        try:
+            from pgdyno.analysis.telemetry import analyse_telemetry
+
+            return serde.to_dict(analyse_telemetry(path / "raw", None))
+        except Exception:  # telemetry is optional; a broken file must not stop a report
+            return None
+    return None
+
+
+def resolve_run(ref: str, results_dir: Path) -> Path:
+    """A run given as a directory, or as an id / suffix known to the results index."""
+    path = Path(ref)
+    if (path / "manifest.json").is_file():
+        return path
+    row = RunIndex(results_dir).get(ref)
+    if row is not None:
+        candidate = Path(row.run_id)
+        if not candidate.is_absolute():
+            candidate = results_dir / candidate
+        if (candidate / "manifest.json").is_file():
+            return candidate
+    raise UsageError(f"run {ref}: neither a run directory nor a run in {results_dir}; "
+                     "list runs with `pgdyno runs`")
+
+
+def context_runs(results_dir: Path, context: str) -> list[RunData]:
+    """Every run of a context, oldest first."""
+    folder = results_dir / context
+    if not folder.is_dir():
+        raise UsageError(f"context {context}: no directory {folder}; contexts are the folders "
+                         f"of {results_dir}")
+    runs = [load_run(p) for p in sorted(folder.iterdir()) if (p / "manifest.json").is_file()]
+    return sorted(runs, key=lambda r: (r.started_at, r.path.name))
+
+
+# ----- notes ------------------------------------------------------------------------------
+
+def read_notes(path: Path) -> list[str]:
+    """Notes from ``notes.md``: one per ``- `` line (the file may be edited by hand)."""
+    file = Path(path) / NOTES_FILE
+    if not file.is_file():
+        return []
+    return [line[2:].strip() for line in file.read_text().splitlines()
+            if line.startswith("- ") and line[2:].strip()]
+
+
+def add_note(path: Path, text: str, stamp: str) -> Path:
+    file = Path(path) / NOTES_FILE
+    text = " ".join(text.split())
+    if not text:
+        raise UsageError("note: the text is empty")
+    if not file.exists():
+        file.write_text(f"# Notes on {Path(path).name}\n\nOne note per '- ' line; edit freely.\n\n")
+    with file.open("a") as fh:
+        fh.write(f"- {stamp}: {text}\n")
+    return file
+
+
+def _num(value: float | None) -> float:
+    return -math.inf if value is None or math.isnan(value) else value

@@ -1,0 +1,98 @@
+"""What changed between two runs: server settings, config, benchmark options, machine.
+
+The server side comes from the effective settings each server reported
+(``pg_settings`` whose source is not the default), so a setting changed by any means shows,
+not only those pgdyno wrote. Values that differ on every start (port, socket directory)
+are not changes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+VOLATILE = frozenset({"port", "unix_socket_directories", "data_directory", "config_file",
+                      "hba_file", "ident_file", "external_pid_file"})
+OPTION_KEYS = ("workload", "scale", "clients", "duration_s", "warmup_s", "iterations",
+               "protocol", "rate_tps", "latency_limit_ms", "max_tries", "cache", "via")
+DEFAULT = "(default)"
+
+
+@dataclass
+class SettingChange:
+    layer: str
+    """postgresql, config, benchmark, server or host."""
+    name: str
+    before: str
+    after: str
+    rationale: str = ""
+    """Where the new value came from (the config's source line), when known."""
+
+
+def settings_diff(before: dict[str, Any], after: dict[str, Any]) -> list[SettingChange]:
+    """Changes from manifest ``before`` to manifest ``after``, PostgreSQL settings first."""
+    out: list[SettingChange] = []
+    a_cfg, b_cfg = before.get("config") or {}, after.get("config") or {}
+    a_set = _settings(before)
+    b_set = _settings(after)
+    sources = b_cfg.get("sources") or {}
+    for name in sorted(set(a_set) | set(b_set), key=str.lower):
+        old, new = a_set.get(name, DEFAULT), b_set.get(name, DEFAULT)
+        if old != new:
+            out.append(SettingChange("postgresql", name, old, new,
+                                     _short(sources.get(name, ""))))
+    if a_cfg.get("name", "default") != b_cfg.get("name", "default"):
+        out.append(SettingChange("config", "config", str(a_cfg.get("name", "default")),
+                                 str(b_cfg.get("name", "default"))))
+    a_opt, b_opt = before.get("options") or {}, after.get("options") or {}
+    for key in OPTION_KEYS:
+        if a_opt.get(key) != b_opt.get(key):
+            out.append(SettingChange("benchmark", key, _text(a_opt.get(key)),
+                                     _text(b_opt.get(key))))
+    a_srv, b_srv = before.get("server") or {}, after.get("server") or {}
+    if a_srv.get("version") != b_srv.get("version"):
+        out.append(SettingChange("server", "PostgreSQL", _text(a_srv.get("version")),
+                                 _text(b_srv.get("version"))))
+    a_host, b_host = before.get("host") or {}, after.get("host") or {}
+    for key in ("hostname", "cpu_count", "ram_bytes", "kernel", "cpu_model"):
+        if a_host.get(key) != b_host.get(key):
+            out.append(SettingChange("host", key, _text(a_host.get(key)),
+                                     _text(b_host.get(key))))
+    a_tgt, b_tgt = before.get("target") or {}, after.get("target") or {}
+    for key in ("kind", "wal_dir"):
+        if a_tgt.get(key) != b_tgt.get(key):
+            out.append(SettingChange("target", key, _text(a_tgt.get(key)),
+                                     _text(b_tgt.get(key))))
+    return out
+
+
+def _settings(manifest: dict[str, Any]) -> dict[str, str]:
+    server = (manifest.get("server") or {}).get("non_default_settings")
+    if server is None:  # the server never answered (failed start): use what pgdyno wrote
+        server = (manifest.get("config") or {}).get("pg_settings") or {}
+    return {k: str(v) for k, v in server.items() if k not in VOLATILE}
+
+
+def changes_block(changes: list[SettingChange]) -> str:
+    """The changes as seed 002 prints them: ``name = new   # Was old``."""
+    if not changes:
+        return "# no difference in settings, options or machine"
+    width = max(len(f"{c.name} = {c.after}") for c in changes)
+    lines = []
+    for c in changes:
+        prefix = "" if c.layer == "postgresql" else f"[{c.layer}] "
+        left = f"{prefix}{c.name} = {c.after}"
+        lines.append(f"{left:<{width + 3}} # Was {c.before}")
+    return "\n".join(lines)
+
+
+def _short(source: str) -> str:
+    return " ".join(str(source).split())[:120]
+
+
+def _text(value: Any) -> str:
+    if value is None:
+        return "–"
+    if isinstance(value, list):
+        return ",".join(str(v) for v in value)
+    return str(value)

@@ -1,0 +1,188 @@
+"""Is B different from A? Welch's t-interval on per-iteration values, and a verdict.
+
+Why Welch on iterations, and not a bootstrap over 1 s intervals:
+
+- The independent unit of a benchmark is the iteration (its own pgbench process, started
+  after a CHECKPOINT). The 1 s intervals inside an iteration are autocorrelated (cache
+  warming, a checkpoint, autovacuum move several consecutive seconds together), so pooling
+  them as if independent multiplies the sample size by the duration and gives intervals
+  that are far too narrow: the "significant" A/A comparison.
+- Benchmarks have few iterations (2 to 5). A bootstrap of 3 values has 10 distinct
+  resamples and its percentile interval is too narrow for such samples; Student's t with
+  Welch's degrees of freedom is exact under normality and honest about small samples
+  (t(0.975, 2 df) = 4.30, not 1.96).
+- Welch does not assume equal variances or equal sizes: a candidate may be noisier.
+- For positive metrics (TPS, latencies) the test runs on logarithms, so the interval is an
+  interval of the ratio B/A: symmetric for "faster" and "slower", and directly a change %.
+  Metrics that can be zero or negative fall back to the difference of means.
+
+When an interval cannot be computed (fewer than two values on a side, no variation at
+all, NaN), the verdict is "undetermined", never a difference.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import dataclass, field
+
+FASTER, SLOWER = "faster", "slower"
+HIGHER, LOWER = "higher", "lower"
+SAME = "no significant difference"
+UNDETERMINED = "undetermined"
+DEFAULT_CONFIDENCE = 0.95
+
+
+@dataclass
+class SampleStats:
+    n: int
+    mean: float
+    stddev: float
+    """Sample standard deviation (n-1); NaN with one value."""
+    values: list[float] = field(default_factory=list)
+
+    @classmethod
+    def of(cls, values: list[float]) -> SampleStats:
+        clean = [float(v) for v in values if v is not None and not math.isnan(v)]
+        mean = statistics.fmean(clean) if clean else math.nan
+        sd = statistics.stdev(clean) if len(clean) > 1 else math.nan
+        return cls(n=len(clean), mean=mean, stddev=sd, values=clean)
+
+
+@dataclass
+class ChangeEstimate:
+    """The change of B against A with its confidence interval, in percent of A."""
+
+    change_pct: float
+    low_pct: float
+    high_pct: float
+    noise_pct: float
+    """Typical spread of one sample around its side's mean (pooled), in percent."""
+    df: float
+    method: str
+    """``welch-log`` (ratio of geometric means) or ``welch-diff`` (difference of means)."""
+    verdict: str
+    reason: str = ""
+
+
+def t_quantile(p: float, df: float) -> float:
+    """Quantile of Student's t distribution (two-sided use: p = 1 - alpha/2)."""
+    if not 0.0 < p < 1.0 or not df > 0:
+        return math.nan
+    if p < 0.5:
+        return -t_quantile(1.0 - p, df)
+    lo, hi = 0.0, 1.0
+    while t_cdf(hi, df) < p:
+        hi *= 2.0
+        if hi > 1e12:
+            return math.inf
+    for _ in range(200):  # bisection: monotone, and precision is what matters here
+        mid = (lo + hi) / 2.0
+        if t_cdf(mid, df) < p:
+            lo = mid
+        else:
+            hi = mid
+        if hi - lo < 1e-12 * max(1.0, hi):
+            break
+    return (lo + hi) / 2.0
+
+
+def t_cdf(t: float, df: float) -> float:
+    x = df / (df + t * t)
+    tail = 0.5 * _betainc(df / 2.0, 0.5, x)
+    return 1.0 - tail if t >= 0 else tail
+
+
+def _betainc(a: float, b: float, x: float) -> float:
+    """Regularised incomplete beta I_x(a, b), by its continued fraction (modified Lentz)."""
+    if x <= 0.0:
+        return 0.0
+    if x >= 1.0:
+        return 1.0
+    log_front = (math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b)
+                 + a * math.log(x) + b * math.log1p(-x))
+    # The continued fraction converges fast for x < (a+1)/(a+b+2); use symmetry otherwise.
+    if x > (a + 1.0) / (a + b + 2.0):
+        return 1.0 - _betainc(b, a, 1.0 - x)
+    tiny = 1e-300
+    c, d = 1.0, 1.0 - (a + b) * x / (a + 1.0)
+    d = 1.0 / (d if abs(d) > tiny else tiny)
+    result = d
+    for m in range(1, 500):
+        for num in (m * (b - m) * x / ((a + 2 * m - 1) * (a + 2 * m)),
+                    -(a + m) * (a + b + m) * x / ((a + 2 * m) * (a + 2 * m + 1))):
+            d = 1.0 + num * d
+            d = 1.0 / (d if abs(d) > tiny else tiny)
+            c = 1.0 + num / c
+            c = c if abs(c) > tiny else tiny
+            result *= c * d
+        if abs(c * d - 1.0) < 1e-15:
+            break
+    return math.exp(log_front) * result / a
+
+
+def welch(x: list[float], y: list[float]) -> tuple[float, float, float]:
+    """(mean(y) - mean(x), its standard error, Welch-Satterthwaite degrees of freedom)."""
+    nx, ny = len(x), len(y)
+    vx, vy = statistics.variance(x) / nx, statistics.variance(y) / ny
+    se = math.sqrt(vx + vy)
+    denom = (vx * vx / (nx - 1) if vx else 0.0) + (vy * vy / (ny - 1) if vy else 0.0)
+    df = (vx + vy) ** 2 / denom if denom else math.inf
+    return statistics.fmean(y) - statistics.fmean(x), se, df
+
+
+def estimate_change(baseline: list[float], candidate: list[float], *, direction: int = 1,
+                    confidence: float = DEFAULT_CONFIDENCE) -> ChangeEstimate:
+    """Change of ``candidate`` against ``baseline`` and a verdict.
+
+    ``direction``: +1 when higher is better (TPS), -1 when lower is better (latency),
+    0 when neither is (IOPS, CPU): the verdict then says higher/lower.
+    """
+    a = SampleStats.of(baseline).values
+    b = SampleStats.of(candidate).values
+    nan = math.nan
+    if len(a) < 2 or len(b) < 2:
+        return ChangeEstimate(_rough_change(a, b), nan, nan, nan, nan, "none", UNDETERMINED,
+                              f"needs at least 2 values per side (have {len(a)} and {len(b)})")
+    use_log = min(a) > 0 and min(b) > 0
+    xs, ys = ([math.log(v) for v in a], [math.log(v) for v in b]) if use_log else (a, b)
+    diff, se, df = welch(xs, ys)
+    pooled_sd = math.sqrt((statistics.variance(xs) + statistics.variance(ys)) / 2.0)
+    if se == 0.0 or math.isnan(se):
+        return ChangeEstimate(_rough_change(a, b), nan, nan, 0.0, nan, "none", UNDETERMINED,
+                              "no variation within either side: an interval cannot be computed")
+    t = t_quantile(0.5 + confidence / 2.0, df)
+    low, high = diff - t * se, diff + t * se
+    if use_log:
+        change, lo_pct, hi_pct = (100.0 * math.expm1(v) for v in (diff, low, high))
+        noise = 100.0 * pooled_sd  # a log-scale sd is a relative spread
+        method = "welch-log"
+    else:
+        base = statistics.fmean(a)
+        if base == 0:
+            return ChangeEstimate(nan, nan, nan, nan, df, "welch-diff", UNDETERMINED,
+                                  "baseline mean is 0: a change in percent is undefined")
+        change, lo_pct, hi_pct = (100.0 * v / abs(base) for v in (diff, low, high))
+        noise = 100.0 * pooled_sd / abs(base)
+        method = "welch-diff"
+    return ChangeEstimate(change, lo_pct, hi_pct, noise, df, method,
+                          verdict_for(lo_pct, hi_pct, direction))
+
+
+def verdict_for(low_pct: float, high_pct: float, direction: int) -> str:
+    if math.isnan(low_pct) or math.isnan(high_pct):
+        return UNDETERMINED
+    if low_pct <= 0.0 <= high_pct:
+        return SAME
+    up = low_pct > 0.0
+    if direction == 0:
+        return HIGHER if up else LOWER
+    return FASTER if up == (direction > 0) else SLOWER
+
+
+def _rough_change(a: list[float], b: list[float]) -> float:
+    """The point change for display when no interval exists (not a verdict)."""
+    if not a or not b:
+        return math.nan
+    ma = statistics.fmean(a)
+    return 100.0 * (statistics.fmean(b) / ma - 1.0) if ma else math.nan
