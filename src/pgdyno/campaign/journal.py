@@ -178,14 +178,15 @@ def _pg_state(run: RunData) -> dict[str, str]:
 
 
 def _rollbacks(entries: list[JournalEntry], runs: list[RunData]) -> None:
-    """A run that returns to the settings of an earlier run after a failed or slower one."""
+    """After a failed or slower run, the next run going back to an earlier run's settings."""
     for i in range(1, len(entries) - 1):
         bad = entries[i]
-        worse = bad.status != "ok" or bad.tps_verdict == "slower"
-        if not worse or bad.previous is None:
+        if bad.status == "ok" and bad.tps_verdict != "slower":
             continue
-        nxt = entries[i + 1]
-        before = _pg_state(runs[bad.previous - 1])
-        if _pg_state(runs[i]) != before and _pg_state(runs[i + 1]) == before:
-            bad.rollback = (f"rolled back: run {nxt.number} returned to the settings of run "
-                            f"{bad.previous}")
+        after = _pg_state(runs[i + 1])
+        if after == _pg_state(runs[i]):
+            continue
+        good = [j for j in range(i) if runs[j].status == "ok" and _pg_state(runs[j]) == after]
+        if good:
+            bad.rollback = (f"rolled back: run {i + 2} returned to the settings of run "
+                            f"{good[-1] + 1}")

@@ -30,7 +30,7 @@ from rich.progress import (
 
 from pgdyno.campaign.spec import CampaignSpec, Cell
 from pgdyno.compare.interleave import context_or_default, write_role
-from pgdyno.errors import RunFailed, RunInterrupted
+from pgdyno.errors import PgdynoError, RunInterrupted
 from pgdyno.results.rundir import utc_now
 
 JOURNAL = "journal.jsonl"
@@ -143,7 +143,7 @@ def _run_cell(spec: CampaignSpec, cell: Cell, journal: Path, outcome: CampaignOu
         run_dir = _new_dir(folder, before)
         _finish(journal, cell, status, reason, run_dir, role, started)
         raise
-    except RunFailed as exc:
+    except PgdynoError as exc:  # a failed run, a server that would not start, a bad value
         status, reason = "failed", str(exc)
         run_dir = _new_dir(folder, before)
     except KeyboardInterrupt:

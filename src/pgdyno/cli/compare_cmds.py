@@ -1,0 +1,254 @@
+"""`pgdyno compare`, `campaign`, `note`, `validate`, `scaling-check`, `journal`,
+`context-report`: argument parsing only; the work is in pgdyno.compare, pgdyno.campaign and
+pgdyno.reports.context.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+from rich.console import Console
+
+from pgdyno.errors import UsageError
+
+RESULTS = typer.Option(Path("results"), "--results-dir", help="root of run directories")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("compare")(compare)
+    app.command("campaign")(campaign)
+    app.command("note")(note)
+    app.command("validate")(validate)
+    app.command("scaling-check")(scaling_check)
+    app.command("journal")(journal)
+    app.command("context-report")(context_report)
+
+
+# ----- shared bench options ---------------------------------------------------------------
+
+def _bench_options(workload: str, **kw):
+    """BenchOptions through the same validation as `pgdyno bench`."""
+    from pgdyno.campaign.spec import bench_defaults
+    from pgdyno.cli.bench_cmds import build_options
+
+    args = bench_defaults()
+    args.update(workload=workload, **kw)
+    return build_options(**args)
+
+
+def _run_args(scale: int | None, clients: str, duration: int, warmup: int, iterations: int,
+              protocol: str, via: str, results_dir: Path, context: str | None, config: str,
+              set_: list[str], workdir: Path | None, pg_bin: Path | None, telemetry: bool,
+              progress: bool) -> dict:
+    return dict(scale=scale, clients=clients, duration=duration, warmup=warmup,
+                iterations=iterations, protocol=protocol, via=via, results_dir=results_dir,
+                context=context, config=config, set_=list(set_), workdir=workdir,
+                pg_bin=pg_bin, telemetry=telemetry, progress=progress)
+
+
+SCALE = typer.Option(None, help="pgbench scale factor (default 10)")
+CLIENTS = typer.Option("8", help="client counts, e.g. 4,16")
+DURATION = typer.Option(30, help="measured seconds per iteration")
+WARMUP = typer.Option(5, help="warm-up seconds before each measured window")
+PROTOCOL = typer.Option("prepared", help="simple | extended | prepared")
+VIA = typer.Option("socket", help="socket | tcp")
+CONTEXT = typer.Option(None, help="context name (default HARDWARE--WORKLOAD)")
+CONFIG = typer.Option("default", help="default | pgtune | tuned | FILE")
+SET = typer.Option([], "--set", help="key=value for every run, repeatable")
+WORKDIR = typer.Option(None, help="where pgdyno keeps its clusters")
+PG_BIN = typer.Option(None, help="directory of other PostgreSQL binaries")
+TELEMETRY = typer.Option(True, help="sample CPU, disks, waits, checkpoints")
+PROGRESS = typer.Option(True, help="show progress bars")
+
+
+# ----- compare ----------------------------------------------------------------------------
+
+def compare(
+    first: str = typer.Argument(..., help="baseline run(s) (comma-separated), or a WORKLOAD "
+                                          "to run both sides"),
+    second: str | None = typer.Argument(None, help="candidate run(s), comma-separated"),
+    baseline: str | None = typer.Option(None, help="config of A when running: "
+                                                   "default | pgtune | tuned | FILE"),
+    candidate: str | None = typer.Option(None, help="config of B when running"),
+    baseline_set: list[str] = typer.Option([], "--baseline-set", help="key=value for A only"),
+    candidate_set: list[str] = typer.Option([], "--candidate-set", help="key=value for B only"),
+    pairs: int = typer.Option(3, help="runs per side, in A B B A order"),
+    confidence: float = typer.Option(0.95, help="confidence level of the intervals"),
+    out: Path | None = typer.Option(None, help="directory for compare.md/html/json"),
+    scale: int | None = SCALE, clients: str = CLIENTS, duration: int = DURATION,
+    warmup: int = WARMUP, iterations: int = typer.Option(1, help="iterations inside each run"),
+    protocol: str = PROTOCOL, via: str = VIA, results_dir: Path = RESULTS,
+    context: str | None = CONTEXT, set_: list[str] = SET, workdir: Path | None = WORKDIR,
+    pg_bin: Path | None = PG_BIN, telemetry: bool = TELEMETRY, progress: bool = PROGRESS,
+) -> None:
+    """Baseline against candidate: change, interval and verdict for every metric."""
+    from pgdyno.compare.core import compare_runs
+    from pgdyno.compare.render import default_out_dir, headline, write_comparison
+    from pgdyno.compare.runs import load_run, resolve_run
+
+    running = baseline is not None or candidate is not None
+    if running:
+        if second is not None:
+            raise UsageError("compare: give either two runs, or a WORKLOAD with --baseline "
+                             "and --candidate, not both")
+        from pgdyno.compare.interleave import Side, run_interleaved
+
+        base = _bench_options(first, **_run_args(
+            scale, clients, duration, warmup, iterations, protocol, via, results_dir, context,
+            "default", set_, workdir, pg_bin, telemetry, False))
+        a = Side(_side_label(baseline or "default", baseline_set), baseline or "default",
+                 tuple(baseline_set))
+        b = Side(_side_label(candidate or "default", candidate_set), candidate or "default",
+                 tuple(candidate_set))
+        if a == b:
+            typer.echo("note: baseline and candidate are the same config (an A/A test)",
+                       err=True)
+        console = Console(stderr=True)
+        done = run_interleaved(base, a, b, pairs, console,
+                               on_run=lambda side, path: console.print(f"{side}: {path}")
+                               if progress else None)
+        for msg in done.failed:
+            typer.echo(f"warning: {msg}", err=True)
+        a_runs = [load_run(p) for p in done.baseline]
+        b_runs = [load_run(p) for p in done.candidate]
+        labels = {"baseline_label": a.label, "candidate_label": b.label}
+    else:
+        if second is None:
+            raise UsageError("compare: give RUN_A RUN_B, or WORKLOAD --baseline CONFIG "
+                             "--candidate CONFIG")
+        a_runs = [load_run(resolve_run(r, results_dir)) for r in first.split(",") if r]
+        b_runs = [load_run(resolve_run(r, results_dir)) for r in second.split(",") if r]
+        labels = {}
+    cmp = compare_runs(a_runs, b_runs, confidence=confidence, **labels)
+    target = out or default_out_dir(results_dir, a_runs[0], b_runs[-1])
+    write_comparison(cmp, a_runs, b_runs, target)
+    for line in headline(cmp):
+        typer.echo(line.replace("**", ""))
+    typer.echo(f"report: {target / 'compare.md'}")
+
+
+def _side_label(config: str, sets: list[str]) -> str:
+    return config + (" + " + ", ".join(sets) if sets else "")
+
+
+# ----- campaign, note, validate, scaling check --------------------------------------------
+
+def campaign(
+    file: Path = typer.Argument(..., help="campaign TOML file"),
+    results_dir: Path | None = typer.Option(None, help="overrides [campaign] results_dir"),
+    retry_failed: bool = typer.Option(False, help="run failed cells again on resume"),
+    progress: bool = PROGRESS,
+) -> None:
+    """Run a campaign (configs × workloads × clients × repetitions); resumable."""
+    from pgdyno.campaign.runner import run_campaign
+    from pgdyno.campaign.spec import load_spec
+
+    spec = load_spec(file, results_dir)
+    outcome = run_campaign(spec, Console(stderr=True), show_progress=progress,
+                           retry_failed=retry_failed)
+    typer.echo(f"ran {len(outcome.ran)}, skipped {len(outcome.skipped)} already done, "
+               f"failed {len(outcome.failed)}")
+    typer.echo(f"journal: {outcome.journal}")
+
+
+def note(
+    run: str = typer.Argument(..., help="run directory or id"),
+    text: str = typer.Argument(..., help="the note"),
+    results_dir: Path = RESULTS,
+) -> None:
+    """Add a note to a run (kept in notes.md beside it; shown in the journal)."""
+    from pgdyno.compare.runs import add_note, resolve_run
+    from pgdyno.results.rundir import utc_now
+
+    path = add_note(resolve_run(run, results_dir), text, utc_now())
+    typer.echo(f"note added: {path}")
+
+
+def validate(
+    workload: str = typer.Argument(..., help="tpcb | simple-update | select-only"),
+    scale: int | None = SCALE, clients: str = CLIENTS, duration: int = DURATION,
+    warmup: int = WARMUP, protocol: str = PROTOCOL, via: str = VIA,
+    results_dir: Path = RESULTS, context: str | None = CONTEXT, config: str = CONFIG,
+    set_: list[str] = SET, workdir: Path | None = WORKDIR, pg_bin: Path | None = PG_BIN,
+    telemetry: bool = TELEMETRY, progress: bool = PROGRESS,
+) -> None:
+    """Validation runs: cold cache, warming, warm, after CHECKPOINT, tabulated."""
+    from pgdyno.campaign.validation import run_validation
+    from pgdyno.reports.document import fmt
+
+    opts = _bench_options(workload, **_run_args(
+        scale, clients, duration, warmup, 3, protocol, via, results_dir, context, config, set_,
+        workdir, pg_bin, telemetry, progress))
+    result = run_validation(opts, Console(stderr=True))
+    typer.echo(f"{'state':<18}{'TPS':>12}{'latency ms':>12}")
+    for s in result.states:
+        typer.echo(f"{s.name:<18}{fmt(s.tps, 1):>12}{fmt(s.latency_avg_ms, 3):>12}")
+    for n in result.notes:
+        typer.echo(f"note: {n}")
+    typer.echo(f"run: {result.run_dir}")
+
+
+def scaling_check(
+    workload: str = typer.Argument(..., help="tpcb | simple-update | select-only"),
+    scale: int | None = SCALE, clients: str = CLIENTS, duration: int = DURATION,
+    warmup: int = WARMUP, iterations: int = typer.Option(1), protocol: str = PROTOCOL,
+    via: str = VIA, results_dir: Path = RESULTS, context: str | None = CONTEXT,
+    config: str = CONFIG, set_: list[str] = SET, workdir: Path | None = WORKDIR,
+    pg_bin: Path | None = PG_BIN, telemetry: bool = TELEMETRY, progress: bool = PROGRESS,
+) -> None:
+    """The same workload with the server pinned to 1 and to 2 cores: is scaling linear?"""
+    from pgdyno.campaign.scaling import run_scaling_check
+
+    opts = _bench_options(workload, **_run_args(
+        scale, clients, duration, warmup, iterations, protocol, via, results_dir, context,
+        config, set_, workdir, pg_bin, telemetry, progress))
+    check = run_scaling_check(opts, Console(stderr=True))
+    for cores, tps in zip(check.cores, check.tps, strict=True):
+        typer.echo(f"{cores} core(s): {tps:,.1f} TPS")
+    if check.efficiency is not None:
+        typer.echo(f"efficiency: {100 * check.efficiency:.0f}% of linear")
+
+
+# ----- journal and context report ---------------------------------------------------------
+
+def journal(context: str = typer.Argument(..., help="context name"),
+            results_dir: Path = RESULTS) -> None:
+    """Print the journal of a context (runs in order, changes, notes, failures)."""
+    from pgdyno.reports.context import journal_document
+    from pgdyno.reports.markdown import render_document
+
+    typer.echo(render_document(journal_document(results_dir, context)))
+
+
+def context_report(
+    context: str = typer.Argument(..., help="context name (a folder of the results dir)"),
+    results_dir: Path = RESULTS,
+    hardware: str | None = typer.Option(None, help="hardware profile for prices "
+                                                   "(catalogue name or file)"),
+    against: str | None = typer.Option(None, help="another context to compare with"),
+    out: Path | None = typer.Option(None, help="output directory (default: the context's "
+                                               "folder)"),
+) -> None:
+    """The context report (seed 002 layout) from every run of a context."""
+    from pgdyno.reports.context import build_context, write_context_report
+
+    rep = build_context(results_dir, context, hardware=hardware, against=against)
+    path = write_context_report(rep, out or results_dir / context)
+    typer.echo(f"report: {path}")
+    typer.echo(f"html:   {path.with_suffix('.html')}")
+
+
+def main() -> None:
+    """Standalone entry (``python -m pgdyno.cli.compare_cmds``) until main.py registers us."""
+    import pgdyno.cli.main as cli_main
+
+    standalone = typer.Typer(no_args_is_help=True, add_completion=False,
+                             pretty_exceptions_enable=False, rich_markup_mode=None)
+    register(standalone)
+    cli_main.app = standalone
+    cli_main.run()
+
+
+if __name__ == "__main__":
+    main()

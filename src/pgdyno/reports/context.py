@@ -1,0 +1,524 @@
+"""The context report (seed 002, with seed 004's scaling projection), built from a context's runs.
+
+Compute first: ``build_context`` turns the runs into a ``ContextReport`` of plain figures,
+each carrying the run it came from; ``context_document`` renders it into the report model
+that the Markdown and HTML renderers share. Nothing here measures: a section without data
+says which command would provide it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pgdyno import serde
+from pgdyno.campaign.journal import JournalEntry, build_journal, headline
+from pgdyno.campaign.scaling import ScalingCheck, load_scaling
+from pgdyno.campaign.validation import ValidationResult, load_validation
+from pgdyno.compare.core import compare_runs
+from pgdyno.compare.model import MetricComparison
+from pgdyno.compare.render import interval, pct, verdict_text
+from pgdyno.compare.runs import RunData, context_runs
+from pgdyno.compare.settings_diff import changes_block, settings_diff
+from pgdyno.compare.stats import FASTER, SLOWER
+from pgdyno.reports import html, markdown
+from pgdyno.reports.document import Document, Section, Table, fmt
+from pgdyno.results.rundir import write_json_atomic
+
+HEADROOM = 0.8
+"""Recommend a size while sustained load stays under 80% of its measured TPS."""
+
+
+@dataclass
+class PriceRow:
+    instance: str
+    vcpus: int
+    tps: float
+    tps_basis: str
+    """``measured`` (this host has the profile's vCPUs) or ``projected`` (per-core × vCPUs)."""
+    price_month_usd: float | None
+    spot_month_usd: float | None
+
+    @property
+    def tps_per_usd(self) -> float | None:
+        return self.tps / self.price_month_usd if self.price_month_usd else None
+
+    @property
+    def spot_tps_per_usd(self) -> float | None:
+        return self.tps / self.spot_month_usd if self.spot_month_usd else None
+
+
+@dataclass
+class ContextReport:
+    context: str
+    runs: list[RunData]
+    best: RunData | None
+    journal: list[JournalEntry]
+    findings: list[MetricComparison]
+    baseline_label: str
+    validation: ValidationResult | None
+    scaling: ScalingCheck | None
+    hardware: Any | None
+    """The HardwareProfile prices come from (catalogue or file), if any."""
+    per_core_tps: float | None
+    host_vcpus: int | None
+    prices: list[PriceRow] = field(default_factory=list)
+    against: ContextReport | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+# ===== compute ================================================================================
+
+def build_context(results_dir: Path, context: str, hardware: str | None = None,
+                  against: str | None = None) -> ContextReport:
+    runs = context_runs(results_dir, context)
+    ok = [r for r in runs if r.status == "ok" and r.clients() is not None]
+    regular = [r for r in ok if not r.role.get("validation") and not r.role.get("scaling_check")]
+    best = max(regular or ok, key=lambda r: r.clients().tps_mean, default=None)
+    baseline_label, findings = _findings(regular)
+    validation = next((v for r in reversed(runs) if (v := load_validation(r.path))), None)
+    scaling = next((s for r in reversed(runs) if (s := load_scaling(r.path))), None)
+    host_vcpus = (best.manifest.get("host") or {}).get("cpu_count") if best else None
+    if best is not None and best.role.get("server_cpus"):  # a pinned scaling-check run
+        host_vcpus = len(best.role["server_cpus"])
+    per_core = best.clients().tps_mean / host_vcpus if best and host_vcpus else None
+    report = ContextReport(context=context, runs=runs, best=best, journal=build_journal(runs),
+                           findings=findings, baseline_label=baseline_label,
+                           validation=validation, scaling=scaling,
+                           hardware=_hardware(hardware, runs), per_core_tps=per_core,
+                           host_vcpus=host_vcpus)
+    report.prices = _prices(report)
+    if against:
+        report.against = build_context(results_dir, against, hardware=None)
+    return report
+
+
+def _findings(runs: list[RunData]) -> tuple[str, list[MetricComparison]]:
+    """Every other config against the baseline (``default`` when present, else the first)."""
+    labels: list[str] = []
+    for r in runs:
+        if r.label not in labels:
+            labels.append(r.label)
+    if len(labels) < 2:
+        return (labels[0] if labels else ""), []
+    base = next((lab for lab in labels if lab == "default"), labels[0])
+    out: list[MetricComparison] = []
+    for label in labels:
+        if label == base:
+            continue
+        for workload in sorted({r.workload for r in runs}):
+            a = [r for r in runs if r.label == base and r.workload == workload]
+            b = [r for r in runs if r.label == label and r.workload == workload]
+            if not a or not b:
+                continue
+            cmp = compare_runs(a, b, baseline_label=base, candidate_label=label)
+            for m in cmp.metrics:
+                if m.metric in ("tps", "latency_avg_ms", "latency_p99_ms"):
+                    m.metric = f"{label}: {m.metric}"
+                    out.append(m)
+    return base, out
+
+
+def _hardware(name: str | None, runs: list[RunData]) -> Any | None:
+    name = name or next((r.role.get("hardware") for r in runs if r.role.get("hardware")), None)
+    if not name:
+        return None
+    from pgdyno.config import load_hardware
+
+    return load_hardware(name)
+
+
+def _catalogue() -> list[Any]:
+    from pgdyno.config import load_hardware
+    from pgdyno.config.profiles import catalogue_names
+
+    return [load_hardware(n) for n in catalogue_names()]
+
+
+def _prices(report: ContextReport) -> list[PriceRow]:
+    if report.best is None or report.per_core_tps is None:
+        return []
+    measured = report.best.clients().tps_mean
+    profiles = [report.hardware] if report.hardware is not None else []
+    family = report.hardware.name.split(".")[0] if report.hardware is not None else None
+    for p in _catalogue():
+        if (family is None or p.name.startswith(family)) and \
+                all(p.name != q.name for q in profiles):
+            profiles.append(p)
+    rows = []
+    for p in sorted(profiles, key=lambda p: p.vcpus):
+        same = p.vcpus == report.host_vcpus
+        rows.append(PriceRow(instance=p.name, vcpus=p.vcpus,
+                             tps=measured if same else report.per_core_tps * p.vcpus,
+                             tps_basis="measured here" if same else "projected",
+                             price_month_usd=p.price_month_usd,
+                             spot_month_usd=p.spot_price_month_usd))
+    return rows
+
+
+# ===== render =================================================================================
+
+def context_document(rep: ContextReport) -> Document:
+    sections = [
+        _summary(rep), _config_matrix(rep), _sizing(rep), _journal(rep), _validation(rep),
+        _key_findings(rep), _price_performance(rep), _against(rep), _hardware_limits(rep),
+        _scaling(rep), _recommendations(rep), _references(rep),
+    ]
+    return Document(title=f"Benchmark report: {rep.context}", sections=sections)
+
+
+def _summary(rep: ContextReport) -> Section:
+    s = Section("1. Summary")
+    runs_ok = sum(r.status == "ok" for r in rep.runs)
+    s.paragraphs.append(f"Context `{rep.context}`: {len(rep.runs)} runs ({runs_ok} ok), "
+                        f"{rep.runs[0].started_at if rep.runs else '–'} → "
+                        f"{rep.runs[-1].started_at if rep.runs else '–'}.")
+    v = rep.validation
+    if v is not None and v.state("cold") and v.state("warm"):
+        cold, warm = v.state("cold"), v.state("warm")
+        s.tables.append(Table(["Metric", "Cold cache", "Warm cache"], [
+            ["TPS", fmt(cold.tps, 1), fmt(warm.tps, 1)],
+            ["Latency avg (ms)", fmt(cold.latency_avg_ms, 3), fmt(warm.latency_avg_ms, 3)],
+            ["Transactions", str(cold.transactions), str(warm.transactions)],
+            ["Failed", str(cold.failed), str(warm.failed)],
+        ], caption=f"Validation run {Path(v.run_dir).name}, {v.clients} clients "
+                   "(timeline slices of its summary.json)"))
+    else:
+        s.paragraphs.append("No validation run in this context: `pgdyno validate WORKLOAD "
+                            "--context NAME` measures cold and warm cache.")
+    rows = []
+    for label in _labels(rep.runs):
+        for r in rep.runs:
+            h = headline(r)
+            if r.label == label and h is not None and r.status == "ok":
+                rows.append([label, r.path.name, str(h.clients), fmt(h.tps, 1),
+                             fmt(h.latency_avg_ms, 3), fmt(h.latency_stddev_ms, 3),
+                             fmt(h.latency_p99_ms, 3), str(h.transactions), str(h.failed)])
+    s.tables.append(Table(["Config", "Run", "Clients", "TPS", "Latency avg (ms)",
+                           "Latency stddev (ms)", "p99 (ms)", "Transactions", "Failed"], rows,
+                          caption="Headline results: per run, the client count with the "
+                                  "highest TPS (summary.json per_clients)"))
+    if rep.best is not None:
+        h = headline(rep.best)
+        s.paragraphs.append(f"Best: **{fmt(h.tps, 1)} TPS** ({rep.best.label}, {h.clients} "
+                            f"clients, run {rep.best.path.name}).")
+    return s
+
+
+def _labels(runs: list[RunData]) -> list[str]:
+    out: list[str] = []
+    for r in runs:
+        if r.label not in out:
+            out.append(r.label)
+    return out
+
+
+def _plan_of(run: RunData | None) -> dict | None:
+    if run is None:
+        return None
+    return (run.manifest.get("config") or {}).get("plan")
+
+
+def _config_matrix(rep: ContextReport) -> Section:
+    s = Section("2. Configuration matrix")
+    plan = _plan_of(rep.best)
+    if plan and plan.get("settings"):
+        from pgdyno.config.model import GROUP_TITLES
+
+        groups: dict[str, list[dict]] = {}
+        for setting in plan["settings"]:
+            groups.setdefault(setting.get("group", "pg_other"), []).append(setting)
+        s.paragraphs.append(f"Config **{plan.get('name')}** of the best run "
+                            f"({sum(len(v) for v in groups.values())} parameters).")
+        for group in [g for g in GROUP_TITLES if g in groups] + \
+                [g for g in groups if g not in GROUP_TITLES]:
+            rows = [[x.get("key") or x.get("name"), str(x.get("value")),
+                     str(x.get("rationale") or "")] for x in groups[group]]
+            s.tables.append(Table(["Parameter", "Value", "Rationale"], rows,
+                                  caption=GROUP_TITLES.get(group, group)))
+    else:
+        s.paragraphs.append("The best run used stock PostgreSQL settings (no config plan); "
+                            "the server's non-default settings follow. `pgdyno tune` prints "
+                            "the full matrix for a machine.")
+    if rep.best is not None:
+        settings = (rep.best.manifest.get("server") or {}).get("non_default_settings") or {}
+        cfg = rep.best.manifest.get("config") or {}
+        rows = [[k, str(v), str((cfg.get("sources") or {}).get(k, ""))]
+                for k, v in settings.items() if k not in ("port", "unix_socket_directories")]
+        s.tables.append(Table(["Setting", "Value", "Source"], rows,
+                              caption=f"{rep.best.label}: effective non-default settings "
+                                      f"(run {rep.best.path.name})"))
+        for label in _labels(rep.runs):
+            run = next(r for r in rep.runs if r.label == label)
+            if label == rep.best.label:
+                continue
+            diff = [c for c in settings_diff(rep.best.manifest, run.manifest)
+                    if c.layer in ("postgresql", "config")]
+            s.tables.append(Table(["Setting", rep.best.label, label],
+                                  [[c.name, c.before, c.after] for c in diff],
+                                  caption=f"{label}: differences from {rep.best.label}"))
+    return s
+
+
+def _sizing(rep: ContextReport) -> Section:
+    s = Section("3. Sizing math")
+    plan = _plan_of(rep.best)
+    lines = (plan or {}).get("sizing") or []
+    if lines:
+        s.tables.append(Table(["Section", "Figure", "Formula", "Value"],
+                              [[x["section"], x["label"], x["formula"], x["value"]]
+                               for x in lines]))
+    else:
+        s.paragraphs.append("No sizing math: the best run's config was not produced by the "
+                            "config engine (use --config pgtune|tuned|FILE).")
+    if rep.per_core_tps is not None:
+        s.preformatted.append(
+            f"CPU: {fmt(rep.best.clients().tps_mean, 1)} TPS / {rep.host_vcpus} vCPU "
+            f"= {fmt(rep.per_core_tps, 1)} TPS per vCPU (best run {rep.best.path.name})")
+    return s
+
+
+def _journal(rep: ContextReport) -> Section:
+    s = Section("4. Benchmark journal")
+    for e in rep.journal:
+        body = [f"Run {e.number}: {e.label} ({e.status})", f"Date: {e.started_at}",
+                f"Run: {e.run}"]
+        if e.headline is not None:
+            h = e.headline
+            body.append(f"TPS {fmt(h.tps, 1)} at {h.clients} clients, latency "
+                        f"{fmt(h.latency_avg_ms, 3)} ms (stddev {fmt(h.latency_stddev_ms, 3)})")
+        if e.previous is not None:
+            body.append(f"Changes since run {e.previous}:\n{changes_block(e.changes)}")
+            if e.tps_change_pct is not None:
+                body.append(f"TPS change vs run {e.previous}: {pct(e.tps_change_pct)} "
+                            f"({e.tps_verdict or 'no interval'})")
+        if e.timeline:
+            body.append("Timeline (iteration 1, 5 s means):\n" + "\n".join(
+                f"{end:>4}s: {tps:>10,.0f} TPS" for end, tps in e.timeline))
+        body += [f"Note: {n}" for n in e.notes]
+        body += [f"User note: {n}" for n in e.user_notes]
+        if e.root_cause:
+            body.append(f"Root cause: {e.root_cause}")
+        if e.rollback:
+            body.append(f"Action: {e.rollback}")
+        s.preformatted.append("\n".join(body))
+    if not rep.journal:
+        s.paragraphs.append("No runs.")
+    return s
+
+
+def _validation(rep: ContextReport) -> Section:
+    s = Section("5. Validation runs")
+    v = rep.validation
+    if v is None:
+        s.paragraphs.append("None: `pgdyno validate WORKLOAD` runs cold, warming, warm and "
+                            "after-CHECKPOINT states on one server.")
+        return s
+    s.tables.append(Table(["State", "TPS", "Latency avg (ms)", "Seconds", "Slice"], [
+        [st.name, fmt(st.tps, 1), fmt(st.latency_avg_ms, 3), str(st.seconds),
+         f"iteration {st.iteration}, t {st.first_s}–{st.last_s} s: {st.description}"]
+        for st in v.states], caption=f"Run {v.run_dir}"))
+    s.paragraphs += [f"Note: {n}" for n in v.notes]
+    cold, warm = v.state("cold"), v.state("warm")
+    if cold and warm and warm.tps:
+        s.paragraphs.append(f"Cold cache ran at {100 * cold.tps / warm.tps:.0f}% of warm.")
+    return s
+
+
+def _key_findings(rep: ContextReport) -> Section:
+    s = Section("6. Key findings")
+    rows = [[m.metric, str(m.clients or "run"), fmt(m.baseline_mean, 3),
+             fmt(m.candidate_mean, 3), pct(m.change_pct), interval(m), verdict_text(m)]
+            for m in rep.findings]
+    if rows:
+        s.paragraphs.append(f"Each config against **{rep.baseline_label}** (Welch interval on "
+                            "per-iteration values, see `pgdyno compare`).")
+        s.tables.append(Table(["Config: metric", "Clients", "Baseline", "Config", "Change",
+                               "Interval", "Verdict"], rows))
+    else:
+        s.paragraphs.append("Only one config was measured: nothing to compare.")
+    for m in rep.findings:
+        if m.metric.endswith(": tps") and m.verdict in (FASTER, SLOWER):
+            s.paragraphs.append(f"- {m.metric.split(':')[0]} is **{m.verdict}** than "
+                                f"{rep.baseline_label} at {m.clients} clients: "
+                                f"{pct(m.change_pct)} TPS, interval {interval(m)}.")
+    t = (rep.best.telemetry if rep.best else None) or {}
+    busy = ((t.get("cpu") or {}).get("busy") or {}).get("avg")
+    if busy is not None:
+        s.paragraphs.append(f"- CPU busy {busy:.0f}% on average during the best run.")
+    return s
+
+
+def _price_performance(rep: ContextReport) -> Section:
+    s = Section("7. Price/performance")
+    if not rep.prices:
+        s.paragraphs.append("No measured TPS to price.")
+        return s
+    rows = []
+    for p in rep.prices:
+        rows.append([p.instance, str(p.vcpus), fmt(p.tps, 1), p.tps_basis,
+                     _usd(p.price_month_usd), fmt(p.tps_per_usd, 2), _usd(p.spot_month_usd),
+                     fmt(p.spot_tps_per_usd, 2)])
+    s.tables.append(Table(["Instance", "vCPU", "TPS", "TPS basis", "On-demand $/mo",
+                           "TPS per $/mo", "Spot $/mo", "Spot TPS per $/mo"], rows))
+    s.paragraphs.append(
+        f"TPS measured on this host ({rep.host_vcpus} vCPU); other sizes are projected "
+        "linearly from the measured TPS per vCPU (section 10). Prices come from the hardware "
+        "catalogue (spot prices are estimates that vary by zone and hour). A CPU model other "
+        "than this host's changes the per-core figure: measure on the instance to confirm.")
+    if rep.hardware is None:
+        s.paragraphs.append("No hardware profile was given (--hardware NAME): every catalogue "
+                            "instance is listed.")
+    return s
+
+
+def _usd(value: float | None) -> str:
+    return f"${value:,.2f}" if value else "–"
+
+
+def _against(rep: ContextReport) -> Section:
+    s = Section("8. Differences against another context")
+    other = rep.against
+    if other is None:
+        s.paragraphs.append("No other context given (--against CONTEXT).")
+        return s
+    if rep.best is None or other.best is None:
+        s.paragraphs.append(f"{other.context}: no finished run to compare.")
+        return s
+    changes = settings_diff(other.best.manifest, rep.best.manifest)
+    s.paragraphs.append(f"Best run of `{other.context}` → best run of `{rep.context}`.")
+    s.tables.append(Table(["Layer", "Setting", other.context, rep.context],
+                          [[c.layer, c.name, c.before, c.after] for c in changes]))
+    a, b = other.best.clients().tps_mean, rep.best.clients().tps_mean
+    s.tables.append(Table(["Metric", other.context, rep.context, "Ratio"], [
+        ["TPS", fmt(a, 1), fmt(b, 1), f"{b / a:.2f}" if a else "–"],
+        ["vCPU", str(other.host_vcpus), str(rep.host_vcpus),
+         f"{rep.host_vcpus / other.host_vcpus:.2f}" if other.host_vcpus else "–"]]))
+    return s
+
+
+def _hardware_limits(rep: ContextReport) -> Section:
+    s = Section("9. Hardware limits")
+    t = (rep.best.telemetry if rep.best else None) or {}
+    limits = t.get("hardware_limits") or []
+    if not limits:
+        s.paragraphs.append("No telemetry in the best run (run without --no-telemetry to get "
+                            "CPU, IOPS and bandwidth against their limits).")
+        return s
+    s.tables.append(Table(["Resource", "Limit", "Used avg", "Used peak", "% of limit", "Note"],
+                          [[x.get("resource", ""), f"{fmt(x.get('capacity'))} {x.get('unit')}",
+                            fmt(x.get("used_avg")), fmt(x.get("used_peak")),
+                            fmt(x.get("pct_avg"), 1), x.get("note", "")] for x in limits]))
+    return s
+
+
+def _scaling(rep: ContextReport) -> Section:
+    s = Section("10. Scaling projection")
+    if rep.per_core_tps is None:
+        s.paragraphs.append("No finished run.")
+        return s
+    s.paragraphs.append(
+        f"Assumption: throughput grows linearly with vCPUs at the measured "
+        f"{fmt(rep.per_core_tps, 1)} TPS per vCPU (best run, {rep.host_vcpus} vCPU), the same "
+        "CPU speed, and storage and locks that keep up. Lock and WAL contention at higher "
+        "concurrency make real scaling sub-linear.")
+    rows = [[p.instance, str(p.vcpus), fmt(p.tps, 1), p.tps_basis] for p in rep.prices]
+    s.tables.append(Table(["Instance", "vCPU", "Est. TPS", "Basis"], rows))
+    c = rep.scaling
+    if c is None:
+        s.paragraphs.append("The assumption was not checked here: `pgdyno scaling-check "
+                            "WORKLOAD` runs the workload with the server on 1 and 2 cores.")
+    else:
+        rows = [[str(n), fmt(t, 1), Path(d).name] for n, t, d in
+                zip(c.cores, c.tps, c.run_dirs, strict=True)]
+        s.tables.append(Table(["Server cores", "TPS", "Run"], rows,
+                              caption=f"Measured check, {c.clients} clients, server pinned "
+                                      "by CPU affinity (pgbench not pinned)"))
+        if c.efficiency is not None:
+            verdict = ("holds" if c.efficiency >= 0.85 else "does not hold")
+            s.paragraphs.append(f"Scaling efficiency {c.cores[0]}→{c.cores[-1]} cores: "
+                                f"**{100 * c.efficiency:.0f}%** of linear: the linear "
+                                f"assumption {verdict} here (85% threshold).")
+        s.paragraphs += [f"Note: {n}" for n in c.notes]
+    return s
+
+
+def _recommendations(rep: ContextReport) -> Section:
+    s = Section("11. Recommendations")
+    recs: list[str] = []
+    faster = [m for m in rep.findings if m.metric.endswith(": tps") and m.verdict == FASTER]
+    slower = [m for m in rep.findings if m.metric.endswith(": tps") and m.verdict == SLOWER]
+    for m in sorted(faster, key=lambda m: -m.change_pct)[:1]:
+        recs.append(f"Use **{m.metric.split(':')[0]}**: {pct(m.change_pct)} TPS over "
+                    f"{rep.baseline_label} at {m.clients} clients (interval {interval(m)}).")
+    for m in slower:
+        recs.append(f"Avoid {m.metric.split(':')[0]}: {pct(m.change_pct)} TPS against "
+                    f"{rep.baseline_label} (interval {interval(m)}).")
+    if not faster and rep.findings:
+        recs.append(f"No config beat {rep.baseline_label} beyond the noise: keep it, or "
+                    "measure longer/more iterations before changing.")
+    for e in rep.journal:
+        if e.status == "failed":
+            recs.append(f"Do not reuse run {e.number}'s changes ({e.label}): {e.root_cause}")
+    if rep.best is not None:
+        tps = rep.best.clients().tps_mean
+        recs.append(f"This size: sustained load under ~{fmt(HEADROOM * tps, 0)} TPS "
+                    f"({100 * HEADROOM:.0f}% of the best measured {fmt(tps, 0)}); move up a "
+                    "size when the load is above it, or when cold starts must meet the warm "
+                    "figure.")
+    v = rep.validation
+    if v and v.state("cold") and v.state("warm") and v.state("warm").tps:
+        ratio = v.state("cold").tps / v.state("warm").tps
+        if ratio < 0.85:
+            recs.append(f"Cold cache runs at {100 * ratio:.0f}% of warm: pre-warm after "
+                        "restarts (pg_prewarm) or size for the cold figure.")
+    if rep.scaling and rep.scaling.efficiency is not None and rep.scaling.efficiency < 0.85:
+        recs.append("Measured scaling is sub-linear: expect less than the projected TPS on "
+                    "larger sizes; measure there before buying.")
+    s.paragraphs += [f"- {r}" for r in recs]
+    return s
+
+
+def _references(rep: ContextReport) -> Section:
+    rows = [[str(i), r.label, r.status, str(r.path / "summary.json"),
+             str(r.path / "report.md") if (r.path / "report.md").exists() else "–"]
+            for i, r in enumerate(rep.runs, start=1)]
+    s = Section("12. File references", tables=[Table(
+        ["Run", "Config", "Status", "Summary", "Report"], rows)])
+    if rep.best is not None:
+        server = rep.best.manifest.get("server") or {}
+        s.paragraphs.append(f"PostgreSQL {server.get('version', '–')}; workload "
+                            f"{rep.best.workload} (pgbench).")
+    return s
+
+
+def journal_document(results_dir: Path, context: str) -> Document:
+    """The journal section alone (``pgdyno journal CONTEXT``)."""
+    runs = context_runs(results_dir, context)
+    rep = ContextReport(context=context, runs=runs, best=None, journal=build_journal(runs),
+                        findings=[], baseline_label="", validation=None, scaling=None,
+                        hardware=None, per_core_tps=None, host_vcpus=None)
+    return Document(title=f"Journal: {context}", sections=[_journal(rep)])
+
+
+# ===== files ==================================================================================
+
+def write_context_report(rep: ContextReport, out_dir: Path) -> Path:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    doc = context_document(rep)
+    (out_dir / "context-report.md").write_text(markdown.render_document(doc))
+    (out_dir / "context-report.html").write_text(html.render_document(doc, out_dir))
+    write_json_atomic(out_dir / "context-report.json", {
+        "schema_version": 1, "context": rep.context,
+        "runs": [str(r.path) for r in rep.runs],
+        "best_run": str(rep.best.path) if rep.best else None,
+        "per_core_tps": rep.per_core_tps, "host_vcpus": rep.host_vcpus,
+        "findings": serde.to_dict(rep.findings),
+        "prices": [{**serde.to_dict(p), "tps_per_usd": p.tps_per_usd,
+                    "spot_tps_per_usd": p.spot_tps_per_usd} for p in rep.prices],
+        "validation": serde.to_dict(rep.validation) if rep.validation else None,
+        "scaling": serde.to_dict(rep.scaling) if rep.scaling else None,
+    })
+    return out_dir / "context-report.md"
+

@@ -1,0 +1,113 @@
+"""Compare on a real server: A/A says no difference, synchronous_commit=on is slower than off.
+
+One interleaved session (A B B A, two runs per side, two iterations each) serves every test:
+A is simple-update with synchronous_commit=off, B the stock setting (on), 4 clients.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+from typer.testing import CliRunner
+
+from pgdyno.campaign.spec import bench_defaults
+from pgdyno.cli.bench_cmds import build_options
+from pgdyno.compare.core import compare_runs
+from pgdyno.compare.interleave import Side, abba_order, run_interleaved
+from pgdyno.compare.runs import load_run
+from pgdyno.compare.stats import SAME, SLOWER
+from tests.conftest import make_shared_dir, postgres_processes
+
+
+@pytest.fixture(scope="module")
+def session(workdir: Path) -> tuple[Path, list[Path], list[Path]]:
+    results = make_shared_dir("pgdyno-compare-")
+    kw = bench_defaults()
+    kw.update(workload="simple-update", clients="4", iterations=2, duration=2, warmup=1,
+              scale=1, results_dir=results, progress=False, telemetry=False,
+              context="cmp--simple-update", workdir=workdir)
+    base = build_options(**kw)
+    done = run_interleaved(base, Side("async", sets=("synchronous_commit=off",)),
+                           Side("stock"), pairs=2, console=Console(quiet=True))
+    assert not done.failed
+    assert len(done.baseline) == len(done.candidate) == 2
+    return results, done.baseline, done.candidate
+
+
+def test_abba_order() -> None:
+    assert abba_order(3) == ["A", "B", "B", "A", "A", "B"]
+
+
+def test_runs_ran_in_abba_order(session) -> None:
+    _, a, b = session
+    roles = {p: json.loads((p / "pgdyno-role.json").read_text()) for p in a + b}
+    order = sorted(roles, key=lambda p: roles[p]["order"])
+    assert [roles[p]["compare_side"] for p in order] == ["A", "B", "B", "A"]
+
+
+def test_same_config_twice_is_no_significant_difference(session) -> None:
+    _, a, _ = session
+    cmp = compare_runs([load_run(a[0])], [load_run(a[1])])
+    tps = cmp.metric("tps", 4)
+    assert tps.baseline_n == tps.candidate_n == 2
+    assert tps.verdict == SAME, tps
+    assert tps.ci_low_pct < 0 < tps.ci_high_pct
+    assert not [c for c in cmp.changes if c.layer == "postgresql"]
+
+
+def test_synchronous_commit_on_is_slower(session) -> None:
+    _, a, b = session
+    cmp = compare_runs([load_run(p) for p in a], [load_run(p) for p in b])
+    tps = cmp.metric("tps", 4)
+    assert tps.baseline_n == tps.candidate_n == 4
+    assert tps.verdict == SLOWER, tps
+    assert tps.ci_high_pct < 0, "the interval excludes 0"
+    assert tps.ci_low_pct <= tps.change_pct <= tps.ci_high_pct
+    sync = [c for c in cmp.changes if c.name == "synchronous_commit"]
+    assert sync and sync[0].before == "off" and sync[0].after == "(default)"
+    # each sample is an iteration's tps_mean from summary.json (traceable)
+    recorded = sorted(it["tps_mean"] for p in a
+                      for it in json.loads((p / "summary.json").read_text())["iterations"])
+    assert sorted(tps.baseline_values) == pytest.approx(recorded)
+
+
+def test_compare_cli_writes_report_with_changes_first(session) -> None:
+    import typer
+
+    from pgdyno.cli import compare_cmds
+
+    results, a, b = session
+    app = typer.Typer()
+    compare_cmds.register(app)
+    out = results / "cmp-out"
+    res = CliRunner().invoke(app, ["compare", f"{a[0]},{a[1]}", f"{b[0]},{b[1]}",
+                                   "--results-dir", str(results), "--out", str(out)])
+    assert res.exit_code == 0, res.output
+    assert "slower" in res.output
+    md = (out / "compare.md").read_text()
+    assert md.index("What changed") < md.index("Verdict") < md.index("Metrics")
+    assert "synchronous_commit = (default)" in md and "# Was off" in md
+    for name in ("tps_timelines", "percentile_curves", "change_bars"):
+        assert (out / "plots" / f"{name}.png").read_bytes()[:4] == b"\x89PNG"
+    saved = json.loads((out / "compare.json").read_text())
+    assert saved["schema_version"] == 1
+    assert any(m["metric"] == "latency_p99_ms" for m in saved["metrics"])
+    assert "<img" in (out / "compare.html").read_text()
+
+
+def test_compare_by_run_id_and_bad_input(session) -> None:
+    import typer
+
+    from pgdyno.cli import compare_cmds
+
+    results, a, b = session
+    app = typer.Typer()
+    compare_cmds.register(app)
+    res = CliRunner().invoke(app, ["compare", a[0].name, "nonexistent-run",
+                                   "--results-dir", str(results)])
+    assert res.exit_code != 0
+    assert "nonexistent-run" in str(res.exception)
+    assert postgres_processes(str(results)) == []
