@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pgdyno import serde
-from pgdyno.telemetry import procfs
+from pgdyno.telemetry import host, procfs
 from pgdyno.telemetry.files import read_csv, read_jsonl
 from pgdyno.telemetry.host import IDLE_PREFIXES, HostTick
 
@@ -59,6 +59,10 @@ class CpuSummary:
     """100 - idle - iowait, percent of all online CPUs."""
     busy_of_limit_pct: float | None = None
     """Average busy CPU as a percentage of the effective capacity (cgroup quota aware)."""
+    workload_cores: Stat = field(default_factory=Stat)
+    """CPU cores used by the benchmark's own processes (server and client when local)."""
+    workload_share_of_busy_pct: float | None = None
+    """The benchmark's share of the busy CPU: low means a neighbour keeps the host busy."""
     run_queue: Stat = field(default_factory=Stat)
     """procs_running (includes the sampler itself, about 1)."""
     procs_blocked: Stat = field(default_factory=Stat)
@@ -468,6 +472,14 @@ def _cpu(stats: list[procfs.StatSnapshot], ticks: list[HostTick], meta: dict) ->
     if out.busy.avg is not None and out.effective_cores and out.online_cpus:
         busy_cores = out.busy.avg / 100.0 * out.online_cpus
         out.busy_of_limit_pct = 100.0 * busy_cores / out.effective_cores
+    workload = [c for c in (host.workload_cores(a, b) for a, b in zip(ticks, ticks[1:],
+                                                                      strict=False))
+                if c is not None]
+    out.workload_cores = _stat(workload)
+    if workload and out.busy.avg and out.online_cpus:
+        busy_cores = out.busy.avg / 100.0 * out.online_cpus
+        out.workload_share_of_busy_pct = min(100.0, 100.0 * (out.workload_cores.avg or 0.0)
+                                             / busy_cores)
     out.run_queue = _stat([float(s.procs_running) for s in stats[1:]])
     out.procs_blocked = _stat([float(s.procs_blocked) for s in stats[1:]])
     return out

@@ -28,7 +28,9 @@ client         38%     0.02/1    CPU 100% of a session active 2% of time     cli
 =============  ======  ========  ===========================================  ==========
 
 (*) before ClientRead on a saturated host was credited to CPU; 1.0 after. Every run's
-runner-up scored below 0.14, so the margins are wide.
+runner-up scored below 0.14, so the margins are wide. Re-run with neighbours saturating
+the VM (host 99-100% busy, run queue 15-22): the same primaries, top scores 0.96-1.0,
+runners-up at most 0.29 (client, in the reads and storm runs).
 """
 
 from __future__ import annotations
@@ -81,6 +83,13 @@ CPU_SAT_HIGH_PCT = 90.0
 # PostgreSQL's own checkpoint_warning default: checkpoints forced by WAL closer than this
 # are "too frequent". The storm runs (max_wal_size 32MB) had them 0-2 s apart.
 STORM_INTERVAL_S = 30.0
+# The benchmark's own share of the busy CPU, ramped from 5% to 20%: a saturated host is
+# only "our" CPU limit when our processes use a real part of it. With neighbours loading
+# the VM (load average 10-13, host 99-100% busy) the client-bound run used 1.5% of the busy
+# CPU, the CPU-bound run 32% (its client-side share included), the lock/WAL/reads/storm
+# runs 14-24%.
+OWN_SHARE_LOW_PCT = 5.0
+OWN_SHARE_HIGH_PCT = 20.0
 # Below this score nothing explains enough of the DB time to name a bottleneck.
 MIN_PRIMARY_SCORE = 0.15
 
@@ -143,6 +152,9 @@ def _ramp(value: float, low: float, high: float) -> float:
 class _Inputs:
     cpu_busy_pct: float
     cpu_sat: float
+    """Saturation of the CPU by the benchmark itself (0..1)."""
+    own_cpu_pct: float
+    """The benchmark's share of the busy CPU (-1 when unknown)."""
     run_queue: float
     cores: float
     aas: float
@@ -165,9 +177,13 @@ def _inputs(s: TelemetrySummary, clients: int, cpu_count: int) -> _Inputs:
     block = float((s.settings.get("block_size") or "8192").split()[0])
     fpi_bytes = (s.wal.fpi or 0.0) * block
     wal_bytes = s.wal.bytes_total or 0.0
+    own = s.cpu.workload_share_of_busy_pct
+    # Without process accounting (no samples) the host's CPU is taken to be ours.
+    own_factor = 1.0 if own is None else _ramp(own, OWN_SHARE_LOW_PCT, OWN_SHARE_HIGH_PCT)
     return _Inputs(
         cpu_busy_pct=busy,
-        cpu_sat=_ramp(busy, CPU_SAT_LOW_PCT, CPU_SAT_HIGH_PCT),
+        cpu_sat=_ramp(busy, CPU_SAT_LOW_PCT, CPU_SAT_HIGH_PCT) * own_factor,
+        own_cpu_pct=own if own is not None else -1.0,
         run_queue=s.cpu.run_queue.avg or 0.0,
         cores=cores,
         aas=s.waits.aas,
@@ -250,6 +266,8 @@ def _evidence(s: TelemetrySummary, x: _Inputs, storm: bool,
     cpu_line = (f"CPU {x.cpu_busy_pct:.0f}% busy of {x.cores:g} cores "
                 f"(usr {s.cpu.usr.avg or 0:.0f}%, sys {s.cpu.sys.avg or 0:.0f}%, "
                 f"iowait {s.cpu.iowait.avg or 0:.0f}%), run queue {x.run_queue:.1f}")
+    if x.own_cpu_pct >= 0:
+        cpu_line += f", {x.own_cpu_pct:.0f}% of the busy CPU used by the benchmark"
     aas_line = f"AAS {x.aas:.2f} for {x.sessions:g} clients"
 
     def dev_line(role: str, dev) -> str:  # noqa: ANN001

@@ -18,12 +18,15 @@ for interval lengths):
 ``marks.csv``
     ``t,label``: phase marks from ``mark()``.
 ``host_raw.jsonl``
-    ``{t, mono, stat, diskstats, meminfo}``: the raw text of /proc/stat (cpu, procs and
-    ctxt lines), /proc/diskstats and /proc/meminfo at each tick. Everything below in cpu,
-    disk and memory is recomputable from these.
+    ``{t, mono, stat, diskstats, meminfo, workload_ticks}``: the raw text of /proc/stat
+    (cpu, procs and ctxt lines), /proc/diskstats and /proc/meminfo at each tick, and the
+    CPU ticks (utime+stime) of each benchmark process (descendants of the recording
+    process and of the postmaster). Everything below in cpu, disk and memory is
+    recomputable from these.
 ``cpu.csv``
     mpstat figures per interval: ``t,interval_s,usr,nice,sys,iowait,irq,soft,steal,idle,
-    busy,procs_running,procs_blocked`` (percent of all CPUs; busy = 100 - idle - iowait).
+    busy,procs_running,procs_blocked,workload_cores`` (percent of all CPUs; busy = 100 -
+    idle - iowait; workload_cores = CPU cores used by the benchmark's own processes).
 ``disk.csv``
     iostat -x figures per interval and device (long format): ``t,interval_s,device,r_s,w_s,
     rkb_s,wkb_s,r_await_ms,w_await_ms,aqu_sz,util_pct``.

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from pgdyno.telemetry import procfs
@@ -18,9 +18,10 @@ from pgdyno.telemetry.files import CsvWriter, JsonlWriter
 
 PROC = Path("/proc")
 CGROUP_ROOT = Path("/sys/fs/cgroup")
+CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 CPU_COLUMNS = ["t", "interval_s", "usr", "nice", "sys", "iowait", "irq", "soft", "steal",
-               "idle", "busy", "procs_running", "procs_blocked"]
+               "idle", "busy", "procs_running", "procs_blocked", "workload_cores"]
 DISK_COLUMNS = ["t", "interval_s", "device", "r_s", "w_s", "rkb_s", "wkb_s", "r_await_ms",
                 "w_await_ms", "aqu_sz", "util_pct"]
 MEM_COLUMNS = ["t", "cached_kb", "dirty_kb", "writeback_kb", "shmem_kb", "mem_total_kb",
@@ -36,19 +37,69 @@ class HostTick:
     stat: str
     diskstats: str
     meminfo: str
+    workload_ticks: dict[str, int] = field(default_factory=dict)
+    """pid -> utime + stime (USER_HZ ticks) of each process of the benchmark: this
+    process's descendants (pgbench, an embedded server) and the postmaster's tree."""
 
     @classmethod
     def from_raw(cls, raw: dict) -> HostTick:
-        return cls(raw["t"], raw["mono"], raw["stat"], raw["diskstats"], raw["meminfo"])
+        return cls(raw["t"], raw["mono"], raw["stat"], raw["diskstats"], raw["meminfo"],
+                   raw.get("workload_ticks") or {})
 
 
-def read_tick() -> HostTick:
+def read_tick(roots: set[int] | None = None) -> HostTick:
     # Read the three files back to back so they describe the same instant.
     t, mono = time.time(), time.monotonic()
     stat = procfs.keep_stat_lines((PROC / "stat").read_text())
     diskstats = (PROC / "diskstats").read_text()
     meminfo = (PROC / "meminfo").read_text()
-    return HostTick(t, mono, stat, diskstats, meminfo)
+    workload = workload_ticks(roots) if roots else {}
+    return HostTick(t, mono, stat, diskstats, meminfo, workload)
+
+
+def workload_ticks(roots: set[int]) -> dict[str, int]:
+    """CPU ticks of every process in the trees rooted at ``roots`` (the sampler excluded:
+    its own cost is measured by bench/telemetry_overhead.py)."""
+    parent: dict[int, int] = {}
+    cpu: dict[int, int] = {}
+    for entry in PROC.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            # The command name may contain spaces or parentheses: split after the last ")".
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue  # exited while we looked
+        pid = int(entry.name)
+        parent[pid] = int(fields[1])
+        cpu[pid] = int(fields[11]) + int(fields[12])
+    me = os.getpid()
+    out: dict[str, int] = {}
+    for pid, ticks in cpu.items():
+        node, depth = pid, 0
+        while node > 1 and depth < 64:
+            if node in roots and pid != me:
+                out[str(pid)] = ticks
+                break
+            node, depth = parent.get(node, 0), depth + 1
+    return out
+
+
+def workload_cores(prev: HostTick, cur: HostTick) -> float | None:
+    """CPU cores used by the benchmark's processes between two ticks (processes present at
+    both; one that exited in between loses its last interval)."""
+    if not cur.workload_ticks or cur.mono <= prev.mono:
+        return None
+    used = sum(max(0, ticks - prev.workload_ticks[pid])
+               for pid, ticks in cur.workload_ticks.items() if pid in prev.workload_ticks)
+    return used / CLK_TCK / (cur.mono - prev.mono)
+
+
+def postmaster_pid(data_dir: Path | None) -> int | None:
+    try:
+        return int((Path(data_dir) / "postmaster.pid").read_text().splitlines()[0])
+    except (OSError, ValueError, IndexError, TypeError):
+        return None
 
 
 def disk_devices_of_interest(disks: dict[str, procfs.DiskCounters], keep: set[str]) -> list[str]:
@@ -71,7 +122,7 @@ def derive(prev: HostTick, cur: HostTick, keep: set[str]) -> tuple[list, list[li
     else:
         cpu_row += [pct.usr, pct.nice, pct.sys, pct.iowait, pct.irq, pct.soft, pct.steal,
                     pct.idle, pct.busy]
-    cpu_row += [s1.procs_running, s1.procs_blocked]
+    cpu_row += [s1.procs_running, s1.procs_blocked, workload_cores(prev, cur)]
     d0, d1 = procfs.parse_diskstats(prev.diskstats), procfs.parse_diskstats(cur.diskstats)
     disk_rows = []
     for name in disk_devices_of_interest(d1, keep):

@@ -174,11 +174,17 @@ class TelemetryRecorder:
     def _host_loop(self) -> None:
         writers = host.HostWriters(self.out)
         keep = {name for res in self._roles.values() for name in res.chain}
+        # The benchmark's processes: whatever this process starts (pgbench, an embedded
+        # server) and a local server's postmaster tree. Their CPU tells our load from a
+        # neighbour's on a shared host.
+        roots = {os.getpid()}
+        if (pm := host.postmaster_pid(self.data_dir)) is not None:
+            roots.add(pm)
         prev: host.HostTick | None = None
         try:
             for _ in self._ticks(self.config.interval_s):
                 try:
-                    cur = host.read_tick()
+                    cur = host.read_tick(roots)
                     writers.raw.write(asdict(cur))
                     if prev is not None:
                         cpu_row, disk_rows, mem_row = host.derive(prev, cur, keep)
@@ -191,7 +197,7 @@ class TelemetryRecorder:
                     self._error("host", exc)
             # One last tick so the final interval is not lost.
             with contextlib.suppress(Exception):
-                writers.raw.write(asdict(host.read_tick()))
+                writers.raw.write(asdict(host.read_tick(roots)))
         finally:
             writers.close()
 
