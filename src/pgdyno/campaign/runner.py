@@ -113,10 +113,18 @@ def run_campaign(spec: CampaignSpec, console: Console | None = None,
                         console=console, disable=not show_progress)
     with progress:
         task = progress.add_task("campaign", total=len(cells), completed=len(outcome.skipped))
-        for cell in todo:
-            progress.update(task, description=f"{cell.key}")
-            _run_cell(spec, cell, journal, outcome, console)
-            progress.advance(task)
+        try:
+            for cell in todo:
+                progress.update(task, description=f"{cell.key}")
+                _run_cell(spec, cell, journal, outcome, console)
+                progress.advance(task)
+        except KeyboardInterrupt:
+            append_event(journal, {"event": "campaign-interrupted"})
+            raise RunInterrupted("campaign interrupted between runs; run the same command "
+                                 "again to resume") from None
+        except RunInterrupted:
+            append_event(journal, {"event": "campaign-interrupted"})
+            raise
     append_event(journal, {"event": "campaign-end", "ran": outcome.ran,
                            "failed": outcome.failed})
     return outcome
@@ -146,9 +154,10 @@ def _run_cell(spec: CampaignSpec, cell: Cell, journal: Path, outcome: CampaignOu
     except PgdynoError as exc:  # a failed run, a server that would not start, a bad value
         status, reason = "failed", str(exc)
         run_dir = _new_dir(folder, before)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt:  # between the run loop's own handlers (start, stop, report)
         _finish(journal, cell, "interrupted", "Ctrl-C", _new_dir(folder, before), role, started)
-        raise
+        raise RunInterrupted(f"campaign interrupted during {cell.key}; run the same command "
+                             "again to resume") from None
     _finish(journal, cell, status, reason, run_dir, role, started)
     if status == "ok":
         outcome.ran.append(cell.key)
