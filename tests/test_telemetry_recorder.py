@@ -100,6 +100,8 @@ def test_summary_over_the_window(recorded) -> None:  # noqa: ANN001
     raw, t0, t1 = recorded
     s = analyse_telemetry(raw, (t0, t1))
     assert s.cpu.samples >= 3 and s.cpu.busy.avg is not None and 0 <= s.cpu.busy.avg <= 100
+    # pgbench and the server are descendants of the test process: their CPU is seen.
+    assert s.cpu.workload_cores.avg and s.cpu.workload_cores.avg > 0
     assert {r.role for r in s.roles} == {"data", "wal"}
     data = s.role_device("data")
     assert data is not None and "data" in data.roles and data.w_s.avg and data.w_s.avg > 0
@@ -144,8 +146,11 @@ def test_round_trip_covers_every_field() -> None:
     s = t.TelemetrySummary(
         window_start=1.0, window_end=2.0, duration_s=1.0, server_version_num=180006,
         settings={"block_size": "8192"},
-        cpu=t.CpuSummary(3, 2, 1.5, 1.5, stat, stat, stat, stat, stat, stat, stat, stat, stat,
-                         90.0, stat, stat),
+        cpu=t.CpuSummary(samples=3, online_cpus=2, limit_cores=1.5, effective_cores=1.5,
+                         usr=stat, nice=stat, sys=stat, iowait=stat, irq=stat, soft=stat,
+                         steal=stat, idle=stat, busy=stat, busy_of_limit_pct=90.0,
+                         workload_cores=stat, workload_share_of_busy_pct=50.0, run_queue=stat,
+                         procs_blocked=stat),
         devices=[t.DeviceSummary("vda", ["data"], 3, stat, stat, stat, stat, stat, stat, stat,
                                  stat, 0.1, 0.2, 1.0, 2.0, 5.0, 6.0)],
         roles=[t.RoleInfo("data", "/d", "vda", ["vda"], ["vda"], "/", "ext4", "none")],
