@@ -21,11 +21,11 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
 from pgdyno import __version__, serde
-from pgdyno.errors import PgdynoError, RunFailed, RunInterrupted, UsageError
+from pgdyno.errors import PgdynoError, RunFailed, RunInterrupted, TargetError, UsageError
 from pgdyno.results.index import RunIndex, RunRow
 from pgdyno.results.rundir import IterationRecord, RunDirectory, RunPlan, utc_now
 from pgdyno.runner.environment import HostFacts, host_facts, server_facts
-from pgdyno.runner.options import BenchOptions
+from pgdyno.runner.options import BYTES_PER_SCALE, BenchOptions
 from pgdyno.targets import Target, open_target
 from pgdyno.workloads import pgbench
 
@@ -86,7 +86,8 @@ def resolve_settings(opts: BenchOptions) -> tuple[dict[str, str], dict]:
 
     install = open_target(opts.target).install
     resolved = resolve_config(opts.config, list(opts.sets), install=install,
-                              workload=opts.workload, connections=max(opts.clients))
+                              workload=opts.workload, connections=max(opts.clients),
+                              dataset_bytes=opts.scale * BYTES_PER_SCALE)
     return resolved.pg_settings, resolved.to_dict()
 
 
@@ -136,10 +137,36 @@ def _initial_manifest(opts: BenchOptions, host: HostFacts, target: Target,
     }
 
 
+def _start_with_rollback(target: Target, manifest: dict, plan: RunPlan) -> None:
+    """Start the server; if the config stops it from starting, roll back and fail the run.
+
+    The server is brought back up with the last settings it started with, so the
+    workdir is left usable, and the manifest and notes say what happened (seed 002's
+    "Run 3 FAILED → rolled back").
+    """
+    config_name = (manifest.get("config") or {}).get("name", "default")
+    try:
+        target.start()
+    except TargetError as exc:
+        if target.kind == "dsn":
+            raise
+        good_name, good = target.last_good_settings()
+        target.write_settings(good)
+        target.start()
+        target.stop()
+        manifest["config_rollback"] = {"failed_config": config_name, "error": str(exc),
+                                       "rolled_back_to": good_name}
+        plan.notes.append(f"config {config_name} did not start; rolled back to {good_name}")
+        raise RunFailed(f"the server did not start with config {config_name} ({exc}); "
+                        f"rolled back to config {good_name}, which starts") from exc
+    if target.kind != "dsn":
+        target.remember_good_settings(config_name)
+
+
 def _execute(opts: BenchOptions, target: Target, run_dir: RunDirectory, plan: RunPlan,
              manifest: dict, console: Console) -> None:
     target.prepare()
-    target.start()
+    _start_with_rollback(target, manifest, plan)
     conn = target.connection(opts.via)
     manifest["connection"] = conn.describe()
     manifest["server"] = serde.to_dict(server_facts(target.admin_connection()))

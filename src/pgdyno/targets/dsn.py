@@ -81,6 +81,12 @@ class DsnServer:
     def connection(self, via: str = "socket") -> ConnectionInfo:
         return self._conn
 
+    def remember_good_settings(self, config_name: str) -> None:
+        """Nothing to remember: an existing server's settings are never changed."""
+
+    def last_good_settings(self) -> tuple[str, dict[str, str]]:
+        return "server's own", {}
+
     def log_tail(self, lines: int = 15) -> str:
         return "(server log not accessible with --dsn)"
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import json
 import os
 import signal
 import socket
@@ -197,6 +198,23 @@ class LocalServer:
         path = self.data_dir / INCLUDE_FILE
         path.write_text("\n".join(lines) + "\n")
         give_to(self.user, path)
+
+    @property
+    def last_good_file(self) -> Path:
+        return self.instance_dir / "last-good-settings.json"
+
+    def remember_good_settings(self, config_name: str) -> None:
+        """Record the settings the server last started with, for rolling back to."""
+        self.last_good_file.write_text(json.dumps({"config": config_name,
+                                                   "settings": self.settings}))
+
+    def last_good_settings(self) -> tuple[str, dict[str, str]]:
+        """The config that last started here (stock PostgreSQL if none is recorded)."""
+        try:
+            data = json.loads(self.last_good_file.read_text())
+            return data["config"], dict(data["settings"])
+        except (OSError, ValueError, KeyError):
+            return "default", {}
 
     def start(self, timeout_s: float = READY_TIMEOUT_S) -> None:
         if self.process is not None and self.process.poll() is None:
