@@ -10,6 +10,7 @@ import re
 import subprocess
 import time
 from collections.abc import Iterator
+from decimal import Decimal
 from pathlib import Path
 
 import psycopg
@@ -77,8 +78,8 @@ def _per_script(output: str) -> list[int]:
     return [int(re.search(r"- (\d+) transactions", b).group(1)) for b in blocks]
 
 
-def _count(conn: psycopg.Connection, query: str) -> int:
-    return conn.execute(query).fetchone()[0]
+def _count(conn: psycopg.Connection, query: str, params: tuple = ()):
+    return conn.execute(query, params or None).fetchone()[0]
 
 
 def _state(conn: psycopg.Connection) -> dict[str, int]:
@@ -88,8 +89,8 @@ def _state(conn: psycopg.Connection) -> dict[str, int]:
         "orders": _count(conn, "SELECT count(*) FROM orders"),
         "new_order": _count(conn, "SELECT count(*) FROM new_order"),
         "order_line": _count(conn, "SELECT count(*) FROM order_line"),
-        "invalid_lines": _count(conn, f"SELECT count(*) FROM order_line "
-                                      f"WHERE ol_i_id = {INVALID_ITEM}"),
+        "invalid_lines": _count(conn, "SELECT count(*) FROM order_line WHERE ol_i_id = %s",
+                                (INVALID_ITEM,)),
     }
 
 
@@ -141,8 +142,8 @@ def test_invalid_item_new_orders_roll_back_and_leave_nothing(server, target, con
 
 def test_invalid_item_returns_zero_and_the_caller_rolls_back(conn) -> None:
     conn.execute("BEGIN")
-    o_id = _count(conn, f"SELECT tprocc_new_order(1, 1, 1, 2, ARRAY[1, {INVALID_ITEM}], "
-                        "ARRAY[1, 1], ARRAY[1, 1])")
+    o_id = _count(conn, "SELECT tprocc_new_order(1, 1, 1, 2, ARRAY[1, %s], "
+                        "ARRAY[1, 1], ARRAY[1, 1])", (INVALID_ITEM,))
     assert o_id == 0
     conn.execute("ROLLBACK")
     valid = _count(conn, "SELECT tprocc_new_order(1, 1, 1, 2, ARRAY[5, 3], ARRAY[1, 2], "
@@ -152,8 +153,8 @@ def test_invalid_item_returns_zero_and_the_caller_rolls_back(conn) -> None:
                             WHERE ol_w_id = 1 AND ol_d_id = 1 AND ol_o_id = %s
                             ORDER BY ol_number""", (valid,)).fetchall()
     assert lines == [(1, 5, 1, 2), (2, 3, 2, 3)]
-    assert _count(conn, f"SELECT o_all_local FROM orders WHERE o_w_id = 1 AND o_d_id = 1 "
-                        f"AND o_id = {valid}") == 0
+    assert _count(conn, "SELECT o_all_local FROM orders WHERE o_w_id = 1 AND o_d_id = 1 "
+                        "AND o_id = %s", (valid,)) == 0
 
 
 def test_prepared_protocol_runs(server, target, conn, tmp_path) -> None:
@@ -202,3 +203,70 @@ def test_compliant_mode_stays_near_the_ideal_line(server, target, conn, tmp_path
     # 1% of New-Orders roll back and response times add to the cycle: slightly under 1.
     assert 0.75 < metrics.nopm / ideal < 1.12, (metrics, ideal)
     assert check_consistency(conn).passed
+
+
+def test_payment_by_last_name_pays_the_middle_customer(conn) -> None:
+    name_no = 371  # customers 1..1000 carry every name; NURand ones may add more
+    name = _count(conn, "SELECT tprocc_last_name(%s)", (name_no,))
+    ids = [r[0] for r in conn.execute(
+        "SELECT c_id FROM customer WHERE c_w_id = 2 AND c_d_id = 3 AND c_last = %s "
+        "ORDER BY c_first", (name,))]
+    chosen = ids[(len(ids) + 1) // 2 - 1]
+    before = conn.execute("""SELECT c_balance, c_payment_cnt FROM customer
+                             WHERE c_w_id = 2 AND c_d_id = 3 AND c_id = %s""",
+                          (chosen,)).fetchone()
+    w_ytd = _count(conn, "SELECT w_ytd FROM warehouse WHERE w_id = 1")
+    history = _count(conn, "SELECT count(*) FROM history")
+    paid = _count(conn, "SELECT tprocc_payment(1, 4, 2, 3, 0, %s, 12345)", (name_no,))
+    assert paid == chosen
+    after = conn.execute("""SELECT c_balance, c_payment_cnt FROM customer
+                            WHERE c_w_id = 2 AND c_d_id = 3 AND c_id = %s""",
+                         (chosen,)).fetchone()
+    assert after[0] == before[0] - Decimal("123.45") and after[1] == before[1] + 1
+    assert _count(conn, "SELECT w_ytd FROM warehouse WHERE w_id = 1") == w_ytd + Decimal(
+        "123.45")
+    assert _count(conn, "SELECT count(*) FROM history") == history + 1
+    assert check_consistency(conn).conditions[0].passed
+
+
+def test_order_status_reads_the_last_order_of_the_customer(conn) -> None:
+    o_id, lines = conn.execute("""SELECT o_id, o_ol_cnt FROM orders
+                                  WHERE o_w_id = 2 AND o_d_id = 5 AND o_c_id = 17
+                                  ORDER BY o_id DESC LIMIT 1""").fetchone()
+    assert _count(conn, "SELECT tprocc_order_status(2, 5, 17, 0)") == lines
+
+
+def test_delivery_delivers_the_oldest_order_of_every_district(conn) -> None:
+    oldest = dict(conn.execute("""SELECT no_d_id, min(no_o_id) FROM new_order
+                                  WHERE no_w_id = 2 GROUP BY no_d_id"""))
+    assert len(oldest) == 10
+    d1_customer, d1_amount = conn.execute(
+        """SELECT o_c_id, (SELECT sum(ol_amount) FROM order_line WHERE ol_w_id = 2
+                           AND ol_d_id = 1 AND ol_o_id = o_id)
+           FROM orders WHERE o_w_id = 2 AND o_d_id = 1 AND o_id = %s""",
+        (oldest[1],)).fetchone()
+    balance_sql = "SELECT c_balance FROM customer WHERE c_w_id = 2 AND c_d_id = 1 AND c_id = %s"
+    balance = _count(conn, balance_sql, (d1_customer,))
+    assert _count(conn, "SELECT tprocc_delivery(2, 7)") == 10
+    for d_id, o_id in oldest.items():
+        key = (d_id, o_id)
+        assert _count(conn, "SELECT count(*) FROM new_order WHERE no_w_id = 2 "
+                            "AND no_d_id = %s AND no_o_id = %s", key) == 0
+        assert _count(conn, "SELECT o_carrier_id FROM orders WHERE o_w_id = 2 "
+                            "AND o_d_id = %s AND o_id = %s", key) == 7
+        assert _count(conn, "SELECT count(*) FROM order_line WHERE ol_w_id = 2 "
+                            "AND ol_d_id = %s AND ol_o_id = %s "
+                            "AND ol_delivery_d IS NULL", key) == 0
+    assert _count(conn, balance_sql, (d1_customer,)) == balance + d1_amount
+    assert check_consistency(conn).passed
+
+
+def test_stock_level_counts_distinct_low_stock_items_of_the_last_20_orders(conn) -> None:
+    expected = _count(conn, """
+        SELECT count(DISTINCT s_i_id) FROM district
+        JOIN order_line ON ol_w_id = d_w_id AND ol_d_id = d_id
+             AND ol_o_id BETWEEN d_next_o_id - 20 AND d_next_o_id - 1
+        JOIN stock ON s_w_id = d_w_id AND s_i_id = ol_i_id
+        WHERE d_w_id = 1 AND d_id = 2 AND s_quantity < 60""")
+    assert expected > 0
+    assert _count(conn, "SELECT tprocc_stock_level(1, 2, 60)") == expected
