@@ -165,3 +165,21 @@ def test_force_never_replaces_a_foreign_table_with_our_name(scratch_db: Connecti
             "SELECT attname FROM pg_attribute WHERE attrelid = 'warehouse'::regclass "
             "AND attnum > 0")]
     assert columns == ["precious"]
+
+
+def test_an_interrupted_load_is_rebuilt_without_force(scratch_db: ConnectionInfo) -> None:
+    def interrupt(report: LoadProgress) -> None:
+        if report.warehouses_done >= 1:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        load(scratch_db, LoadOptions(warehouses=3, workers=2), interrupt)
+    with psycopg.connect(scratch_db.conninfo()) as conn:
+        state = dataset.inspect(conn, WORKLOAD, "warehouses=3", list(TABLES))
+        busy = conn.execute("""SELECT count(*) FROM pg_stat_activity
+                               WHERE datname = current_database()
+                                 AND pid <> pg_backend_pid()""").fetchone()[0]
+    assert not state.reusable and not state.foreign_tables
+    assert busy == 0  # the other loader connection was cancelled and closed
+    result = load(scratch_db, LoadOptions(warehouses=1))
+    assert not result.reused and _counts(scratch_db)["warehouse"] == 1

@@ -14,6 +14,7 @@ from pgdyno.workloads.tprocc import (
     SCRIPT_ORDER,
     ConditionResult,
     ConsistencyReport,
+    IdealComparison,
     LoadOptions,
     LoadProgress,
     LoadResult,
@@ -23,8 +24,10 @@ from pgdyno.workloads.tprocc import (
     ScriptSet,
     Snapshot,
     ThroughputMetrics,
+    against_ideal,
     generate,
     ideal_nopm,
+    interval_series,
     parse_warehouses,
     schema,
     script_for,
@@ -143,6 +146,17 @@ def test_throughput_from_two_snapshots() -> None:
         throughput(end, start, warehouses=1)
 
 
+def test_interval_series_and_ideal_comparison() -> None:
+    snaps = [Snapshot(time_s=t, sum_next_o_id=30_010 + n, xact_commit=c, xact_rollback=0)
+             for t, n, c in ((0, 0, 0), (6, 10, 30), (12, 13, 40))]
+    series = interval_series(snaps, warehouses=1)
+    assert [round(m.nopm) for m in series] == [100, 30]
+    fine = against_ideal(series[0], time_scale=0.1)
+    assert fine.ideal_nopm == pytest.approx(128.6, rel=0.001)
+    assert fine.ratio == pytest.approx(100 / 128.6, rel=0.001) and fine.saturated
+    assert not against_ideal(series[0], time_scale=0.12).saturated
+
+
 def test_options_validation() -> None:
     with pytest.raises(UsageError):
         ScriptOptions(warehouses=0)
@@ -172,6 +186,8 @@ def _sample(cls):
         Snapshot: Snapshot(time_s=1.5, sum_next_o_id=3, xact_commit=4, xact_rollback=5),
         ThroughputMetrics: ThroughputMetrics(warehouses=2, duration_s=60, new_orders=5,
                                              transactions=9, nopm=5, tpm=9, efficiency=0.2),
+        IdealComparison: IdealComparison(warehouses=3, nopm=30.5, ideal_nopm=38.58,
+                                         ratio=0.79, saturated=True),
         ConditionResult: ConditionResult(number=2, description="x", passed=False, checked=3,
                                          violations=1, examples=("w=1 d=1: 3 / 2 / 2",)),
     }
@@ -185,7 +201,7 @@ def _sample(cls):
 
 @pytest.mark.parametrize("cls", [Mix, NURandConstants, ScriptOptions, LoadOptions,
                                  LoadProgress, LoadResult, Snapshot, ThroughputMetrics,
-                                 ConditionResult, ConsistencyReport, ScriptSet])
+                                 IdealComparison, ConditionResult, ConsistencyReport, ScriptSet])
 def test_round_trip_over_every_field(cls) -> None:
     obj = _sample(cls)
     data = json.loads(json.dumps(obj.to_dict()))

@@ -55,7 +55,11 @@ def load(target: ConnectionInfo, options: LoadOptions,
             return _reused(conn, options, workers)
         dataset.check_can_initialise(state, target.dbname, options.force)
         _refuse_name_collisions(state.foreign_tables)
+        # Claim the tables before touching them, under a size that never matches: an
+        # interrupted load is then neither reused nor mistaken for foreign tables.
         dataset.forget(conn, schema.WORKLOAD)
+        dataset.record(conn, schema.WORKLOAD, f"{options.size_key} (incomplete)",
+                       list(schema.TABLES), 0.0, __version__)
         schema.drop_tables(conn)
         schema.create_tables(conn, partitions)
         schema.install_functions(conn)

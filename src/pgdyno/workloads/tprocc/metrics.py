@@ -9,9 +9,21 @@ a window of minutes; NOPM has no such lag.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import psycopg
 
-from pgdyno.workloads.tprocc.model import IDEAL_NOPM_PER_WAREHOUSE, Snapshot, ThroughputMetrics
+from pgdyno.workloads.tprocc.model import (
+    IDEAL_NOPM_PER_WAREHOUSE,
+    IdealComparison,
+    Mix,
+    Snapshot,
+    ThroughputMetrics,
+)
+from pgdyno.workloads.tprocc.scripts import ideal_nopm
+
+SATURATION_RATIO = 0.9
+"""Real/ideal below this marks saturation (reference: below ~90%)."""
 
 _SNAPSHOT = """
 SELECT extract(epoch FROM clock_timestamp())::float8,
@@ -50,3 +62,18 @@ def throughput(start: Snapshot, end: Snapshot, warehouses: int) -> ThroughputMet
 def efficiency(nopm: float, warehouses: int) -> float:
     """NOPM against the compliant ceiling of 12.86 per warehouse."""
     return nopm / (IDEAL_NOPM_PER_WAREHOUSE * warehouses)
+
+
+def interval_series(snapshots: Sequence[Snapshot], warehouses: int) -> list[ThroughputMetrics]:
+    """NOPM/TPM per interval from snapshots sampled during a run (NOPM over time)."""
+    return [throughput(a, b, warehouses)
+            for a, b in zip(snapshots[:-1], snapshots[1:], strict=True)]
+
+
+def against_ideal(metrics: ThroughputMetrics, mix: Mix | None = None, time_scale: float = 1.0,
+                  threshold: float = SATURATION_RATIO) -> IdealComparison:
+    """Real NOPM of a compliant (keying/thinking) run against its ideal line."""
+    ideal = ideal_nopm(metrics.warehouses, mix, time_scale)
+    ratio = metrics.nopm / ideal
+    return IdealComparison(warehouses=metrics.warehouses, nopm=metrics.nopm,
+                           ideal_nopm=ideal, ratio=ratio, saturated=ratio < threshold)

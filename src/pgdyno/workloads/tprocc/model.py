@@ -279,6 +279,19 @@ class ThroughputMetrics(Serialisable):
 
 
 @dataclass(frozen=True)
+class IdealComparison(Serialisable):
+    """A compliant run against the ideal line (seed 003's "real / ideal")."""
+
+    warehouses: int
+    nopm: float
+    ideal_nopm: float
+    """What 10 terminals per warehouse reach with zero response time."""
+    ratio: float
+    saturated: bool
+    """ratio below the threshold (0.9 by default): the system no longer keeps up."""
+
+
+@dataclass(frozen=True)
 class ConditionResult(Serialisable):
     """One TPC-C consistency condition (clause 3.3.2)."""
 
