@@ -51,6 +51,8 @@ class JournalEntry:
     tps_verdict: str = ""
     """From a comparison with the previous run (needs >= 2 iterations each)."""
     timeline: list[tuple[int, float]] = field(default_factory=list)
+    """(end second, mean TPS) per block of ``timeline_block_s`` (5 s; 1 s for short runs)."""
+    timeline_block_s: int = 5
     notes: list[str] = field(default_factory=list)
     user_notes: list[str] = field(default_factory=list)
     root_cause: str = ""
@@ -74,13 +76,33 @@ def build_journal(runs: list[RunData]) -> list[JournalEntry]:
         if best is not None:
             its = run.iterations(best.clients)
             if its:
-                entry.timeline = five_second_table(its[0].timeline)
+                block = 5 if len(its[0].timeline) >= 10 else 1
+                entry.timeline = five_second_table(its[0].timeline, block)
+                entry.timeline_block_s = block
         entry.notes = auto_notes(run, runs)
         if run.status != "ok":
-            entry.root_cause = str(run.manifest.get("reason") or f"status {run.status}")
+            entry.root_cause = root_cause(str(run.manifest.get("reason") or
+                                              f"status {run.status}"))
         entries.append(entry)
     _rollbacks(entries, runs)
     return entries
+
+
+def root_cause(reason: str, limit: int = 3) -> str:
+    """The failure in a line: the reason's first clause and the server's FATAL/ERROR lines
+    (the run's reason carries whole server log tails; the run directory keeps them)."""
+    parts = [p.strip() for p in reason.replace("(", " | ").replace(")", " | ").split(" | ")]
+    serious = []
+    for part in parts:
+        for marker in ("PANIC:", "FATAL:", "ERROR:"):
+            if marker in part:
+                line = part[part.index(marker):]
+                if line not in serious and "the database system is starting up" not in line:
+                    serious.append(line)
+    head = reason.split("(")[0].split(";")[0].strip()
+    if not serious:
+        return reason if len(reason) <= 300 else reason[:300] + " …"
+    return f"{head}: " + "; ".join(serious[:limit])
 
 
 def headline(run: RunData) -> Headline | None:

@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import os
+import statistics
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,6 +26,7 @@ from rich.console import Console
 from pgdyno import serde
 from pgdyno.compare.interleave import run_one
 from pgdyno.compare.runs import load_run
+from pgdyno.compare.stats import estimate_change
 from pgdyno.errors import RunFailed, UsageError
 from pgdyno.results.rundir import write_json_atomic
 from pgdyno.runner.options import BenchOptions
@@ -35,12 +38,16 @@ SCALING_FILE = "scaling-check.json"
 class ScalingCheck:
     schema_version: int
     cores: list[int]
+    """Server cores of each run, in run order."""
     run_dirs: list[str]
     tps: list[float]
     """Per run: summary.json per_clients[max clients].tps_mean."""
     clients: int
     efficiency: float | None
-    """TPS(n cores) / (n/1 × TPS(1 core)) for the largest n: 1.0 is linear."""
+    """Geometric mean TPS at the most cores ÷ (core ratio × that at the fewest): 1.0 is linear."""
+    efficiency_low: float | None = None
+    efficiency_high: float | None = None
+    """95% interval (Welch on log TPS) when each core count ran at least twice."""
     pinned_pids: list[int] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
@@ -84,7 +91,7 @@ class ServerPinner(threading.Thread):
 
 
 def run_scaling_check(base: BenchOptions, console: Console | None = None,
-                      core_counts: tuple[int, ...] = (1, 2)) -> ScalingCheck:
+                      core_counts: tuple[int, ...] = (1, 2), pairs: int = 1) -> ScalingCheck:
     if base.target.kind == "dsn":
         raise UsageError("scaling check: pgdyno must own the server to pin it; not with --dsn")
     allowed = sorted(os.sched_getaffinity(0))
@@ -95,9 +102,12 @@ def run_scaling_check(base: BenchOptions, console: Console | None = None,
 
     data_dir = open_target(base.target).data_dir
     opts = dataclasses.replace(base, clients=(max(base.clients),))
-    check = ScalingCheck(schema_version=1, cores=list(core_counts), run_dirs=[], tps=[],
+    check = ScalingCheck(schema_version=1, cores=[], run_dirs=[], tps=[],
                          clients=opts.clients[0], efficiency=None)
-    for cores in core_counts:
+    # counterbalanced like compare (1 2 2 1 ...) so that drift does not favour one count
+    order = [c for i in range(pairs) for c in (core_counts if i % 2 == 0
+                                               else tuple(reversed(core_counts)))]
+    for cores in order:
         cpus = set(allowed[:cores])
         pinner = ServerPinner(data_dir, cpus)
         pinner.start()
@@ -114,14 +124,27 @@ def run_scaling_check(base: BenchOptions, console: Console | None = None,
         if not pinner.pinned:
             check.notes.append(f"{cores} core(s): no server process was seen to pin")
         c = load_run(run_dir).clients(opts.clients[0])
+        check.cores.append(cores)
         check.run_dirs.append(str(run_dir))
         check.tps.append(c.tps_mean if c else float("nan"))
-    if check.tps[0] and check.tps[0] == check.tps[0]:
-        ratio = core_counts[-1] / core_counts[0]
-        check.efficiency = check.tps[-1] / (ratio * check.tps[0])
+    _efficiency(check, min(core_counts), max(core_counts))
     for run_dir in check.run_dirs:
         write_json_atomic(Path(run_dir) / SCALING_FILE, serde.to_dict(check))
     return check
+
+
+def _efficiency(check: ScalingCheck, few: int, many: int) -> None:
+    low = [t for c, t in zip(check.cores, check.tps, strict=True) if c == few and t > 0]
+    high = [t for c, t in zip(check.cores, check.tps, strict=True) if c == many and t > 0]
+    if not low or not high:
+        return
+    ratio = many / few
+    check.efficiency = math.exp(statistics.fmean(map(math.log, high))
+                                - statistics.fmean(map(math.log, low))) / ratio
+    est = estimate_change(low, high)
+    if not math.isnan(est.low_pct):
+        check.efficiency_low = (1 + est.low_pct / 100) / ratio
+        check.efficiency_high = (1 + est.high_pct / 100) / ratio
 
 
 def load_scaling(run_dir: Path) -> ScalingCheck | None:

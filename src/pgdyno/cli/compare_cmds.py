@@ -196,6 +196,8 @@ def scaling_check(
     via: str = VIA, results_dir: Path = RESULTS, context: str | None = CONTEXT,
     config: str = CONFIG, set_: list[str] = SET, workdir: Path | None = WORKDIR,
     pg_bin: Path | None = PG_BIN, telemetry: bool = TELEMETRY, progress: bool = PROGRESS,
+    pairs: int = typer.Option(1, help="runs per core count (1 2 2 1 order); 2+ gives an "
+                                      "interval"),
 ) -> None:
     """The same workload with the server pinned to 1 and to 2 cores: is scaling linear?"""
     from pgdyno.campaign.scaling import run_scaling_check
@@ -203,11 +205,15 @@ def scaling_check(
     opts = _bench_options(workload, **_run_args(
         scale, clients, duration, warmup, iterations, protocol, via, results_dir, context,
         config, set_, workdir, pg_bin, telemetry, progress))
-    check = run_scaling_check(opts, Console(stderr=True))
+    if pairs < 1:
+        raise UsageError(f"--pairs {pairs}: must be 1 or more")
+    check = run_scaling_check(opts, Console(stderr=True), pairs=pairs)
     for cores, tps in zip(check.cores, check.tps, strict=True):
         typer.echo(f"{cores} core(s): {tps:,.1f} TPS")
     if check.efficiency is not None:
-        typer.echo(f"efficiency: {100 * check.efficiency:.0f}% of linear")
+        extra = (f" (95% interval {100 * check.efficiency_low:.0f}-"
+                 f"{100 * check.efficiency_high:.0f}%)" if check.efficiency_low else "")
+        typer.echo(f"efficiency: {100 * check.efficiency:.0f}% of linear{extra}")
 
 
 # ----- journal and context report ---------------------------------------------------------

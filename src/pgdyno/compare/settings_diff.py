@@ -33,8 +33,11 @@ def settings_diff(before: dict[str, Any], after: dict[str, Any]) -> list[Setting
     """Changes from manifest ``before`` to manifest ``after``, PostgreSQL settings first."""
     out: list[SettingChange] = []
     a_cfg, b_cfg = before.get("config") or {}, after.get("config") or {}
-    a_set = _settings(before)
-    b_set = _settings(after)
+    # The server's own view when both servers answered; else what pgdyno wrote for each
+    # (a server that failed to start reported nothing, and every setting would seem changed).
+    both = all((m.get("server") or {}).get("non_default_settings") is not None
+               for m in (before, after))
+    a_set, b_set = _settings(before, both), _settings(after, both)
     sources = b_cfg.get("sources") or {}
     for name in sorted(set(a_set) | set(b_set), key=str.lower):
         old, new = a_set.get(name, DEFAULT), b_set.get(name, DEFAULT)
@@ -50,7 +53,7 @@ def settings_diff(before: dict[str, Any], after: dict[str, Any]) -> list[Setting
             out.append(SettingChange("benchmark", key, _text(a_opt.get(key)),
                                      _text(b_opt.get(key))))
     a_srv, b_srv = before.get("server") or {}, after.get("server") or {}
-    if a_srv.get("version") != b_srv.get("version"):
+    if a_srv.get("version") and b_srv.get("version") and a_srv["version"] != b_srv["version"]:
         out.append(SettingChange("server", "PostgreSQL", _text(a_srv.get("version")),
                                  _text(b_srv.get("version"))))
     a_host, b_host = before.get("host") or {}, after.get("host") or {}
@@ -66,11 +69,12 @@ def settings_diff(before: dict[str, Any], after: dict[str, Any]) -> list[Setting
     return out
 
 
-def _settings(manifest: dict[str, Any]) -> dict[str, str]:
-    server = (manifest.get("server") or {}).get("non_default_settings")
-    if server is None:  # the server never answered (failed start): use what pgdyno wrote
-        server = (manifest.get("config") or {}).get("pg_settings") or {}
-    return {k: str(v) for k, v in server.items() if k not in VOLATILE}
+def _settings(manifest: dict[str, Any], from_server: bool) -> dict[str, str]:
+    if from_server:
+        values = (manifest.get("server") or {}).get("non_default_settings") or {}
+    else:
+        values = (manifest.get("config") or {}).get("pg_settings") or {}
+    return {k: str(v) for k, v in values.items() if k not in VOLATILE}
 
 
 def changes_block(changes: list[SettingChange]) -> str:

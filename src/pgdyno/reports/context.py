@@ -26,6 +26,8 @@ from pgdyno.reports import html, markdown
 from pgdyno.reports.document import Document, Section, Table, fmt
 from pgdyno.results.rundir import write_json_atomic
 
+LINEAR = 0.85
+"""Scaling efficiency from which the linear projection is called plausible."""
 HEADROOM = 0.8
 """Recommend a size while sustained load stays under 80% of its measured TPS."""
 
@@ -294,7 +296,7 @@ def _journal(rep: ContextReport) -> Section:
                 body.append(f"TPS change vs run {e.previous}: {pct(e.tps_change_pct)} "
                             f"({e.tps_verdict or 'no interval'})")
         if e.timeline:
-            body.append("Timeline (iteration 1, 5 s means):\n" + "\n".join(
+            body.append(f"Timeline (iteration 1, {e.timeline_block_s} s means):\n" + "\n".join(
                 f"{end:>4}s: {tps:>10,.0f} TPS" for end, tps in e.timeline))
         body += [f"Note: {n}" for n in e.notes]
         body += [f"User note: {n}" for n in e.user_notes]
@@ -436,12 +438,26 @@ def _scaling(rep: ContextReport) -> Section:
                               caption=f"Measured check, {c.clients} clients, server pinned "
                                       "by CPU affinity (pgbench not pinned)"))
         if c.efficiency is not None:
-            verdict = ("holds" if c.efficiency >= 0.85 else "does not hold")
-            s.paragraphs.append(f"Scaling efficiency {c.cores[0]}→{c.cores[-1]} cores: "
-                                f"**{100 * c.efficiency:.0f}%** of linear: the linear "
-                                f"assumption {verdict} here (85% threshold).")
+            s.paragraphs.append(_efficiency_text(c))
         s.paragraphs += [f"Note: {n}" for n in c.notes]
     return s
+
+
+def _efficiency_text(c: ScalingCheck) -> str:
+    text = (f"Scaling efficiency {min(c.cores)}→{max(c.cores)} cores: "
+            f"**{100 * c.efficiency:.0f}%** of linear")
+    if c.efficiency_low is None:
+        return (text + f" (one run per core count: no interval; the linear assumption "
+                f"{'looks plausible' if c.efficiency >= LINEAR else 'looks doubtful'} here, "
+                f"{100 * LINEAR:.0f}% threshold; `--pairs 3` measures it with an interval).")
+    interval_text = f"95% interval {100 * c.efficiency_low:.0f}–{100 * c.efficiency_high:.0f}%"
+    if c.efficiency_low >= LINEAR:
+        verdict = "holds here"
+    elif c.efficiency_high < LINEAR:
+        verdict = "does not hold here"
+    else:
+        verdict = "cannot be confirmed or rejected at this noise"
+    return f"{text} ({interval_text}): the linear assumption {verdict} ({100 * LINEAR:.0f}%)."
 
 
 def _recommendations(rep: ContextReport) -> Section:
@@ -473,7 +489,7 @@ def _recommendations(rep: ContextReport) -> Section:
         if ratio < 0.85:
             recs.append(f"Cold cache runs at {100 * ratio:.0f}% of warm: pre-warm after "
                         "restarts (pg_prewarm) or size for the cold figure.")
-    if rep.scaling and rep.scaling.efficiency is not None and rep.scaling.efficiency < 0.85:
+    if rep.scaling and rep.scaling.efficiency is not None and rep.scaling.efficiency < LINEAR:
         recs.append("Measured scaling is sub-linear: expect less than the projected TPS on "
                     "larger sizes; measure there before buying.")
     s.paragraphs += [f"- {r}" for r in recs]

@@ -1,0 +1,61 @@
+"""Pure parts of campaigns and reports: scaling efficiency, root causes, telemetry metrics."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+
+from pgdyno.campaign.journal import root_cause
+from pgdyno.campaign.scaling import ScalingCheck, _efficiency
+from pgdyno.compare.core import run_metric
+from pgdyno.compare.runs import RunData, add_note, read_notes
+
+
+def test_efficiency_and_its_interval() -> None:
+    check = ScalingCheck(1, [1, 2, 2, 1], [], [100.0, 190.0, 200.0, 105.0], 4, None)
+    _efficiency(check, 1, 2)
+    geo = math.sqrt(190 * 200) / math.sqrt(100 * 105)
+    assert check.efficiency == pytest.approx(geo / 2)
+    assert check.efficiency_low < check.efficiency < check.efficiency_high
+
+
+def test_efficiency_without_repeats_has_no_interval() -> None:
+    check = ScalingCheck(1, [1, 2], [], [100.0, 150.0], 4, None)
+    _efficiency(check, 1, 2)
+    assert check.efficiency == pytest.approx(0.75)
+    assert check.efficiency_low is None
+
+
+def test_root_cause_keeps_the_fatal_line() -> None:
+    reason = ("the server did not start (PostgreSQL exited during start (code 1); server log "
+              "x.log: 2026 LOG:  starting | 2026 FATAL:  the database system is starting up | "
+              "2026 FATAL:  could not access file \"nope\": No such file or directory)")
+    assert root_cause(reason) == ('the server did not start: FATAL:  could not access file '
+                                  '"nope": No such file or directory')
+    assert root_cause("pgbench exited with code 2") == "pgbench exited with code 2"
+
+
+def test_run_metrics_from_telemetry() -> None:
+    telemetry = {"cpu": {"busy": {"avg": 93.5}}, "wal": {"bytes_per_s": 2 * 2**20},
+                 "roles": [{"role": "data", "device": "vda"}, {"role": "wal", "device": "vdb"}],
+                 "devices": [{"device": "vda", "w_s": {"avg": 120.0}, "r_s": {"avg": 3.0}},
+                             {"device": "vdb", "w_s": {"avg": 400.0}}]}
+    run = RunData(path=Path("/nonexistent"), manifest={}, summary=None, telemetry=telemetry)
+    assert run_metric(run, "cpu_busy_pct") == 93.5
+    assert run_metric(run, "wal_mb_s") == 2.0
+    assert run_metric(run, "data_write_iops") == 120.0
+    assert run_metric(run, "data_read_iops") == 3.0
+    assert run_metric(run, "wal_write_iops") == 400.0
+    assert run_metric(run, "wal_read_iops") is None
+    bare = RunData(path=Path("/nonexistent"), manifest={}, summary=None)
+    assert run_metric(bare, "cpu_busy_pct") is None
+
+
+def test_notes_are_kept_in_an_editable_file(tmp_path: Path) -> None:
+    add_note(tmp_path, "checkpoint   at 30 s", "2026-01-01T00:00:00Z")
+    with (tmp_path / "notes.md").open("a") as fh:
+        fh.write("- added by hand\n")
+    assert read_notes(tmp_path) == ["2026-01-01T00:00:00Z: checkpoint at 30 s",
+                                    "added by hand"]

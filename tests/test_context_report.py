@@ -1,0 +1,181 @@
+"""The context report from a real campaign of three configs (one of them breaks the server),
+a validation run and a scaling check: every section present, every figure traceable."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+from typer.testing import CliRunner
+
+from pgdyno.campaign.runner import run_campaign
+from pgdyno.campaign.scaling import run_scaling_check
+from pgdyno.campaign.spec import load_spec
+from pgdyno.campaign.validation import run_validation
+from pgdyno.compare.runs import read_notes
+from pgdyno.reports.document import fmt
+from tests.conftest import make_shared_dir, postgres_processes
+
+CONTEXT = "ctx--simple-update"
+CAMPAIGN = f"""
+[campaign]
+name = "ctx"
+context = "{CONTEXT}"
+hardware = "r8g.large"
+workloads = ["simple-update"]
+clients = [4]
+repeat = 2
+
+[bench]
+scale = 1
+duration = 2
+warmup = 1
+iterations = 1
+telemetry = false
+
+[[config]]
+label = "default"
+
+[[config]]
+label = "async"
+set = ["synchronous_commit=off"]
+
+[[config]]
+label = "broken"
+set = ["shared_preload_libraries=pgdyno_no_such_library"]
+"""
+SECTIONS = ["1. Summary", "2. Configuration matrix", "3. Sizing math", "4. Benchmark journal",
+            "5. Validation runs", "6. Key findings", "7. Price/performance",
+            "8. Differences against another context", "9. Hardware limits",
+            "10. Scaling projection", "11. Recommendations", "12. File references"]
+
+
+@pytest.fixture(scope="module")
+def context(workdir: Path) -> Path:
+    results = make_shared_dir("pgdyno-context-")
+    spec_file = results / "ctx.toml"
+    spec_file.write_text(CAMPAIGN)
+    spec = load_spec(spec_file, results)
+    quiet = Console(quiet=True)
+    outcome = run_campaign(spec, quiet, show_progress=False)
+    assert sorted(outcome.failed) == ["r1:simple-update:broken", "r2:simple-update:broken"]
+    assert len(outcome.ran) == 4
+    base = spec.options_for(spec.cells()[0])
+    validation = run_validation(base, quiet)
+    assert [s.name for s in validation.states] == ["cold", "warming", "warm",
+                                                   "after CHECKPOINT"]
+    check = run_scaling_check(base, quiet)
+    assert check.cores == [1, 2] and check.pinned_pids
+    assert postgres_processes(str(workdir)) == []
+    return results
+
+
+def _report(results: Path) -> str:
+    import typer
+
+    from pgdyno.cli import compare_cmds
+
+    app = typer.Typer()
+    compare_cmds.register(app)
+    res = CliRunner().invoke(app, ["context-report", CONTEXT, "--results-dir", str(results)])
+    assert res.exit_code == 0, res.output
+    return (results / CONTEXT / "context-report.md").read_text()
+
+
+def _table(md: str, caption_start: str) -> list[list[str]]:
+    lines = md[md.index(f"*{caption_start}"):].splitlines()
+    rows = []
+    for line in lines[2:]:
+        if not line.startswith("|"):
+            break
+        rows.append([c.strip() for c in line.strip("|").split("|")])
+    return rows[2:] if rows and rows[1][0].startswith("---") else rows[1:]
+
+
+def test_every_section_is_present(context: Path) -> None:
+    md = _report(context)
+    titles = re.findall(r"^## (.+)$", md, re.M)
+    assert titles == SECTIONS
+    html = (context / CONTEXT / "context-report.html").read_text()
+    assert all(t in html for t in ("Benchmark journal", "Price/performance"))
+
+
+def test_headline_figures_trace_to_summary_json(context: Path) -> None:
+    md = _report(context)
+    rows = _table(md, "Headline results")
+    assert {r[0] for r in rows} >= {"default", "async"}
+    for _label, run, clients, tps, lat, sd, p99, tx, failed in rows:
+        summary = json.loads((context / CONTEXT / run / "summary.json").read_text())
+        c = next(c for c in summary["per_clients"] if c["clients"] == int(clients))
+        assert tps == fmt(c["tps_mean"], 1)
+        assert lat == fmt(c["latency"]["mean_ms"], 3)
+        assert sd == fmt(c["latency"]["stddev_ms"], 3)
+        assert p99 == fmt(c["latency"]["percentiles_ms"]["p99"], 3)
+        assert tx == str(c["transactions"]) and failed == str(c["failed"])
+
+
+def test_validation_and_scaling_figures_trace_to_timelines(context: Path) -> None:
+    md = _report(context)
+    rows = _table(md, "Run ")  # validation table caption: "Run <dir>"
+    assert [r[0] for r in rows] == ["cold", "warming", "warm", "after CHECKPOINT"]
+    run_dir = Path(md[md.index("*Run ") + 5:].split("*")[0])
+    summary = json.loads((run_dir / "summary.json").read_text())
+    for state, tps, _lat, seconds, where in rows:
+        it_no, first, last = map(int, re.findall(r"\d+", where)[:3])
+        it = summary["iterations"][it_no - 1]
+        points = [p for p in it["timeline"] if first <= p["t_s"] < last]
+        assert int(seconds) == len(points)
+        assert tps == fmt(sum(p["tps"] for p in points) / len(points), 1), state
+    scaling = _table(md, "Measured check")
+    assert [r[0] for r in scaling] == ["1", "2"]
+    for _cores, tps, run in scaling:
+        summary = json.loads((context / CONTEXT / run / "summary.json").read_text())
+        assert tps == fmt(summary["per_clients"][0]["tps_mean"], 1)
+    assert "Scaling efficiency 1→2 cores" in md
+
+
+def test_journal_has_changes_failures_and_rollback(context: Path) -> None:
+    md = _report(context)
+    journal = md[md.index("## 4. Benchmark journal"):md.index("## 5.")]
+    assert "synchronous_commit = off" in journal
+    assert "Root cause:" in journal and "pgdyno_no_such_library" in journal
+    assert "rolled back: run 5 returned to the settings of run 2" in journal
+    assert "Timeline (iteration 1, 1 s means)" in journal  # 3 s runs: 1 s blocks
+
+
+def test_prices_and_projection_from_profile(context: Path) -> None:
+    md = _report(context)
+    prices = md[md.index("## 7. Price/performance"):md.index("## 8.")]
+    from pgdyno.config import load_hardware
+
+    large = load_hardware("r8g.large")
+    row = next(line for line in prices.splitlines() if line.startswith("| r8g.large |"))
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    tps = float(cells[2].replace(",", ""))
+    assert cells[4] == f"${large.price_month_usd:,.2f}"
+    assert math.isclose(float(cells[5]), tps / large.price_month_usd, rel_tol=0.01)
+    assert "Assumption: throughput grows linearly" in md
+
+
+def test_key_findings_and_notes(context: Path) -> None:
+    import typer
+
+    from pgdyno.cli import compare_cmds
+
+    app = typer.Typer()
+    compare_cmds.register(app)
+    run = sorted((context / CONTEXT).glob("simple-update-*"))[0]
+    res = CliRunner().invoke(app, ["note", str(run), "first run after reboot",
+                                   "--results-dir", str(context)])
+    assert res.exit_code == 0, res.output
+    assert read_notes(run)[-1].endswith("first run after reboot")
+    md = _report(context)
+    assert "User note:" in md and "first run after reboot" in md
+    findings = md[md.index("## 6. Key findings"):md.index("## 7.")]
+    assert "async: tps" in findings
+    res = CliRunner().invoke(app, ["journal", CONTEXT, "--results-dir", str(context)])
+    assert res.exit_code == 0 and "first run after reboot" in res.output
