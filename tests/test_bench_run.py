@@ -84,6 +84,10 @@ def test_report_has_seed_tables_and_plots(sweep_run: Path) -> None:
                 self.images.append(dict(attrs)["src"])
             self.tables += tag == "table"
 
+        def handle_startendtag(self, tag, attrs):  # <img ... /> opens nothing
+            if tag == "img":
+                self.images.append(dict(attrs)["src"])
+
         def handle_endtag(self, tag):
             assert self.stack and self.stack[-1] == tag, f"unbalanced </{tag}>"
             self.stack.pop()
@@ -91,7 +95,7 @@ def test_report_has_seed_tables_and_plots(sweep_run: Path) -> None:
     parser = Collector()
     parser.feed((sweep_run / "report.html").read_text())
     assert parser.stack == []
-    assert len(parser.images) >= 4
+    assert len(parser.images) >= 4 + 3 * 2  # run plots, then telemetry plots per client count
     assert all(src.startswith("data:image/png;base64,") for src in parser.images)
     assert parser.tables >= 5
 

@@ -14,6 +14,8 @@ import numpy as np
 
 from pgdyno.analysis.histogram import PERCENTILES, LatencyHistogram
 from pgdyno.analysis.pgbench_log import LogStats, ScriptStats
+from pgdyno.analysis.telemetry import TelemetrySummary
+from pgdyno.analysis.verdict import Verdict
 
 SCHEMA_VERSION = 1
 HIGH_CV = 0.10
@@ -113,6 +115,9 @@ class IterationSummary:
     log_files: list[str]
     pgbench_tps: float | None = None
     """tps as pgbench printed it (includes the warm-up): a cross-check, not a result."""
+    telemetry: TelemetrySummary | None = None
+    """Host and server telemetry over the measured window (None when sampling was off)."""
+    verdict: Verdict | None = None
 
 
 @dataclass

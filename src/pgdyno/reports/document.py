@@ -50,7 +50,8 @@ def fmt(value: float | None, digits: int = 2) -> str:
 
 
 def build_document(summary: RunSummary, manifest: dict, plan: RunPlan,
-                   images: dict[str, str]) -> Document:
+                   images: dict[str, str], insights: list[Section] | tuple = ()) -> Document:
+    """The report; ``insights`` (telemetry, verdicts) go after the throughput and latency."""
     sections = [
         _overview(summary, manifest, plan),
         _environment(manifest, plan),
@@ -61,7 +62,7 @@ def build_document(summary: RunSummary, manifest: dict, plan: RunPlan,
         sections.append(_fixed_rate(summary, plan))
     if any(c.scripts for c in summary.per_clients):
         sections.append(_scripts(summary))
-    sections += [_iterations(summary), _timeline(summary)]
+    sections += [*insights, _iterations(summary), _timeline(summary)]
     if summary.warnings:
         sections.append(_warnings(summary))
     sections.append(_files(manifest, plan))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import re
 from pathlib import Path
 
 import jinja2
@@ -11,6 +12,7 @@ from pgdyno.analysis.summary import RunSummary
 from pgdyno.reports.document import Document, build_document
 from pgdyno.results.rundir import RunPlan
 
+_IMG_SRC = re.compile(r'src="(plots/[^"]+\.png)"')
 _ENV = jinja2.Environment(
     loader=jinja2.PackageLoader("pgdyno.reports", "templates"),
     autoescape=jinja2.select_autoescape(["html", "j2"]),
@@ -18,10 +20,9 @@ _ENV = jinja2.Environment(
 
 
 def render(summary: RunSummary, manifest: dict, plan: RunPlan, images: dict[str, str],
-           extra_sections=(), base_dir: Path | None = None) -> str:
-    doc = build_document(summary, manifest, plan, images)
-    doc.sections.extend(extra_sections)
-    return render_document(doc, base_dir or Path(manifest.get("run_dir", ".")))
+           extra_sections=(), *, base_dir: Path) -> str:
+    doc = build_document(summary, manifest, plan, images, list(extra_sections))
+    return render_document(doc, base_dir)
 
 
 def render_document(doc: Document, base_dir: Path) -> str:
@@ -33,7 +34,10 @@ def render_document(doc: Document, base_dir: Path) -> str:
         import markdown_it
 
         # Raw HTML stays escaped: report text may quote server log lines.
-        return markdown_it.MarkdownIt("commonmark", {"html": False}).enable("table").render(text)
+        parser = markdown_it.MarkdownIt("commonmark", {"html": False}).enable("table")
+        rendered = parser.render(text)
+        # Images referenced by relative path are embedded, so the page stands alone.
+        return _IMG_SRC.sub(lambda m: f'src="{data_uri(m.group(1))}"', rendered)
 
     return _ENV.get_template("report.html.j2").render(
         doc=doc, data_uri=data_uri, markdown_block=markdown_block)

@@ -9,8 +9,7 @@ from pgdyno.results.rundir import RunPlan
 
 def render(summary: RunSummary, manifest: dict, plan: RunPlan, images: dict[str, str],
            extra_sections=()) -> str:
-    doc = build_document(summary, manifest, plan, images)
-    doc.sections.extend(extra_sections)
+    doc = build_document(summary, manifest, plan, images, list(extra_sections))
     return render_document(doc)
 
 

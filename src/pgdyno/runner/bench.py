@@ -234,6 +234,7 @@ def _run_iteration(opts: BenchOptions, target: Target, conn, run_dir: RunDirecto
     plan.records.append(record)
     run_dir.save_plan(plan)
     _checkpoint(conn)
+    recorder = _start_telemetry(opts, target, it_dir)
     task = progress.add_task(f"{clients} clients, iteration {iteration}", total=iplan.seconds,
                              status="starting")
 
@@ -242,12 +243,17 @@ def _run_iteration(opts: BenchOptions, target: Target, conn, run_dir: RunDirecto
         progress.update(task, completed=t, status=f"{phase} {tps:,.0f} tps, {lat:.2f} ms")
 
     try:
+        if recorder is not None:
+            recorder.mark("pgbench_start")
         outcome = pgbench.run_pgbench(cmd, conn, it_dir / "stdout.txt", it_dir / "stderr.txt",
                                       on_progress)
     except KeyboardInterrupt:
         record.status = "interrupted"
         raise
     finally:
+        if recorder is not None:
+            recorder.mark("pgbench_end")
+            recorder.stop()
         record.ended_at = utc_now()
         if record.status == "running":
             record.status = "pending"
@@ -268,6 +274,23 @@ def _run_iteration(opts: BenchOptions, target: Target, conn, run_dir: RunDirecto
                         f"iteration {iteration}: {detail}")
     record.status = "ok"
     run_dir.save_plan(plan)
+
+
+def _start_telemetry(opts: BenchOptions, target: Target, it_dir: Path):
+    """Samplers for this iteration, writing under ``it_dir/telemetry`` (None when off)."""
+    if not opts.telemetry:
+        return None
+    from pgdyno.telemetry import TelemetryConfig, TelemetryRecorder
+
+    local = target.kind != "dsn"
+    recorder = TelemetryRecorder(
+        raw_dir=it_dir, conn=target.admin_connection(),
+        data_dir=target.data_dir if local else None,
+        wal_dir=target.effective_wal_dir if local else None,
+        server_log=target.log_path if local else None,
+        server_log_offset=target.log_size(), config=TelemetryConfig())
+    recorder.start()
+    return recorder
 
 
 def _compress_logs(it_dir: Path, root: Path, out: list[str]) -> None:
