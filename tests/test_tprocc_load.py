@@ -183,3 +183,13 @@ def test_an_interrupted_load_is_rebuilt_without_force(scratch_db: ConnectionInfo
     assert busy == 0  # the other loader connection was cancelled and closed
     result = load(scratch_db, LoadOptions(warehouses=1))
     assert not result.reused and _counts(scratch_db)["warehouse"] == 1
+
+
+def test_a_rebuild_never_drops_objects_of_the_user(scratch_db: ConnectionInfo) -> None:
+    load(scratch_db, LoadOptions(warehouses=1))
+    with psycopg.connect(scratch_db.conninfo(), autocommit=True) as conn:
+        conn.execute("CREATE VIEW my_report AS SELECT w_id FROM warehouse")
+    with pytest.raises(UsageError, match="my_report"):
+        load(scratch_db, LoadOptions(warehouses=2, force=True))
+    with psycopg.connect(scratch_db.conninfo()) as conn:
+        assert conn.execute("SELECT count(*) FROM my_report").fetchone() == (1,)

@@ -14,6 +14,8 @@ from importlib import resources
 import psycopg
 from psycopg import sql
 
+from pgdyno.errors import UsageError
+
 WORKLOAD = "tprocc"
 """The name the dataset is recorded under (pgdyno_dataset.workload)."""
 
@@ -75,9 +77,18 @@ def sql_text(name: str) -> str:
 
 
 def drop_tables(conn: psycopg.Connection) -> None:
-    """Drop only the TPROC-C tables (a rebuild); nothing else in the database is touched."""
+    """Drop only the TPROC-C tables (a rebuild); nothing else in the database is touched.
+
+    No CASCADE: a view or key of the user's that depends on one of them stops the
+    rebuild with an error instead of disappearing with it."""
     for table in TABLES:
-        conn.execute(sql.SQL("DROP TABLE IF EXISTS {} CASCADE").format(sql.Identifier(table)))
+        try:
+            conn.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(sql.Identifier(table)))
+        except psycopg.errors.DependentObjectsStillExist as exc:
+            raise UsageError(
+                f"cannot rebuild TPROC-C: other objects depend on table {table} "
+                f"({exc.diag.message_detail or exc}); drop them or use another database"
+            ) from None
 
 
 def create_tables(conn: psycopg.Connection, partitions: int) -> None:
