@@ -207,3 +207,18 @@ def test_round_trip_over_every_field(cls) -> None:
     data = json.loads(json.dumps(obj.to_dict()))
     assert set(data) == {f.name for f in dataclasses.fields(cls)}
     assert cls.from_dict(data) == obj
+
+
+def test_partitioning_is_automatic_only_for_large_datasets() -> None:
+    assert schema.auto_partitions(199) == 0
+    assert schema.auto_partitions(200) == 16
+    assert schema.auto_partitions(9450) == 64
+    first, after = schema.key_jobs(500, 4)
+    tables = [job.table for job in first]
+    assert tables[0] == "stock" and "order_line" not in tables
+    assert [f"order_line_p{r}" for r in range(4)] == [t for t in tables if "order_line" in t]
+    assert [job.table for job in after] == ["order_line"]
+    assert schema.key_jobs(10, 0)[1] == []
+    statements = [s.as_string() for s in schema.vacuum_statements(4, 180000)]
+    assert statements[-1] == 'ANALYZE ONLY "order_line"'
+    assert len(schema.vacuum_statements(4, 170000)) == len(statements) - 1

@@ -49,6 +49,8 @@ SCRIPT_ORDER: tuple[tuple[str, str, str], ...] = (
 )
 """(script name, transaction type, outcome) by script_no."""
 
+_TRANSACTION_OF = {name: transaction for name, transaction, _ in SCRIPT_ORDER}
+
 WEIGHT_SCALE = 100
 """pgbench weights are integers: percent x 100 keeps 0.01% of resolution."""
 
@@ -164,7 +166,7 @@ class _Generator:
         self.w = options.warehouses
 
     def script(self, name: str) -> str:
-        transaction = SCRIPT_ORDER[[s[0] for s in SCRIPT_ORDER].index(name)][1]
+        transaction = _TRANSACTION_OF[name]
         body = {
             "new_order": lambda: self._new_order(rollback=False),
             "new_order_rollback": lambda: self._new_order(rollback=True),
