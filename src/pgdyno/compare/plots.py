@@ -45,8 +45,10 @@ def _timelines(a: list[RunData], b: list[RunData], clients: int, cmp: Comparison
         first = True
         for run in runs:
             for it in run.iterations(clients):
-                xs = [p.t_s for p in it.timeline]
-                ax.plot(xs, [p.tps for p in it.timeline], lw=1, alpha=0.8, color=COLOURS[side],
+                # the last second is usually partial (pgbench stopping): not a drop in TPS
+                points = [p for p in it.timeline if p.t_s < it.warmup_s + it.duration_s]
+                xs = [p.t_s for p in points]
+                ax.plot(xs, [p.tps for p in points], lw=1, alpha=0.8, color=COLOURS[side],
                         label=f"{side}: {label}" if first else None)
                 first, drawn = False, True
     if not drawn:

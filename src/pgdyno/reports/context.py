@@ -8,6 +8,7 @@ says which command would provide it.
 
 from __future__ import annotations
 
+import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,7 @@ from pgdyno.reports import html, markdown
 from pgdyno.reports.document import Document, Section, Table, fmt
 from pgdyno.results.rundir import write_json_atomic
 
+DURABILITY = ("fsync", "synchronous_commit", "full_page_writes")
 LINEAR = 0.85
 """Scaling efficiency from which the linear projection is called plausible."""
 HEADROOM = 0.8
@@ -65,6 +67,10 @@ class ContextReport:
     """The HardwareProfile prices come from (catalogue or file), if any."""
     per_core_tps: float | None
     host_vcpus: int | None
+    best_tps: float | None = None
+    """Mean TPS of the best config's runs (one value per run, at its best client count):
+    a config's typical result, not its luckiest run."""
+    best_runs: list[RunData] = field(default_factory=list)
     prices: list[PriceRow] = field(default_factory=list)
     against: ContextReport | None = None
     notes: list[str] = field(default_factory=list)
@@ -77,23 +83,39 @@ def build_context(results_dir: Path, context: str, hardware: str | None = None,
     runs = context_runs(results_dir, context)
     ok = [r for r in runs if r.status == "ok" and r.clients() is not None]
     regular = [r for r in ok if not r.role.get("validation") and not r.role.get("scaling_check")]
-    best = max(regular or ok, key=lambda r: r.clients().tps_mean, default=None)
+    best, best_runs, best_tps = _best_config(regular or ok)
     baseline_label, findings = _findings(regular)
     validation = next((v for r in reversed(runs) if (v := load_validation(r.path))), None)
     scaling = next((s for r in reversed(runs) if (s := load_scaling(r.path))), None)
     host_vcpus = (best.manifest.get("host") or {}).get("cpu_count") if best else None
     if best is not None and best.role.get("server_cpus"):  # a pinned scaling-check run
         host_vcpus = len(best.role["server_cpus"])
-    per_core = best.clients().tps_mean / host_vcpus if best and host_vcpus else None
+    per_core = best_tps / host_vcpus if best_tps and host_vcpus else None
     report = ContextReport(context=context, runs=runs, best=best, journal=build_journal(runs),
                            findings=findings, baseline_label=baseline_label,
                            validation=validation, scaling=scaling,
                            hardware=_hardware(hardware, runs), per_core_tps=per_core,
-                           host_vcpus=host_vcpus)
+                           host_vcpus=host_vcpus, best_tps=best_tps, best_runs=best_runs)
     report.prices = _prices(report)
     if against:
         report.against = build_context(results_dir, against, hardware=None)
     return report
+
+
+def _best_config(runs: list[RunData]) -> tuple[RunData | None, list[RunData], float | None]:
+    """The config with the highest mean TPS over its runs, and its median run."""
+    by_label: dict[str, list[RunData]] = {}
+    for r in runs:
+        by_label.setdefault(r.label, []).append(r)
+    if not by_label:
+        return None, [], None
+    def mean_tps(group: list[RunData]) -> float:
+        return statistics.fmean(r.clients().tps_mean for r in group)
+    label = max(by_label, key=lambda k: mean_tps(by_label[k]))
+    group = by_label[label]
+    tps = mean_tps(group)
+    ranked = sorted(group, key=lambda r: r.clients().tps_mean)
+    return ranked[(len(ranked) - 1) // 2], group, tps
 
 
 def _findings(runs: list[RunData]) -> tuple[str, list[MetricComparison]]:
@@ -141,7 +163,7 @@ def _catalogue() -> list[Any]:
 def _prices(report: ContextReport) -> list[PriceRow]:
     if report.best is None or report.per_core_tps is None:
         return []
-    measured = report.best.clients().tps_mean
+    measured = report.best_tps
     profiles = [report.hardware] if report.hardware is not None else []
     family = report.hardware.name.split(".")[0] if report.hardware is not None else None
     for p in _catalogue():
@@ -202,9 +224,11 @@ def _summary(rep: ContextReport) -> Section:
                           caption="Headline results: per run, the client count with the "
                                   "highest TPS (summary.json per_clients)"))
     if rep.best is not None:
-        h = headline(rep.best)
-        s.paragraphs.append(f"Best: **{fmt(h.tps, 1)} TPS** ({rep.best.label}, {h.clients} "
-                            f"clients, run {rep.best.path.name}).")
+        names = ", ".join(r.path.name for r in rep.best_runs)
+        s.paragraphs.append(
+            f"Best config: **{rep.best.label}**, **{fmt(rep.best_tps, 1)} TPS**: the mean of "
+            f"its {len(rep.best_runs)} run(s) above ({names}); its median run "
+            f"{rep.best.path.name} stands for it below.")
     return s
 
 
@@ -276,8 +300,8 @@ def _sizing(rep: ContextReport) -> Section:
                             "config engine (use --config pgtune|tuned|FILE).")
     if rep.per_core_tps is not None:
         s.preformatted.append(
-            f"CPU: {fmt(rep.best.clients().tps_mean, 1)} TPS / {rep.host_vcpus} vCPU "
-            f"= {fmt(rep.per_core_tps, 1)} TPS per vCPU (best run {rep.best.path.name})")
+            f"CPU: {fmt(rep.best_tps, 1)} TPS / {rep.host_vcpus} vCPU "
+            f"= {fmt(rep.per_core_tps, 1)} TPS per vCPU (mean of the best config's runs)")
     return s
 
 
@@ -392,7 +416,7 @@ def _against(rep: ContextReport) -> Section:
     s.paragraphs.append(f"Best run of `{other.context}` → best run of `{rep.context}`.")
     s.tables.append(Table(["Layer", "Setting", other.context, rep.context],
                           [[c.layer, c.name, c.before, c.after] for c in changes]))
-    a, b = other.best.clients().tps_mean, rep.best.clients().tps_mean
+    a, b = other.best_tps, rep.best_tps
     s.tables.append(Table(["Metric", other.context, rep.context, "Ratio"], [
         ["TPS", fmt(a, 1), fmt(b, 1), f"{b / a:.2f}" if a else "–"],
         ["vCPU", str(other.host_vcpus), str(rep.host_vcpus),
@@ -422,7 +446,7 @@ def _scaling(rep: ContextReport) -> Section:
         return s
     s.paragraphs.append(
         f"Assumption: throughput grows linearly with vCPUs at the measured "
-        f"{fmt(rep.per_core_tps, 1)} TPS per vCPU (best run, {rep.host_vcpus} vCPU), the same "
+        f"{fmt(rep.per_core_tps, 1)} TPS per vCPU (best config, {rep.host_vcpus} vCPU), the same "
         "CPU speed, and storage and locks that keep up. Lock and WAL contention at higher "
         "concurrency make real scaling sub-linear.")
     rows = [[p.instance, str(p.vcpus), fmt(p.tps, 1), p.tps_basis] for p in rep.prices]
@@ -435,7 +459,8 @@ def _scaling(rep: ContextReport) -> Section:
         rows = [[str(n), fmt(t, 1), Path(d).name] for n, t, d in
                 zip(c.cores, c.tps, c.run_dirs, strict=True)]
         s.tables.append(Table(["Server cores", "TPS", "Run"], rows,
-                              caption=f"Measured check, {c.clients} clients, server pinned "
+                              caption=f"Measured check, {c.clients} clients, workload "
+                                      f"{_workload_of(rep, c.run_dirs[0])}, server pinned "
                                       "by CPU affinity (pgbench not pinned)"))
         if c.efficiency is not None:
             s.paragraphs.append(_efficiency_text(c))
@@ -460,14 +485,25 @@ def _efficiency_text(c: ScalingCheck) -> str:
     return f"{text} ({interval_text}): the linear assumption {verdict} ({100 * LINEAR:.0f}%)."
 
 
+def _workload_of(rep: ContextReport, run_dir: str) -> str:
+    return next((r.workload for r in rep.runs if str(r.path) == run_dir), "?")
+
+
 def _recommendations(rep: ContextReport) -> Section:
     s = Section("11. Recommendations")
     recs: list[str] = []
     faster = [m for m in rep.findings if m.metric.endswith(": tps") and m.verdict == FASTER]
     slower = [m for m in rep.findings if m.metric.endswith(": tps") and m.verdict == SLOWER]
     for m in sorted(faster, key=lambda m: -m.change_pct)[:1]:
-        recs.append(f"Use **{m.metric.split(':')[0]}**: {pct(m.change_pct)} TPS over "
+        label = m.metric.split(":")[0]
+        recs.append(f"Use **{label}**: {pct(m.change_pct)} TPS over "
                     f"{rep.baseline_label} at {m.clients} clients (interval {interval(m)}).")
+        risky = [k for k in DURABILITY if f"{k}=off" in label.replace(" ", "")]
+        if risky:
+            recs.append(f"But {', '.join(risky)}=off trades durability for speed: a crash can "
+                        "lose committed transactions" + (" or corrupt data" if "fsync" in risky
+                                                         or "full_page_writes" in risky else "")
+                        + "; use it only where that is acceptable.")
     for m in slower:
         recs.append(f"Avoid {m.metric.split(':')[0]}: {pct(m.change_pct)} TPS against "
                     f"{rep.baseline_label} (interval {interval(m)}).")
@@ -478,9 +514,9 @@ def _recommendations(rep: ContextReport) -> Section:
         if e.status == "failed":
             recs.append(f"Do not reuse run {e.number}'s changes ({e.label}): {e.root_cause}")
     if rep.best is not None:
-        tps = rep.best.clients().tps_mean
+        tps = rep.best_tps
         recs.append(f"This size: sustained load under ~{fmt(HEADROOM * tps, 0)} TPS "
-                    f"({100 * HEADROOM:.0f}% of the best measured {fmt(tps, 0)}); move up a "
+                    f"({100 * HEADROOM:.0f}% of the best config's mean {fmt(tps, 0)}); move up a "
                     "size when the load is above it, or when cold starts must meet the warm "
                     "figure.")
     v = rep.validation
@@ -489,9 +525,16 @@ def _recommendations(rep: ContextReport) -> Section:
         if ratio < 0.85:
             recs.append(f"Cold cache runs at {100 * ratio:.0f}% of warm: pre-warm after "
                         "restarts (pg_prewarm) or size for the cold figure.")
-    if rep.scaling and rep.scaling.efficiency is not None and rep.scaling.efficiency < LINEAR:
-        recs.append("Measured scaling is sub-linear: expect less than the projected TPS on "
-                    "larger sizes; measure there before buying.")
+    c = rep.scaling
+    if c and c.efficiency is not None:
+        sub = (c.efficiency_high < LINEAR if c.efficiency_high is not None
+               else c.efficiency < LINEAR)
+        if sub:
+            recs.append("Measured scaling looks sub-linear: expect less than the projected TPS "
+                        "on larger sizes; measure there before buying.")
+        elif c.efficiency_low is not None and c.efficiency_low < LINEAR:
+            recs.append("The scaling check was too noisy to confirm the projection: repeat it "
+                        "(`pgdyno scaling-check --pairs 3`) on a quiet machine.")
     s.paragraphs += [f"- {r}" for r in recs]
     return s
 
