@@ -58,7 +58,8 @@ SECTIONS = ["1. Summary", "2. Configuration matrix", "3. Sizing math", "4. Bench
 def context(workdir: Path) -> Path:
     results = make_shared_dir("pgdyno-context-")
     spec_file = results / "ctx.toml"
-    spec_file.write_text(CAMPAIGN)
+    # the cluster lives in the session's workdir, never in the default one other runs use
+    spec_file.write_text(CAMPAIGN.replace("[bench]\n", f"[bench]\nworkdir = \"{workdir}\"\n"))
     spec = load_spec(spec_file, results)
     quiet = Console(quiet=True)
     outcome = run_campaign(spec, quiet, show_progress=False)
@@ -68,6 +69,7 @@ def context(workdir: Path) -> Path:
     validation = run_validation(base, quiet)
     assert [s.name for s in validation.states] == ["cold", "warming", "warm",
                                                    "after CHECKPOINT"]
+    assert base.target.workdir == workdir
     check = run_scaling_check(base, quiet)
     assert check.cores == [1, 2] and check.pinned_pids
     assert postgres_processes(str(workdir)) == []
