@@ -165,11 +165,21 @@ def _warmup_notes(run: RunData) -> list[str]:
 
 
 def _checkpoint_notes(run: RunData) -> list[str]:
-    cp = (run.telemetry or {}).get("checkpoints") or {}
-    timed, wal = cp.get("timed") or 0, cp.get("wal_triggered") or 0
-    if timed or wal:
-        return [f"checkpoint during the run: {timed} timed, {wal} forced by max_wal_size"]
-    return []
+    """Checkpoints inside measured windows (pgdyno's own CHECKPOINT precedes each window)."""
+    out = []
+    for it in run.summary.iterations if run.summary else []:
+        cp = it.telemetry.checkpoints if it.telemetry is not None else None
+        if cp is not None and (cp.timed or cp.wal_triggered):
+            out.append(f"checkpoint during the run: {it.clients} clients #{it.iteration}: "
+                       f"{cp.timed} timed, {cp.wal_triggered} forced by max_wal_size")
+    if not out and run.telemetry and not (run.summary and any(
+            it.telemetry for it in run.summary.iterations)):
+        cp = run.telemetry.get("checkpoints") or {}
+        timed, wal = cp.get("timed") or 0, cp.get("wal_triggered") or 0
+        if timed or wal:
+            out.append(f"checkpoint during the run: {timed} timed, {wal} forced by "
+                       "max_wal_size")
+    return out
 
 
 def _outlier_note(run: RunData, runs: list[RunData]) -> str:

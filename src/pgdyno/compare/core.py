@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from pgdyno import serde
 from pgdyno.analysis.summary import IterationSummary
 from pgdyno.compare.model import SCHEMA_VERSION, Comparison, MetricComparison
 from pgdyno.compare.runs import RunData
@@ -51,6 +52,7 @@ def compare_runs(baseline: list[RunData], candidate: list[RunData], *,
     if len(workloads) > 1:
         notes.append("the runs are of different workloads: " + ", ".join(sorted(workloads)))
     metrics: list[MetricComparison] = []
+    iteration_telemetry = False
     for clients in _common_clients(baseline, candidate):
         a_its = _ok_iterations(baseline, clients)
         b_its = _ok_iterations(candidate, clients)
@@ -58,7 +60,16 @@ def compare_runs(baseline: list[RunData], candidate: list[RunData], *,
             metrics.append(_compare(clients, name, unit, direction, "iteration",
                                     [get(i) for i in a_its], [get(i) for i in b_its],
                                     confidence))
-    for name, unit, direction in _run_metric_names(baseline + candidate):
+        if any(i.telemetry is not None for i in a_its + b_its):
+            iteration_telemetry = True
+            for name, unit, direction in _TELEMETRY_METRICS:
+                a = [v for i in a_its if (v := _iteration_metric(i, name)) is not None]
+                b = [v for i in b_its if (v := _iteration_metric(i, name)) is not None]
+                if a or b:
+                    metrics.append(_compare(clients, name, unit, direction, "iteration", a, b,
+                                            confidence))
+    for name, unit, direction in _run_metric_names(baseline + candidate,
+                                                   with_telemetry=not iteration_telemetry):
         a = [v for r in baseline if (v := run_metric(r, name)) is not None]
         b = [v for r in candidate if (v := run_metric(r, name)) is not None]
         if a or b:
@@ -110,20 +121,31 @@ _TELEMETRY_METRICS = (("cpu_busy_pct", "%", 0), ("data_write_iops", "IOPS", 0),
                       ("wal_mb_s", "MB/s", 0))
 
 
-def _run_metric_names(runs: list[RunData]) -> list[tuple[str, str, int]]:
+def _run_metric_names(runs: list[RunData],
+                      with_telemetry: bool = True) -> list[tuple[str, str, int]]:
     names: list[tuple[str, str, int]] = []
     extras = sorted({k for r in runs if r.summary for k in r.summary.extras})
     names += [(k, "", 1) for k in extras]
-    if any(r.telemetry for r in runs):
+    if with_telemetry and any(r.telemetry for r in runs):
         names += list(_TELEMETRY_METRICS)
     return names
+
+
+def _iteration_metric(it: IterationSummary, name: str) -> float | None:
+    if it.telemetry is None:
+        return None
+    return telemetry_metric(serde.to_dict(it.telemetry), name)
 
 
 def run_metric(run: RunData, name: str) -> float | None:
     """A whole-run figure: a workload extra (NOPM...) or a telemetry average."""
     if run.summary is not None and name in run.summary.extras:
         return run.summary.extras[name]
-    t = run.telemetry or {}
+    return telemetry_metric(run.telemetry or {}, name)
+
+
+def telemetry_metric(t: dict, name: str) -> float | None:
+    """cpu_busy_pct, wal_mb_s, data/wal read/write IOPS from a telemetry summary dict."""
     if not t:
         return None
     if name == "cpu_busy_pct":

@@ -99,9 +99,17 @@ def load_run(path: Path) -> RunData:
 
 
 def _telemetry(path: Path, raw_summary: dict[str, Any]) -> dict[str, Any] | None:
-    """The run's telemetry summary wherever the run loop keeps it (optional)."""
+    """The run's telemetry summary wherever the run loop keeps it (optional).
+
+    Runs keep one per iteration (summary.json iterations[].telemetry); the run's figure is
+    that of its highest-TPS iteration, the one its headline comes from.
+    """
     if isinstance(raw_summary.get("telemetry"), dict):
         return raw_summary["telemetry"]
+    observed = [it for it in raw_summary.get("iterations") or []
+                if isinstance(it.get("telemetry"), dict)]
+    if observed:
+        return max(observed, key=lambda it: it.get("tps_mean") or 0.0)["telemetry"]
     for candidate in (path / "raw" / "telemetry" / "summary.json", path / "telemetry.json"):
         if candidate.is_file():
             try:
