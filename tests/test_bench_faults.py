@@ -132,11 +132,11 @@ def test_server_death_marks_run_failed(workdir: Path) -> None:
 @pytest.mark.skipif(os.geteuid() != 0, reason="mounting a small tmpfs needs root")
 def test_full_disk_marks_run_failed_and_keeps_what_fit(workdir: Path) -> None:
     mount = make_shared_dir("pgdyno-full-")
-    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1600k", "tmpfs", str(mount)],
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2600k", "tmpfs", str(mount)],
                       capture_output=True).returncode != 0:
         pytest.skip("cannot mount tmpfs here")
     try:
-        proc = run_cli(["bench", "select-only", "--clients", "2", "--duration", "4",
+        proc = run_cli(["bench", "select-only", "--clients", "2", "--duration", "8",
                         "--warmup", "0", "--iterations", "1", "--scale", "1", "--no-progress",
                         "--results-dir", str(mount)], workdir)
         assert proc.returncode == 1, proc.stderr

@@ -110,10 +110,25 @@ def target_spec(**kw) -> TargetSpec:
                       pg_bin=kw["pg_bin"], dsn=kw["dsn"], wal_dir=kw["wal_dir"], keep=kw["keep"])
 
 
-def report(run_dir: Path = typer.Argument(..., help="a run directory")) -> None:
-    """Rebuild summary.json, plots, report.md and report.html from the run's raw files."""
+def report(
+    run_dir: Path | None = typer.Argument(None, help="a run directory"),
+    context: str | None = typer.Option(None, help="assemble the report of a whole context"),
+    results_dir: Path = typer.Option(Path("results"), help="root of run directories"),
+    hardware: str | None = typer.Option(None, help="hardware profile for prices (--context)"),
+    against: str | None = typer.Option(None, help="another context to compare (--context)"),
+) -> None:
+    """Rebuild a run's summary, plots and reports from raw files, or a context's report."""
     from pgdyno.reports.build import build_reports
 
+    if context is not None:
+        from pgdyno.reports.context import build_context, write_context_report
+
+        rep = build_context(results_dir, context, hardware=hardware, against=against)
+        out = write_context_report(rep, results_dir / context)
+        typer.echo(f"report: {out}")
+        return
+    if run_dir is None:
+        raise UsageError("report needs a RUN_DIR, or --context NAME for a context report")
     if not run_dir.is_dir():
         raise UsageError(f"{run_dir}: no such run directory")
     build_reports(run_dir)

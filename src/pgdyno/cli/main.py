@@ -12,7 +12,7 @@ import sys
 import typer
 
 from pgdyno import __version__
-from pgdyno.cli import bench_cmds, config_cmds
+from pgdyno.cli import bench_cmds, compare_cmds, config_cmds
 from pgdyno.errors import PgdynoError
 
 # Recent typer releases vendor their own copy of click; find its exception classes through
@@ -44,7 +44,7 @@ def main(version: bool = typer.Option(False, "--version", callback=_show_version
     """A dynamometer for PostgreSQL: real load, telemetry, bottleneck verdicts, reports."""
 
 
-for module in (bench_cmds, config_cmds):
+for module in (bench_cmds, config_cmds, compare_cmds):
     module.register(app)
 
 

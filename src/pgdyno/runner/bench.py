@@ -252,8 +252,11 @@ def _run_iteration(opts: BenchOptions, target: Target, conn, run_dir: RunDirecto
         raise
     finally:
         if recorder is not None:
-            recorder.mark("pgbench_end")
-            recorder.stop()
+            # Telemetry is evidence, not the result: its failure (a full disk) must not
+            # keep the pgbench logs from being saved below.
+            with contextlib.suppress(Exception):
+                recorder.mark("pgbench_end")
+                recorder.stop()
         record.ended_at = utc_now()
         if record.status == "running":
             record.status = "pending"

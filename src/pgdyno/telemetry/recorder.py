@@ -110,10 +110,12 @@ class TelemetryRecorder:
             try:
                 fn()
             except Exception as exc:  # noqa: BLE001
-                self._error(step, exc)
+                with contextlib.suppress(Exception):  # recording can fail too (disk full)
+                    self._error(step, exc)
         for writer in (self._marks, self._errors):
             if writer is not None:
-                writer.close()
+                with contextlib.suppress(Exception):
+                    writer.close()
 
     # ----- setup -----------------------------------------------------------------------
     def _write_initial_meta(self) -> None:
@@ -153,7 +155,10 @@ class TelemetryRecorder:
             try:
                 target()
             except Exception as exc:  # noqa: BLE001 - last line of defence
-                self._error(name, exc)
+                # Recording the error can fail too (a full disk is one way to get here):
+                # a sampler must end quietly rather than print over the run's output.
+                with contextlib.suppress(Exception):
+                    self._error(name, exc)
 
         thread = threading.Thread(target=guarded, name=f"pgdyno-telemetry-{name}", daemon=True)
         self._threads.append(thread)
