@@ -110,7 +110,7 @@ def test_sigint_leaves_interrupted_run_and_no_server(workdir: Path) -> None:
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["status"] == "interrupted"
     assert summary["iterations"][0]["transactions"] > 0
-    assert postgres_processes(str(workdir)) == []
+    assert postgres_processes(str(workdir / "instances" / "pg18-embedded")) == []
 
 
 def test_server_death_marks_run_failed(workdir: Path) -> None:
@@ -126,7 +126,7 @@ def test_server_death_marks_run_failed(workdir: Path) -> None:
     assert manifest["status"] == "failed"
     assert "pgbench" in manifest["reason"] or "server" in manifest["reason"]
     time.sleep(0.5)
-    assert postgres_processes(str(workdir)) == []
+    assert postgres_processes(str(workdir / "instances" / "pg18-embedded")) == []
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="mounting a small tmpfs needs root")
@@ -147,6 +147,6 @@ def test_full_disk_marks_run_failed_and_keeps_what_fit(workdir: Path) -> None:
         plan = json.loads(next(mount.glob("*/*/raw/run.json")).read_text())
         assert plan["records"][0]["status"] == "failed"
         assert plan["records"][0]["log_files"], "the partial log is kept"
-        assert postgres_processes(str(workdir)) == []
+        assert postgres_processes(str(workdir / "instances" / "pg18-embedded")) == []
     finally:
         subprocess.run(["umount", str(mount)], check=False)

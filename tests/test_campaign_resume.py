@@ -109,7 +109,7 @@ def test_interrupted_campaign_resumes_without_redoing_runs(workdir: Path) -> Non
         ("r1:simple-update:stock", "ok"), ("r1:simple-update:async", "interrupted")]
     interrupted_dir = Path(ends[1]["run_dir"])
     assert json.loads((interrupted_dir / "manifest.json").read_text())["status"] == "interrupted"
-    assert postgres_processes(str(workdir)) == []
+    assert postgres_processes(str(workdir / "instances" / "pg18-embedded")) == []
 
     proc = _campaign(spec, results, workdir)
     out, err = proc.communicate(timeout=300)
@@ -132,7 +132,7 @@ def test_interrupted_campaign_resumes_without_redoing_runs(workdir: Path) -> Non
     assert done["r1:simple-update:stock"]["run_dir"] == ends[0]["run_dir"]
     roles = [json.loads((d / "pgdyno-role.json").read_text()) for d in dirs]
     assert sorted(r["label"] for r in roles) == ["async", "async", "async", "stock", "stock"]
-    assert postgres_processes(str(workdir)) == []
+    assert postgres_processes(str(workdir / "instances" / "pg18-embedded")) == []
 
     # a third start has nothing left to do
     proc = _campaign(spec, results, workdir)

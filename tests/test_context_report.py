@@ -72,7 +72,7 @@ def context(workdir: Path) -> Path:
     assert base.target.workdir == workdir
     check = run_scaling_check(base, quiet)
     assert check.cores == [1, 2] and check.pinned_pids
-    assert postgres_processes(str(workdir)) == []
+    assert postgres_processes(str(workdir / "instances" / "pg18-embedded")) == []
     return results
 
 
