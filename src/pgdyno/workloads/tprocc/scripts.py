@@ -21,6 +21,12 @@ The 1% is drawn by pgbench's weighted choice: weight 45 x 99% and 45 x 1% of the
 
 Random inputs are drawn by pgbench: NURand(A, x, y) is
 ``((random(0, A) | random(x, y)) + C) % (y - x + 1) + x`` with per-run constants C.
+
+Compliant mode (keying_thinking) puts a pgbench sleep for the keying time before the call and
+for the think time after it, so pgbench's latency of such a transaction is keying +
+response + think: per-type response times are not pgbench's latencies in that mode
+(``-r`` gives their exact means). A retried transaction sleeps again, as a terminal
+re-keying it would.
 """
 
 from __future__ import annotations
