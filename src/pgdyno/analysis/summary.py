@@ -117,6 +117,8 @@ class IterationSummary:
     """tps as pgbench printed it (includes the warm-up): a cross-check, not a result."""
     telemetry: TelemetrySummary | None = None
     """Host and server telemetry over the measured window (None when sampling was off)."""
+    extras: dict[str, float] = field(default_factory=dict)
+    """Figures measured by the database over the window (TPROC-C: nopm, tpm, efficiency)."""
     verdict: Verdict | None = None
 
 

@@ -22,7 +22,8 @@ def register(app: typer.Typer) -> None:
 
 
 def bench(
-    workload: str = typer.Argument(..., help="tpcb | simple-update | select-only | custom"),
+    workload: str = typer.Argument(
+        ..., help="tpcb | simple-update | select-only | tprocc | custom"),
     script: list[str] = typer.Option([], "--script", help="FILE[@WEIGHT], repeatable"),
     scale: int | None = typer.Option(None, help="pgbench scale factor (default 10)"),
     dataset_size: str | None = typer.Option(None, help="dataset size, e.g. 3GB (sets the scale)"),
@@ -49,6 +50,15 @@ def bench(
     config: str = typer.Option("default", help="default | pgtune | tuned | FILE"),
     set_: list[str] = typer.Option([], "--set", help="key=value override, repeatable"),
     telemetry: bool = typer.Option(True, help="sample CPU, disks, waits, checkpoints"),
+    warehouses: int | None = typer.Option(None, help="tprocc: warehouses (default 10)"),
+    vus: str | None = typer.Option(None, help="tprocc: virtual users (= --clients), a sweep"),
+    rampup: int | None = typer.Option(None, help="tprocc: ramp-up seconds (= --warmup)"),
+    mix: str | None = typer.Option(None, help="tprocc: shares NO,P,OS,D,SL e.g. 45,43,4,4,4"),
+    all_warehouses: bool = typer.Option(False, help="tprocc: spread over all warehouses"),
+    keying_thinking: bool = typer.Option(False, help="tprocc: compliant keying/think times, "
+                                                     "10 terminals per warehouse"),
+    time_scale: float = typer.Option(1.0, help="tprocc: multiply keying/think times"),
+    load_workers: int | None = typer.Option(None, help="tprocc: parallel load connections"),
     progress: bool = typer.Option(True, help="show progress bars"),
 ) -> None:
     """Run a pgbench workload, sample telemetry, and write the run directory and report."""
@@ -64,7 +74,22 @@ def bench(
 def build_options(**kw) -> o.BenchOptions:
     """Validate every option; each failure is a one-line UsageError."""
     name, scripts = o.parse_workload(kw["workload"], kw["script"])
+    tprocc = tprocc_options(name, kw)
+    if name != o.TPROCC_WORKLOAD:
+        for key in ("warehouses", "vus", "rampup", "mix"):
+            if kw.get(key) is not None:
+                raise UsageError(f"--{key.replace('_', '-')} belongs to tprocc, not {name}")
+    if kw.get("vus") is not None:
+        kw["clients"] = kw["vus"]
+    if kw.get("rampup") is not None:
+        kw["warmup"] = kw["rampup"]
     clients = o.parse_clients(kw["clients"])
+    if tprocc is not None and tprocc.keying_thinking:
+        terminals = 10 * tprocc.warehouses
+        if kw.get("vus") is not None and clients != (terminals,):
+            raise UsageError(f"--keying-thinking runs 10 terminals per warehouse: --vus must be "
+                             f"{terminals} for {tprocc.warehouses} warehouses (or be left out)")
+        clients = (terminals,)
     for key, option, zero_ok in (("duration", "--duration", False), ("warmup", "--warmup", True),
                                  ("iterations", "--iterations", False),
                                  ("threads", "--threads", False), ("rate", "--rate", False),
@@ -75,6 +100,8 @@ def build_options(**kw) -> o.BenchOptions:
     o.check_choice(kw["cache"], "--cache", o.CACHE_MODES)
     o.check_choice(kw["via"], "--via", o.VIA)
     o.check_choice(kw["target"], "--target", ("embedded", "local", "dsn"))
+    if tprocc is not None and kw["max_tries"] == 1:
+        kw["max_tries"] = 10  # serialization failures and deadlocks are retried and counted
     if kw["scale"] is not None and kw["dataset_size"] is not None:
         raise UsageError("--scale and --dataset-size both given; use one of them")
     scale = kw["scale"] or (o.scale_for_size(o.parse_size(kw["dataset_size"], "--dataset-size"))
@@ -88,7 +115,37 @@ def build_options(**kw) -> o.BenchOptions:
         max_tries=kw["max_tries"], cache=kw["cache"], via=kw["via"], force=kw["force"],
         results_dir=kw["results_dir"], context=kw["context"], target=target_spec(**kw),
         config=kw["config"], sets=tuple(kw["set_"]), telemetry=kw["telemetry"],
-        show_progress=kw["progress"])
+        show_progress=kw["progress"], tprocc=tprocc)
+
+
+# A loaded TPROC-C warehouse with its indexes takes about 100 MB (reference facts).
+BYTES_PER_WAREHOUSE = 100 * 1024**2
+
+
+def tprocc_options(name: str, kw: dict) -> o.TproccOptions | None:
+    if name != o.TPROCC_WORKLOAD:
+        return None
+    if kw.get("warehouses") is not None and kw.get("dataset_size") is not None:
+        raise UsageError("--warehouses and --dataset-size both given; use one of them")
+    warehouses = kw.get("warehouses")
+    if warehouses is None and kw.get("dataset_size"):
+        size = o.parse_size(kw["dataset_size"], "--dataset-size")
+        warehouses = max(1, round(size / BYTES_PER_WAREHOUSE))
+        kw["dataset_size"] = None
+    warehouses = 10 if warehouses is None else warehouses
+    o.check_positive(warehouses, "--warehouses")
+    o.check_positive(kw.get("time_scale", 1.0), "--time-scale")
+    if kw.get("load_workers") is not None:
+        o.check_positive(kw["load_workers"], "--load-workers")
+    if kw.get("mix"):
+        from pgdyno.workloads.tprocc import Mix
+
+        Mix.parse(kw["mix"])  # raises a one-line UsageError for a bad mix
+    return o.TproccOptions(warehouses=warehouses, mix=kw.get("mix"),
+                           all_warehouses=kw.get("all_warehouses", False),
+                           keying_thinking=kw.get("keying_thinking", False),
+                           time_scale=kw.get("time_scale", 1.0),
+                           load_workers=kw.get("load_workers"))
 
 
 def target_spec(**kw) -> TargetSpec:

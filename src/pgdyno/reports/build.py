@@ -23,6 +23,7 @@ from pgdyno.errors import UsageError
 from pgdyno.reports import html, markdown, plots
 from pgdyno.reports.document import Section, Table, fmt
 from pgdyno.reports.telemetry_sections import telemetry_markdown, telemetry_plots
+from pgdyno.reports.tprocc import pooled_extras, tprocc_sections, window_metrics
 from pgdyno.results.rundir import RunDirectory, RunPlan
 
 
@@ -42,6 +43,7 @@ def summarise_run(run_dir: RunDirectory, plan: RunPlan, status: str,
                                       status=record.status, scripts=scripts,
                                       log_files=record.log_files, pgbench_tps=record.pgbench_tps)
         it_dir = (run_dir.path / record.stdout_file).parent
+        summary.extras = window_metrics(plan, it_dir)
         if (it_dir / "telemetry" / "meta.json").exists():
             window = (summary.window_start_epoch, summary.window_start_epoch + plan.duration_s)
             summary.telemetry = analyse_telemetry(it_dir, window)
@@ -50,10 +52,12 @@ def summarise_run(run_dir: RunDirectory, plan: RunPlan, status: str,
         parts.setdefault(record.clients, []).append((summary, stats))
     per_clients = [pool_client_count(c, parts[c], scripts)
                    for c in plan.client_counts if c in parts]
-    return RunSummary(schema_version=SCHEMA_VERSION, workload=plan.workload,
-                      context=plan.context, status=status, client_counts=plan.client_counts,
-                      per_clients=per_clients, iterations=iterations,
-                      warnings=stability_warnings(iterations))
+    run = RunSummary(schema_version=SCHEMA_VERSION, workload=plan.workload,
+                     context=plan.context, status=status, client_counts=plan.client_counts,
+                     per_clients=per_clients, iterations=iterations,
+                     warnings=stability_warnings(iterations))
+    run.extras = pooled_extras(run)
+    return run
 
 
 def build_reports(path: Path) -> RunSummary:
@@ -66,7 +70,8 @@ def build_reports(path: Path) -> RunSummary:
     summary = summarise_run(run_dir, plan, manifest.get("status", "unknown"), cpu_count)
     run_dir.write_json("summary.json", serde.to_dict(summary))
     images = plots.make_plots(summary, run_dir.plots)
-    extra = telemetry_report_sections(summary, run_dir)
+    extra = tprocc_sections(summary, plan, run_dir.path) + telemetry_report_sections(summary,
+                                                                                  run_dir)
     (run_dir.path / "report.md").write_text(
         markdown.render(summary, manifest, plan, images, extra))
     (run_dir.path / "report.html").write_text(

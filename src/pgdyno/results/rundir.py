@@ -82,6 +82,8 @@ class RunPlan:
     has_retries_column: bool
     records: list[IterationRecord] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    parameters: dict[str, Any] = field(default_factory=dict)
+    """Workload parameters (scale, warehouses, mix, ...) the report needs."""
 
 
 @dataclass

@@ -13,6 +13,8 @@ import contextlib
 import gzip
 import shutil
 import subprocess
+import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -23,11 +25,18 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 from pgdyno import __version__, serde
 from pgdyno.errors import PgdynoError, RunFailed, RunInterrupted, TargetError, UsageError
 from pgdyno.results.index import RunIndex, RunRow
-from pgdyno.results.rundir import IterationRecord, RunDirectory, RunPlan, utc_now
+from pgdyno.results.rundir import (
+    IterationRecord,
+    RunDirectory,
+    RunPlan,
+    utc_now,
+    write_json_atomic,
+)
 from pgdyno.runner.environment import HostFacts, host_facts, server_facts
-from pgdyno.runner.options import BYTES_PER_SCALE, BenchOptions
+from pgdyno.runner.options import BYTES_PER_SCALE, BenchOptions, ScriptSpec
 from pgdyno.targets import Target, open_target
 from pgdyno.workloads import pgbench
+from pgdyno.workloads.drivers import Driver, driver_for
 
 
 @dataclass
@@ -92,22 +101,29 @@ def resolve_settings(opts: BenchOptions) -> tuple[dict[str, str], dict]:
 
 
 def _plan(opts: BenchOptions, context: str, run_dir: RunDirectory) -> RunPlan:
-    scripts = []
-    for spec in opts.scripts:
-        entry = {"name": spec.name, "weight": spec.weight, "builtin": spec.builtin, "file": None}
-        if spec.path is not None:
-            dest = run_dir.raw / "scripts" / spec.path.name
-            dest.parent.mkdir(exist_ok=True)
-            shutil.copy2(spec.path, dest)
-            entry["file"] = str(dest.relative_to(run_dir.path))
-        scripts.append(entry)
     return RunPlan(
-        workload=opts.workload, context=context, scripts=scripts, scale=opts.scale,
+        workload=opts.workload, context=context,
+        scripts=_script_entries(opts.scripts, run_dir), scale=opts.scale,
         client_counts=list(opts.clients), iterations=opts.iterations, duration_s=opts.duration_s,
         warmup_s=opts.warmup_s, protocol=opts.protocol, rate_tps=opts.rate_tps,
         latency_limit_ms=opts.latency_limit_ms, max_tries=opts.max_tries, cache=opts.cache,
         via=opts.via, has_lag_column=opts.has_lag_column,
         has_retries_column=opts.has_retries_column)
+
+
+def _script_entries(scripts: tuple[ScriptSpec, ...], run_dir: RunDirectory) -> list[dict]:
+    """Name, weight and source of each script; files are kept under raw/scripts/."""
+    entries = []
+    for spec in scripts:
+        entry = {"name": spec.name, "weight": spec.weight, "builtin": spec.builtin, "file": None}
+        if spec.path is not None:
+            dest = run_dir.raw / "scripts" / spec.path.name
+            if spec.path.resolve() != dest.resolve():
+                dest.parent.mkdir(exist_ok=True)
+                shutil.copy2(spec.path, dest)
+            entry["file"] = str(dest.relative_to(run_dir.path))
+        entries.append(entry)
+    return entries
 
 
 def _initial_manifest(opts: BenchOptions, host: HostFacts, target: Target,
@@ -171,23 +187,27 @@ def _execute(opts: BenchOptions, target: Target, run_dir: RunDirectory, plan: Ru
     manifest["connection"] = conn.describe()
     manifest["server"] = serde.to_dict(server_facts(target.admin_connection()))
     run_dir.write_json("manifest.json", manifest)
-    init = pgbench.initialise(conn, target.install, opts.scale, opts.force,
-                              run_dir.raw / "pgbench" / "init.log")
-    manifest["dataset"] = {"kind": "pgbench", "scale": opts.scale, "reused": init.reused,
-                           "build_seconds": round(init.seconds, 3)}
-    if init.command:
-        manifest["commands"].append(" ".join(init.command))
-    run_dir.write_json("manifest.json", manifest)
+    driver = driver_for(opts)
     steps = [(it, c) for it in range(1, opts.iterations + 1) for c in opts.clients]
     with _progress(opts, console) as progress:
-        overall = progress.add_task("iterations", total=len(steps), status="")
+        overall = progress.add_task("preparing the dataset", total=len(steps), status="")
+        prepared = driver.prepare(conn, target.install, run_dir.raw,
+                                  lambda text: progress.update(overall, status=text))
+        progress.update(overall, description="iterations", status="")
+        manifest["dataset"] = prepared.dataset
+        manifest["commands"].extend(prepared.commands)
+        plan.scripts = _script_entries(prepared.scripts, run_dir)
+        plan.parameters = prepared.parameters
+        run_dir.save_plan(plan)
+        run_dir.write_json("manifest.json", manifest)
         for number, (iteration, clients) in enumerate(steps):
             if opts.cache == "cold" and number > 0:
                 _make_cold(target, plan)
                 conn = target.connection(opts.via)
             _run_iteration(opts, target, conn, run_dir, plan, manifest, progress,
-                           iteration, clients)
+                           iteration, clients, prepared.scripts, driver)
             progress.advance(overall)
+    driver.finish(conn, run_dir.raw)
 
 
 def _make_cold(target: Target, plan: RunPlan) -> None:
@@ -215,7 +235,8 @@ def _checkpoint(conn) -> None:
 
 def _run_iteration(opts: BenchOptions, target: Target, conn, run_dir: RunDirectory,
                    plan: RunPlan, manifest: dict, progress: Progress,
-                   iteration: int, clients: int) -> None:
+                   iteration: int, clients: int, scripts: tuple[ScriptSpec, ...],
+                   driver: Driver) -> None:
     label = f"c{clients}-i{iteration}"
     it_dir = run_dir.raw / "pgbench" / label
     it_dir.mkdir(parents=True, exist_ok=True)
@@ -223,7 +244,7 @@ def _run_iteration(opts: BenchOptions, target: Target, conn, run_dir: RunDirecto
                                   threads=opts.threads_for(clients),
                                   seconds=opts.warmup_s + opts.duration_s,
                                   log_prefix=it_dir / "tx")
-    cmd = pgbench.pgbench_command(target.install, conn, opts, opts.scripts, iplan)
+    cmd = pgbench.pgbench_command(target.install, conn, opts, scripts, iplan)
     manifest["commands"].append(" ".join(cmd))
     record = IterationRecord(
         clients=clients, iteration=iteration, threads=iplan.threads, status="running",
@@ -235,6 +256,7 @@ def _run_iteration(opts: BenchOptions, target: Target, conn, run_dir: RunDirecto
     run_dir.save_plan(plan)
     _checkpoint(conn)
     recorder = _start_telemetry(opts, target, it_dir)
+    window = WindowSnapshots(driver, conn, opts.warmup_s, it_dir / "window.json")
     task = progress.add_task(f"{clients} clients, iteration {iteration}", total=iplan.seconds,
                              status="starting")
 
@@ -245,8 +267,10 @@ def _run_iteration(opts: BenchOptions, target: Target, conn, run_dir: RunDirecto
     try:
         if recorder is not None:
             recorder.mark("pgbench_start")
+        window.start()
         outcome = pgbench.run_pgbench(cmd, conn, it_dir / "stdout.txt", it_dir / "stderr.txt",
                                       on_progress)
+        window.finish()
     except KeyboardInterrupt:
         record.status = "interrupted"
         raise
@@ -277,6 +301,37 @@ def _run_iteration(opts: BenchOptions, target: Target, conn, run_dir: RunDirecto
                         f"iteration {iteration}: {detail}")
     record.status = "ok"
     run_dir.save_plan(plan)
+
+
+class WindowSnapshots:
+    """Database snapshots at the start and the end of the measured window.
+
+    pgbench runs warm-up and measurement in one invocation, so the start snapshot is
+    taken by a timer ``warmup_s`` after launch; the end snapshot when pgbench exits.
+    Both are saved with their times in ``window.json`` for the report to use.
+    """
+
+    def __init__(self, driver: Driver, conn, warmup_s: float, path: Path) -> None:
+        self.driver, self.conn, self.path = driver, conn, path
+        self.points: dict[str, dict] = {}
+        self.timer = threading.Timer(warmup_s, self._take, args=("start",))
+        self.timer.daemon = True
+
+    def _take(self, name: str) -> None:
+        with contextlib.suppress(Exception):  # a missed snapshot loses one figure, not the run
+            snap = self.driver.snapshot(self.conn)
+            if snap is not None:
+                self.points[name] = {"taken_at": time.time(), "snapshot": snap}
+
+    def start(self) -> None:
+        self.timer.start()
+
+    def finish(self) -> None:
+        self.timer.join()
+        if "start" in self.points:
+            self._take("end")
+        if self.points:
+            write_json_atomic(self.path, self.points)
 
 
 def _start_telemetry(opts: BenchOptions, target: Target, it_dir: Path):

@@ -17,6 +17,7 @@ from pgdyno.targets import TargetSpec
 BUILTIN_WORKLOADS = {"tpcb": "tpcb-like", "simple-update": "simple-update",
                      "select-only": "select-only"}
 SCRIPT_WORKLOAD = "custom"
+TPROCC_WORKLOAD = "tprocc"
 PROTOCOLS = ("simple", "extended", "prepared")
 CACHE_MODES = ("warm", "cold")
 VIA = ("socket", "tcp")
@@ -43,6 +44,20 @@ class ScriptSpec:
 
 
 @dataclass(frozen=True)
+class TproccOptions:
+    """TPROC-C's own options (``pgdyno bench tprocc``)."""
+
+    warehouses: int
+    mix: str | None = None
+    """New-Order,Payment,Order-Status,Delivery,Stock-Level shares, e.g. 45,43,4,4,4."""
+    all_warehouses: bool = False
+    keying_thinking: bool = False
+    time_scale: float = 1.0
+    """Multiplies keying and think times (compliant mode); 1 is the specification's."""
+    load_workers: int | None = None
+
+
+@dataclass(frozen=True)
 class BenchOptions:
     workload: str
     scripts: tuple[ScriptSpec, ...]
@@ -66,6 +81,7 @@ class BenchOptions:
     sets: tuple[str, ...] = ()
     telemetry: bool = True
     show_progress: bool = True
+    tprocc: TproccOptions | None = None
 
     def threads_for(self, clients: int) -> int:
         """pgbench -j: one thread per core, never more than clients (pgbench requires it)."""
@@ -83,7 +99,11 @@ class BenchOptions:
 
 
 def parse_workload(name: str, scripts: list[str]) -> tuple[str, tuple[ScriptSpec, ...]]:
-    accepted = ", ".join([*BUILTIN_WORKLOADS, SCRIPT_WORKLOAD])
+    accepted = ", ".join([*BUILTIN_WORKLOADS, TPROCC_WORKLOAD, SCRIPT_WORKLOAD])
+    if name == TPROCC_WORKLOAD:
+        if scripts:
+            raise UsageError("--script cannot be combined with tprocc; use --mix")
+        return name, ()
     if name not in BUILTIN_WORKLOADS and name != SCRIPT_WORKLOAD:
         raise UsageError(f"workload {name!r} is unknown; accepted: {accepted}")
     specs = [parse_script(s) for s in scripts]
