@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pgdyno.config.profiles import HardwareProfile
-from pgdyno.config.serial import from_dict, to_dict
+from pgdyno.serde import from_dict, to_dict
 
 # (group id, title) in the order of a full configuration matrix.
 GROUPS: tuple[tuple[str, str], ...] = (

@@ -13,9 +13,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from pgdyno.config.serial import from_dict, to_dict
 from pgdyno.config.units import GB, parse_size
 from pgdyno.errors import UsageError
+from pgdyno.serde import from_dict, to_dict
 
 CATALOGUE_DIR = "catalogue"
 STORAGE_KINDS = ("nvme", "ssd", "san", "hdd")

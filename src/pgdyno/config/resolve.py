@@ -18,7 +18,6 @@ from pgdyno.config.model import ConfigPlan, Setting, TuneInputs, pg_group
 from pgdyno.config.pgcatalog import SettingsCatalogue, for_install, snapshot
 from pgdyno.config.pgtune import pgtune_settings
 from pgdyno.config.profiles import HardwareProfile
-from pgdyno.config.serial import from_dict, to_dict
 from pgdyno.config.sizing import (
     ask_postgres_huge_pages,
     compute_sizing,
@@ -32,6 +31,7 @@ from pgdyno.config.tuned import tuned_settings
 from pgdyno.config.units import human_bytes
 from pgdyno.config.workloads import classify
 from pgdyno.errors import UsageError
+from pgdyno.serde import from_dict, to_dict
 
 NAMED = ("default", "pgtune", "tuned")
 SCHEMA_VERSION = 1

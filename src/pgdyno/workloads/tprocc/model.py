@@ -6,13 +6,11 @@ field added to a model is saved and loaded without touching this code.
 
 from __future__ import annotations
 
-import dataclasses
 import re
-import types
-import typing
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from pgdyno import serde
 from pgdyno.errors import UsageError
 
 SCHEMA_VERSION = 1
@@ -27,52 +25,14 @@ T = TypeVar("T", bound="Serialisable")
 
 
 class Serialisable:
-    """to_dict/from_dict for dataclasses whose fields are plain values, tuples, dicts
-    or other Serialisable dataclasses."""
+    """to_dict/from_dict methods for the workload's dataclasses, through pgdyno.serde."""
 
     def to_dict(self) -> dict[str, Any]:
-        return {f.name: _dump(getattr(self, f.name)) for f in dataclasses.fields(self)}
+        return serde.to_dict(self)
 
     @classmethod
     def from_dict(cls: type[T], data: dict[str, Any]) -> T:
-        hints = typing.get_type_hints(cls)
-        kwargs = {}
-        for f in dataclasses.fields(cls):
-            if f.init and f.name in data:
-                kwargs[f.name] = _load(hints[f.name], data[f.name])
-        return cls(**kwargs)
-
-
-def _dump(value: Any) -> Any:
-    if isinstance(value, Serialisable):
-        return value.to_dict()
-    if isinstance(value, tuple | list):
-        return [_dump(v) for v in value]
-    if isinstance(value, dict):
-        return {k: _dump(v) for k, v in value.items()}
-    return value
-
-
-def _load(hint: Any, value: Any) -> Any:
-    if value is None:
-        return None
-    origin = typing.get_origin(hint)
-    if origin in (typing.Union, types.UnionType):
-        inner = [a for a in typing.get_args(hint) if a is not type(None)]
-        return _load(inner[0], value) if len(inner) == 1 else value
-    if isinstance(hint, type) and issubclass(hint, Serialisable):
-        return hint.from_dict(value)
-    if origin is tuple:
-        args = typing.get_args(hint)
-        item = args[0] if args else Any
-        return tuple(_load(item, v) for v in value)
-    if origin is list:
-        (item,) = typing.get_args(hint) or (Any,)
-        return [_load(item, v) for v in value]
-    if origin is dict:
-        _, item = typing.get_args(hint) or (Any, Any)
-        return {k: _load(item, v) for k, v in value.items()}
-    return value
+        return serde.from_dict(cls, data)
 
 
 # ----- workload definition ----------------------------------------------------------------
