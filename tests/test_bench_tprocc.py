@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 import math
 from pathlib import Path
@@ -49,9 +50,91 @@ def test_tprocc_bad_options_are_one_line_errors(workdir: Path) -> None:
     for args, word in ((["--warehouses", "0"], "--warehouses"),
                        (["--mix", "50,50"], "mix"),
                        (["--keying-thinking", "--warehouses", "2", "--vus", "5"], "--vus"),
-                       (["--script", "x.sql"], "--script")):
+                       (["--script", "x.sql"], "--script"),
+                       (["--warehouses", "10,x"], "--warehouses"),
+                       (["--keying-thinking", "--warehouses", "1,2", "--vus", "10"], "--vus")):
         proc = run_cli(["bench", "tprocc", *args], workdir)
         assert proc.returncode == 2, proc.stderr
         assert len(proc.stderr.strip().splitlines()) == 1 and word in proc.stderr
     wrong = run_cli(["bench", "tpcb", "--warehouses", "3"], workdir)
     assert wrong.returncode == 2 and "tprocc" in wrong.stderr
+
+
+def _nearest_rank(values: list[float], p: float) -> float:
+    ordered = sorted(values)
+    return ordered[max(1, math.ceil(p * len(ordered) / 100)) - 1]
+
+
+def test_compliant_warehouse_sweep_real_vs_ideal_p90_and_nopm_over_time(workdir: Path) -> None:
+    own = make_shared_dir("pgdyno-tprocc-sweep-")
+    results = make_shared_dir("pgdyno-results-")
+    scale = 0.01  # a 21 s terminal cycle becomes 0.21 s: seconds of run, same shape
+    proc = run_cli(["bench", "tprocc", "--warehouses", "2,1", "--keying-thinking",
+                    "--time-scale", str(scale), "--rampup", "1", "--duration", "11",
+                    "--iterations", "1", "--no-progress", "--results-dir", str(results)], own)
+    assert proc.returncode == 0, proc.stderr
+    sweep_dir = next(results.glob("*/tprocc-sweep-*"))
+    record = json.loads((sweep_dir / "sweep.json").read_text())
+    assert [(s["warehouses"], s["clients"], s["status"]) for s in record["steps"]] == [
+        (1, [10], "ok"), (2, [20], "ok")]
+    sweep = json.loads((sweep_dir / "sweep_summary.json").read_text())
+    cycle_s = (0.45 * (18 + 12) + 0.43 * (3 + 12) + 0.04 * (2 + 10) + 0.04 * (2 + 5)
+               + 0.04 * (2 + 5)) * scale
+    for step, row in zip(record["steps"], sweep["rows"], strict=True):
+        w = step["warehouses"]
+        run = sweep_dir.parent / step["run"]
+        summary = json.loads((run / "summary.json").read_text())
+        (it,) = summary["iterations"]
+        it_dir = run / "raw" / "pgbench" / f"c{10 * w}-i1"
+        window = json.loads((it_dir / "window.json").read_text())
+        start, end = window["start"]["snapshot"], window["end"]["snapshot"]
+
+        # Real against ideal: NOPM from the database, ideal from 10 terminals per warehouse.
+        nopm = (end["sum_next_o_id"] - start["sum_next_o_id"]) / ((end["time_s"]
+                                                                     - start["time_s"]) / 60)
+        ideal = 10 * w * 0.45 * 60 / cycle_s
+        assert math.isclose(row["nopm_mean"], nopm) and math.isclose(row["ideal_nopm"], ideal)
+        assert math.isclose(row["real_vs_ideal"], nopm / ideal)
+        assert row["real_vs_ideal"] > 0.8, row  # two cores keep up with 20 fast terminals
+
+        # NOPM over time: snapshots every 5 s whose intervals add up to the window.
+        series = window["series"]
+        assert len(series) >= 3 and series[0] == window["start"] and series[-1] == window["end"]
+        steps = [b["snapshot"]["sum_next_o_id"] - a["snapshot"]["sum_next_o_id"]
+                 for a, b in zip(series, series[1:], strict=False)]
+        assert sum(steps) == end["sum_next_o_id"] - start["sum_next_o_id"]
+        assert all(4.5 < b["snapshot"]["time_s"] - a["snapshot"]["time_s"] < 6.5
+                   for a, b in zip(series[:-2], series[1:-1], strict=False))
+
+        # p90 response time per type: recomputed from the raw duration lines in the window.
+        with gzip.open(it_dir / "response_times.tsv.gz", "rt") as f:
+            rows = [line.rstrip("\n").split("\t") for line in list(f)[1:]]
+        in_window = [r for r in rows if start["time_s"] <= float(r[0]) < end["time_s"]]
+        for kind in ("new_order", "payment"):
+            values = [float(r[3]) for r in in_window if r[2] == kind]
+            assert math.isclose(row["p90_ms"][kind], _nearest_rank(values, 90))
+            assert math.isclose(it["extras"][f"rt_p90_ms_{kind}"], row["p90_ms"][kind])
+        # Every call the server timed is one pgbench ran: per type, pgbench's own log of
+        # finished transactions is short by at most the calls still in their think time
+        # when the run ended (one per terminal).
+        counts = {}
+        for log in it_dir.glob("tx.*.gz"):
+            with gzip.open(log, "rt") as f:
+                for line in f:
+                    script = int(line.split()[3])
+                    kind = "new_order" if script in (0, 1) else [
+                        None, None, "payment", "order_status", "delivery", "stock_level"][script]
+                    counts[kind] = counts.get(kind, 0) + 1
+        for kind, n in counts.items():
+            timed = sum(1 for r in rows if r[2] == kind)
+            assert n <= timed <= n + 10 * w, (kind, n, timed)
+        assert "Response time per transaction type" in (run / "report.md").read_text()
+
+    md = (sweep_dir / "report.md").read_text()
+    assert "Real/ideal stays at or above 90% up to 2 warehouses" in md
+    assert f"{sweep['rows'][1]['real_vs_ideal']:.3f}" in md
+    assert (sweep_dir / "plots" / "sweep_nopm.png").stat().st_size > 10_000
+    assert "data:image/png;base64," in (sweep_dir / "report.html").read_text()
+    rebuilt = run_cli(["report", str(sweep_dir)], own)
+    assert rebuilt.returncode == 0, rebuilt.stderr
+    assert json.loads((sweep_dir / "sweep_summary.json").read_text()) == sweep

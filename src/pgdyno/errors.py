@@ -4,6 +4,10 @@ The CLI maps every ``PgdynoError`` to its ``exit_code`` and prints ``str(error)`
 on one line; anything else is a bug and keeps its traceback.
 """
 
+from __future__ import annotations
+
+from pathlib import Path
+
 
 class PgdynoError(Exception):
     """A failure the user can act on; the message names what is wrong and what is accepted."""
@@ -23,13 +27,21 @@ class TargetError(PgdynoError):
     exit_code = 2
 
 
-class RunFailed(PgdynoError):
+class RunError(PgdynoError):
+    """A run that ended early; ``run_dir`` holds what it recorded (None: not created)."""
+
+    def __init__(self, message: str, run_dir: Path | None = None) -> None:
+        super().__init__(message)
+        self.run_dir = run_dir
+
+
+class RunFailed(RunError):
     """A benchmark run failed after it started; the run directory says why."""
 
     exit_code = 1
 
 
-class RunInterrupted(PgdynoError):
+class RunInterrupted(RunError):
     """The user interrupted a run (Ctrl-C); partial results are kept and marked."""
 
     exit_code = 130

@@ -50,7 +50,8 @@ def bench(
     config: str = typer.Option("default", help="default | pgtune | tuned | FILE"),
     set_: list[str] = typer.Option([], "--set", help="key=value override, repeatable"),
     telemetry: bool = typer.Option(True, help="sample CPU, disks, waits, checkpoints"),
-    warehouses: int | None = typer.Option(None, help="tprocc: warehouses (default 10)"),
+    warehouses: str | None = typer.Option(None, help="tprocc: warehouses (default 10); "
+                                                     "10,20,30 runs a sweep"),
     vus: str | None = typer.Option(None, help="tprocc: virtual users (= --clients), a sweep"),
     rampup: int | None = typer.Option(None, help="tprocc: ramp-up seconds (= --warmup)"),
     mix: str | None = typer.Option(None, help="tprocc: shares NO,P,OS,D,SL e.g. 45,43,4,4,4"),
@@ -64,11 +65,28 @@ def bench(
     """Run a pgbench workload, sample telemetry, and write the run directory and report."""
     from pgdyno.runner.bench import run_bench
 
+    sweep = parse_sweep(workload, warehouses)
     opts = build_options(**locals())
     console = Console(stderr=True)
+    if len(sweep) > 1:
+        from pgdyno.runner.sweep import run_sweep
+
+        sweep_dir = run_sweep(opts, sweep, console)
+        typer.echo(f"report: {sweep_dir / 'report.md'}")
+        typer.echo(f"html:   {sweep_dir / 'report.html'}")
+        return
     result = run_bench(opts, console)
     typer.echo(f"report: {result.run_dir / 'report.md'}")
     typer.echo(f"html:   {result.run_dir / 'report.html'}")
+
+
+def parse_sweep(workload: str, warehouses: str | None) -> list[int]:
+    """The warehouse counts of ``--warehouses`` (one, or several for a sweep)."""
+    if warehouses is None or workload != o.TPROCC_WORKLOAD:
+        return []
+    from pgdyno.workloads.tprocc import parse_warehouses
+
+    return parse_warehouses(warehouses)
 
 
 def build_options(**kw) -> o.BenchOptions:
@@ -127,7 +145,11 @@ def tprocc_options(name: str, kw: dict) -> o.TproccOptions | None:
         return None
     if kw.get("warehouses") is not None and kw.get("dataset_size") is not None:
         raise UsageError("--warehouses and --dataset-size both given; use one of them")
-    warehouses = kw.get("warehouses")
+    sweep = parse_sweep(name, kw.get("warehouses"))
+    if len(sweep) > 1 and kw.get("keying_thinking") and kw.get("vus") is not None:
+        raise UsageError("--keying-thinking runs 10 terminals per warehouse: leave --vus out "
+                         "of a warehouse sweep")
+    warehouses = sweep[0] if sweep else None
     if warehouses is None and kw.get("dataset_size"):
         size = o.parse_size(kw["dataset_size"], "--dataset-size")
         warehouses = max(1, round(size / BYTES_PER_WAREHOUSE))
@@ -168,7 +190,7 @@ def target_spec(**kw) -> TargetSpec:
 
 
 def report(
-    run_dir: Path | None = typer.Argument(None, help="a run directory"),
+    run_dir: Path | None = typer.Argument(None, help="a run directory (or a sweep's)"),
     context: str | None = typer.Option(None, help="assemble the report of a whole context"),
     results_dir: Path = typer.Option(Path("results"), help="root of run directories"),
     hardware: str | None = typer.Option(None, help="hardware profile for prices (--context)"),
@@ -188,7 +210,14 @@ def report(
         raise UsageError("report needs a RUN_DIR, or --context NAME for a context report")
     if not run_dir.is_dir():
         raise UsageError(f"{run_dir}: no such run directory")
-    build_reports(run_dir)
+    from pgdyno.results.sweepdir import SWEEP_FILE
+
+    if (run_dir / SWEEP_FILE).is_file():
+        from pgdyno.reports.sweep import build_sweep_report
+
+        build_sweep_report(run_dir)
+    else:
+        build_reports(run_dir)
     typer.echo(f"report: {run_dir / 'report.md'}")
 
 

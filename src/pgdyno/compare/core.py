@@ -32,6 +32,9 @@ _ITERATION_METRICS: list[tuple[str, str, int, Callable[[IterationSummary], float
       for k in ("p50", "p90", "p95", "p99", "p99.9")],
 ]
 
+_WORKLOAD_ITERATION_METRICS = (("nopm", "NOPM"), ("tpm", "TPM"))
+"""Per-iteration figures a workload measures itself (TPROC-C, from the database)."""
+
 
 def compare_runs(baseline: list[RunData], candidate: list[RunData], *,
                  confidence: float = DEFAULT_CONFIDENCE, baseline_label: str = "",
@@ -60,6 +63,11 @@ def compare_runs(baseline: list[RunData], candidate: list[RunData], *,
             metrics.append(_compare(clients, name, unit, direction, "iteration",
                                     [get(i) for i in a_its], [get(i) for i in b_its],
                                     confidence))
+        for name, unit in _WORKLOAD_ITERATION_METRICS:
+            a = [i.extras[name] for i in a_its if name in i.extras]
+            b = [i.extras[name] for i in b_its if name in i.extras]
+            if a or b:
+                metrics.append(_compare(clients, name, unit, 1, "iteration", a, b, confidence))
         if any(i.telemetry is not None for i in a_its + b_its):
             iteration_telemetry = True
             for name, unit, direction in _TELEMETRY_METRICS:

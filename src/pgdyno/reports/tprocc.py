@@ -1,8 +1,12 @@
 """TPROC-C figures from a run's raw files, and their report section (seed 000 §4 style).
 
 NOPM and TPM come from the database snapshots taken at the start and the end of each
-measured window (``window.json``), not from the driver's counts; per-transaction-type
-throughput and latency come from pgbench's per-script log data (the "Per script" table).
+measured window (``window.json``), not from the driver's counts, and NOPM over time from
+the snapshots taken every few seconds in between; per-transaction-type throughput and
+latency come from pgbench's per-script log data (the "Per script" table). In compliant
+mode pgbench's latency includes the keying and think times, so response times per type
+come from the server's duration lines (``response_times.tsv.gz``, see
+``pgdyno.workloads.tprocc.response``).
 """
 
 from __future__ import annotations
@@ -10,27 +14,49 @@ from __future__ import annotations
 import json
 import math
 import statistics
+from dataclasses import dataclass
 from pathlib import Path
 
 from pgdyno.analysis.summary import RunSummary
 from pgdyno.reports.document import Section, Table, fmt
 from pgdyno.results.rundir import RunPlan
+from pgdyno.workloads import tprocc
+from pgdyno.workloads.tprocc import Snapshot, response
+
+
+@dataclass
+class Window:
+    """The snapshots of one iteration: the window's edges and the series between them."""
+
+    start: Snapshot
+    end: Snapshot
+    series: list[Snapshot]
+
+    @property
+    def epochs(self) -> tuple[float, float]:
+        return self.start.time_s, self.end.time_s
+
+
+def read_window(plan: RunPlan, it_dir: Path) -> Window | None:
+    path = it_dir / "window.json"
+    if plan.workload != "tprocc" or not path.exists():
+        return None
+    points = json.loads(path.read_text())
+    if "start" not in points or "end" not in points:
+        return None
+    start = Snapshot.from_dict(points["start"]["snapshot"])
+    end = Snapshot.from_dict(points["end"]["snapshot"])
+    series = [Snapshot.from_dict(p["snapshot"]) for p in points.get("series", [])]
+    return Window(start=start, end=end, series=series or [start, end])
 
 
 def window_metrics(plan: RunPlan, it_dir: Path) -> dict[str, float]:
-    """nopm, tpm, efficiency (and real/ideal in compliant mode) of one iteration."""
-    from pgdyno.workloads import tprocc
-
-    path = it_dir / "window.json"
-    if plan.workload != "tprocc" or not path.exists():
+    """nopm, tpm, efficiency (and real/ideal and p90 response times in compliant mode)."""
+    window = read_window(plan, it_dir)
+    if window is None:
         return {}
-    points = json.loads(path.read_text())
-    if "start" not in points or "end" not in points:
-        return {}
-    start = tprocc.Snapshot.from_dict(points["start"]["snapshot"])
-    end = tprocc.Snapshot.from_dict(points["end"]["snapshot"])
     warehouses = int(plan.parameters["warehouses"])
-    metrics = tprocc.throughput(start, end, warehouses)
+    metrics = tprocc.throughput(window.start, window.end, warehouses)
     out = {"nopm": metrics.nopm, "tpm": metrics.tpm, "efficiency": metrics.efficiency,
            "new_orders": float(metrics.new_orders), "window_s": metrics.duration_s}
     if plan.parameters.get("keying_thinking"):
@@ -38,7 +64,28 @@ def window_metrics(plan: RunPlan, it_dir: Path) -> dict[str, float]:
         ideal = tprocc.against_ideal(metrics, tprocc.Mix.parse(mix) if mix else None,
                                      float(plan.parameters.get("time_scale", 1.0)))
         out["ideal_nopm"], out["real_vs_ideal"] = ideal.ideal_nopm, ideal.ratio
+    for stats in pooled_response_stats([(it_dir, window)]):
+        out[f"rt_p90_ms_{stats.transaction}"] = stats.p90_ms
     return out
+
+
+def nopm_over_time(window: Window, warehouses: int) -> list[tuple[float, float]]:
+    """(seconds since the window started, at the interval's end; NOPM of the interval)."""
+    t0 = window.start.time_s
+    return [(b.time_s - t0, m.nopm)
+            for b, m in zip(window.series[1:], tprocc.interval_series(window.series, warehouses),
+                            strict=True)]
+
+
+def pooled_response_stats(windows: list[tuple[Path, Window]]) -> list[response.ResponseStats]:
+    """Per-type response times over the measured windows of these iterations, pooled."""
+    samples: list[response.ResponseSample] = []
+    for it_dir, window in windows:
+        path = it_dir / response.RAW_FILE
+        if path.exists():
+            lo, hi = window.epochs
+            samples += [s for s in response.read_samples(path) if lo <= s.end_epoch < hi]
+    return response.stats_by_type(samples)
 
 
 def pooled_extras(summary: RunSummary) -> dict[str, float]:
@@ -79,6 +126,13 @@ def tprocc_sections(summary: RunSummary, plan: RunPlan, run_dir: Path) -> list[S
         tables=[Table(["VUs", "Iteration", "NOPM", "TPM", "Efficiency %", "Real/ideal",
                        "Window (s)"], rows),
                 Table(["VUs", "NOPM mean", "NOPM stddev", "Iterations"], pooled)])
+    windows = iteration_windows(plan, run_dir)
+    section.tables += _interval_tables(windows, summary, int(w))
+    plot = _nopm_timeline(windows, int(w), run_dir / "plots" / "tprocc_nopm_timeline.png")
+    if plot is not None:
+        section.images.append(("NOPM over time (per snapshot interval, measured window)",
+                               str(plot.relative_to(run_dir))))
+    section.tables += _response_tables(windows, plan)
     consistency = run_dir / "raw" / "consistency.json"
     if consistency.exists():
         data = json.loads(consistency.read_text())
@@ -88,6 +142,96 @@ def tprocc_sections(summary: RunSummary, plan: RunPlan, run_dir: Path) -> list[S
               str(c["checked"]), str(c["violations"])] for c in data["conditions"]],
             caption="TPC-C consistency conditions (clause 3.3.2) after the run"))
     return [section]
+
+
+IterationWindows = dict[tuple[int, int], tuple[Path, Window]]
+"""(clients, iteration) -> (iteration directory, snapshots)."""
+
+
+def iteration_windows(plan: RunPlan, run_dir: Path) -> IterationWindows:
+    out: IterationWindows = {}
+    for record in plan.records:
+        it_dir = (run_dir / record.stdout_file).parent
+        window = read_window(plan, it_dir)
+        if window is not None:
+            out[(record.clients, record.iteration)] = (it_dir, window)
+    return out
+
+
+def _interval_tables(windows: IterationWindows, summary: RunSummary,
+                     warehouses: int) -> list[Table]:
+    rows = []
+    for (clients, iteration), (_, window) in sorted(windows.items()):
+        values = [v for _, v in nopm_over_time(window, warehouses)]
+        if len(values) < 2:
+            continue
+        mean = statistics.fmean(values)
+        cv = statistics.stdev(values) / mean if mean else math.nan
+        rows.append([str(clients), str(iteration), str(len(values)),
+                     fmt(min(values), 0), fmt(statistics.median(values), 0),
+                     fmt(max(values), 0), fmt(100 * cv, 1)])
+    if not rows:
+        return []
+    return [Table(["VUs", "Iteration", "Intervals", "Min NOPM", "Median NOPM", "Max NOPM",
+                   "CV %"], rows, caption="NOPM over time: spread of the per-interval NOPM "
+                   "(database snapshots every few seconds) inside each measured window")]
+
+
+def _nopm_timeline(windows: IterationWindows, warehouses: int, path: Path) -> Path | None:
+    series = {key: nopm_over_time(window, warehouses) for key, (_, window) in windows.items()}
+    if not any(len(points) > 1 for points in series.values()):
+        return None
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    vus = sorted({clients for clients, _ in series})
+    fig, ax = plt.subplots(figsize=(9, 4))
+    for (clients, iteration), points in sorted(series.items()):
+        if not points:
+            continue
+        # Each value holds over its interval: from the previous snapshot to its own.
+        ax.step([0.0] + [t for t, _ in points], [points[0][1]] + [v for _, v in points],
+                where="pre", lw=1.2,
+                color=colours[vus.index(clients) % len(colours)],
+                linestyle=["-", "--", ":", "-."][(iteration - 1) % 4],
+                label=f"{clients} VUs #{iteration}")
+    ax.set(xlabel="seconds since the measured window started", ylabel="NOPM",
+           title="New orders per minute, per interval")
+    ax.set_ylim(bottom=0)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7, ncol=2)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110, bbox_inches="tight")
+    plt.close(fig)
+    return path
+
+
+def _response_tables(windows: IterationWindows, plan: RunPlan) -> list[Table]:
+    if not plan.parameters.get("keying_thinking"):
+        return []
+    tables = []
+    for clients in sorted({c for c, _ in windows}):
+        stats = pooled_response_stats([v for (c, _), v in sorted(windows.items()) if c == clients])
+        if not stats:
+            continue
+        tables.append(Table(
+            ["Transaction", "Count", "Mean ms", "p50 ms", "p90 ms", "p95 ms", "p99 ms",
+             "Max ms", "TPC-C p90 limit", "Within"],
+            [[s.transaction, str(s.count), fmt(s.mean_ms), fmt(s.percentiles_ms["p50"]),
+              fmt(s.p90_ms), fmt(s.percentiles_ms["p95"]), fmt(s.percentiles_ms["p99"]),
+              fmt(s.max_ms), f"{s.limit_p90_s:g} s", "yes" if s.within_limit else "NO"]
+             for s in stats],
+            caption=f"Response time per transaction type, {clients} terminals, all iterations' "
+                    "measured windows: the server's duration of each call (pgbench's latency "
+                    "includes keying and think times in this mode)"))
+    if not tables:
+        tables.append(Table(["Response times"], [[
+            "not measured: they come from the server log, which pgdyno reads only on the "
+            "servers it starts (embedded, --pg-bin)"]]))
+    return tables
 
 
 def _mode(plan: RunPlan) -> str:

@@ -92,15 +92,8 @@ class RunDirectory:
 
     @classmethod
     def create(cls, results_dir: Path, context: str, workload: str) -> RunDirectory:
-        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-        base = results_dir / safe_name(context)
+        path = new_stamped_dir(results_dir, context, workload)
         try:
-            base.mkdir(parents=True, exist_ok=True)
-            path = base / f"{safe_name(workload)}-{stamp}"
-            suffix = 1
-            while path.exists():
-                suffix += 1
-                path = base / f"{safe_name(workload)}-{stamp}-{suffix}"
             (path / "raw" / "pgbench").mkdir(parents=True)
             (path / RESERVE_FILE).write_bytes(b"\0" * RESERVE_BYTES)
         except OSError as exc:
@@ -130,6 +123,26 @@ class RunDirectory:
 
     def load_plan(self) -> RunPlan:
         return serde.from_dict(RunPlan, json.loads((self.raw / "run.json").read_text()))
+
+
+def new_stamped_dir(results_dir: Path, context: str, prefix: str) -> Path:
+    """Create ``results_dir/CONTEXT/PREFIX-YYYYmmddTHHMMSSZ`` (-2, -3... if taken)."""
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    base = results_dir / safe_name(context)
+    try:
+        base.mkdir(parents=True, exist_ok=True)
+        path = base / f"{safe_name(prefix)}-{stamp}"
+        suffix = 1
+        while True:
+            try:
+                path.mkdir()
+                return path
+            except FileExistsError:
+                suffix += 1
+                path = base / f"{safe_name(prefix)}-{stamp}-{suffix}"
+    except OSError as exc:
+        raise UsageError(f"--results-dir {results_dir}: not writable ({exc.strerror}); "
+                         "give a directory you can write to") from exc
 
 
 def write_json_atomic(path: Path, data: Any) -> None:

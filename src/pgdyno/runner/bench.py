@@ -38,6 +38,9 @@ from pgdyno.targets import Target, open_target
 from pgdyno.workloads import pgbench
 from pgdyno.workloads.drivers import Driver, driver_for
 
+SERIES_INTERVAL_S = 5.0
+"""Interval of the database snapshots between the window edges (TPROC-C NOPM over time)."""
+
 
 @dataclass
 class BenchResult:
@@ -79,25 +82,52 @@ def run_bench(opts: BenchOptions, console: Console | None = None) -> BenchResult
     finally:
         _finish(opts, target, run_dir, plan, manifest, result, index, console)
     if result.status == "interrupted":
-        raise RunInterrupted(f"run interrupted; partial results kept in {run_dir.path}")
+        raise RunInterrupted(f"run interrupted; partial results kept in {run_dir.path}",
+                             run_dir.path)
     if isinstance(error, UsageError):  # bad input found late (e.g. foreign tables): exit 2
         raise UsageError(f"{error} (run directory {run_dir.path})") from error
     if result.status == "failed":
-        raise RunFailed(f"run failed: {result.reason} (partial results in {run_dir.path})")
+        raise RunFailed(f"run failed: {result.reason} (partial results in {run_dir.path})",
+                        run_dir.path)
     return result
 
 
 def resolve_settings(opts: BenchOptions) -> tuple[dict[str, str], dict]:
     """The PostgreSQL layer of the named config; stock PostgreSQL for ``default``."""
     if opts.config == "default" and not opts.sets:
-        return {}, {"name": "default", "pg_settings": {}, "sources": {}}
-    from pgdyno.config import resolve_config  # the configuration engine
+        settings: dict[str, str] = {}
+        record: dict = {"name": "default", "pg_settings": {}, "sources": {}}
+    else:
+        from pgdyno.config import resolve_config  # the configuration engine
 
-    install = open_target(opts.target).install
-    resolved = resolve_config(opts.config, list(opts.sets), install=install,
-                              workload=opts.workload, connections=max(opts.clients),
-                              dataset_bytes=opts.scale * BYTES_PER_SCALE)
-    return resolved.pg_settings, resolved.to_dict()
+        install = open_target(opts.target).install
+        resolved = resolve_config(opts.config, list(opts.sets), install=install,
+                                  workload=opts.workload, connections=max(opts.clients),
+                                  dataset_bytes=opts.scale * BYTES_PER_SCALE)
+        settings, record = dict(resolved.pg_settings), resolved.to_dict()
+    _make_room_for_clients(opts, settings, record)
+    return settings, record
+
+
+CONNECTION_HEADROOM = 15
+"""Connections beyond pgbench's clients: telemetry samplers, snapshots, reserved slots."""
+
+
+def _make_room_for_clients(opts: BenchOptions, settings: dict[str, str], record: dict) -> None:
+    """Raise max_connections of a server pgdyno starts when the clients would not fit.
+
+    Only when the config leaves max_connections alone (compliant TPROC-C at W = 30 runs 300
+    terminals); a config that sets it too low is the user's choice and fails clearly."""
+    from pgdyno.targets.local import BASE_SETTINGS
+
+    needed = max(opts.clients) + CONNECTION_HEADROOM
+    if opts.target.kind == "dsn" or "max_connections" in settings:
+        return
+    if needed > int(BASE_SETTINGS["max_connections"]):
+        settings["max_connections"] = str(needed)
+        record.setdefault("pg_settings", {})["max_connections"] = str(needed)
+        record.setdefault("sources", {})["max_connections"] = (
+            f"pgdyno: {max(opts.clients)} clients + {CONNECTION_HEADROOM} for its own sessions")
 
 
 def _plan(opts: BenchOptions, context: str, run_dir: RunDirectory) -> RunPlan:
@@ -264,17 +294,22 @@ def _run_iteration(opts: BenchOptions, target: Target, conn, run_dir: RunDirecto
         phase = "warm-up" if t <= opts.warmup_s else "measuring"
         progress.update(task, completed=t, status=f"{phase} {tps:,.0f} tps, {lat:.2f} ms")
 
+    local = target.kind != "dsn"
+    log_offset = target.log_size() if local else 0
     try:
         if recorder is not None:
             recorder.mark("pgbench_start")
         window.start()
         outcome = pgbench.run_pgbench(cmd, conn, it_dir / "stdout.txt", it_dir / "stderr.txt",
-                                      on_progress)
-        window.finish()
+                                      on_progress, driver.session_options(local))
     except KeyboardInterrupt:
         record.status = "interrupted"
         raise
     finally:
+        with contextlib.suppress(Exception):  # an interrupted window still has its edges
+            window.finish()
+        with contextlib.suppress(Exception):  # evidence like telemetry, never the result
+            driver.collect(it_dir, target.log_path if local else None, log_offset)
         if recorder is not None:
             # Telemetry is evidence, not the result: its failure (a full disk) must not
             # keep the pgbench logs from being saved below.
@@ -304,34 +339,57 @@ def _run_iteration(opts: BenchOptions, target: Target, conn, run_dir: RunDirecto
 
 
 class WindowSnapshots:
-    """Database snapshots at the start and the end of the measured window.
+    """Database snapshots at the start and the end of the measured window, and between.
 
     pgbench runs warm-up and measurement in one invocation, so the start snapshot is
-    taken by a timer ``warmup_s`` after launch; the end snapshot when pgbench exits.
-    Both are saved with their times in ``window.json`` for the report to use.
+    taken by a thread ``warmup_s`` after launch, then one every ``interval_s`` (NOPM over
+    time), and the end snapshot when pgbench exits. All are saved with their times in
+    ``window.json``: ``start``, ``end`` and the ``series`` from start to end.
     """
 
-    def __init__(self, driver: Driver, conn, warmup_s: float, path: Path) -> None:
+    def __init__(self, driver: Driver, conn, warmup_s: float, path: Path,
+                 interval_s: float = SERIES_INTERVAL_S) -> None:
         self.driver, self.conn, self.path = driver, conn, path
+        self.warmup_s, self.interval_s = warmup_s, interval_s
         self.points: dict[str, dict] = {}
-        self.timer = threading.Timer(warmup_s, self._take, args=("start",))
-        self.timer.daemon = True
+        self.series: list[dict] = []
+        self.stopped = threading.Event()
+        self.thread = threading.Thread(target=self._sample, daemon=True)
 
-    def _take(self, name: str) -> None:
+    def _take(self, name: str | None) -> None:
         with contextlib.suppress(Exception):  # a missed snapshot loses one figure, not the run
             snap = self.driver.snapshot(self.conn)
-            if snap is not None:
-                self.points[name] = {"taken_at": time.time(), "snapshot": snap}
+            if snap is None:
+                return
+            point = {"taken_at": time.time(), "snapshot": snap}
+            if name is not None:
+                self.points[name] = point
+            self.series.append(point)
+
+    def _sample(self) -> None:
+        if self.stopped.wait(self.warmup_s):
+            return
+        self._take("start")
+        started = time.monotonic()
+        ticks = 1
+        # Scheduled on a fixed grid so that a slow snapshot does not stretch the intervals.
+        while not self.stopped.wait(max(0.0, started + ticks * self.interval_s
+                                        - time.monotonic())):
+            self._take(None)
+            ticks += 1
 
     def start(self) -> None:
-        self.timer.start()
+        self.thread.start()
 
     def finish(self) -> None:
-        self.timer.join()
+        self.stopped.set()
+        if self.thread.ident is not None:
+            self.thread.join()
         if "start" in self.points:
             self._take("end")
         if self.points:
-            write_json_atomic(self.path, self.points)
+            write_json_atomic(self.path, {**self.points, "interval_s": self.interval_s,
+                                          "series": self.series})
 
 
 def _start_telemetry(opts: BenchOptions, target: Target, it_dir: Path):

@@ -36,6 +36,14 @@ class Driver(Protocol):
 
     def snapshot(self, conn: ConnectionInfo) -> dict[str, Any] | None: ...
 
+    def session_options(self, reads_server_log: bool) -> str | None:
+        """PGOPTIONS for pgbench's sessions (None: none)."""
+        ...
+
+    def collect(self, it_dir: Path, server_log: Path | None, log_offset: int) -> None:
+        """Copy what the iteration left in the server log (from ``log_offset``) to raw/."""
+        ...
+
     def finish(self, conn: ConnectionInfo, raw_dir: Path) -> None: ...
 
 
@@ -58,6 +66,12 @@ class PgbenchDriver:
 
     def snapshot(self, conn) -> dict[str, Any] | None:
         return None
+
+    def session_options(self, reads_server_log: bool) -> str | None:
+        return None
+
+    def collect(self, it_dir, server_log, log_offset) -> None:
+        """pgbench's own log has everything."""
 
     def finish(self, conn, raw_dir) -> None:
         """Nothing to check after pgbench's own workloads."""
@@ -105,6 +119,21 @@ class TproccDriver:
 
         with psycopg.connect(conn.conninfo(), autocommit=True) as db:
             return tprocc.snapshot(db).to_dict()
+
+    def session_options(self, reads_server_log: bool) -> str | None:
+        """Compliant mode: every call's duration in the server log (response times)."""
+        from pgdyno.workloads.tprocc import response
+
+        t = self.opts.tprocc
+        if t is not None and t.keying_thinking and reads_server_log:
+            return response.SESSION_OPTIONS
+        return None
+
+    def collect(self, it_dir, server_log, log_offset) -> None:
+        from pgdyno.workloads.tprocc import response
+
+        if server_log is not None and self.session_options(True) is not None:
+            response.extract(server_log, log_offset, it_dir / response.RAW_FILE)
 
     def finish(self, conn, raw_dir) -> None:
         from pgdyno.workloads import tprocc

@@ -101,12 +101,18 @@ class PgbenchOutcome:
 
 
 def run_pgbench(cmd: list[str], conn: ConnectionInfo, stdout_path: Path, stderr_path: Path,
-                on_progress: Callable[[float, float, float], None] | None = None) -> PgbenchOutcome:
-    """Run one pgbench, streaming its progress; Ctrl-C stops it and is re-raised after."""
+                on_progress: Callable[[float, float, float], None] | None = None,
+                session_options: str | None = None) -> PgbenchOutcome:
+    """Run one pgbench, streaming its progress; Ctrl-C stops it and is re-raised after.
+
+    ``session_options`` become PGOPTIONS: settings for pgbench's sessions only."""
     started = time.monotonic()
+    env = conn.client_env()
+    if session_options:
+        env["PGOPTIONS"] = session_options
     with stdout_path.open("w") as out, stderr_path.open("w") as err:
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.PIPE, text=True,
-                                env=conn.client_env(), start_new_session=True)
+                                env=env, start_new_session=True)
         reader = threading.Thread(target=_pump, args=(proc, err, on_progress), daemon=True)
         reader.start()
         try:

@@ -1,0 +1,94 @@
+"""``pgdyno bench tprocc --warehouses 10,20,30``: one run per warehouse count, one sweep report.
+
+Each warehouse count is a complete, ordinary run (its own dataset, iterations, telemetry,
+verdicts and report), in ascending order of W so that each load grows on the last one's
+machine state the same way every time. The sweep directory beside them holds
+``sweep.json`` — which runs belong to the sweep and how each ended — and the report that
+puts them side by side: real against ideal NOPM in compliant mode and where real/ideal
+drops below 90% (DBT-2's saturation point), and the 90th percentile response time per
+transaction type. ``pgdyno report SWEEP_DIR`` rebuilds it from the runs' raw files.
+
+A run that fails does not end the sweep (a larger W may fail for its own reasons, such
+as disk space); Ctrl-C does, and the report is built from what finished.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+from rich.console import Console
+
+from pgdyno.errors import RunFailed, RunInterrupted, UsageError
+from pgdyno.results.rundir import new_stamped_dir, utc_now
+from pgdyno.results.sweepdir import SCHEMA_VERSION, SweepRecord, SweepStep
+from pgdyno.runner.bench import hardware_label, run_bench
+from pgdyno.runner.environment import host_facts
+from pgdyno.runner.options import BenchOptions
+
+TERMINALS_PER_WAREHOUSE = 10
+
+
+def step_options(opts: BenchOptions, warehouses: int) -> BenchOptions:
+    """The options of one run of the sweep: its W, and 10 terminals per warehouse in
+    compliant mode (the VU counts given otherwise)."""
+    assert opts.tprocc is not None
+    tprocc = dataclasses.replace(opts.tprocc, warehouses=warehouses)
+    clients = ((TERMINALS_PER_WAREHOUSE * warehouses,) if tprocc.keying_thinking
+               else opts.clients)
+    return dataclasses.replace(opts, tprocc=tprocc, clients=clients)
+
+
+def run_sweep(opts: BenchOptions, warehouses: list[int], console: Console | None = None) -> Path:
+    """Run every warehouse count and write the sweep report; returns the sweep directory."""
+    from pgdyno.reports.sweep import build_sweep_report
+
+    if opts.tprocc is None:
+        raise UsageError("a warehouse sweep belongs to tprocc")
+    console = console or Console(stderr=True)
+    context = opts.context or f"{hardware_label(host_facts())}--{opts.workload}"
+    opts = dataclasses.replace(opts, context=context)
+    sweep_dir = new_stamped_dir(opts.results_dir, context, "tprocc-sweep")
+    record = SweepRecord(
+        schema_version=SCHEMA_VERSION, context=context, status="running", started_at=utc_now(),
+        ended_at=None, keying_thinking=opts.tprocc.keying_thinking,
+        time_scale=opts.tprocc.time_scale, config=opts.config,
+        steps=[SweepStep(warehouses=w, clients=list(step_options(opts, w).clients))
+               for w in sorted(warehouses)])
+    record.save(sweep_dir)
+    interrupted: RunInterrupted | None = None
+    try:
+        for step in record.steps:
+            console.print(f"[bold]sweep:[/bold] {step.warehouses} warehouses, "
+                          f"{','.join(map(str, step.clients))} VUs")
+            step.status = "running"
+            record.save(sweep_dir)
+            try:
+                result = run_bench(step_options(opts, step.warehouses), console)
+                step.run, step.status = result.run_dir.name, result.status
+            except RunInterrupted as exc:
+                step.status, step.reason = "interrupted", str(exc)
+                step.run = exc.run_dir.name if exc.run_dir else None
+                interrupted = exc
+                break
+            except (RunFailed, UsageError) as exc:
+                step.status, step.reason = "failed", str(exc)
+                step.run = getattr(exc, "run_dir", None) and exc.run_dir.name
+                console.print(f"[red]sweep: W={step.warehouses} failed:[/red] {exc}")
+            record.save(sweep_dir)
+    finally:
+        record.status = _overall(record, interrupted is not None)
+        record.ended_at = utc_now()
+        record.save(sweep_dir)
+        build_sweep_report(sweep_dir)
+    if interrupted is not None:
+        raise RunInterrupted(f"sweep interrupted; finished runs and the report are in "
+                             f"{sweep_dir}", sweep_dir)
+    return sweep_dir
+
+
+def _overall(record: SweepRecord, interrupted: bool) -> str:
+    if interrupted:
+        return "interrupted"
+    statuses = {s.status for s in record.steps}
+    return "ok" if statuses == {"ok"} else "partial" if "ok" in statuses else "failed"
