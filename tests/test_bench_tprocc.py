@@ -5,6 +5,11 @@ from __future__ import annotations
 import gzip
 import json
 import math
+import os
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 from tests.conftest import make_shared_dir, run_cli
@@ -44,6 +49,17 @@ def test_bench_tprocc_nopm_types_and_consistency(workdir: Path) -> None:
     assert again.returncode == 0, again.stderr
     manifests = [json.loads(m.read_text()) for m in results.glob("*/*/manifest.json")]
     assert sorted(m["dataset"]["reused"] for m in manifests) == [False, True]
+    # compare takes NOPM and TPM per iteration from the runs' own figures.
+    second = next(p.parent for p in results.glob("*/tprocc-*/manifest.json")
+                  if p.parent != run)
+    out = results / "cmp"
+    cmp = run_cli(["compare", str(run), str(second), "--out", str(out)], own)
+    assert cmp.returncode == 0, cmp.stderr
+    metrics = json.loads((out / "compare.json").read_text())["metrics"]
+    nopm = next(m for m in metrics if m["metric"] == "nopm" and m["clients"] == 2)
+    other = json.loads((second / "summary.json").read_text())["iterations"][0]["extras"]
+    assert nopm["baseline_values"] == [it["extras"]["nopm"]]
+    assert nopm["candidate_values"] == [other["nopm"]]
 
 
 def test_tprocc_bad_options_are_one_line_errors(workdir: Path) -> None:
@@ -138,3 +154,33 @@ def test_compliant_warehouse_sweep_real_vs_ideal_p90_and_nopm_over_time(workdir:
     rebuilt = run_cli(["report", str(sweep_dir)], own)
     assert rebuilt.returncode == 0, rebuilt.stderr
     assert json.loads((sweep_dir / "sweep_summary.json").read_text()) == sweep
+
+
+def test_interrupted_sweep_keeps_finished_runs_and_marks_the_rest(workdir: Path) -> None:
+    own = make_shared_dir("pgdyno-tprocc-sweep-int-")
+    results = make_shared_dir("pgdyno-results-")
+    env = dict(os.environ, PGDYNO_WORKDIR=str(own))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pgdyno", "bench", "tprocc", "--warehouses", "1,2",
+         "--keying-thinking", "--time-scale", "0.01", "--rampup", "0", "--duration", "4",
+         "--iterations", "1", "--no-telemetry", "--no-progress", "--results-dir",
+         str(results)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    deadline = time.monotonic() + 240
+    while not list(results.glob("*/tprocc-*/raw/pgbench/c20-i1/tx.*")):
+        assert time.monotonic() < deadline and proc.poll() is None, proc.stderr
+        time.sleep(0.2)
+    time.sleep(1)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err
+    assert "sweep interrupted" in err.strip().splitlines()[-1]
+    sweep_dir = next(results.glob("*/tprocc-sweep-*"))
+    record = json.loads((sweep_dir / "sweep.json").read_text())
+    assert record["status"] == "interrupted"
+    assert [s["status"] for s in record["steps"]] == ["ok", "interrupted"]
+    manifest = json.loads((sweep_dir.parent / record["steps"][1]["run"] / "manifest.json")
+                          .read_text())
+    assert manifest["status"] == "interrupted"
+    rows = json.loads((sweep_dir / "sweep_summary.json").read_text())["rows"]
+    assert rows[0]["nopm_mean"] > 0 and rows[1]["status"] == "interrupted"
+    assert "| 1 | 10 |" in (sweep_dir / "report.md").read_text()
