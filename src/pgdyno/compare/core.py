@@ -56,6 +56,7 @@ def compare_runs(baseline: list[RunData], candidate: list[RunData], *,
         notes.append("the runs are of different workloads: " + ", ".join(sorted(workloads)))
     metrics: list[MetricComparison] = []
     iteration_telemetry = False
+    per_iteration: set[str] = set()
     for clients in _common_clients(baseline, candidate):
         a_its = _ok_iterations(baseline, clients)
         b_its = _ok_iterations(candidate, clients)
@@ -67,6 +68,7 @@ def compare_runs(baseline: list[RunData], candidate: list[RunData], *,
             a = [i.extras[name] for i in a_its if name in i.extras]
             b = [i.extras[name] for i in b_its if name in i.extras]
             if a or b:
+                per_iteration.add(name)
                 metrics.append(_compare(clients, name, unit, 1, "iteration", a, b, confidence))
         if any(i.telemetry is not None for i in a_its + b_its):
             iteration_telemetry = True
@@ -78,6 +80,8 @@ def compare_runs(baseline: list[RunData], candidate: list[RunData], *,
                                             confidence))
     for name, unit, direction in _run_metric_names(baseline + candidate,
                                                    with_telemetry=not iteration_telemetry):
+        if name.split("_")[0] in per_iteration:
+            continue  # nopm_8vu is the mean of the per-iteration NOPM compared above
         a = [v for r in baseline if (v := run_metric(r, name)) is not None]
         b = [v for r in candidate if (v := run_metric(r, name)) is not None]
         if a or b:

@@ -37,11 +37,14 @@ def verdict_text(m: MetricComparison) -> str:
 
 
 def headline(cmp: Comparison) -> list[str]:
+    """One line per client count for the workload's headline figure: NOPM for TPROC-C
+    (measured by the database), TPS for pgbench workloads."""
     lines = []
+    name = "nopm" if any(m.metric == "nopm" for m in cmp.metrics) else "tps"
     for m in cmp.metrics:
-        if m.metric != "tps":
+        if m.metric != name:
             continue
-        lines.append(f"{m.clients} clients: TPS {fmt(m.baseline_mean, 1)} → "
+        lines.append(f"{m.clients} clients: {name.upper()} {fmt(m.baseline_mean, 1)} → "
                      f"{fmt(m.candidate_mean, 1)}, change {pct(m.change_pct)} "
                      f"{100 * cmp.confidence:.0f}% interval {interval(m)}: "
                      f"**{verdict_text(m)}**")
