@@ -8,6 +8,7 @@ private tmp_path (/tmp/pytest-of-root is mode 700).
 from __future__ import annotations
 
 import shutil
+import signal
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,6 +23,14 @@ def make_shared_dir(prefix: str) -> Path:
     path = Path(tempfile.mkdtemp(prefix=prefix, dir="/var/tmp"))
     path.chmod(0o755)
     return path
+
+
+def interruptible() -> None:
+    """``preexec_fn`` for a pgdyno child that a test stops with SIGINT, as Ctrl-C would.
+
+    A shell starting the suite in the background leaves SIGINT ignored, children inherit
+    that, and Python then never raises KeyboardInterrupt: restore the default first."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 @pytest.fixture(scope="session")

@@ -15,7 +15,7 @@ import pytest
 
 from pgdyno.targets.binaries import embedded_install
 from pgdyno.targets.local import LocalServer
-from tests.conftest import make_shared_dir, postgres_processes, run_cli
+from tests.conftest import interruptible, make_shared_dir, postgres_processes, run_cli
 
 SHORT = ["--duration", "2", "--warmup", "0", "--iterations", "1", "--scale", "1",
          "--no-progress"]
@@ -81,7 +81,8 @@ def _start_bench(workdir: Path, results: Path, duration: int) -> subprocess.Pope
         [sys.executable, "-m", "pgdyno", "bench", "select-only", "--clients", "2",
          "--duration", str(duration), "--warmup", "0", "--iterations", "2", "--scale", "1",
          "--no-progress", "--results-dir", str(results)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+        preexec_fn=interruptible)
 
 
 def _wait_for_logs(results: Path, timeout: float = 60) -> Path:

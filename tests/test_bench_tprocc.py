@@ -12,7 +12,7 @@ import sys
 import time
 from pathlib import Path
 
-from tests.conftest import make_shared_dir, run_cli
+from tests.conftest import interruptible, make_shared_dir, run_cli
 
 
 def test_bench_tprocc_nopm_types_and_consistency(workdir: Path) -> None:
@@ -164,7 +164,8 @@ def test_interrupted_sweep_keeps_finished_runs_and_marks_the_rest(workdir: Path)
         [sys.executable, "-m", "pgdyno", "bench", "tprocc", "--warehouses", "1,2",
          "--keying-thinking", "--time-scale", "0.01", "--rampup", "0", "--duration", "4",
          "--iterations", "1", "--no-telemetry", "--no-progress", "--results-dir",
-         str(results)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+         str(results)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+        preexec_fn=interruptible)
     deadline = time.monotonic() + 240
     while not list(results.glob("*/tprocc-*/raw/pgbench/c20-i1/tx.*")):
         assert time.monotonic() < deadline and proc.poll() is None, proc.stderr

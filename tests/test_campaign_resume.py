@@ -15,7 +15,7 @@ import pytest
 from pgdyno.campaign.runner import finished_cells, read_journal
 from pgdyno.campaign.spec import load_spec
 from pgdyno.errors import UsageError
-from tests.conftest import make_shared_dir, postgres_processes
+from tests.conftest import interruptible, make_shared_dir, postgres_processes
 
 CAMPAIGN = """
 [campaign]
@@ -46,7 +46,8 @@ def _campaign(spec: Path, results: Path, workdir: Path) -> subprocess.Popen:
     return subprocess.Popen(
         [sys.executable, "-m", "pgdyno.cli.compare_cmds", "campaign", str(spec),
          "--results-dir", str(results), "--no-progress"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+        preexec_fn=interruptible)
 
 
 def _events(journal: Path) -> list[dict]:
