@@ -31,6 +31,8 @@ class Window:
     start: Snapshot
     end: Snapshot
     series: list[Snapshot]
+    own_transactions: int = 0
+    """pgdyno's snapshot transactions inside the window (left out of TPM)."""
 
     @property
     def epochs(self) -> tuple[float, float]:
@@ -47,7 +49,8 @@ def read_window(plan: RunPlan, it_dir: Path) -> Window | None:
     start = Snapshot.from_dict(points["start"]["snapshot"])
     end = Snapshot.from_dict(points["end"]["snapshot"])
     series = [Snapshot.from_dict(p["snapshot"]) for p in points.get("series", [])]
-    return Window(start=start, end=end, series=series or [start, end])
+    return Window(start=start, end=end, series=series or [start, end],
+                  own_transactions=int(points.get("own_transactions", 0)))
 
 
 def window_metrics(plan: RunPlan, it_dir: Path) -> dict[str, float]:
@@ -56,7 +59,8 @@ def window_metrics(plan: RunPlan, it_dir: Path) -> dict[str, float]:
     if window is None:
         return {}
     warehouses = int(plan.parameters["warehouses"])
-    metrics = tprocc.throughput(window.start, window.end, warehouses)
+    metrics = tprocc.throughput(window.start, window.end, warehouses,
+                                window.own_transactions)
     out = {"nopm": metrics.nopm, "tpm": metrics.tpm, "efficiency": metrics.efficiency,
            "new_orders": float(metrics.new_orders), "window_s": metrics.duration_s}
     if plan.parameters.get("keying_thinking"):

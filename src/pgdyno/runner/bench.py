@@ -17,6 +17,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import psycopg
 from rich.console import Console
@@ -286,7 +287,8 @@ def _run_iteration(opts: BenchOptions, target: Target, conn, run_dir: RunDirecto
     run_dir.save_plan(plan)
     _checkpoint(conn)
     recorder = _start_telemetry(opts, target, it_dir)
-    window = WindowSnapshots(driver, conn, opts.warmup_s, it_dir / "window.json")
+    window = WindowSnapshots(driver, conn, opts.warmup_s, opts.duration_s,
+                             it_dir / "window.json")
     task = progress.add_task(f"{clients} clients, iteration {iteration}", total=iplan.seconds,
                              status="starting")
 
@@ -341,24 +343,35 @@ def _run_iteration(opts: BenchOptions, target: Target, conn, run_dir: RunDirecto
 class WindowSnapshots:
     """Database snapshots at the start and the end of the measured window, and between.
 
-    pgbench runs warm-up and measurement in one invocation, so the start snapshot is
-    taken by a thread ``warmup_s`` after launch, then one every ``interval_s`` (NOPM over
-    time), and the end snapshot when pgbench exits. All are saved with their times in
-    ``window.json``: ``start``, ``end`` and the ``series`` from start to end.
+    pgbench runs warm-up and measurement in one invocation, so a thread takes the start
+    snapshot ``warmup_s`` after launch, one every ``interval_s`` (NOPM over time) and the
+    end snapshot ``duration_s`` later, on a fixed grid. The end is timed rather than taken
+    when pgbench exits because pgbench finishes the ``\\sleep`` under way when -T runs out:
+    with think times (up to 120 s) it can exit a minute late, and a window stretched to
+    that minute would understate NOPM. If pgbench stops early (an error, Ctrl-C), the end
+    snapshot is taken then. All go to ``window.json``: ``start``, ``end``, the ``series``.
+
+    One connection serves every snapshot, one transaction each; ``own_transactions``
+    counts the ones that land inside the window (all but the end one), so that TPM can
+    leave pgdyno's own reads out.
     """
 
-    def __init__(self, driver: Driver, conn, warmup_s: float, path: Path,
+    def __init__(self, driver: Driver, conn, warmup_s: float, duration_s: float, path: Path,
                  interval_s: float = SERIES_INTERVAL_S) -> None:
         self.driver, self.conn, self.path = driver, conn, path
-        self.warmup_s, self.interval_s = warmup_s, interval_s
+        self.warmup_s, self.duration_s, self.interval_s = warmup_s, duration_s, interval_s
         self.points: dict[str, dict] = {}
         self.series: list[dict] = []
         self.stopped = threading.Event()
         self.thread = threading.Thread(target=self._sample, daemon=True)
+        self.session: Any = None
+        self.lock = threading.Lock()
 
     def _take(self, name: str | None) -> None:
-        with contextlib.suppress(Exception):  # a missed snapshot loses one figure, not the run
-            snap = self.driver.snapshot(self.conn)
+        with self.lock, contextlib.suppress(Exception):  # a missed snapshot loses one figure
+            if self.session is None:
+                self.session = self.driver.open_session(self.conn)
+            snap = self.driver.snapshot(self.session)
             if snap is None:
                 return
             point = {"taken_at": time.time(), "snapshot": snap}
@@ -371,12 +384,12 @@ class WindowSnapshots:
             return
         self._take("start")
         started = time.monotonic()
-        ticks = 1
-        # Scheduled on a fixed grid so that a slow snapshot does not stretch the intervals.
-        while not self.stopped.wait(max(0.0, started + ticks * self.interval_s
-                                        - time.monotonic())):
-            self._take(None)
-            ticks += 1
+        grid = [k * self.interval_s for k in range(1, int(self.duration_s // self.interval_s)
+                                                   + 1) if k * self.interval_s < self.duration_s]
+        for offset in [*grid, self.duration_s]:
+            if self.stopped.wait(max(0.0, started + offset - time.monotonic())):
+                return
+            self._take("end" if offset == self.duration_s else None)
 
     def start(self) -> None:
         self.thread.start()
@@ -385,10 +398,14 @@ class WindowSnapshots:
         self.stopped.set()
         if self.thread.ident is not None:
             self.thread.join()
-        if "start" in self.points:
-            self._take("end")
+        if "start" in self.points and "end" not in self.points:
+            self._take("end")  # pgbench ended before the window did
+        if self.session is not None:
+            with contextlib.suppress(Exception):
+                self.session.close()
         if self.points:
             write_json_atomic(self.path, {**self.points, "interval_s": self.interval_s,
+                                          "own_transactions": max(0, len(self.series) - 1),
                                           "series": self.series})
 
 
@@ -404,7 +421,10 @@ def _start_telemetry(opts: BenchOptions, target: Target, it_dir: Path):
         data_dir=target.data_dir if local else None,
         wal_dir=target.effective_wal_dir if local else None,
         server_log=target.log_path if local else None,
-        server_log_offset=target.log_size(), config=TelemetryConfig())
+        server_log_offset=target.log_size(), config=TelemetryConfig(),
+        # On servers pgdyno runs, sample from the "postgres" database: the samplers' own
+        # queries then stay out of the workload database's counters (TPM).
+        sample_dbname="postgres" if local else None)
     recorder.start()
     return recorder
 

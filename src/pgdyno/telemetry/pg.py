@@ -19,8 +19,9 @@ CONNECT_TIMEOUT_S = 5
 STATEMENT_TIMEOUT_MS = 2000
 
 
-def connect(conn: ConnectionInfo) -> psycopg.Connection:
-    pg = psycopg.connect(conn.conninfo(), autocommit=True, connect_timeout=CONNECT_TIMEOUT_S,
+def connect(conn: ConnectionInfo, dbname: str | None = None) -> psycopg.Connection:
+    pg = psycopg.connect(conn.conninfo(dbname), autocommit=True,
+                         connect_timeout=CONNECT_TIMEOUT_S,
                          application_name=catalog.APPLICATION_NAME)
     pg.execute(f"SET statement_timeout = {STATEMENT_TIMEOUT_MS}")
     # Telemetry must not wait on locks a benchmark holds, nor take part in parallel plans.

@@ -52,9 +52,12 @@ class TelemetryConfig:
 class TelemetryRecorder:
     def __init__(self, raw_dir: Path, conn: ConnectionInfo, data_dir: Path | None,
                  wal_dir: Path | None, server_log: Path | None, server_log_offset: int,
-                 config: TelemetryConfig) -> None:
+                 config: TelemetryConfig, sample_dbname: str | None = None) -> None:
         self.out = Path(raw_dir) / "telemetry"
         self.conn = conn
+        # The samplers may connect to another database than the workload's (conn.dbname,
+        # whose statistics they read), so that their own transactions stay out of it.
+        self.sample_dbname = sample_dbname
         self.data_dir = data_dir
         self.wal_dir = wal_dir
         self.server_log = server_log
@@ -217,7 +220,7 @@ class TelemetryRecorder:
                     if pgconn is None or pgconn.closed:
                         if time.monotonic() < retry_at:
                             continue
-                        pgconn = pg.connect(self.conn)
+                        pgconn = pg.connect(self.conn, self.sample_dbname)
                         cat = catalog.Catalog(pg.server_version_num(pgconn))
                         if name == "stats":
                             self._record_server(pgconn, cat)
@@ -255,7 +258,7 @@ class TelemetryRecorder:
             self._pg_loop("stats", self.config.interval_s, work)
             # A final snapshot after the load stopped, so the last interval has an end.
             with contextlib.suppress(Exception):
-                pgconn = pg.connect(self.conn)
+                pgconn = pg.connect(self.conn, self.sample_dbname)
                 with pgconn:
                     cat = catalog.Catalog(pg.server_version_num(pgconn))
                     writer.write(pg.snapshot_stats(pgconn, cat, self.conn.dbname))

@@ -34,7 +34,11 @@ class Driver(Protocol):
     def prepare(self, conn: ConnectionInfo, install: PgInstall, raw_dir: Path,
                 progress: Callable[[str], None]) -> Prepared: ...
 
-    def snapshot(self, conn: ConnectionInfo) -> dict[str, Any] | None: ...
+    def open_session(self, conn: ConnectionInfo) -> Any:
+        """A connection for the window snapshots (None when the driver takes none)."""
+        ...
+
+    def snapshot(self, session: Any) -> dict[str, Any] | None: ...
 
     def session_options(self, reads_server_log: bool) -> str | None:
         """PGOPTIONS for pgbench's sessions (None: none)."""
@@ -64,7 +68,10 @@ class PgbenchDriver:
             commands=[" ".join(init.command)] if init.command else [],
             parameters={"scale": self.opts.scale})
 
-    def snapshot(self, conn) -> dict[str, Any] | None:
+    def open_session(self, conn) -> Any:
+        return None
+
+    def snapshot(self, session) -> dict[str, Any] | None:
         return None
 
     def session_options(self, reads_server_log: bool) -> str | None:
@@ -114,11 +121,14 @@ class TproccDriver:
                         "keying_thinking": t.keying_thinking, "time_scale": t.time_scale,
                         "constants": script_set.constants.to_dict()})
 
-    def snapshot(self, conn) -> dict[str, Any] | None:
+    def open_session(self, conn) -> psycopg.Connection:
+        return psycopg.connect(conn.conninfo(), autocommit=True,
+                               application_name="pgdyno-snapshot")
+
+    def snapshot(self, session) -> dict[str, Any] | None:
         from pgdyno.workloads import tprocc
 
-        with psycopg.connect(conn.conninfo(), autocommit=True) as db:
-            return tprocc.snapshot(db).to_dict()
+        return tprocc.snapshot(session).to_dict()
 
     def session_options(self, reads_server_log: bool) -> str | None:
         """Compliant mode: every call's duration in the server log (response times)."""

@@ -37,14 +37,19 @@ WHERE datname = current_database()
 def snapshot(conn: psycopg.Connection) -> Snapshot:
     """Read the counters now. ``conn`` must be in autocommit mode, so that the cached
     statistics snapshot of an open transaction is never reused."""
-    conn.execute("SELECT pg_stat_clear_snapshot()")
-    time_s, next_o_id, commits, rollbacks = conn.execute(_SNAPSHOT).fetchone()
+    with conn.transaction():  # one transaction per snapshot: TPM subtracts them exactly
+        conn.execute("SELECT pg_stat_clear_snapshot()")
+        time_s, next_o_id, commits, rollbacks = conn.execute(_SNAPSHOT).fetchone()
     return Snapshot(time_s=time_s, sum_next_o_id=next_o_id, xact_commit=commits,
                     xact_rollback=rollbacks)
 
 
-def throughput(start: Snapshot, end: Snapshot, warehouses: int) -> ThroughputMetrics:
-    """NOPM = new orders / minutes, TPM = transactions / minutes, over start..end."""
+def throughput(start: Snapshot, end: Snapshot, warehouses: int,
+               own_transactions: int = 0) -> ThroughputMetrics:
+    """NOPM = new orders / minutes, TPM = transactions / minutes, over start..end.
+
+    ``own_transactions``: the snapshots' own transactions inside the window, left out of
+    TPM (they matter only at compliant rates of a few transactions a second)."""
     duration_s = end.time_s - start.time_s
     if duration_s <= 0:
         raise ValueError("the end snapshot must be later than the start snapshot")
@@ -52,6 +57,7 @@ def throughput(start: Snapshot, end: Snapshot, warehouses: int) -> ThroughputMet
     new_orders = end.sum_next_o_id - start.sum_next_o_id
     transactions = (end.xact_commit + end.xact_rollback) - (start.xact_commit
                                                             + start.xact_rollback)
+    transactions = max(0, transactions - own_transactions)
     nopm = new_orders / minutes
     return ThroughputMetrics(
         warehouses=warehouses, duration_s=duration_s, new_orders=new_orders,
