@@ -114,15 +114,16 @@ def test_compliant_warehouse_sweep_real_vs_ideal_p90_and_nopm_over_time(workdir:
         assert row["real_vs_ideal"] > 0.8, row  # two cores keep up with 20 fast terminals
 
         # The window ends on time, not when pgbench has finished the sleeps under way.
-        assert abs(end["time_s"] - start["time_s"] - 11) < 0.5
+        assert abs(end["time_s"] - start["time_s"] - 11) < 1.0, window
         # NOPM over time: snapshots every 5 s whose intervals add up to the window.
         series = window["series"]
         assert len(series) >= 3 and series[0] == window["start"] and series[-1] == window["end"]
         steps = [b["snapshot"]["sum_next_o_id"] - a["snapshot"]["sum_next_o_id"]
                  for a, b in zip(series, series[1:], strict=False)]
         assert sum(steps) == end["sum_next_o_id"] - start["sum_next_o_id"]
-        assert all(4.5 < b["snapshot"]["time_s"] - a["snapshot"]["time_s"] < 6.5
-                   for a, b in zip(series[:-2], series[1:-1], strict=False))
+        gaps = [b["snapshot"]["time_s"] - a["snapshot"]["time_s"]
+                for a, b in zip(series[:-2], series[1:-1], strict=False)]
+        assert all(4.5 < g < 6.5 for g in gaps), gaps
 
         # p90 response time per type: recomputed from the raw duration lines in the window.
         with gzip.open(it_dir / "response_times.tsv.gz", "rt") as f:
@@ -132,7 +133,8 @@ def test_compliant_warehouse_sweep_real_vs_ideal_p90_and_nopm_over_time(workdir:
         # samples from another database and the snapshots subtract their own (without
         # that, about 10 more a second). pg_stat_database trails by up to 1 s per backend.
         minutes = (end["time_s"] - start["time_s"]) / 60
-        assert abs(row["tpm_mean"] * minutes - len(in_window)) <= 0.08 * len(in_window) + 5
+        assert abs(row["tpm_mean"] * minutes - len(in_window)) <= 0.08 * len(in_window) + 5, (
+            row["tpm_mean"] * minutes, len(in_window))
         for kind in ("new_order", "payment"):
             values = [float(r[3]) for r in in_window if r[2] == kind]
             assert math.isclose(row["p90_ms"][kind], _nearest_rank(values, 90))
