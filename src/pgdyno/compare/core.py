@@ -13,7 +13,7 @@ from pgdyno.compare.stats import DEFAULT_CONFIDENCE, SampleStats, estimate_chang
 from pgdyno.errors import UsageError
 
 ALL_CLIENTS = 0
-"""``clients`` of run-level metrics (workload extras, telemetry): the whole run."""
+"""``clients`` of run-level metrics (whole-run telemetry averages): the whole run."""
 
 METHOD_NOTE = (
     "Each value is one iteration (a separate pgbench run started after a CHECKPOINT), or one "
@@ -56,7 +56,6 @@ def compare_runs(baseline: list[RunData], candidate: list[RunData], *,
         notes.append("the runs are of different workloads: " + ", ".join(sorted(workloads)))
     metrics: list[MetricComparison] = []
     iteration_telemetry = False
-    per_iteration: set[str] = set()
     for clients in _common_clients(baseline, candidate):
         a_its = _ok_iterations(baseline, clients)
         b_its = _ok_iterations(candidate, clients)
@@ -68,7 +67,6 @@ def compare_runs(baseline: list[RunData], candidate: list[RunData], *,
             a = [i.extras[name] for i in a_its if name in i.extras]
             b = [i.extras[name] for i in b_its if name in i.extras]
             if a or b:
-                per_iteration.add(name)
                 metrics.append(_compare(clients, name, unit, 1, "iteration", a, b, confidence))
         if any(i.telemetry is not None for i in a_its + b_its):
             iteration_telemetry = True
@@ -80,8 +78,6 @@ def compare_runs(baseline: list[RunData], candidate: list[RunData], *,
                                             confidence))
     for name, unit, direction in _run_metric_names(baseline + candidate,
                                                    with_telemetry=not iteration_telemetry):
-        if name.split("_")[0] in per_iteration:
-            continue  # nopm_8vu is the mean of the per-iteration NOPM compared above
         a = [v for r in baseline if (v := run_metric(r, name)) is not None]
         b = [v for r in candidate if (v := run_metric(r, name)) is not None]
         if a or b:
@@ -135,12 +131,12 @@ _TELEMETRY_METRICS = (("cpu_busy_pct", "%", 0), ("data_write_iops", "IOPS", 0),
 
 def _run_metric_names(runs: list[RunData],
                       with_telemetry: bool = True) -> list[tuple[str, str, int]]:
-    names: list[tuple[str, str, int]] = []
-    extras = sorted({k for r in runs if r.summary for k in r.summary.extras})
-    names += [(k, "", 1) for k in extras]
+    """Whole-run telemetry averages, for runs without per-iteration telemetry. Workload
+    figures (NOPM, TPM) are compared per iteration above; the run's pooled means of them
+    (summary extras such as nopm_8vu) would only repeat those values."""
     if with_telemetry and any(r.telemetry for r in runs):
-        names += list(_TELEMETRY_METRICS)
-    return names
+        return list(_TELEMETRY_METRICS)
+    return []
 
 
 def _iteration_metric(it: IterationSummary, name: str) -> float | None:
@@ -150,9 +146,7 @@ def _iteration_metric(it: IterationSummary, name: str) -> float | None:
 
 
 def run_metric(run: RunData, name: str) -> float | None:
-    """A whole-run figure: a workload extra (NOPM...) or a telemetry average."""
-    if run.summary is not None and name in run.summary.extras:
-        return run.summary.extras[name]
+    """A whole-run telemetry average."""
     return telemetry_metric(run.telemetry or {}, name)
 
 
