@@ -28,12 +28,12 @@ import gzip
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
 
 import numpy as np
 
-from pgdyno.analysis.histogram import nearest_rank
+from pgdyno.analysis.histogram import LatencyHistogram
+from pgdyno.telemetry.checkpoints import line_time
 from pgdyno.workloads.tprocc.model import TRANSACTIONS
 
 SESSION_OPTIONS = "-c log_min_duration_statement=0 -c log_parameter_max_length=0"
@@ -46,8 +46,9 @@ PERCENTILES = (50.0, 90.0, 95.0, 99.0)
 RAW_FILE = "response_times.tsv.gz"
 
 _LINE = re.compile(
-    r"^(?P<ts>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?) (?P<tz>\S+) \[(?P<pid>\d+)\] "
+    r"^\S+ \S+ \S+ \[(?P<pid>\d+)\] "
     r"LOG:  duration: (?P<ms>[\d.]+) ms  (?P<step>statement|bind|execute)[^:]*: (?P<sql>.*)$")
+"""A duration line after the ``'%m [%p] '`` prefix, whose time ``line_time`` reads."""
 _FUNCTION = re.compile(r"\btprocc_(new_order|payment|order_status|delivery|stock_level)\(")
 
 
@@ -96,15 +97,12 @@ def parse_log_lines(lines: Iterable[str]) -> Iterator[ResponseSample]:
         if match.group("step") == "bind":
             bound[pid] = ms
             continue
-        yield ResponseSample(end_epoch=_epoch(match.group("ts"), match.group("tz")),
-                             pid=pid, transaction=function.group(1),
+        end_epoch = line_time(line)
+        if end_epoch is None:
+            raise ValueError(f"server log line {line[:40]!r}: not in UTC; pgdyno sets "
+                             "log_timezone = 'UTC'")
+        yield ResponseSample(end_epoch=end_epoch, pid=pid, transaction=function.group(1),
                              ms=ms + bound.pop(pid, 0.0))
-
-
-def _epoch(stamp: str, zone: str) -> float:
-    if zone not in ("UTC", "GMT", "+00", "Z"):
-        raise ValueError(f"server log time zone {zone!r}: pgdyno sets log_timezone = 'UTC'")
-    return datetime.fromisoformat(stamp + "+00:00").timestamp()
 
 
 def extract(server_log: Path, offset: int, out: Path) -> int:
@@ -140,11 +138,12 @@ def stats_by_type(samples: Iterable[ResponseSample], window: tuple[float, float]
     for transaction, values in by_type.items():
         if not values:
             continue
-        ordered = np.sort(np.asarray(values))
-        n = len(ordered)
+        # The log prints microseconds (3 decimals of ms): whole µs, as pgbench latencies.
+        histogram = LatencyHistogram()
+        histogram.add_array(np.rint(np.asarray(values) * 1000))
         out.append(ResponseStats(
-            transaction=transaction, count=n, mean_ms=float(ordered.mean()),
-            percentiles_ms={f"p{p:g}": float(ordered[nearest_rank(p, n) - 1])
-                            for p in PERCENTILES},
-            max_ms=float(ordered[-1]), limit_p90_s=LIMIT_P90_S[transaction]))
+            transaction=transaction, count=histogram.n, mean_ms=histogram.mean_us / 1000,
+            percentiles_ms={f"p{p:g}": us / 1000
+                            for p, us in histogram.percentiles_us(PERCENTILES).items()},
+            max_ms=histogram.max_us / 1000, limit_p90_s=LIMIT_P90_S[transaction]))
     return out
