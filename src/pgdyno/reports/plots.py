@@ -26,20 +26,29 @@ def make_plots(summary: RunSummary, plots_dir: Path) -> dict[str, str]:
         fig = draw(summary)
         if fig is None:
             continue
-        path = plots_dir / f"{name}.png"
-        fig.savefig(path, dpi=DPI, bbox_inches="tight")
-        plt.close(fig)
+        save_figure(fig, plots_dir / f"{name}.png")
         made[name] = f"plots/{name}.png"
     return made
 
 
-def _series_style(summary: RunSummary, clients: int, iteration: int) -> dict:
+def save_figure(fig, path: Path) -> Path:
+    """Write a figure as PNG (creating its folder) and free it."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=DPI, bbox_inches="tight")
+    plt.close(fig)
+    return path
+
+
+def series_style(client_counts: list[int], clients: int, iteration: int) -> dict:
     """One colour per client count, one line style per iteration."""
     colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
-    order = sorted({it.clients for it in summary.iterations})
     styles = ["-", "--", ":", "-."]
-    return {"color": colours[order.index(clients) % len(colours)],
+    return {"color": colours[sorted(client_counts).index(clients) % len(colours)],
             "linestyle": styles[(iteration - 1) % len(styles)]}
+
+
+def _series_style(summary: RunSummary, clients: int, iteration: int) -> dict:
+    return series_style(list({it.clients for it in summary.iterations}), clients, iteration)
 
 
 def _timeline_plot(summary: RunSummary, value, ylabel: str, title: str):

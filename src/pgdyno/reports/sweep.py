@@ -15,9 +15,12 @@ import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from matplotlib.ticker import MaxNLocator
+
 from pgdyno import serde
 from pgdyno.reports import html, markdown
 from pgdyno.reports.document import Document, Section, Table, fmt
+from pgdyno.reports.plots import plt, save_figure
 from pgdyno.reports.tprocc import iteration_windows, pooled_response_stats
 from pgdyno.results.rundir import RunDirectory, write_json_atomic
 from pgdyno.results.sweepdir import SweepRecord
@@ -210,12 +213,6 @@ def _plot(summary: SweepSummary, path: Path) -> Path | None:
     measured = [r for r in summary.rows if r.nopm_mean is not None]
     if not measured:
         return None
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    from matplotlib.ticker import MaxNLocator
-
     fig, ax = plt.subplots(figsize=(8, 4.5))
     for clients in sorted({r.clients for r in measured}) if not summary.keying_thinking else [0]:
         rows = [r for r in measured if summary.keying_thinking or r.clients == clients]
@@ -242,7 +239,4 @@ def _plot(summary: SweepSummary, path: Path) -> Path | None:
     ax.set_ylim(bottom=0)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110, bbox_inches="tight")
-    plt.close(fig)
-    return path
+    return save_figure(fig, path)

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from pgdyno.analysis.summary import RunSummary
 from pgdyno.reports.document import Section, Table, fmt
+from pgdyno.reports.plots import plt, save_figure, series_style
 from pgdyno.results.rundir import RunPlan
 from pgdyno.workloads import tprocc
 from pgdyno.workloads.tprocc import Snapshot, response
@@ -185,32 +186,21 @@ def _nopm_timeline(windows: IterationWindows, warehouses: int, path: Path) -> Pa
     series = {key: nopm_over_time(window, warehouses) for key, (_, window) in windows.items()}
     if not any(len(points) > 1 for points in series.values()):
         return None
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
-    vus = sorted({clients for clients, _ in series})
+    vus = list({clients for clients, _ in series})
     fig, ax = plt.subplots(figsize=(9, 4))
     for (clients, iteration), points in sorted(series.items()):
         if not points:
             continue
         # Each value holds over its interval: from the previous snapshot to its own.
         ax.step([0.0] + [t for t, _ in points], [points[0][1]] + [v for _, v in points],
-                where="pre", lw=1.2,
-                color=colours[vus.index(clients) % len(colours)],
-                linestyle=["-", "--", ":", "-."][(iteration - 1) % 4],
-                label=f"{clients} VUs #{iteration}")
+                where="pre", lw=1.2, label=f"{clients} VUs #{iteration}",
+                **series_style(vus, clients, iteration))
     ax.set(xlabel="seconds since the measured window started", ylabel="NOPM",
            title="New orders per minute, per interval")
     ax.set_ylim(bottom=0)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7, ncol=2)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110, bbox_inches="tight")
-    plt.close(fig)
-    return path
+    return save_figure(fig, path)
 
 
 def _response_tables(windows: IterationWindows, plan: RunPlan) -> list[Table]:
