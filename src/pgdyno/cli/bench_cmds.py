@@ -103,7 +103,9 @@ def build_options(**kw) -> o.BenchOptions:
         kw["warmup"] = kw["rampup"]
     clients = o.parse_clients(kw["clients"])
     if tprocc is not None and tprocc.keying_thinking:
-        terminals = 10 * tprocc.warehouses
+        from pgdyno.workloads.tprocc import TERMINALS_PER_WAREHOUSE
+
+        terminals = TERMINALS_PER_WAREHOUSE * tprocc.warehouses
         if kw.get("vus") is not None and clients != (terminals,):
             raise UsageError(f"--keying-thinking runs 10 terminals per warehouse: --vus must be "
                              f"{terminals} for {tprocc.warehouses} warehouses (or be left out)")

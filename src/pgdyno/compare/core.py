@@ -122,7 +122,7 @@ def _label(runs: list[RunData]) -> str:
     return " / ".join(labels)
 
 
-# ----- run-level metrics: workload headline figures and telemetry -------------------------
+# ----- run-level metrics: whole-run telemetry -------------------------
 
 _TELEMETRY_METRICS = (("cpu_busy_pct", "%", 0), ("data_write_iops", "IOPS", 0),
                       ("data_read_iops", "IOPS", 0), ("wal_write_iops", "IOPS", 0),

@@ -96,6 +96,8 @@ def _rows_of_run(run_dir: Path, warehouses: int, status: str,
     windows = iteration_windows(plan, run_dir)
     consistency = _consistency(run_dir)
     mix = plan.parameters.get("mix")
+    finished = {(it["clients"], it["iteration"]) for it in summary["iterations"]
+                if it["status"] == "ok"}
     rows = []
     for clients in plan.client_counts:
         extras = [it["extras"] for it in summary["iterations"]
@@ -113,9 +115,7 @@ def _rows_of_run(run_dir: Path, warehouses: int, status: str,
                                                record.time_scale)
             if row.nopm_mean is not None:
                 row.real_vs_ideal = row.nopm_mean / row.ideal_nopm
-            ok = [v for (c, i), v in sorted(windows.items()) if c == clients
-                  and any(it["clients"] == c and it["iteration"] == i and it["status"] == "ok"
-                          for it in summary["iterations"])]
+            ok = [v for key, v in sorted(windows.items()) if key[0] == clients and key in finished]
             row.p90_ms = {s.transaction: s.p90_ms for s in pooled_response_stats(ok)}
         rows.append(row)
     return rows

@@ -32,8 +32,17 @@ class Window:
     start: Snapshot
     end: Snapshot
     series: list[Snapshot]
-    own_transactions: int = 0
-    """pgdyno's snapshot transactions inside the window (left out of TPM)."""
+    """Every snapshot from start to end (empty in runs from before NOPM over time)."""
+
+    @property
+    def points(self) -> list[Snapshot]:
+        return self.series or [self.start, self.end]
+
+    @property
+    def own_transactions(self) -> int:
+        """pgdyno's snapshot transactions counted inside the window, left out of TPM: one
+        per snapshot of the series but the end one."""
+        return max(0, len(self.series) - 1)
 
     @property
     def epochs(self) -> tuple[float, float]:
@@ -50,8 +59,7 @@ def read_window(plan: RunPlan, it_dir: Path) -> Window | None:
     start = Snapshot.from_dict(points["start"]["snapshot"])
     end = Snapshot.from_dict(points["end"]["snapshot"])
     series = [Snapshot.from_dict(p["snapshot"]) for p in points.get("series", [])]
-    return Window(start=start, end=end, series=series or [start, end],
-                  own_transactions=int(points.get("own_transactions", 0)))
+    return Window(start=start, end=end, series=series)
 
 
 def window_metrics(plan: RunPlan, it_dir: Path) -> dict[str, float]:
@@ -78,7 +86,7 @@ def nopm_over_time(window: Window, warehouses: int) -> list[tuple[float, float]]
     """(seconds since the window started, at the interval's end; NOPM of the interval)."""
     t0 = window.start.time_s
     return [(b.time_s - t0, m.nopm)
-            for b, m in zip(window.series[1:], tprocc.interval_series(window.series, warehouses),
+            for b, m in zip(window.points[1:], tprocc.interval_series(window.points, warehouses),
                             strict=True)]
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import gzip
+import math
 import shutil
 import subprocess
 import threading
@@ -350,10 +351,8 @@ class WindowSnapshots:
     with think times (up to 120 s) it can exit a minute late, and a window stretched to
     that minute would understate NOPM. If pgbench stops early (an error, Ctrl-C), the end
     snapshot is taken then. All go to ``window.json``: ``start``, ``end``, the ``series``.
-
-    One connection serves every snapshot, one transaction each; ``own_transactions``
-    counts the ones that land inside the window (all but the end one), so that TPM can
-    leave pgdyno's own reads out.
+    One connection serves every snapshot, one transaction each (TPM subtracts them).
+    Drivers that take no snapshots (pgbench's workloads) get no connection and no thread.
     """
 
     def __init__(self, driver: Driver, conn, warmup_s: float, duration_s: float, path: Path,
@@ -365,16 +364,10 @@ class WindowSnapshots:
         self.stopped = threading.Event()
         self.thread = threading.Thread(target=self._sample, daemon=True)
         self.session: Any = None
-        self.lock = threading.Lock()
 
     def _take(self, name: str | None) -> None:
-        with self.lock, contextlib.suppress(Exception):  # a missed snapshot loses one figure
-            if self.session is None:
-                self.session = self.driver.open_session(self.conn)
-            snap = self.driver.snapshot(self.session)
-            if snap is None:
-                return
-            point = {"taken_at": time.time(), "snapshot": snap}
+        with contextlib.suppress(Exception):  # a missed snapshot loses one figure, not the run
+            point = {"taken_at": time.time(), "snapshot": self.driver.snapshot(self.session)}
             if name is not None:
                 self.points[name] = point
             self.series.append(point)
@@ -384,28 +377,29 @@ class WindowSnapshots:
             return
         self._take("start")
         started = time.monotonic()
-        grid = [k * self.interval_s for k in range(1, int(self.duration_s // self.interval_s)
-                                                   + 1) if k * self.interval_s < self.duration_s]
-        for offset in [*grid, self.duration_s]:
+        steps = math.ceil(self.duration_s / self.interval_s)
+        for offset in [k * self.interval_s for k in range(1, steps)] + [self.duration_s]:
             if self.stopped.wait(max(0.0, started + offset - time.monotonic())):
                 return
             self._take("end" if offset == self.duration_s else None)
 
     def start(self) -> None:
-        self.thread.start()
+        with contextlib.suppress(Exception):  # no connection: no snapshots, the run goes on
+            self.session = self.driver.open_session(self.conn)
+        if self.session is not None:
+            self.thread.start()
 
     def finish(self) -> None:
         self.stopped.set()
-        if self.thread.ident is not None:
-            self.thread.join()
+        if self.thread.ident is None:
+            return
+        self.thread.join()
         if "start" in self.points and "end" not in self.points:
             self._take("end")  # pgbench ended before the window did
-        if self.session is not None:
-            with contextlib.suppress(Exception):
-                self.session.close()
+        with contextlib.suppress(Exception):
+            self.session.close()
         if self.points:
             write_json_atomic(self.path, {**self.points, "interval_s": self.interval_s,
-                                          "own_transactions": max(0, len(self.series) - 1),
                                           "series": self.series})
 
 

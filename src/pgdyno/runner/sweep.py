@@ -25,8 +25,7 @@ from pgdyno.results.sweepdir import SCHEMA_VERSION, SweepRecord, SweepStep
 from pgdyno.runner.bench import hardware_label, run_bench
 from pgdyno.runner.environment import host_facts
 from pgdyno.runner.options import BenchOptions
-
-TERMINALS_PER_WAREHOUSE = 10
+from pgdyno.workloads.tprocc import TERMINALS_PER_WAREHOUSE
 
 
 def step_options(opts: BenchOptions, warehouses: int) -> BenchOptions:
@@ -73,7 +72,8 @@ def run_sweep(opts: BenchOptions, warehouses: list[int], console: Console | None
                 break
             except (RunFailed, UsageError) as exc:
                 step.status, step.reason = "failed", str(exc)
-                step.run = getattr(exc, "run_dir", None) and exc.run_dir.name
+                run_dir = exc.run_dir if isinstance(exc, RunFailed) else None
+                step.run = run_dir.name if run_dir else None
                 console.print(f"[red]sweep: W={step.warehouses} failed:[/red] {exc}")
             record.save(sweep_dir)
     finally:
