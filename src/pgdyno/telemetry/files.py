@@ -14,51 +14,47 @@ from pathlib import Path
 from typing import IO, Any
 
 
-class CsvWriter:
-    def __init__(self, path: Path, columns: list[str]) -> None:
+class _AppendFile:
+    """A file opened for appending that several sampler threads write whole lines to;
+    writes after ``close`` are dropped (a sampler may outlive the recorder by a tick)."""
+
+    def __init__(self, path: Path, newline: str | None = None) -> None:
         self.path = path
-        self.columns = columns
         self._lock = threading.Lock()
+        self._fh: IO[str] | None = path.open("a", newline=newline)
+
+    def _emit(self, write) -> None:
+        with self._lock:
+            if self._fh is None:
+                return
+            write(self._fh)
+            self._fh.flush()
+
+    def close(self) -> None:
+        with self._lock:
+            if self._fh is not None:
+                self._fh.close()
+                self._fh = None
+
+
+class CsvWriter(_AppendFile):
+    def __init__(self, path: Path, columns: list[str]) -> None:
         new = not path.exists() or path.stat().st_size == 0
-        self._fh: IO[str] | None = path.open("a", newline="")
+        super().__init__(path, newline="")
+        self.columns = columns
+        assert self._fh is not None
         self._writer = csv.writer(self._fh)
         if new:
-            self._writer.writerow(columns)
-            self._fh.flush()
+            self._emit(lambda _: self._writer.writerow(columns))
 
     def write(self, row: list[Any]) -> None:
-        with self._lock:
-            if self._fh is None:
-                return
-            self._writer.writerow([_cell(v) for v in row])
-            self._fh.flush()
-
-    def close(self) -> None:
-        with self._lock:
-            if self._fh is not None:
-                self._fh.close()
-                self._fh = None
+        self._emit(lambda _: self._writer.writerow([_cell(v) for v in row]))
 
 
-class JsonlWriter:
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self._lock = threading.Lock()
-        self._fh: IO[str] | None = path.open("a")
-
+class JsonlWriter(_AppendFile):
     def write(self, obj: dict) -> None:
         line = json.dumps(obj, separators=(",", ":"), default=str)
-        with self._lock:
-            if self._fh is None:
-                return
-            self._fh.write(line + "\n")
-            self._fh.flush()
-
-    def close(self) -> None:
-        with self._lock:
-            if self._fh is not None:
-                self._fh.close()
-                self._fh = None
+        self._emit(lambda fh: fh.write(line + "\n"))
 
 
 def _cell(value: Any) -> Any:
