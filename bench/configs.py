@@ -63,7 +63,7 @@ def timed_run(srv: LocalServer, workload: str, clients: int, duration: int) -> d
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--scale", type=int, default=50, help="pgbench scale (~16 MB each)")
+    parser.add_argument("--scale", type=int, default=50, help="pgbench scale (~15.7 MB each)")
     parser.add_argument("--duration", type=int, default=30, help="seconds per timed run")
     parser.add_argument("--warmup", type=int, default=10, help="seconds of warm-up per config")
     parser.add_argument("--iterations", type=int, default=3)

@@ -10,19 +10,87 @@ from __future__ import annotations
 import shutil
 import signal
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from pgdyno.targets import default_workdir
 from pgdyno.targets.binaries import embedded_install
 from pgdyno.targets.local import LocalServer
+
+SERVER_FIXTURES = frozenset({"server", "fresh_server", "workdir"})
+"""Fixtures that start or hold clusters: a test using one, even through another fixture, is
+marked ``server`` so that ``pytest -m "not server"`` leaves it out."""
+
+_SHARED_DIRS: list[Path] = []
+"""Every directory make_shared_dir made this session: where test clusters live."""
+_STARTED = pytest.StashKey[float]()
+_NO_SERVER = pytest.StashKey[bool]()
+_LEFT_RUNNING = pytest.StashKey[list[int]]()
 
 
 def make_shared_dir(prefix: str) -> Path:
     path = Path(tempfile.mkdtemp(prefix=prefix, dir="/var/tmp"))
     path.chmod(0o755)
+    _SHARED_DIRS.append(path)
     return path
+
+
+@pytest.hookimpl(tryfirst=True)  # before -m deselects: it must see the marks added here
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if SERVER_FIXTURES.intersection(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.server)
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    session.config.stash[_STARTED] = time.time()
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    session.config.stash[_NO_SERVER] = not any(item.get_closest_marker("server")
+                                               for item in session.items)
+
+
+@pytest.hookimpl(trylast=True)  # after the session's fixtures have stopped their servers
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """A session of unmarked tests only (``-m "not server"``) must leave no server behind.
+
+    A server found means some test starts PostgreSQL without the ``server`` mark: mark it
+    (or its module, with ``pytestmark = pytest.mark.server``)."""
+    if not session.config.stash.get(_NO_SERVER, False):
+        return
+    left = _postgres_started_since(session.config.stash[_STARTED],
+                                   [*_SHARED_DIRS, default_workdir()])
+    if left:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        session.config.stash[_LEFT_RUNNING] = left
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter,
+                            config: pytest.Config) -> None:
+    left = config.stash.get(_LEFT_RUNNING, [])
+    if left:
+        terminalreporter.write_line(
+            f"FAILED: a session without server tests left PostgreSQL running (pids {left}); "
+            "mark the test that starts it with pytest.mark.server", red=True)
+
+
+def _postgres_started_since(since: float, places: list[Path]) -> list[int]:
+    """postgres processes begun after ``since`` whose command line names one of ``places``."""
+    import psutil
+
+    found = []
+    for place in places:
+        for pid in postgres_processes(str(place)):
+            try:
+                if psutil.Process(pid).create_time() >= since - 1:
+                    found.append(pid)
+            except psutil.NoSuchProcess:
+                continue
+    return sorted(set(found))
 
 
 def interruptible() -> None:

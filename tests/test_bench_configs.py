@@ -6,10 +6,13 @@ import json
 from pathlib import Path
 
 import psycopg
+import pytest
 
 from pgdyno.targets.binaries import embedded_install
 from pgdyno.targets.local import LocalServer
 from tests.conftest import make_shared_dir, run_cli
+
+pytestmark = pytest.mark.server  # every test here starts PostgreSQL
 
 SHORT = ["--clients", "2", "--duration", "2", "--warmup", "0", "--iterations", "1", "--scale",
          "1", "--no-progress"]

@@ -51,6 +51,7 @@ def test_bad_input_one_line_exit_2(args: list[str], words: list[str], workdir: P
     _one_line_error(run_cli(args, workdir, cwd=Path(__file__).parent.parent), *words)
 
 
+@pytest.mark.server
 def test_refuses_foreign_tables_unless_forced(workdir: Path) -> None:
     own = make_shared_dir("pgdyno-foreign-")
     server = LocalServer(install=embedded_install(), workdir=own)
@@ -95,6 +96,7 @@ def _wait_for_logs(results: Path, timeout: float = 60) -> Path:
     raise AssertionError("pgbench never started logging")
 
 
+@pytest.mark.server
 def test_sigint_leaves_interrupted_run_and_no_server(workdir: Path) -> None:
     results = make_shared_dir("pgdyno-results-")
     proc = _start_bench(workdir, results, duration=30)
@@ -114,6 +116,7 @@ def test_sigint_leaves_interrupted_run_and_no_server(workdir: Path) -> None:
     assert postgres_processes(str(workdir / "instances" / "pg18-embedded")) == []
 
 
+@pytest.mark.server
 def test_server_death_marks_run_failed(workdir: Path) -> None:
     results = make_shared_dir("pgdyno-results-")
     proc = _start_bench(workdir, results, duration=20)
@@ -130,6 +133,7 @@ def test_server_death_marks_run_failed(workdir: Path) -> None:
     assert postgres_processes(str(workdir / "instances" / "pg18-embedded")) == []
 
 
+@pytest.mark.server
 @pytest.mark.skipif(os.geteuid() != 0, reason="mounting a small tmpfs needs root")
 def test_full_disk_marks_run_failed_and_keeps_what_fit(workdir: Path) -> None:
     mount = make_shared_dir("pgdyno-full-")

@@ -11,6 +11,8 @@ import pytest
 from tests.conftest import make_shared_dir, run_cli
 from tests.recompute import recompute
 
+pytestmark = pytest.mark.server  # every test here starts PostgreSQL
+
 DEBIAN_PG = sorted(Path("/usr/lib/postgresql").glob("*/bin/postgres"))
 
 

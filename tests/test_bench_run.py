@@ -13,6 +13,8 @@ import pytest
 from tests.conftest import make_shared_dir, run_cli
 from tests.recompute import recompute
 
+pytestmark = pytest.mark.server  # every test here starts PostgreSQL
+
 
 @pytest.fixture(scope="module")
 def sweep_run(workdir: Path) -> Path:

@@ -12,7 +12,11 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import interruptible, make_shared_dir, run_cli
+
+pytestmark = pytest.mark.server  # every test here starts PostgreSQL
 
 
 def test_bench_tprocc_nopm_types_and_consistency(workdir: Path) -> None:

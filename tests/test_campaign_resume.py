@@ -81,6 +81,7 @@ def test_bad_campaign_files_are_one_line_errors(tmp_path: Path, text: str,
         load_spec(spec_file, tmp_path)
 
 
+@pytest.mark.server
 def test_interrupted_campaign_resumes_without_redoing_runs(workdir: Path) -> None:
     results = make_shared_dir("pgdyno-campaign-")
     spec = results / "resume.toml"

@@ -1,4 +1,4 @@
-"""Compare on a real server: A/A says no difference, synchronous_commit=on is slower than off.
+"""Compare on a real server: A/A gives a well-formed interval, synchronous_commit=on is slower.
 
 One interleaved session (A B B A, two runs per side, two iterations each) serves every test:
 A is simple-update with synchronous_commit=off, B the stock setting (on), 4 clients.
@@ -7,29 +7,28 @@ A is simple-update with synchronous_commit=off, B the stock setting (on), 4 clie
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import pytest
 from rich.console import Console
 from typer.testing import CliRunner
 
-from pgdyno.campaign.spec import bench_defaults
-from pgdyno.cli.bench_cmds import build_options
+from pgdyno.runner.options import build_options
 from pgdyno.compare.core import compare_runs
 from pgdyno.compare.interleave import Side, abba_order, run_interleaved
 from pgdyno.compare.runs import load_run
-from pgdyno.compare.stats import SAME, SLOWER
+from pgdyno.compare.stats import SAME, SLOWER, verdict_for
 from tests.conftest import make_shared_dir, postgres_processes
 
 
+# The tests that take this fixture carry the server mark: it runs four benches.
 @pytest.fixture(scope="module")
 def session(workdir: Path) -> tuple[Path, list[Path], list[Path]]:
     results = make_shared_dir("pgdyno-compare-")
-    kw = bench_defaults()
-    kw.update(workload="simple-update", clients="4", iterations=2, duration=2, warmup=1,
-              scale=1, results_dir=results, progress=False, telemetry=False,
-              context="cmp--simple-update", workdir=workdir)
-    base = build_options(**kw)
+    base = build_options("simple-update", clients="4", iterations=2, duration=2, warmup=1,
+                         scale=1, results_dir=results, progress=False, telemetry=False,
+                         context="cmp--simple-update", workdir=workdir)
     done = run_interleaved(base, Side("async", sets=("synchronous_commit=off",)),
                            Side("stock"), pairs=2, console=Console(quiet=True))
     assert not done.failed
@@ -41,6 +40,7 @@ def test_abba_order() -> None:
     assert abba_order(3) == ["A", "B", "B", "A", "A", "B"]
 
 
+@pytest.mark.server
 def test_runs_ran_in_abba_order(session) -> None:
     _, a, b = session
     roles = {p: json.loads((p / "pgdyno-role.json").read_text()) for p in a + b}
@@ -48,16 +48,31 @@ def test_runs_ran_in_abba_order(session) -> None:
     assert [roles[p]["compare_side"] for p in order] == ["A", "B", "B", "A"]
 
 
-def test_same_config_twice_is_no_significant_difference(session) -> None:
+@pytest.mark.server
+def test_same_config_twice_gives_an_interval_and_its_verdict(session) -> None:
+    """A/A: only what holds every time is asserted.
+
+    Whether the 95% interval of two runs of one config contains 0 is chance: 5% of A/A pairs
+    exclude it by design, so "no significant difference" here would fail one run in twenty.
+    That rate is checked with a fixed seed in test_compare_stats; here the interval must be
+    well formed, the verdict must be the one it implies, and identical samples on both sides
+    must give an interval around 0.
+    """
     _, a, _ = session
-    cmp = compare_runs([load_run(a[0])], [load_run(a[1])])
+    first, second = load_run(a[0]), load_run(a[1])
+    cmp = compare_runs([first], [second])
     tps = cmp.metric("tps", 4)
     assert tps.baseline_n == tps.candidate_n == 2
-    assert tps.verdict == SAME, tps
-    assert tps.ci_low_pct < 0 < tps.ci_high_pct
+    assert math.isfinite(tps.ci_low_pct) and math.isfinite(tps.ci_high_pct), tps
+    assert tps.ci_low_pct <= tps.change_pct <= tps.ci_high_pct
+    assert tps.verdict == verdict_for(tps.ci_low_pct, tps.ci_high_pct, tps.direction), tps
     assert not [c for c in cmp.changes if c.layer == "postgresql"]
+    itself = compare_runs([first], [first]).metric("tps", 4)
+    assert itself.change_pct == pytest.approx(0.0, abs=1e-9)
+    assert itself.ci_low_pct < 0 < itself.ci_high_pct and itself.verdict == SAME, itself
 
 
+@pytest.mark.server
 def test_synchronous_commit_on_is_slower(session) -> None:
     _, a, b = session
     cmp = compare_runs([load_run(p) for p in a], [load_run(p) for p in b])
@@ -74,6 +89,7 @@ def test_synchronous_commit_on_is_slower(session) -> None:
     assert sorted(tps.baseline_values) == pytest.approx(recorded)
 
 
+@pytest.mark.server
 def test_compare_cli_writes_report_with_changes_first(session) -> None:
     import typer
 
@@ -98,6 +114,7 @@ def test_compare_cli_writes_report_with_changes_first(session) -> None:
     assert "<img" in (out / "compare.html").read_text()
 
 
+@pytest.mark.server
 def test_compare_by_run_id_and_bad_input(session) -> None:
     import typer
 

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import ast
+import graphlib
 import json
 from pathlib import Path
 
 import pytest
 
+import pgdyno.config
 from pgdyno.config import ResolvedConfig, load_hardware, resolve_config
-from pgdyno.config.envfile import parse_env
+from pgdyno.config.envfile import parse_env, settings_from_env
+from pgdyno.config.matrix_keys import MATRIX_KEYS
 from pgdyno.config.pgcatalog import snapshot
 from pgdyno.config.render import RENDERERS
 from pgdyno.config.units import GB, MB
@@ -48,7 +52,7 @@ def test_r8g_xlarge_oltp_memory_values_and_rationale() -> None:
 
 
 def test_tuned_covers_every_group_with_defaults_and_rationale() -> None:
-    r = resolve("tuned", hardware="epyc9254-dc3000me", workload="tprocc")
+    r = resolve("tuned", hardware="epyc9254-dc3000me", workload="oltp")
     assert r.plan is not None
     groups = {s.group for s in r.plan.settings}
     for group in ("instance", "os_memory", "os_files", "os_network", "os_scheduler",
@@ -72,12 +76,12 @@ def test_tuned_covers_every_group_with_defaults_and_rationale() -> None:
 def test_hdd_and_cgroup_inputs_change_values() -> None:
     hw = load_hardware("r8g.large")
     hw.data.kind = "hdd"
-    r = resolve_config("tuned", [], pg_major=18, workload="tpcb", hardware=hw)
+    r = resolve_config("tuned", [], pg_major=18, workload="oltp", hardware=hw)
     assert r.pg_settings["random_page_cost"] == "4"
     assert r.pg_settings["effective_io_concurrency"] == "2"
     small = load_hardware("r8g.large")
     small.ram_bytes = 4 * GB  # a container limit below the host's RAM
-    r = resolve_config("tuned", [], pg_major=18, workload="tpcb", hardware=small)
+    r = resolve_config("tuned", [], pg_major=18, workload="oltp", hardware=small)
     assert snapshot(18).to_bytes("shared_buffers", r.pg_settings["shared_buffers"]) == GB
 
 
@@ -171,3 +175,40 @@ def test_renderers_and_env_export_import() -> None:
     env = parse_env(RENDERERS["env"](r), "x")
     assert env["PG_SHARED_BUFFERS"] == "8GB" and env["VM_SWAPPINESS"] == "1"
     assert env["INSTANCE_TYPE"] == "r8g.xlarge"
+
+
+@pytest.mark.parametrize("hardware", ["r8g.xlarge", "epyc9254-dc3000me", "r8g.large"])
+def test_matrix_keys_table_matches_what_tuned_emits(hardware: str) -> None:
+    """The .env reader's static key table and the tuning rules name keys alike."""
+    r = resolve("tuned", hardware=hardware, workload="oltp", dataset_bytes=10 * GB)
+    assert r.plan is not None
+    emitted = {s.key: s for s in r.plan.settings if s.apply != "pg"}
+    assert set(emitted) == set(MATRIX_KEYS)
+    for key, s in emitted.items():
+        spec = MATRIX_KEYS[key]
+        assert (s.group, s.name, s.layer, s.apply) == (spec.group, spec.name, spec.layer,
+                                                       spec.apply), key
+
+
+def test_env_import_uses_the_static_key_table() -> None:
+    settings = settings_from_env({"VM_SWAPPINESS": "1", "WAL_SCHEDULER": "none",
+                                  "PG_PORT": "5433", "PG_WORK_MEM": "64MB"}, "t.env")
+    by_key = {s.key: s for s in settings}
+    assert (by_key["VM_SWAPPINESS"].name, by_key["VM_SWAPPINESS"].default) == ("vm.swappiness",
+                                                                              "60")
+    assert by_key["WAL_SCHEDULER"].group == "block_wal"
+    assert (by_key["PG_PORT"].apply, by_key["PG_WORK_MEM"].apply) == ("info", "pg")
+
+
+def test_config_imports_form_a_dag_without_function_level_imports() -> None:
+    """Modules of pgdyno.config import each other at the top only, and never in a cycle."""
+    folder = Path(pgdyno.config.__file__).parent
+    edges: dict[str, set[str]] = {}
+    for path in folder.glob("*.py"):
+        deps = edges.setdefault(path.stem, set())
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith(
+                    "pgdyno.config."):
+                assert node.col_offset == 0, f"{path.name}: imports {node.module} in a function"
+                deps.add(node.module.split(".")[2])
+    graphlib.TopologicalSorter(edges).prepare()  # raises CycleError on a cycle

@@ -11,14 +11,14 @@ import pytest
 
 from pgdyno.config.detect import cgroup_limits, detect_profile, meminfo
 from pgdyno.config.envfile import profile_from_env, profile_to_env
+from pgdyno.config.hardware import HardwareProfile
 from pgdyno.config.profiles import (
-    HardwareProfile,
     catalogue_names,
     load_hardware,
     profile_from_toml,
     profile_to_toml,
 )
-from pgdyno.config.units import GB
+from pgdyno.config.units import GB, KB, MB, TB, parse_size
 from pgdyno.errors import UsageError
 
 
@@ -126,3 +126,18 @@ def test_cgroup_v2_quota_and_limit_are_read(tmp_path: Path) -> None:
     proc.write_text("0::/a/b\n")
     limits = cgroup_limits(proc, root)
     assert limits.cpus == 1.5 and limits.memory_bytes == 4 * GB
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("500MB", 500 * MB), ("3GB", 3 * GB), ("1.5GiB", int(1.5 * GB)), ("100k", 100 * KB),
+    ("4096", 4096), ("512B", 512), ("32g", 32 * GB), ("2 TiB", 2 * TB), (" 7mi ", 7 * MB),
+    (".5G", GB // 2), ("8KIB", 8 * KB), ("0", 0),
+])
+def test_parse_size_accepts_the_usual_spellings(text: str, expected: int) -> None:
+    assert parse_size(text) == expected
+
+
+@pytest.mark.parametrize("text", ["", "GB", "abc", "-1GB", "1e3", "5iB", "5PB", "1.", "10 MBs"])
+def test_parse_size_refuses_with_the_accepted_forms(text: str) -> None:
+    with pytest.raises(ValueError, match=r"not a size: .*e\.g\. 500MB, 3GB, 1\.5GiB"):
+        parse_size(text)

@@ -20,6 +20,8 @@ from pgdyno.compare.runs import read_notes
 from pgdyno.reports.document import fmt
 from tests.conftest import make_shared_dir, postgres_processes
 
+pytestmark = pytest.mark.server  # every test here starts PostgreSQL
+
 CONTEXT = "ctx--simple-update"
 CAMPAIGN = f"""
 [campaign]

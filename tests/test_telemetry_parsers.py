@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from pgdyno.telemetry import catalog, checkpoints, devices, procfs, smart
+from pgdyno.analysis import procfs
+from pgdyno.telemetry import catalog, checkpoints, devices, smart
 from pgdyno.telemetry.host import cpu_capacity
 
 # Two /proc/stat samples one second apart, recorded on a 2-vCPU VM under pgbench load

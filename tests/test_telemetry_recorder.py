@@ -11,12 +11,13 @@ from pathlib import Path
 
 import pytest
 
+from pgdyno.analysis import procfs
 from pgdyno.analysis.telemetry import TelemetrySummary, analyse_telemetry
 from pgdyno.analysis.verdict import Verdict, decide_bottleneck
 from pgdyno.reports.telemetry_sections import telemetry_markdown, telemetry_plots
+from pgdyno.results.rawfiles import read_csv, read_jsonl
 from pgdyno.targets.connection import ConnectionInfo
-from pgdyno.telemetry import TelemetryConfig, TelemetryRecorder, procfs
-from pgdyno.telemetry.files import read_csv, read_jsonl
+from pgdyno.telemetry import TelemetryConfig, TelemetryRecorder
 
 
 @pytest.fixture(scope="module")

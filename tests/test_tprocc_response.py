@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from pgdyno.reports.sweep import SweepRow, saturation_point
 from pgdyno.workloads.tprocc import response
+from pgdyno.workloads.tprocc.sweep_report import SweepRow, saturation_point
 
 SAMPLE = Path(__file__).parent / "data" / "server_durations.log"
 

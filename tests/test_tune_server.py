@@ -18,6 +18,8 @@ from pgdyno.config.units import MB
 from pgdyno.targets.binaries import embedded_install, install_from_dir
 from pgdyno.targets.local import LocalServer
 
+pytestmark = pytest.mark.server  # every test here starts PostgreSQL
+
 PG15_BIN = Path("/usr/lib/postgresql/15/bin")
 
 

@@ -29,7 +29,7 @@ from pgdyno.targets.binaries import embedded_install
 from pgdyno.targets.local import LocalServer
 from pgdyno.telemetry import TelemetryConfig, TelemetryRecorder
 
-pytestmark = pytest.mark.verdict
+pytestmark = [pytest.mark.verdict, pytest.mark.server]
 
 CPUS = os.cpu_count() or 1
 RUN_S = 10

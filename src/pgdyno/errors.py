@@ -41,6 +41,12 @@ class RunFailed(RunError):
     exit_code = 1
 
 
+class RunRefused(RunError):
+    """Bad input found only once the run had started (foreign tables in the database)."""
+
+    exit_code = 2
+
+
 class RunInterrupted(RunError):
     """The user interrupted a run (Ctrl-C); partial results are kept and marked."""
 

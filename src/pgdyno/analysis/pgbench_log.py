@@ -23,7 +23,6 @@ from pathlib import Path
 import numpy as np
 
 from pgdyno.analysis.histogram import LatencyHistogram
-from pgdyno.errors import PgdynoError
 
 CHUNK_BYTES = 8 << 20
 # Codes substituted for the words pgbench writes in the latency column.
@@ -96,22 +95,6 @@ class LogStats:
 
 def open_log(path: Path):
     return gzip.open(path, "rb") if path.suffix == ".gz" else path.open("rb")
-
-
-def detect_layout(paths: list[Path]) -> LogLayout | None:
-    """Column count from the first line; pgbench writes the same columns on every line."""
-    for path in paths:
-        with open_log(path) as fh:
-            line = fh.readline().split()
-        if line:
-            extra = len(line) - 6
-            if extra not in (0, 1, 2):
-                raise PgdynoError(f"{path}: not a pgbench transaction log (line has {len(line)} "
-                                  "fields; expected 6 to 8)")
-            # With exactly one extra column, the run's flags decide which it is; the
-            # caller passes has_lag explicitly in that case (see summarise_logs).
-            return LogLayout(has_lag=extra == 2, has_retries=extra >= 1)
-    return None
 
 
 def iter_rows(path: Path, columns: int, chunk_bytes: int = CHUNK_BYTES) -> Iterator[np.ndarray]:

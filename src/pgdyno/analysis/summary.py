@@ -9,15 +9,20 @@ from __future__ import annotations
 import math
 import statistics
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 
+from pgdyno import serde
 from pgdyno.analysis.histogram import PERCENTILES, LatencyHistogram
 from pgdyno.analysis.pgbench_log import LogStats, ScriptStats
 from pgdyno.analysis.telemetry import TelemetrySummary
 from pgdyno.analysis.verdict import Verdict
+from pgdyno.errors import UsageError
+from pgdyno.results.manifest import read_json_file
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+"""2: per-iteration ``metrics`` declared by the workload (was: ``extras``)."""
 HIGH_CV = 0.10
 """TPS varying by more than 10% of its mean between 1 s intervals deserves a look."""
 
@@ -117,8 +122,9 @@ class IterationSummary:
     """tps as pgbench printed it (includes the warm-up): a cross-check, not a result."""
     telemetry: TelemetrySummary | None = None
     """Host and server telemetry over the measured window (None when sampling was off)."""
-    extras: dict[str, float] = field(default_factory=dict)
-    """Figures measured by the database over the window (TPROC-C: nopm, tpm, efficiency)."""
+    metrics: dict[str, float] = field(default_factory=dict)
+    """The workload's declared figures for this iteration (tps, latency_p99_ms, nopm, qps,
+    events_per_s...): what compare, campaigns and the run index read."""
     verdict: Verdict | None = None
 
 
@@ -157,8 +163,21 @@ class RunSummary:
     per_clients: list[ClientSummary]
     iterations: list[IterationSummary]
     warnings: list[StabilityWarning] = field(default_factory=list)
-    extras: dict[str, float] = field(default_factory=dict)
-    """Workload-specific headline figures (e.g. NOPM, TPM) keyed by name."""
+
+
+def load_summary(path: Path) -> RunSummary:
+    """summary.json, refused with one line when damaged or of an unknown version."""
+    data = read_json_file(path, "run summary")
+    version = data.get("schema_version") if isinstance(data, dict) else None
+    if version != SCHEMA_VERSION:
+        raise UsageError(f"{path}: summary schema_version {version!r} is not supported "
+                         f"(this pgdyno reads {SCHEMA_VERSION}); rebuild it with "
+                         "`pgdyno report RUN_DIR`")
+    try:
+        return serde.from_dict(RunSummary, data)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise UsageError(f"{path}: damaged summary ({type(exc).__name__}: {exc}); rebuild it "
+                         "with `pgdyno report RUN_DIR`") from None
 
 
 @dataclass
@@ -172,7 +191,7 @@ def summarise_iteration(stats: LogStats, *, clients: int, iteration: int, status
                         pgbench_tps: float | None) -> IterationSummary:
     tps = stats.interval_ok.astype(np.float64)
     o = stats.overall
-    return IterationSummary(
+    summary = IterationSummary(
         clients=clients, iteration=iteration, status=status, duration_s=stats.duration_s,
         warmup_s=stats.warmup_s, window_start_epoch=stats.window_start,
         transactions=o.histogram.n, failed=o.failed,
@@ -186,6 +205,16 @@ def summarise_iteration(stats: LogStats, *, clients: int, iteration: int, status
         scripts=_script_summaries(stats.per_script, scripts, stats.duration_s),
         timeline=_timeline(stats), log_files=log_files, pgbench_tps=pgbench_tps,
     )
+    summary.metrics = transaction_metrics(summary)
+    return summary
+
+
+def transaction_metrics(it: IterationSummary) -> dict[str, float]:
+    """TPS and latency figures under the names the pgbench engine declares."""
+    out = {"tps": it.tps_mean, "latency_avg_ms": it.latency.mean_ms}
+    for key in ("p50", "p90", "p95", "p99", "p99.9"):
+        out[f"latency_{key}_ms"] = it.latency.percentiles_ms.get(key, math.nan)
+    return out
 
 
 def _script_summaries(per_script: dict[int, ScriptStats], scripts: list[ScriptInfo],

@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pgdyno import serde
-from pgdyno.telemetry import host, procfs
-from pgdyno.telemetry.files import read_csv, read_jsonl
-from pgdyno.telemetry.host import IDLE_PREFIXES, HostTick
+from pgdyno.analysis import procfs
+from pgdyno.analysis.hosttick import IDLE_PREFIXES, HostTick, workload_cores
+from pgdyno.results.rawfiles import read_csv, read_jsonl
 
 SCHEMA_VERSION = 1
 CPU_EVENT = "CPU"
@@ -472,8 +472,8 @@ def _cpu(stats: list[procfs.StatSnapshot], ticks: list[HostTick], meta: dict) ->
     if out.busy.avg is not None and out.effective_cores and out.online_cpus:
         busy_cores = out.busy.avg / 100.0 * out.online_cpus
         out.busy_of_limit_pct = 100.0 * busy_cores / out.effective_cores
-    workload = [c for c in (host.workload_cores(a, b) for a, b in zip(ticks, ticks[1:],
-                                                                      strict=False))
+    workload = [c for c in (workload_cores(a, b)
+                            for a, b in zip(ticks, ticks[1:], strict=False))
                 if c is not None]
     out.workload_cores = _stat(workload)
     if workload and out.busy.avg and out.online_cpus:
@@ -637,10 +637,11 @@ def _pg_stats(summary: TelemetrySummary, tdir: Path, start: float, end: float,
                       last.get("checkpointer") or {}, summary.io)
 
 
-def _delta(a: dict, b: dict, key: str) -> float | None:
-    if a.get(key) is None or b.get(key) is None:
+def _delta(before: dict, after: dict, key: str) -> float | None:
+    """after[key] - before[key]: how much a counter moved, None when either side lacks it."""
+    if before.get(key) is None or after.get(key) is None:
         return None
-    return float(b[key]) - float(a[key])
+    return float(after[key]) - float(before[key])
 
 
 def _per_s(value: float | None, wall: float) -> float | None:
@@ -781,22 +782,16 @@ def _smart(tdir: Path) -> list[SmartChange]:
         if available:
             change.temperature_before_c = b.get("temperature_c")
             change.temperature_after_c = a.get("temperature_c")
-            change.written_bytes = _diff(b, a, "host_written_bytes")
-            change.read_bytes = _diff(b, a, "host_read_bytes")
+            change.written_bytes = _delta(b, a, "host_written_bytes")
+            change.read_bytes = _delta(b, a, "host_read_bytes")
             change.percent_used_before = b.get("percent_used")
             change.percent_used_after = a.get("percent_used")
             change.media_errors_before = b.get("media_errors")
             change.media_errors_after = a.get("media_errors")
-            throttles = _diff(b, a, "thermal_throttle_events")
+            throttles = _delta(b, a, "thermal_throttle_events")
             change.throttle_events = int(throttles) if throttles is not None else None
         out.append(change)
     return out
-
-
-def _diff(b: dict, a: dict, key: str) -> float | None:
-    if b.get(key) is None or a.get(key) is None:
-        return None
-    return float(a[key]) - float(b[key])
 
 
 def _hardware_limits(s: TelemetrySummary) -> list[HardwareLimit]:

@@ -29,8 +29,7 @@ from rich.progress import (
 )
 
 from pgdyno.campaign.spec import CampaignSpec, Cell
-from pgdyno.compare.interleave import context_or_default, write_role
-from pgdyno.errors import PgdynoError, RunInterrupted
+from pgdyno.errors import PgdynoError, RunError, RunInterrupted
 from pgdyno.results.rundir import utc_now
 
 JOURNAL = "journal.jsonl"
@@ -135,8 +134,6 @@ def _run_cell(spec: CampaignSpec, cell: Cell, journal: Path, outcome: CampaignOu
     from pgdyno.runner.bench import run_bench
 
     opts = spec.options_for(cell)
-    folder = spec.results_dir / context_or_default(opts)
-    before = set(folder.iterdir()) if folder.is_dir() else set()
     role = {"campaign": spec.name, "cell": cell.key, "label": cell.config.label,
             "repetition": cell.repetition, "config": cell.config.config,
             "sets": list(cell.config.sets), "hardware": spec.hardware}
@@ -144,21 +141,18 @@ def _run_cell(spec: CampaignSpec, cell: Cell, journal: Path, outcome: CampaignOu
     started = time.monotonic()
     status, reason, run_dir = "ok", "", None
     try:
-        result = run_bench(opts, Console(stderr=True, quiet=True))
-        run_dir = result.run_dir
+        run_dir = run_bench(opts, Console(stderr=True, quiet=True), role=role).run_dir
     except RunInterrupted as exc:
-        status, reason = "interrupted", str(exc)
-        run_dir = _new_dir(folder, before)
-        _finish(journal, cell, status, reason, run_dir, role, started)
+        _finish(journal, cell, "interrupted", str(exc), exc.run_dir, started)
         raise
     except PgdynoError as exc:  # a failed run, a server that would not start, a bad value
         status, reason = "failed", str(exc)
-        run_dir = _new_dir(folder, before)
+        run_dir = exc.run_dir if isinstance(exc, RunError) else None
     except KeyboardInterrupt:  # between the run loop's own handlers (start, stop, report)
-        _finish(journal, cell, "interrupted", "Ctrl-C", _new_dir(folder, before), role, started)
+        _finish(journal, cell, "interrupted", "Ctrl-C", None, started)
         raise RunInterrupted(f"campaign interrupted during {cell.key}; run the same command "
                              "again to resume") from None
-    _finish(journal, cell, status, reason, run_dir, role, started)
+    _finish(journal, cell, status, reason, run_dir, started)
     if status == "ok":
         outcome.ran.append(cell.key)
     else:
@@ -169,14 +163,7 @@ def _run_cell(spec: CampaignSpec, cell: Cell, journal: Path, outcome: CampaignOu
 
 
 def _finish(journal: Path, cell: Cell, status: str, reason: str, run_dir: Path | None,
-            role: dict, started: float) -> None:
-    if run_dir is not None:
-        write_role(run_dir, role)
+            started: float) -> None:
     append_event(journal, {"event": "run-end", "cell": cell.key, "status": status,
                            "reason": reason, "run_dir": str(run_dir) if run_dir else None,
                            "seconds": round(time.monotonic() - started, 1)})
-
-
-def _new_dir(folder: Path, before: set[Path]) -> Path | None:
-    new = sorted(set(folder.iterdir()) - before) if folder.is_dir() else []
-    return new[-1] if new else None

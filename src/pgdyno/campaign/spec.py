@@ -28,14 +28,14 @@
 
 from __future__ import annotations
 
-import inspect
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from pgdyno.errors import UsageError
-from pgdyno.runner.options import BenchOptions
+from pgdyno.results.manifest import BenchOptions
+from pgdyno.runner.options import build_options, defaults
 
 CAMPAIGN_KEYS = {"name", "context", "results_dir", "hardware", "workloads", "clients", "repeat"}
 CONFIG_KEYS = {"label", "config", "set"}
@@ -91,9 +91,7 @@ class CampaignSpec:
         return self.results_dir / "campaigns" / self.name
 
     def options_for(self, cell: Cell, show_progress: bool = False) -> BenchOptions:
-        from pgdyno.cli.bench_cmds import build_options
-
-        kw = bench_defaults()
+        kw: dict[str, Any] = {}
         kw.update({k.replace("-", "_"): v for k, v in self.bench.items()})
         kw.update(workload=cell.workload, clients=",".join(str(c) for c in self.clients),
                   config=cell.config.config, set_=list(cell.config.sets),
@@ -101,18 +99,13 @@ class CampaignSpec:
         for key in ("workdir", "pg_bin", "wal_dir"):
             if kw.get(key) is not None:
                 kw[key] = Path(kw[key])
-        return build_options(**kw)
+        workload = kw.pop("workload")
+        return build_options(workload, **kw)
 
 
 def bench_defaults() -> dict[str, Any]:
-    """Every `pgdyno bench` keyword with its default, read from the command itself."""
-    from pgdyno.cli import bench_cmds
-
-    out = {}
-    for name, param in inspect.signature(bench_cmds.bench).parameters.items():
-        default = param.default
-        out[name] = getattr(default, "default", default)
-    return out
+    """Every `pgdyno bench` option with its default (the one table in runner/options)."""
+    return defaults()
 
 
 def load_spec(path: Path, results_dir: Path | None = None) -> CampaignSpec:

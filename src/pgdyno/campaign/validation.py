@@ -34,7 +34,6 @@ from pgdyno.results.rundir import write_json_atomic
 from pgdyno.runner.options import BenchOptions
 
 VALIDATION_FILE = "validation.json"
-STATES = ("cold", "warming", "warm", "after CHECKPOINT")
 
 
 @dataclass

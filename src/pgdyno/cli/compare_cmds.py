@@ -1,6 +1,6 @@
 """`pgdyno compare`, `campaign`, `note`, `validate`, `scaling-check`, `journal`,
 `context-report`: argument parsing only; the work is in pgdyno.compare, pgdyno.campaign and
-pgdyno.reports.context.
+pgdyno.campaign.context.
 """
 
 from __future__ import annotations
@@ -29,12 +29,9 @@ def register(app: typer.Typer) -> None:
 
 def _bench_options(workload: str, **kw):
     """BenchOptions through the same validation as `pgdyno bench`."""
-    from pgdyno.campaign.spec import bench_defaults
-    from pgdyno.cli.bench_cmds import build_options
+    from pgdyno.runner.options import build_options
 
-    args = bench_defaults()
-    args.update(workload=workload, **kw)
-    return build_options(**args)
+    return build_options(workload, **kw)
 
 
 def _run_args(scale: int | None, clients: str, duration: int, warmup: int, iterations: int,
@@ -221,7 +218,7 @@ def scaling_check(
 def journal(context: str = typer.Argument(..., help="context name"),
             results_dir: Path = RESULTS) -> None:
     """Print the journal of a context (runs in order, changes, notes, failures)."""
-    from pgdyno.reports.context import journal_document
+    from pgdyno.campaign.context_report import journal_document
     from pgdyno.reports.markdown import render_document
 
     typer.echo(render_document(journal_document(results_dir, context)))
@@ -237,24 +234,10 @@ def context_report(
                                                "folder)"),
 ) -> None:
     """The context report (seed 002 layout) from every run of a context."""
-    from pgdyno.reports.context import build_context, write_context_report
+    from pgdyno.campaign.context import build_context
+    from pgdyno.campaign.context_report import write_context_report
 
     rep = build_context(results_dir, context, hardware=hardware, against=against)
     path = write_context_report(rep, out or results_dir / context)
     typer.echo(f"report: {path}")
     typer.echo(f"html:   {path.with_suffix('.html')}")
-
-
-def main() -> None:
-    """Standalone entry (``python -m pgdyno.cli.compare_cmds``) until main.py registers us."""
-    import pgdyno.cli.main as cli_main
-
-    standalone = typer.Typer(no_args_is_help=True, add_completion=False,
-                             pretty_exceptions_enable=False, rich_markup_mode=None)
-    register(standalone)
-    cli_main.app = standalone
-    cli_main.run()
-
-
-if __name__ == "__main__":
-    main()

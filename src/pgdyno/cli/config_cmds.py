@@ -49,7 +49,8 @@ def tune(
     hardware: str = typer.Option("detect", "--hardware",
                                  help="Catalogue name (r8g.xlarge, ...), profile file, or detect."),
     workload: str = typer.Option("oltp", "--workload",
-                                 help="oltp, olap, mixed, tpcb, select-only, tprocc, ..."),
+                                 help="a tuning class (oltp, web, dw, mixed, desktop) or a "
+                                      "benchmark workload (tpcb, tprocc, ...)"),
     config: str = typer.Option("tuned", "--config", help="default, pgtune, tuned or a file."),
     pg_version: int = typer.Option(None, "--pg-version", min=15, max=18,
                                    help="Tune for this major version (else the target's)."),
@@ -81,7 +82,8 @@ def tune(
     profile = load_hardware(hardware)
     resolved = resolve_config(config, list(overrides), install=install, workload=workload,
                               hardware=profile, connections=connections, dataset_bytes=size,
-                              pg_major=pg_version, data_dir=data_dir, server_user=user)
+                              pg_major=pg_version, data_dir=data_dir, server_user=user,
+                              tuning=_tuning_of(workload))
     if diff:
         _print_diff(resolved, dsn, install, pg_version)
         return
@@ -89,6 +91,14 @@ def tune(
         Console(width=160).print(render_table(resolved))
     else:
         typer.echo(RENDERERS[fmt](resolved), nl=False)
+
+
+def _tuning_of(workload: str) -> tuple[str, bool] | None:
+    """A benchmark workload's tuning class (tpcb: oltp, write-heavy); None for a class name."""
+    from pgdyno.workloads import registry
+
+    plugin = registry.WORKLOADS.get(workload)
+    return plugin.tuning if plugin is not None else None
 
 
 def _install(pg_bin: Path | None, pg_version: int | None):

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from pgdyno import serde
 from pgdyno.analysis.summary import IterationSummary
 from pgdyno.compare.model import SCHEMA_VERSION, Comparison, MetricComparison
@@ -11,29 +9,22 @@ from pgdyno.compare.runs import RunData
 from pgdyno.compare.settings_diff import settings_diff
 from pgdyno.compare.stats import DEFAULT_CONFIDENCE, SampleStats, estimate_change
 from pgdyno.errors import UsageError
-
-ALL_CLIENTS = 0
-"""``clients`` of run-level metrics (whole-run telemetry averages): the whole run."""
+from pgdyno.workloads.base import MetricSpec, headline_metric
 
 METHOD_NOTE = (
-    "Each value is one iteration (a separate pgbench run started after a CHECKPOINT), or one "
-    "run for run-level figures. The interval is Welch's t-interval on the logarithms of the "
+    "Each value is one iteration (a separate run of the load started after a CHECKPOINT). "
+    "The interval is Welch's t-interval on the logarithms of the "
     "values (a {level:.0f}% interval of the ratio of geometric means, B/A − 1); 1 s intervals "
     "are not treated as independent samples because consecutive seconds move together. A "
     "verdict other than 'no significant difference' needs an interval that excludes 0; "
     "fewer than 2 values on a side gives 'undetermined'. Noise: the typical spread of one "
     "value around its side's mean.")
 
-_ITERATION_METRICS: list[tuple[str, str, int, Callable[[IterationSummary], float]]] = [
-    ("tps", "TPS", 1, lambda it: it.tps_mean),
-    ("latency_avg_ms", "ms", -1, lambda it: it.latency.mean_ms),
-    *[(f"latency_{k}_ms", "ms", -1,
-       (lambda key: lambda it: it.latency.percentiles_ms.get(key, float("nan")))(k))
-      for k in ("p50", "p90", "p95", "p99", "p99.9")],
-]
+def _workload_metrics(runs: list[RunData]) -> tuple[MetricSpec, ...]:
+    """The metrics the runs' workload declares (the first run's, when they differ)."""
+    from pgdyno.workloads import registry
 
-_WORKLOAD_ITERATION_METRICS = (("nopm", "NOPM"), ("tpm", "TPM"))
-"""Per-iteration figures a workload measures itself (TPROC-C, from the database)."""
+    return registry.get(runs[0].workload).metrics
 
 
 def compare_runs(baseline: list[RunData], candidate: list[RunData], *,
@@ -55,34 +46,24 @@ def compare_runs(baseline: list[RunData], candidate: list[RunData], *,
     if len(workloads) > 1:
         notes.append("the runs are of different workloads: " + ", ".join(sorted(workloads)))
     metrics: list[MetricComparison] = []
-    iteration_telemetry = False
+    declared = _workload_metrics(baseline)
     for clients in _common_clients(baseline, candidate):
         a_its = _ok_iterations(baseline, clients)
         b_its = _ok_iterations(candidate, clients)
-        for name, unit, direction, get in _ITERATION_METRICS:
-            metrics.append(_compare(clients, name, unit, direction, "iteration",
-                                    [get(i) for i in a_its], [get(i) for i in b_its],
-                                    confidence))
-        for name, unit in _WORKLOAD_ITERATION_METRICS:
-            a = [i.extras[name] for i in a_its if name in i.extras]
-            b = [i.extras[name] for i in b_its if name in i.extras]
+        for spec in declared:
+            a = [i.metrics[spec.name] for i in a_its if spec.name in i.metrics]
+            b = [i.metrics[spec.name] for i in b_its if spec.name in i.metrics]
             if a or b:
-                metrics.append(_compare(clients, name, unit, 1, "iteration", a, b, confidence))
+                metrics.append(_compare(clients, spec.name, spec.unit, spec.direction,
+                                        "iteration", a, b, confidence))
         if any(i.telemetry is not None for i in a_its + b_its):
-            iteration_telemetry = True
             for name, unit, direction in _TELEMETRY_METRICS:
                 a = [v for i in a_its if (v := _iteration_metric(i, name)) is not None]
                 b = [v for i in b_its if (v := _iteration_metric(i, name)) is not None]
                 if a or b:
                     metrics.append(_compare(clients, name, unit, direction, "iteration", a, b,
                                             confidence))
-    for name, unit, direction in _run_metric_names(baseline + candidate,
-                                                   with_telemetry=not iteration_telemetry):
-        a = [v for r in baseline if (v := run_metric(r, name)) is not None]
-        b = [v for r in candidate if (v := run_metric(r, name)) is not None]
-        if a or b:
-            metrics.append(_compare(ALL_CLIENTS, name, unit, direction, "run", a, b, confidence))
-    if not any(m.metric == "tps" for m in metrics):
+    if not any(m.metric == headline_metric(declared).name for m in metrics):
         notes.append("no client count was measured on both sides")
     return Comparison(
         schema_version=SCHEMA_VERSION,
@@ -122,21 +103,11 @@ def _label(runs: list[RunData]) -> str:
     return " / ".join(labels)
 
 
-# ----- run-level metrics: whole-run telemetry -------------------------
+# ----- telemetry metrics, per iteration -----------------------------------------------
 
 _TELEMETRY_METRICS = (("cpu_busy_pct", "%", 0), ("data_write_iops", "IOPS", 0),
                       ("data_read_iops", "IOPS", 0), ("wal_write_iops", "IOPS", 0),
                       ("wal_mb_s", "MB/s", 0))
-
-
-def _run_metric_names(runs: list[RunData],
-                      with_telemetry: bool = True) -> list[tuple[str, str, int]]:
-    """Whole-run telemetry averages, for runs without per-iteration telemetry. Workload
-    figures (NOPM, TPM) are compared per iteration above; the run's pooled means of them
-    (summary extras such as nopm_8vu) would only repeat those values."""
-    if with_telemetry and any(r.telemetry for r in runs):
-        return list(_TELEMETRY_METRICS)
-    return []
 
 
 def _iteration_metric(it: IterationSummary, name: str) -> float | None:
@@ -146,7 +117,7 @@ def _iteration_metric(it: IterationSummary, name: str) -> float | None:
 
 
 def run_metric(run: RunData, name: str) -> float | None:
-    """A whole-run telemetry average."""
+    """A telemetry figure of the run's headline iteration."""
     return telemetry_metric(run.telemetry or {}, name)
 
 

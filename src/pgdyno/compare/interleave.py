@@ -8,16 +8,15 @@ cache filling, a neighbour finishing) favours the candidate; ABBA cancels a line
 from __future__ import annotations
 
 import dataclasses
-import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from rich.console import Console
 
-from pgdyno.compare.runs import ROLE_FILE
-from pgdyno.errors import RunFailed, UsageError
-from pgdyno.runner.options import BenchOptions
+from pgdyno.errors import RunFailed, RunRefused, UsageError
+from pgdyno.results.manifest import BenchOptions
+from pgdyno.runner.bench import context_of, run_bench
 
 
 @dataclass(frozen=True)
@@ -39,15 +38,6 @@ def abba_order(pairs: int) -> list[str]:
     return [s for i in range(pairs) for s in (("A", "B") if i % 2 == 0 else ("B", "A"))]
 
 
-def context_name(opts: BenchOptions) -> str:
-    if opts.context:
-        return opts.context
-    from pgdyno.runner.bench import hardware_label
-    from pgdyno.runner.environment import host_facts
-
-    return f"{hardware_label(host_facts())}--{opts.workload}"
-
-
 def options_for(base: BenchOptions, side: Side, context: str) -> BenchOptions:
     return dataclasses.replace(base, config=side.config, sets=(*base.sets, *side.sets),
                                context=context)
@@ -60,7 +50,7 @@ def run_interleaved(base: BenchOptions, baseline: Side, candidate: Side, pairs: 
     if pairs < 2:
         raise UsageError(f"--pairs {pairs}: at least 2 runs per side are needed for an "
                          "interval (the runs are the samples when --iterations is 1)")
-    context = context_name(base)
+    context = context_of(base)
     out = InterleavedRuns()
     for number, side_name in enumerate(abba_order(pairs), start=1):
         side = baseline if side_name == "A" else candidate
@@ -77,32 +67,8 @@ def run_interleaved(base: BenchOptions, baseline: Side, candidate: Side, pairs: 
 
 
 def run_one(opts: BenchOptions, role: dict, console: Console | None) -> Path | None:
-    """One bench run with its role written beside it; None when it failed (dir kept)."""
-    from pgdyno.runner.bench import run_bench
-
-    folder = Path(opts.results_dir) / context_or_default(opts)
-    before = set(folder.iterdir()) if folder.is_dir() else set()
+    """One bench run with its role in its manifest; None when it failed (its dir is kept)."""
     try:
-        result = run_bench(opts, console)
-        run_dir = result.run_dir
-    except RunFailed:
-        new = sorted(set(folder.iterdir()) - before) if folder.is_dir() else []
-        if new:
-            write_role(new[-1], {**role, "failed": True})
+        return run_bench(opts, console, role=role).run_dir
+    except (RunFailed, RunRefused):
         return None
-    write_role(run_dir, role)
-    return run_dir
-
-
-def context_or_default(opts: BenchOptions) -> str:
-    from pgdyno.results.rundir import safe_name
-
-    return safe_name(context_name(opts))
-
-
-def write_role(run_dir: Path, role: dict) -> None:
-    from pgdyno.results.rundir import write_json_atomic
-
-    path = Path(run_dir) / ROLE_FILE
-    existing = json.loads(path.read_text()) if path.is_file() else {}
-    write_json_atomic(path, {**existing, **role})

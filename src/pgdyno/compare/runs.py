@@ -6,20 +6,18 @@ notes.md), so every figure derived here can be traced back to a file of that run
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from pgdyno import serde
-from pgdyno.analysis.summary import ClientSummary, IterationSummary, RunSummary
+from pgdyno.analysis.summary import ClientSummary, IterationSummary, RunSummary, load_summary
 from pgdyno.errors import UsageError
 from pgdyno.results.index import RunIndex
+from pgdyno.results.manifest import load_manifest, manifest_to_dict
 
 NOTES_FILE = "notes.md"
-ROLE_FILE = "pgdyno-role.json"
-"""Written by campaigns and validation beside a run: its cell, its validation state."""
 
 
 @dataclass
@@ -46,7 +44,7 @@ class RunData:
 
     @property
     def workload(self) -> str:
-        return str((self.manifest.get("options") or {}).get("workload", "?"))
+        return str(self.manifest.get("workload", "?"))
 
     @property
     def config_name(self) -> str:
@@ -81,49 +79,27 @@ class RunData:
 
 
 def load_run(path: Path) -> RunData:
+    """A run from its directory; a damaged or unknown-version file is one clear line."""
     path = Path(path)
     if not (path / "manifest.json").is_file():
         raise UsageError(f"{path}: not a pgdyno run directory (manifest.json is missing)")
-    manifest = json.loads((path / "manifest.json").read_text())
+    manifest = manifest_to_dict(load_manifest(path))
     summary = None
     summary_path = path / "summary.json"
-    raw_summary: dict[str, Any] = {}
     if summary_path.is_file():
-        raw_summary = json.loads(summary_path.read_text())
-        summary = serde.from_dict(RunSummary, raw_summary)
-    role = {}
-    if (path / ROLE_FILE).is_file():
-        role = json.loads((path / ROLE_FILE).read_text())
+        summary = load_summary(summary_path)
     return RunData(path=path, manifest=manifest, summary=summary,
-                   telemetry=_telemetry(path, raw_summary), notes=read_notes(path), role=role)
+                   telemetry=_telemetry(summary), notes=read_notes(path),
+                   role=dict(manifest.get("role") or {}))
 
 
-def _telemetry(path: Path, raw_summary: dict[str, Any]) -> dict[str, Any] | None:
-    """The run's telemetry summary wherever the run loop keeps it (optional).
-
-    Runs keep one per iteration (summary.json iterations[].telemetry); the run's figure is
-    that of its highest-TPS iteration, the one its headline comes from.
-    """
-    if isinstance(raw_summary.get("telemetry"), dict):
-        return raw_summary["telemetry"]
-    observed = [it for it in raw_summary.get("iterations") or []
-                if isinstance(it.get("telemetry"), dict)]
-    if observed:
-        return max(observed, key=lambda it: it.get("tps_mean") or 0.0)["telemetry"]
-    for candidate in (path / "raw" / "telemetry" / "summary.json", path / "telemetry.json"):
-        if candidate.is_file():
-            try:
-                return json.loads(candidate.read_text())
-            except json.JSONDecodeError:
-                return None
-    if (path / "raw" / "telemetry" / "meta.json").is_file():
-        try:
-            from pgdyno.analysis.telemetry import analyse_telemetry
-
-            return serde.to_dict(analyse_telemetry(path / "raw", None))
-        except Exception:  # telemetry is optional; a broken file must not stop a report
-            return None
-    return None
+def _telemetry(summary: RunSummary | None) -> dict[str, Any] | None:
+    """The run's telemetry: that of its highest-TPS iteration, the one its headline comes
+    from (None for runs without samplers)."""
+    observed = [it for it in (summary.iterations if summary else []) if it.telemetry]
+    if not observed:
+        return None
+    return serde.to_dict(max(observed, key=lambda it: _num(it.tps_mean)).telemetry)
 
 
 def resolve_run(ref: str, results_dir: Path) -> Path:

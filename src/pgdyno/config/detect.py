@@ -16,7 +16,7 @@ import socket
 from dataclasses import dataclass
 from pathlib import Path
 
-from pgdyno.config.profiles import BlockDevice, HardwareProfile, Volume
+from pgdyno.config.hardware import BlockDevice, HardwareProfile, Volume
 
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 NO_LIMIT = 1 << 60  # cgroup v1 reports "no limit" as a page-rounded 2^63

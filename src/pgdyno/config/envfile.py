@@ -7,14 +7,14 @@ uses, so an existing kit's files can be compared with or turned into a pgdyno co
 
 from __future__ import annotations
 
-from functools import lru_cache
-
+from pgdyno.config.hardware import HardwareProfile, Volume
+from pgdyno.config.matrix_keys import MATRIX_KEYS
 from pgdyno.config.model import GROUP_TITLES, GROUPS, ConfigPlan, Setting, pg_group
-from pgdyno.config.profiles import HardwareProfile, Volume
 from pgdyno.config.units import GB, parse_size
 from pgdyno.errors import UsageError
 
-PG_INFO_KEYS = {"PG_VERSION", "PG_DATA_DIR", "PG_WAL_DIR", "PG_LISTEN_ADDRESSES", "PG_PORT"}
+# PG_ keys that describe the installation rather than set a PostgreSQL setting.
+PG_INFO_KEYS = frozenset(key for key in MATRIX_KEYS if key.startswith("PG_"))
 
 
 def parse_env(text: str, origin: str) -> dict[str, str]:
@@ -51,26 +51,11 @@ def plan_to_env(plan: ConfigPlan) -> str:
     return "\n".join(lines) + "\n"
 
 
-@lru_cache(maxsize=1)
-def _known_keys() -> dict[str, Setting]:
-    """The matrix keys pgdyno itself writes, from a reference profile."""
-    from pgdyno.config.model import TuneInputs
-    from pgdyno.config.pgcatalog import snapshot
-    from pgdyno.config.profiles import load_hardware
-    from pgdyno.config.tuned import tuned_settings
-    hw = load_hardware("r8g.xlarge")
-    hw.wal = Volume(kind="san", disk_count=2)
-    inputs = TuneInputs(hardware=hw, workload="tpcb", db_type="oltp", write_heavy=True,
-                        pg_major=18)
-    return {s.key: s for s in tuned_settings(inputs, snapshot(18))}
-
-
 def settings_from_env(values: dict[str, str], origin: str) -> list[Setting]:
     """Settings of a tuning.env: PG_* keys are PostgreSQL settings, the rest pgdyno's keys."""
-    known = _known_keys()
     out = []
     for key, value in values.items():
-        template = known.get(key)
+        template = MATRIX_KEYS.get(key)
         if key.startswith("PG_") and key not in PG_INFO_KEYS:
             name = key[3:].lower()
             out.append(Setting(group=pg_group(name), key=key, name=name, layer="postgresql",

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from pgdyno.config.profiles import HardwareProfile
+from pgdyno.config.hardware import HardwareProfile
 from pgdyno.serde import from_dict, to_dict
 
 # (group id, title) in the order of a full configuration matrix.

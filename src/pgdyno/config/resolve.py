@@ -13,11 +13,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pgdyno.config.detect import detect_profile
 from pgdyno.config.envfile import parse_env, settings_from_env
+from pgdyno.config.hardware import HardwareProfile
 from pgdyno.config.model import ConfigPlan, Setting, TuneInputs, pg_group
 from pgdyno.config.pgcatalog import SettingsCatalogue, for_install, snapshot
 from pgdyno.config.pgtune import pgtune_settings
-from pgdyno.config.profiles import HardwareProfile
 from pgdyno.config.sizing import (
     ask_postgres_huge_pages,
     compute_sizing,
@@ -64,9 +65,12 @@ def resolve_config(name: str, overrides: list[str], *, install: Any | None = Non
                    workload: str, hardware: HardwareProfile | None = None,
                    connections: int | None = None, dataset_bytes: int | None = None,
                    pg_major: int | None = None, data_dir: Path | None = None,
-                   server_user: Any | None = None) -> ResolvedConfig:
+                   server_user: Any | None = None,
+                   tuning: tuple[str, bool] | None = None) -> ResolvedConfig:
     """Resolve a named config or file for a target (``install``) or a PostgreSQL major version.
 
+    ``tuning`` (pgtune database type, write-heavy) comes from a workload plugin; without
+    it ``workload`` names a tuning class (``pgdyno tune --workload oltp``).
     ``data_dir`` (an initialised, stopped cluster) lets PostgreSQL itself report the huge pages
     the settings need; ``server_user`` (a ServerUser) runs that query as the cluster's owner.
     """
@@ -74,9 +78,8 @@ def resolve_config(name: str, overrides: list[str], *, install: Any | None = Non
         raise UsageError("resolve_config needs the target's binaries or --pg-version")
     catalogue = for_install(install) if install is not None else snapshot(int(pg_major or 18))
     if hardware is None:
-        from pgdyno.config.detect import detect_profile
         hardware = detect_profile()
-    db_type, write_heavy = classify(workload)
+    db_type, write_heavy = tuning or classify(workload)
     inputs = TuneInputs(hardware=hardware, workload=workload, db_type=db_type,
                         write_heavy=write_heavy, pg_major=catalogue.major,
                         connections=connections, dataset_bytes=dataset_bytes)

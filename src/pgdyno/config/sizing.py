@@ -12,7 +12,7 @@ from pathlib import Path
 
 from pgdyno.config.model import ConfigPlan, SizingLine, TuneInputs
 from pgdyno.config.pgcatalog import SettingsCatalogue
-from pgdyno.config.units import GB, MB, human_bytes
+from pgdyno.config.units import MB, human_bytes
 
 BUDGET_WORK_MEM_FACTOR = 1.5
 """Sessions use about 1.5 x work_mem on average at peak (several sort/hash nodes, not all busy)."""
@@ -20,8 +20,12 @@ BUDGET_RAM_SHARE = 0.90
 """The rest is the kernel's, page tables and the OS page cache's floor."""
 BASE_CONNECTIONS = 300
 """max_connections of a pgdyno-managed server when the config does not set it."""
-PGBENCH_BYTES_PER_SCALE = 16 * MB
-"""pgbench: 100,000 accounts rows per scale unit, ~13 MB of heap plus ~2 MB of index."""
+PGBENCH_BYTES_PER_SCALE = 15_700_000
+"""Bytes of pgbench data per scale unit, measured on PG 18 at scale 10: the accounts table
+(100,000 rows of 100-byte tuples) + its index ≈ 15.7 MB per scale unit. The project's one
+figure for turning a scale into a dataset size and back."""
+PGBENCH_MB_PER_SCALE_TEXT = f"{PGBENCH_BYTES_PER_SCALE / 1e6:g} MB"
+"""The same for rationale text: '15.7 MB'."""
 
 
 def setting_bytes(plan: ConfigPlan, catalogue: SettingsCatalogue, name: str) -> int:
@@ -143,7 +147,7 @@ def compute_sizing(plan: ConfigPlan, inputs: TuneInputs, catalogue: SettingsCata
                        "min(1, effective_cache_size / dataset)",
                        f"{min(100.0, 100 * ecs / data):.0f}%"),
             SizingLine("cache", "pgbench scale of that size",
-                       f"dataset / {PGBENCH_BYTES_PER_SCALE // MB} MB per scale unit",
+                       f"dataset / {PGBENCH_MB_PER_SCALE_TEXT} per scale unit",
                        str(max(1, data // PGBENCH_BYTES_PER_SCALE))),
         ]
     else:
@@ -202,7 +206,3 @@ def _io_lines(inputs: TuneInputs) -> list[SizingLine]:
         lines.append(SizingLine("io", "WAL write rate at CPU-bound TPS",
                                 f"{tps:,.0f} TPS x ~8 kB x 1.2", f"{wal_mb_s:,.0f} MB/s"))
     return lines
-
-
-def fmt_gb(n_bytes: int) -> str:
-    return f"{n_bytes / GB:.1f} GB"

@@ -11,14 +11,16 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
+from pgdyno.config.hardware import Volume
+from pgdyno.config.matrix_keys import sysctl_key
 from pgdyno.config.model import Setting, TuneInputs
 from pgdyno.config.pgcatalog import SettingsCatalogue
-from pgdyno.config.profiles import Volume
 from pgdyno.config.sizing import (
     BASE_CONNECTIONS,
     BUDGET_RAM_SHARE,
     BUDGET_WORK_MEM_FACTOR,
     PGBENCH_BYTES_PER_SCALE,
+    PGBENCH_MB_PER_SCALE_TEXT,
     estimate_shared_memory,
     huge_pages_needed,
 )
@@ -106,6 +108,13 @@ def _memory_plan(inputs: TuneInputs) -> MemoryPlan:
 
 # ----- instance and OS -------------------------------------------------------------------------
 
+def _sysctl_emitter(emit: Emit, group: str) -> Emit:
+    """emit() for one group's sysctls, keyed the way matrix_keys (and .env files) name them."""
+    def sysctl(name: str, value: object, default: str, why: str) -> None:
+        emit(group, sysctl_key(name), name, "os", "sysctl", value, default, why)
+    return sysctl
+
+
 def _instance(inputs: TuneInputs, emit: Emit) -> None:
     hw = inputs.hardware
     g = "instance"
@@ -122,9 +131,7 @@ def _instance(inputs: TuneInputs, emit: Emit) -> None:
 def _os_memory(inputs: TuneInputs, mem: MemoryPlan, emit: Emit) -> None:
     hw = inputs.hardware
     g = "os_memory"
-
-    def sysctl(name: str, value: object, default: str, why: str) -> None:
-        emit(g, name.upper().replace(".", "_"), name, "os", "sysctl", value, default, why)
+    sysctl = _sysctl_emitter(emit, g)
 
     sysctl("vm.swappiness", 1, "60", "database host: page cache and shared memory stay in RAM")
     sysctl("vm.nr_hugepages", mem.huge_pages, "0",
@@ -170,9 +177,7 @@ def _os_network(inputs: TuneInputs, emit: Emit) -> None:
     gbps = hw.network_gbps or 10.0
     big = 16 * MB if gbps >= 10 else 4 * MB
     net = f"network {gbps:g} Gbit/s" + ("" if hw.network_gbps else " (assumed)")
-
-    def sysctl(name: str, value: object, default: str, why: str) -> None:
-        emit(g, name.upper().replace(".", "_"), name, "os", "sysctl", value, default, why)
+    sysctl = _sysctl_emitter(emit, g)
 
     sysctl("net.core.somaxconn", 4096, "4096", "listen backlog for bursts of client connects")
     sysctl("net.core.netdev_max_backlog", 2048 if gbps < 25 else 8192, "1000",
@@ -509,7 +514,8 @@ def _benchmark(inputs: TuneInputs, mem: MemoryPlan, emit: Emit) -> None:
     cpus = inputs.hardware.vcpus
     if inputs.dataset_bytes:
         scale = max(1, inputs.dataset_bytes // PGBENCH_BYTES_PER_SCALE)
-        why = f"--dataset-size {human_bytes(inputs.dataset_bytes)} / 16 MB per scale unit"
+        why = (f"--dataset-size {human_bytes(inputs.dataset_bytes)} / "
+               f"{PGBENCH_MB_PER_SCALE_TEXT} per scale unit")
     else:
         scale = max(1, int(mem.ram * 1.25) // PGBENCH_BYTES_PER_SCALE)
         why = "1.25 x RAM: the dataset exceeds the cache, storage is exercised"

@@ -21,7 +21,10 @@ TIME_UNITS_MS: dict[str, float] = {
 # pg_settings.unit values that name a multiple of bytes (e.g. '8kB' pages, '16MB' segments).
 _UNIT_RE = re.compile(r"^(\d+)?\s*(B|kB|MB|GB|TB|us|ms|s|min|h|d)$")
 _VALUE_RE = re.compile(r"^\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*([A-Za-z]*)\s*$")
-_HUMAN_SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMGT]?i?B?|[kmgt]b?)\s*$", re.IGNORECASE)
+# A number, then optionally a prefix letter (with an optional binary 'i'), then optionally 'B':
+# 500MB, 3G, 1.5GiB, 100k, 4096, 512 b. 'i' without a prefix letter ('5iB') is refused.
+_HUMAN_SIZE_RE = re.compile(r"^\s*(\d*\.?\d+)\s*(?:([KMGT])I?)?B?\s*$", re.IGNORECASE)
+_HUMAN_PREFIXES: dict[str, int] = {"": 1, "K": KB, "M": MB, "G": GB, "T": TB}
 
 
 def unit_scale(unit: str | None) -> tuple[str, float] | None:
@@ -80,11 +83,18 @@ def human_bytes(n_bytes: float) -> str:
 
 
 def parse_size(text: str) -> int:
-    """A size given by a user: '32GB', '32G', '32GiB', '512MB', '1.5T', or bytes. Powers of 1024."""
+    """A size a user typed, in bytes: the project's one parser for --dataset-size, profiles, ...
+
+    A decimal number (fractions allowed) and an optional unit, case-insensitive, spaces
+    allowed around and between: B, K/KB/KiB, M/MB/MiB, G/GB/GiB, T/TB/TiB. Every prefix is a
+    power of 1024, as in PostgreSQL ('1GB' = 1GiB); no unit means bytes. Fractions of a
+    byte are dropped: '1.5GiB' -> 1610612736, '100k' -> 102400, '4096' -> 4096.
+    Raises ValueError naming the input and the accepted forms.
+    """
     match = _HUMAN_SIZE_RE.match(str(text))
     if not match:
-        raise ValueError(f"not a size: {text!r} (expected e.g. 32GB, 512MB, 1.5TB)")
-    number = float(match.group(1))
-    letter = match.group(2)[:1].upper()
-    scale = {"": 1, "B": 1, "K": KB, "M": MB, "G": GB, "T": TB}[letter]
-    return int(number * scale)
+        raise ValueError(f"not a size: {text!r}; expected a number and an optional unit B, K, "
+                         "M, G or T, e.g. 500MB, 3GB, 1.5GiB or 100k (powers of 1024; no unit "
+                         "means bytes)")
+    number, prefix = match.groups()
+    return int(float(number) * _HUMAN_PREFIXES[(prefix or "").upper()])

@@ -1,34 +1,28 @@
-"""How a workload name maps to the tuning inputs (pgtune's database type, write share)."""
+"""Tuning classes: the kind of load a config is sized for (pgtune's database types).
+
+Benchmark workloads (tpcb, tprocc, ...) declare their class in their plugin
+(``pgdyno.workloads``); here live only the classes themselves, for ``pgdyno tune
+--workload oltp`` and for plugins to name.
+"""
 
 from __future__ import annotations
 
 from pgdyno.errors import UsageError
 
-# workload -> (pgtune db type, write-heavy)
-WORKLOADS: dict[str, tuple[str, bool]] = {
-    "tpcb": ("oltp", True),
-    "tpc-b": ("oltp", True),
-    "simple-update": ("oltp", True),
-    "tprocc": ("oltp", True),
+# tuning class -> (pgtune db type, write-heavy)
+TUNING_CLASSES: dict[str, tuple[str, bool]] = {
     "oltp": ("oltp", True),
-    "oltp-read-write": ("oltp", True),
-    "select-only": ("web", False),
-    "oltp-read-only": ("web", False),
     "web": ("web", False),
-    "tproch": ("dw", False),
-    "olap": ("dw", False),
     "dw": ("dw", False),
+    "olap": ("dw", False),
     "mixed": ("mixed", True),
     "desktop": ("desktop", False),
-    "fio": ("oltp", True),
-    "cpu": ("oltp", False),
-    "custom": ("mixed", True),
 }
 
 
 def classify(workload: str) -> tuple[str, bool]:
     try:
-        return WORKLOADS[workload.lower()]
+        return TUNING_CLASSES[workload.lower()]
     except KeyError:
         raise UsageError(f"--workload {workload}: unknown; accepted: "
-                         f"{', '.join(WORKLOADS)}") from None
+                         f"{', '.join(TUNING_CLASSES)} or a benchmark workload") from None

@@ -10,6 +10,7 @@ import math
 from dataclasses import dataclass, field
 
 from pgdyno.analysis.summary import RunSummary, five_second_table
+from pgdyno.results.manifest import BenchOptions
 from pgdyno.results.rundir import RunPlan
 
 PCT_COLUMNS = ("p50", "p75", "p80", "p90", "p95", "p99", "p99.9")
@@ -49,32 +50,48 @@ def fmt(value: float | None, digits: int = 2) -> str:
     return f"{value:.{digits}f}"
 
 
-def build_document(summary: RunSummary, manifest: dict, plan: RunPlan,
-                   images: dict[str, str], insights: list[Section] | tuple = ()) -> Document:
-    """The report; ``insights`` (telemetry, verdicts) go after the throughput and latency."""
-    sections = [
-        _overview(summary, manifest, plan),
-        _environment(manifest, plan),
-        _tps(summary, images),
-        _latency(summary, images),
-    ]
-    if plan.rate_tps is not None:
-        sections.append(_fixed_rate(summary, plan))
-    if any(c.scripts for c in summary.per_clients):
-        sections.append(_scripts(summary))
-    sections += [*insights, _iterations(summary), _timeline(summary)]
+@dataclass
+class RunView:
+    """What the run report shows besides the summary: its record and options."""
+
+    manifest: dict
+    plan: RunPlan
+    opts: BenchOptions
+    dataset: str
+    """The workload's words for its dataset: "scale 10", "10 warehouses"."""
+
+
+def build_document(summary: RunSummary, run: RunView, images: dict[str, str],
+                   insights: list[Section] | tuple = (), transactions: bool = True) -> Document:
+    """The report; ``insights`` (the workload's own, telemetry, verdicts) go after the
+    throughput and latency. ``transactions``: whether the pgbench-style transaction sections
+    apply (a program workload such as cpu brings all its figures in ``insights``)."""
+    sections = [_overview(summary, run, transactions), _environment(run)]
+    if transactions:
+        sections += [_tps(summary, images), _latency(summary, images)]
+        if run.opts.rate_tps is not None:
+            sections.append(_fixed_rate(summary, run.opts))
+        if any(c.scripts for c in summary.per_clients):
+            sections.append(_scripts(summary))
+    sections += list(insights)
+    if transactions:
+        sections += [_iterations(summary), _timeline(summary)]
     if summary.warnings:
         sections.append(_warnings(summary))
-    sections.append(_files(manifest, plan))
-    return Document(title=f"pgdyno: {plan.workload} on {plan.context}", sections=sections)
+    sections.append(_files(run.manifest, run.plan))
+    return Document(title=f"pgdyno: {run.plan.workload} on {run.plan.context}",
+                    sections=sections)
 
 
-def _overview(summary: RunSummary, manifest: dict, plan: RunPlan) -> Section:
+def _overview(summary: RunSummary, run: RunView, transactions: bool) -> Section:
+    manifest = run.manifest
     status = manifest.get("status", "unknown")
     paras = [f"Status **{status}**, {manifest.get('started_at')} → {manifest.get('ended_at')}."]
     if manifest.get("reason"):
         paras.append(f"Reason: {manifest['reason']}")
     paras += [f"Note: {n}" for n in manifest.get("notes", [])]
+    if not transactions:
+        return Section("Summary", paragraphs=paras)
     rows = [[str(c.clients), fmt(c.tps_mean, 1), fmt(c.tps_iteration_stddev, 1),
              fmt(c.latency.mean_ms, 3), fmt(c.latency.percentiles_ms.get("p99"), 3),
              str(c.transactions), str(c.failed)] for c in summary.per_clients]
@@ -83,7 +100,8 @@ def _overview(summary: RunSummary, manifest: dict, plan: RunPlan) -> Section:
     return Section("Summary", paragraphs=paras, tables=[table])
 
 
-def _environment(manifest: dict, plan: RunPlan) -> Section:
+def _environment(run: RunView) -> Section:
+    manifest, plan, opts = run.manifest, run.plan, run.opts
     host = manifest.get("host") or {}
     server = manifest.get("server") or {}
     target = manifest.get("target") or {}
@@ -96,21 +114,28 @@ def _environment(manifest: dict, plan: RunPlan) -> Section:
         ["RAM", f"{ram_gb:.1f} GiB"],
         ["Kernel", str(host.get("kernel"))],
         ["PostgreSQL", str(server.get("version", "–"))],
-        ["Target", f"{target.get('kind')} ({target.get('pg_bin')})"],
-        ["Connection", f"{plan.via} ({manifest.get('connection', '–')})"],
-        ["Config", str(config.get("name", "default"))],
-        ["Workload", f"{plan.workload}: " + ", ".join(f"{s['name']}@{s['weight']}"
-                                                      for s in plan.scripts)],
-        ["Scale", f"{plan.scale} (dataset {'reused' if dataset.get('reused') else 'built'})"],
-        ["Clients", ", ".join(str(c) for c in plan.client_counts)],
-        ["Duration / warm-up", f"{plan.duration_s} s measured after {plan.warmup_s} s warm-up"],
-        ["Iterations", str(plan.iterations)],
-        ["Protocol", plan.protocol],
-        ["Cache", plan.cache],
     ]
-    if plan.rate_tps is not None:
-        env_rows.append(["Fixed rate", f"{plan.rate_tps:g} tps, latency limit "
-                                       f"{plan.latency_limit_ms or '–'} ms"])
+    if target:
+        env_rows += [
+            ["Target", f"{target.get('kind')} ({target.get('pg_bin')})"],
+            ["Connection", str(manifest.get("connection") or "–")],
+            ["Config", str(config.get("name", "default"))],
+        ]
+    scripts = ", ".join(f"{s['name']}@{s['weight']}" for s in plan.scripts)
+    env_rows.append(["Workload", plan.workload + (f": {scripts}" if scripts else "")])
+    if run.dataset:
+        built = ("reused" if dataset.get("reused") else "built") if dataset else ""
+        env_rows.append(["Dataset", run.dataset + (f" ({built})" if built else "")])
+    env_rows += [
+        ["Clients", ", ".join(str(c) for c in opts.clients)],
+        ["Duration / warm-up", f"{opts.duration_s} s measured after {opts.warmup_s} s warm-up"],
+        ["Iterations", str(opts.iterations)],
+    ]
+    if target:
+        env_rows += [["Protocol", opts.protocol], ["Cache", opts.cache]]
+    if opts.rate_tps is not None:
+        env_rows.append(["Fixed rate", f"{opts.rate_tps:g} tps, latency limit "
+                                       f"{opts.latency_limit_ms or '–'} ms"])
     settings = server.get("non_default_settings") or {}
     setting_rows = [[k, v, (config.get("sources") or {}).get(k, "")]
                     for k, v in settings.items()]
@@ -154,11 +179,11 @@ def _latency(summary: RunSummary, images: dict[str, str]) -> Section:
     return section
 
 
-def _fixed_rate(summary: RunSummary, plan: RunPlan) -> Section:
+def _fixed_rate(summary: RunSummary, opts: BenchOptions) -> Section:
     rows = []
     for c in summary.per_clients:
         lag = c.lag
-        rows.append([str(c.clients), f"{plan.rate_tps:g}", fmt(c.tps_mean, 1),
+        rows.append([str(c.clients), f"{opts.rate_tps:g}", fmt(c.tps_mean, 1),
                      fmt(lag.mean_ms if lag else None, 3),
                      fmt(lag.percentiles_ms.get("p99") if lag else None, 3),
                      fmt(lag.max_ms if lag else None, 3), str(c.skipped),

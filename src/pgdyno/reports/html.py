@@ -8,21 +8,13 @@ from pathlib import Path
 
 import jinja2
 
-from pgdyno.analysis.summary import RunSummary
-from pgdyno.reports.document import Document, build_document
-from pgdyno.results.rundir import RunPlan
+from pgdyno.reports.document import Document
 
 _IMG_SRC = re.compile(r'src="(plots/[^"]+\.png)"')
 _ENV = jinja2.Environment(
     loader=jinja2.PackageLoader("pgdyno.reports", "templates"),
     autoescape=jinja2.select_autoescape(["html", "j2"]),
 )
-
-
-def render(summary: RunSummary, manifest: dict, plan: RunPlan, images: dict[str, str],
-           extra_sections=(), *, base_dir: Path) -> str:
-    doc = build_document(summary, manifest, plan, images, list(extra_sections))
-    return render_document(doc, base_dir)
 
 
 def render_document(doc: Document, base_dir: Path) -> str:

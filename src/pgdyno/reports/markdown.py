@@ -2,15 +2,7 @@
 
 from __future__ import annotations
 
-from pgdyno.analysis.summary import RunSummary
-from pgdyno.reports.document import Document, Table, build_document
-from pgdyno.results.rundir import RunPlan
-
-
-def render(summary: RunSummary, manifest: dict, plan: RunPlan, images: dict[str, str],
-           extra_sections=()) -> str:
-    doc = build_document(summary, manifest, plan, images, list(extra_sections))
-    return render_document(doc)
+from pgdyno.reports.document import Document, Table
 
 
 def render_document(doc: Document) -> str:

@@ -19,10 +19,22 @@ CREATE TABLE IF NOT EXISTS runs (
     ended_at     TEXT,
     config       TEXT,
     clients      TEXT,
-    tps          REAL,
+    headline     REAL,               -- the workload's headline metric (TPS, NOPM, events/s)
     p99_ms       REAL,
-    pg_version   TEXT
+    pg_version   TEXT,
+    headline_metric TEXT,
+    headline_unit   TEXT,
+    dataset      TEXT                -- "scale 10", "10 warehouses", ...
 )"""
+# Indexes written before the workload plugins had a TPS column and no dataset.
+_MIGRATIONS = (
+    ("headline", "ALTER TABLE runs RENAME COLUMN tps TO headline"),
+    ("headline_metric", "ALTER TABLE runs ADD COLUMN headline_metric TEXT"),
+    ("headline_unit", "ALTER TABLE runs ADD COLUMN headline_unit TEXT"),
+    ("dataset", "ALTER TABLE runs ADD COLUMN dataset TEXT"),
+)
+_COLUMNS = ("run_id, context, workload, status, started_at, ended_at, config, clients, "
+            "headline, p99_ms, pg_version, headline_metric, headline_unit, dataset")
 
 
 @dataclass(frozen=True)
@@ -35,9 +47,14 @@ class RunRow:
     ended_at: str | None
     config: str | None
     clients: str | None
-    tps: float | None
+    headline: float | None
+    """The workload's headline figure at its best client count."""
     p99_ms: float | None
     pg_version: str | None
+    headline_metric: str | None = None
+    """Its label: TPS, NOPM, events/s."""
+    headline_unit: str | None = None
+    dataset: str | None = None
 
 
 class RunIndex:
@@ -48,14 +65,19 @@ class RunIndex:
     def _connect(self) -> sqlite3.Connection:
         conn = sqlite3.connect(self.path, timeout=30)
         conn.execute(_SCHEMA)
+        present = {row[1] for row in conn.execute("PRAGMA table_info(runs)")}
+        for column, statement in _MIGRATIONS:
+            if column not in present:
+                conn.execute(statement)
         return conn
 
     def upsert(self, row: RunRow) -> None:
         with closing(self._connect()) as conn, conn:
             conn.execute(
-                "INSERT OR REPLACE INTO runs VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                f"INSERT OR REPLACE INTO runs ({_COLUMNS}) VALUES ({','.join('?' * 14)})",
                 (row.run_id, row.context, row.workload, row.status, row.started_at,
-                 row.ended_at, row.config, row.clients, row.tps, row.p99_ms, row.pg_version))
+                 row.ended_at, row.config, row.clients, row.headline, row.p99_ms,
+                 row.pg_version, row.headline_metric, row.headline_unit, row.dataset))
 
     def query(self, workload: str | None = None, context: str | None = None,
               status: str | None = None, limit: int = 100) -> list[RunRow]:
@@ -66,7 +88,7 @@ class RunIndex:
             if value is not None:
                 where.append(f"{column} = ?")  # column names are fixed above, values bound
                 params.append(value)
-        sql = "SELECT * FROM runs"
+        sql = f"SELECT {_COLUMNS} FROM runs"
         if where:
             sql += " WHERE " + " AND ".join(where)
         sql += " ORDER BY started_at DESC LIMIT ?"
@@ -78,7 +100,7 @@ class RunIndex:
         if not self.path.exists():
             return None
         with closing(self._connect()) as conn:
-            row = conn.execute("SELECT * FROM runs WHERE run_id = ? OR run_id LIKE ?",
+            row = conn.execute(f"SELECT {_COLUMNS} FROM runs WHERE run_id = ? OR run_id LIKE ?",
                                (run_id, f"%{run_id}")).fetchone()
         return RunRow(*row) if row else None
 

@@ -4,7 +4,7 @@
 
     manifest.json   environment, settings, commands, status (written at start, updated at end)
     raw/run.json    the plan and every iteration's record: what the report is rebuilt from
-    raw/pgbench/    pgbench logs (gzip), stdout and stderr per iteration
+    raw/<engine>/   per iteration: pgbench logs (gzip) or a program's output, stdout, stderr
     summary.json    statistics computed from raw/ (rebuildable with `pgdyno report`)
     report.md, report.html, plots/
 """
@@ -22,8 +22,9 @@ from typing import Any
 
 from pgdyno import serde
 from pgdyno.errors import UsageError
+from pgdyno.results.manifest import read_json_file
 
-MANIFEST_SCHEMA_VERSION = 1
+PLAN_SCHEMA_VERSION = 1
 STATUSES = ("running", "ok", "failed", "interrupted")
 # Space set aside when a run starts and given back at its end, so that the final
 # manifest and plan can still be written when the run has filled the disk.
@@ -61,29 +62,20 @@ class IterationRecord:
 
 @dataclass
 class RunPlan:
-    """Everything about the run that the statistics depend on."""
+    """``raw/run.json``: the state of the run loop, from which the report is rebuilt.
 
+    The options the run was started with are in the manifest, once; this holds what the
+    run did with them."""
+
+    schema_version: int
     workload: str
     context: str
-    scripts: list[dict[str, Any]]
-    """name, weight, builtin or file (copied under raw/scripts/)."""
-    scale: int
-    client_counts: list[int]
-    iterations: int
-    duration_s: int
-    warmup_s: int
-    protocol: str
-    rate_tps: float | None
-    latency_limit_ms: float | None
-    max_tries: int
-    cache: str
-    via: str
-    has_lag_column: bool
-    has_retries_column: bool
+    scripts: list[dict[str, Any]] = field(default_factory=list)
+    """name, weight, builtin or file (copied under raw/scripts/): pgbench workloads."""
     records: list[IterationRecord] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     parameters: dict[str, Any] = field(default_factory=dict)
-    """Workload parameters (scale, warehouses, mix, ...) the report needs."""
+    """Workload parameters (scale, warehouses, mix, tables...) the report needs."""
 
 
 @dataclass
@@ -94,7 +86,7 @@ class RunDirectory:
     def create(cls, results_dir: Path, context: str, workload: str) -> RunDirectory:
         path = new_stamped_dir(results_dir, context, workload)
         try:
-            (path / "raw" / "pgbench").mkdir(parents=True)
+            (path / "raw").mkdir(parents=True)
             (path / RESERVE_FILE).write_bytes(b"\0" * RESERVE_BYTES)
         except OSError as exc:
             raise UsageError(f"--results-dir {results_dir}: not writable ({exc.strerror}); "
@@ -115,14 +107,21 @@ class RunDirectory:
     def write_json(self, name: str, data: Any) -> None:
         write_json_atomic(self.path / name, data)
 
-    def read_json(self, name: str) -> Any:
-        return json.loads((self.path / name).read_text())
-
     def save_plan(self, plan: RunPlan) -> None:
         write_json_atomic(self.raw / "run.json", serde.to_dict(plan))
 
     def load_plan(self) -> RunPlan:
-        return serde.from_dict(RunPlan, json.loads((self.raw / "run.json").read_text()))
+        path = self.raw / "run.json"
+        data = read_json_file(path, "run record")
+        version = data.get("schema_version") if isinstance(data, dict) else None
+        if version != PLAN_SCHEMA_VERSION:
+            raise UsageError(f"{path}: run record schema_version {version!r} is not supported "
+                             f"(this pgdyno reads {PLAN_SCHEMA_VERSION})")
+        try:
+            return serde.from_dict(RunPlan, data)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise UsageError(f"{path}: damaged run record ({type(exc).__name__}: {exc})") \
+                from None
 
 
 def new_stamped_dir(results_dir: Path, context: str, prefix: str) -> Path:

@@ -6,12 +6,12 @@ The sweep directory holds no measurements of its own: each step names the run di
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from pgdyno import serde
 from pgdyno.errors import UsageError
+from pgdyno.results.manifest import read_json_file
 from pgdyno.results.rundir import write_json_atomic
 
 SWEEP_FILE = "sweep.json"
@@ -39,6 +39,8 @@ class SweepRecord:
     time_scale: float
     config: str
     steps: list[SweepStep] = field(default_factory=list)
+    workload: str = "tprocc"
+    """The workload whose plugin builds the sweep report (sweeps vary its dataset size)."""
 
     def save(self, sweep_dir: Path) -> None:
         write_json_atomic(sweep_dir / SWEEP_FILE, serde.to_dict(self))
@@ -48,4 +50,9 @@ class SweepRecord:
         path = sweep_dir / SWEEP_FILE
         if not path.is_file():
             raise UsageError(f"{sweep_dir}: not a pgdyno sweep directory ({SWEEP_FILE} missing)")
-        return serde.from_dict(cls, json.loads(path.read_text()))
+        data = read_json_file(path, "sweep record")
+        if not isinstance(data, dict) or data.get("schema_version") != SCHEMA_VERSION:
+            raise UsageError(f"{path}: sweep schema_version "
+                             f"{data.get('schema_version') if isinstance(data, dict) else None!r}"
+                             f" is not supported (this pgdyno reads {SCHEMA_VERSION})")
+        return serde.from_dict(cls, data)

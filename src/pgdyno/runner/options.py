@@ -1,171 +1,184 @@
-"""Validated, frozen options for ``pgdyno bench`` and the parsers that build them.
+"""The options of ``pgdyno bench``, in one table, and the one function that validates them.
 
-Each parser raises ``UsageError`` with one line naming the option, the bad value and
-what is accepted; the CLI does nothing but call them.
+``COMMON`` lists the options every workload shares, each with its single default (the
+CLI, campaigns and ``compare`` all read it from here); the workloads' own options come from
+their ``options_type`` dataclasses. ``build_options`` checks everything before anything is
+created and raises ``UsageError`` with one line naming the option, the bad value and what
+is accepted.
 """
 
 from __future__ import annotations
 
-import os
-import re
-from dataclasses import dataclass, field
+import dataclasses
+import typing
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from pgdyno.errors import UsageError
-from pgdyno.targets import TargetSpec
+from pgdyno.results.manifest import BenchOptions
+from pgdyno.targets import TargetSpec, default_workdir
+from pgdyno.workloads import registry
+from pgdyno.workloads.base import cli_fields, cli_flag
+from pgdyno.workloads.checks import check_choice, check_positive, parse_int_list
 
-BUILTIN_WORKLOADS = {"tpcb": "tpcb-like", "simple-update": "simple-update",
-                     "select-only": "select-only"}
-SCRIPT_WORKLOAD = "custom"
-TPROCC_WORKLOAD = "tprocc"
 PROTOCOLS = ("simple", "extended", "prepared")
 CACHE_MODES = ("warm", "cold")
 VIA = ("socket", "tcp")
-# pgbench's accounts table with its index takes about 15 MB per scale unit
-# (100,000 rows of 100-byte tuples plus a btree); measured on PG 18 at scale 10.
-BYTES_PER_SCALE = 15_700_000
-_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?i?b?)\s*$", re.IGNORECASE)
-_UNITS = {"": 1, "b": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
+TARGETS = ("embedded", "local", "dsn")
 
 
 @dataclass(frozen=True)
-class ScriptSpec:
-    """A pgbench script: a built-in name or a file, with its weight in the mix."""
+class CliOption:
+    """One ``pgdyno bench`` option: its Python name, default, help and type."""
 
     name: str
-    weight: int = 1
-    path: Path | None = None
-    builtin: str | None = None
-
-    def pgbench_args(self) -> list[str]:
-        if self.builtin:
-            return ["-b", f"{self.builtin}@{self.weight}"]
-        return ["-f", f"{self.path}@{self.weight}"]
-
-
-@dataclass(frozen=True)
-class TproccOptions:
-    """TPROC-C's own options (``pgdyno bench tprocc``)."""
-
-    warehouses: int
-    mix: str | None = None
-    """New-Order,Payment,Order-Status,Delivery,Stock-Level shares, e.g. 45,43,4,4,4."""
-    all_warehouses: bool = False
-    keying_thinking: bool = False
-    time_scale: float = 1.0
-    """Multiplies keying and think times (compliant mode); 1 is the specification's."""
-    load_workers: int | None = None
-
-
-@dataclass(frozen=True)
-class BenchOptions:
-    workload: str
-    scripts: tuple[ScriptSpec, ...]
-    scale: int
-    clients: tuple[int, ...]
-    threads: int | None
-    duration_s: int
-    warmup_s: int
-    iterations: int
-    protocol: str = "simple"
-    rate_tps: float | None = None
-    latency_limit_ms: float | None = None
-    max_tries: int = 1
-    cache: str = "warm"
-    via: str = "socket"
-    force: bool = False
-    results_dir: Path = Path("results")
-    context: str | None = None
-    target: TargetSpec = field(default_factory=TargetSpec)
-    config: str = "default"
-    sets: tuple[str, ...] = ()
-    telemetry: bool = True
-    show_progress: bool = True
-    tprocc: TproccOptions | None = None
-
-    def threads_for(self, clients: int) -> int:
-        """pgbench -j: one thread per core, never more than clients (pgbench requires it)."""
-        if self.threads:
-            return min(self.threads, clients)
-        return max(1, min(clients, os.cpu_count() or 1))
+    default: Any
+    help: str
+    type: Any
+    flag: str | None = None
+    workloads: tuple[str, ...] = ()
+    """The workloads that declare it; empty for the options every workload shares."""
 
     @property
-    def has_lag_column(self) -> bool:
-        return self.rate_tps is not None
-
-    @property
-    def has_retries_column(self) -> bool:
-        return self.max_tries != 1
+    def cli_flag(self) -> str:
+        return self.flag or "--" + self.name.replace("_", "-")
 
 
-def parse_workload(name: str, scripts: list[str]) -> tuple[str, tuple[ScriptSpec, ...]]:
-    accepted = ", ".join([*BUILTIN_WORKLOADS, TPROCC_WORKLOAD, SCRIPT_WORKLOAD])
-    if name == TPROCC_WORKLOAD:
-        if scripts:
-            raise UsageError("--script cannot be combined with tprocc; use --mix")
-        return name, ()
-    if name not in BUILTIN_WORKLOADS and name != SCRIPT_WORKLOAD:
-        raise UsageError(f"workload {name!r} is unknown; accepted: {accepted}")
-    specs = [parse_script(s) for s in scripts]
-    if name == SCRIPT_WORKLOAD and not specs:
-        raise UsageError("workload custom needs at least one --script FILE[@WEIGHT]")
-    if name in BUILTIN_WORKLOADS:
-        specs.insert(0, ScriptSpec(name=name, builtin=BUILTIN_WORKLOADS[name]))
-    return name, tuple(specs)
+COMMON: tuple[CliOption, ...] = (
+    CliOption("clients", None, "client counts, e.g. 4,16,100 (a sweep; default 8); "
+                               "cpu: threads (default: the cores)", str | None),
+    CliOption("threads", None, "pgbench threads (default: min(cores, clients))", int | None),
+    CliOption("duration", 50, "measured seconds per iteration", int),
+    CliOption("warmup", 10, "warm-up seconds before each measured window", int),
+    CliOption("iterations", 3, "iterations per client count", int),
+    CliOption("protocol", "prepared", "simple | extended | prepared", str),
+    CliOption("rate", None, "fixed rate in TPS (pgbench -R)", float | None),
+    CliOption("latency_limit", None, "ms; with --rate: count late/skip", float | None),
+    CliOption("max_tries", None, "retries of serialization/deadlock failures (default 1; "
+                                 "tprocc and oltp: 10)", int | None),
+    CliOption("cache", "warm", "warm | cold (restart and drop OS cache)", str),
+    CliOption("via", "socket", "socket | tcp", str),
+    CliOption("force", False, "initialise even over tables pgdyno did not create", bool),
+    CliOption("results_dir", Path("results"), "root of run directories", Path),
+    CliOption("context", None, "context name (default HARDWARE--WORKLOAD)", str | None),
+    CliOption("target", "embedded", "embedded | local (needs --pg-bin) | dsn", str),
+    CliOption("workdir", None, "where pgdyno keeps its clusters", Path | None),
+    CliOption("pg_bin", None, "directory of other PostgreSQL binaries", Path | None),
+    CliOption("dsn", None, "an existing server: never restarted or changed", str | None),
+    CliOption("wal_dir", None, "separate WAL directory (new clusters)", Path | None),
+    CliOption("keep", False, "leave the embedded server running afterwards", bool),
+    CliOption("config", "default", "default | pgtune | tuned | FILE", str),
+    CliOption("set_", (), "key=value override, repeatable", list[str], flag="--set"),
+    CliOption("telemetry", True, "sample CPU, disks, waits, checkpoints", bool),
+    CliOption("progress", True, "show progress bars", bool),
+)
 
 
-def parse_script(text: str) -> ScriptSpec:
-    path_text, weight = text, 1
-    if "@" in text:
-        path_text, _, weight_text = text.rpartition("@")
-        if not weight_text.isdigit() or int(weight_text) < 1:
-            raise UsageError(f"--script {text}: weight {weight_text!r} is not a positive "
-                             "integer; expected FILE[@WEIGHT], e.g. my.sql@3")
-        weight = int(weight_text)
-    path = Path(path_text)
-    if not path.is_file():
-        raise UsageError(f"--script {text}: file {path_text} does not exist; "
-                         "expected FILE[@WEIGHT] naming a pgbench script")
-    try:
-        body = path.read_text()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UsageError(f"--script {text}: cannot read {path_text} ({exc})") from exc
-    if not any(line.strip() and not line.strip().startswith("--") for line in body.splitlines()):
-        raise UsageError(f"--script {text}: {path_text} holds no SQL or meta-command")
-    return ScriptSpec(name=path.stem, weight=weight, path=path.absolute())
+def workload_options() -> list[CliOption]:
+    """Every registered workload's own options, merged by name (several workloads may share
+    one, such as --scale), with None as the CLI default: a given value is then told apart
+    from the workload's own default."""
+    merged: dict[str, CliOption] = {}
+    for name, workload in registry.WORKLOADS.items():
+        hints = typing.get_type_hints(workload.options_type)
+        for f in cli_fields(workload.options_type):
+            cli_type = f.metadata.get("cli_type") or hints[f.name]
+            known = merged.get(f.name)
+            if known is None:
+                is_bool = cli_type is bool
+                merged[f.name] = CliOption(
+                    f.name, False if is_bool else None, f.metadata["cli_help"],
+                    _cli_type(cli_type), flag=cli_flag(f), workloads=(name,))
+            else:
+                merged[f.name] = dataclasses.replace(known, workloads=(*known.workloads, name))
+    return list(merged.values())
 
 
-def parse_clients(text: str) -> tuple[int, ...]:
-    values = []
-    for part in text.split(","):
-        part = part.strip()
-        if not part.lstrip("-").isdigit() or int(part) <= 0:
-            raise UsageError(f"--clients {text}: {part!r} is not a positive integer; "
-                             "expected a comma-separated list such as 4,16,100")
-        values.append(int(part))
-    return tuple(values)
+def _cli_type(tp: Any) -> Any:
+    """A field's type as the command line takes it: tuples are repeatable options."""
+    args = [a for a in typing.get_args(tp) if a is not type(None)]
+    origin = typing.get_origin(tp)
+    if origin is tuple:
+        return list[args[0]]
+    if origin in (typing.Union, type(int | None)) and len(args) == 1:
+        return args[0] | None
+    return tp if tp is bool else tp | None
 
 
-def parse_size(text: str, option: str) -> int:
-    match = _SIZE.match(text)
-    if not match:
-        raise UsageError(f"{option} {text}: expected a size such as 500MB, 3GB or 1.5GiB")
-    number, unit = match.groups()
-    return int(float(number) * _UNITS[unit.lower()[:1]])
+def all_options() -> list[CliOption]:
+    return [*COMMON, *workload_options()]
 
 
-def scale_for_size(size_bytes: int) -> int:
-    return max(1, round(size_bytes / BYTES_PER_SCALE))
+def defaults() -> dict[str, Any]:
+    """Every option's default by Python name: the one source for CLI, campaign, compare."""
+    return {o.name: (list(o.default) if isinstance(o.default, tuple) else o.default)
+            for o in all_options()}
 
 
-def check_positive(value: float | None, option: str, allow_zero: bool = False) -> None:
-    if value is None:
-        return
-    if value < 0 or (value == 0 and not allow_zero):
-        accepted = "zero or more" if allow_zero else "more than zero"
-        raise UsageError(f"{option} {value:g}: must be {accepted}")
+def build_options(workload: str, **kw: Any) -> BenchOptions:
+    """Validate every option (``kw`` holds any subset, by Python name) into BenchOptions."""
+    plugin = registry.get(workload)
+    values = {**defaults(), **kw}
+    _refuse_foreign_options(workload, values)
+    clients = (parse_int_list(values["clients"], "--clients") if values["clients"] is not None
+               else plugin.default_clients())
+    for key, flag, zero_ok in (("duration", "--duration", False), ("warmup", "--warmup", True),
+                               ("iterations", "--iterations", False),
+                               ("threads", "--threads", False), ("rate", "--rate", False),
+                               ("latency_limit", "--latency-limit", False),
+                               ("max_tries", "--max-tries", True)):
+        check_positive(values[key], flag, allow_zero=zero_ok)
+    check_choice(values["protocol"], "--protocol", PROTOCOLS)
+    check_choice(values["cache"], "--cache", CACHE_MODES)
+    check_choice(values["via"], "--via", VIA)
+    check_choice(values["target"], "--target", TARGETS)
+    max_tries = values["max_tries"] if values["max_tries"] is not None else 1
+    if (values["latency_limit"] is not None and values["rate"] is None
+            and max_tries == 1 and plugin.default_max_tries == 1):
+        raise UsageError("--latency-limit needs --rate (fixed-rate mode) or --max-tries")
+    target = target_spec(values) if plugin.needs_server else TargetSpec(
+        workdir=values["workdir"] or default_workdir())
+    opts = BenchOptions(
+        workload=workload, clients=clients, threads=values["threads"],
+        duration_s=values["duration"], warmup_s=values["warmup"],
+        iterations=values["iterations"], protocol=values["protocol"], rate_tps=values["rate"],
+        latency_limit_ms=values["latency_limit"],
+        max_tries=max_tries if values["max_tries"] is not None else plugin.default_max_tries,
+        cache=values["cache"], via=values["via"], force=values["force"],
+        results_dir=Path(values["results_dir"]), context=values["context"], target=target,
+        config=values["config"], sets=tuple(values["set_"] or ()),
+        telemetry=values["telemetry"], show_progress=values["progress"])
+    given = {f.name: values[f.name] for f in cli_fields(plugin.options_type)
+             if values.get(f.name) not in (None, False, (), [])}
+    return plugin.options_from_cli(given, opts)
 
 
-def check_choice(value: str, option: str, accepted: tuple[str, ...]) -> None:
-    if value not in accepted:
-        raise UsageError(f"{option} {value}: accepted values are {', '.join(accepted)}")
+def _refuse_foreign_options(workload: str, values: dict[str, Any]) -> None:
+    for opt in workload_options():
+        if workload in opt.workloads:
+            continue
+        if values.get(opt.name) not in (None, False, (), []):
+            owners = ", ".join(opt.workloads)
+            raise UsageError(f"{opt.cli_flag} belongs to {owners}, not {workload}")
+
+
+def target_spec(values: dict[str, Any]) -> TargetSpec:
+    """The server under test; --dsn servers are never restarted or reconfigured."""
+    kind = values["target"]
+    if values["dsn"] is not None:
+        kind = "dsn"
+    elif values["pg_bin"] is not None:
+        kind = "local"
+    if kind == "dsn" and values["dsn"] is None:
+        raise UsageError("--target dsn needs --dsn postgresql://user@host:port/dbname")
+    if kind == "local" and values["pg_bin"] is None:
+        raise UsageError("--target local needs --pg-bin DIR, e.g. /usr/lib/postgresql/15/bin")
+    if kind == "dsn" and values["cache"] == "cold":
+        raise UsageError("--cache cold restarts the server; with --dsn pgdyno never does that")
+    if kind == "dsn" and (values["wal_dir"] or values["config"] != "default" or values["set_"]):
+        raise UsageError("--dsn: pgdyno never changes an existing server; drop --wal-dir, "
+                         "--config and --set")
+    return TargetSpec(kind=kind, workdir=Path(values["workdir"] or default_workdir()),
+                      pg_bin=values["pg_bin"], dsn=values["dsn"], wal_dir=values["wal_dir"],
+                      keep=values["keep"])

@@ -20,40 +20,36 @@ from pathlib import Path
 from rich.console import Console
 
 from pgdyno.errors import RunFailed, RunInterrupted, UsageError
+from pgdyno.results.manifest import BenchOptions
 from pgdyno.results.rundir import new_stamped_dir, utc_now
 from pgdyno.results.sweepdir import SCHEMA_VERSION, SweepRecord, SweepStep
-from pgdyno.runner.bench import hardware_label, run_bench
-from pgdyno.runner.environment import host_facts
-from pgdyno.runner.options import BenchOptions
-from pgdyno.workloads.tprocc import TERMINALS_PER_WAREHOUSE
+from pgdyno.runner.bench import context_of, run_bench
+from pgdyno.runner.report import build_sweep_reports
+from pgdyno.workloads import registry
 
 
-def step_options(opts: BenchOptions, warehouses: int) -> BenchOptions:
-    """The options of one run of the sweep: its W, and 10 terminals per warehouse in
-    compliant mode (the VU counts given otherwise)."""
-    assert opts.tprocc is not None
-    tprocc = dataclasses.replace(opts.tprocc, warehouses=warehouses)
-    clients = ((TERMINALS_PER_WAREHOUSE * warehouses,) if tprocc.keying_thinking
-               else opts.clients)
-    return dataclasses.replace(opts, tprocc=tprocc, clients=clients)
+def sweep_steps(opts: BenchOptions) -> list[tuple[int, BenchOptions]]:
+    """The runs of a sweep the options ask for ((W, options) each); empty for one run."""
+    return registry.get(opts.workload).sweep_steps(opts)
 
 
-def run_sweep(opts: BenchOptions, warehouses: list[int], console: Console | None = None) -> Path:
-    """Run every warehouse count and write the sweep report; returns the sweep directory."""
-    from pgdyno.reports.sweep import build_sweep_report
-
-    if opts.tprocc is None:
-        raise UsageError("a warehouse sweep belongs to tprocc")
+def run_sweep(opts: BenchOptions, console: Console | None = None) -> Path:
+    """Run every step of the sweep and write the sweep report; returns the sweep directory."""
+    steps = sweep_steps(opts)
+    if not steps:
+        raise UsageError(f"{opts.workload}: these options ask for one run, not a sweep")
     console = console or Console(stderr=True)
-    context = opts.context or f"{hardware_label(host_facts())}--{opts.workload}"
+    context = context_of(opts)
     opts = dataclasses.replace(opts, context=context)
-    sweep_dir = new_stamped_dir(opts.results_dir, context, "tprocc-sweep")
+    sweep_dir = new_stamped_dir(opts.results_dir, context, f"{opts.workload}-sweep")
+    wl = opts.workload_options
     record = SweepRecord(
         schema_version=SCHEMA_VERSION, context=context, status="running", started_at=utc_now(),
-        ended_at=None, keying_thinking=opts.tprocc.keying_thinking,
-        time_scale=opts.tprocc.time_scale, config=opts.config,
-        steps=[SweepStep(warehouses=w, clients=list(step_options(opts, w).clients))
-               for w in sorted(warehouses)])
+        ended_at=None, keying_thinking=bool(getattr(wl, "keying_thinking", False)),
+        time_scale=float(getattr(wl, "time_scale", 1.0)), config=opts.config,
+        workload=opts.workload,
+        steps=[SweepStep(warehouses=w, clients=list(step.clients)) for w, step in steps])
+    options = {w: dataclasses.replace(step, context=context) for w, step in steps}
     record.save(sweep_dir)
     interrupted: RunInterrupted | None = None
     try:
@@ -63,7 +59,8 @@ def run_sweep(opts: BenchOptions, warehouses: list[int], console: Console | None
             step.status = "running"
             record.save(sweep_dir)
             try:
-                result = run_bench(step_options(opts, step.warehouses), console)
+                result = run_bench(options[step.warehouses], console,
+                                   role={"sweep": sweep_dir.name, "step": step.warehouses})
                 step.run, step.status = result.run_dir.name, result.status
             except RunInterrupted as exc:
                 step.status, step.reason = "interrupted", str(exc)
@@ -80,7 +77,7 @@ def run_sweep(opts: BenchOptions, warehouses: list[int], console: Console | None
         record.status = _overall(record, interrupted is not None)
         record.ended_at = utc_now()
         record.save(sweep_dir)
-        build_sweep_report(sweep_dir)
+        build_sweep_reports(sweep_dir)
     if interrupted is not None:
         raise RunInterrupted(f"sweep interrupted; finished runs and the report are in "
                              f"{sweep_dir}", sweep_dir)

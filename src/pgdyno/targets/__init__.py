@@ -24,7 +24,6 @@ __all__ = ["ConnectionInfo", "PgInstall", "Target", "TargetSpec", "default_workd
 class Target(Protocol):
     kind: str
     install: PgInstall
-    keep_running: bool
 
     def prepare(self) -> None: ...
     def start(self) -> None: ...
@@ -48,7 +47,8 @@ class TargetSpec:
     """``embedded``, ``local`` (with pg_bin) or ``dsn``."""
     workdir: Path = field(default_factory=lambda: default_workdir())
     pg_bin: Path | None = None
-    dsn: str | None = field(default=None, repr=False)
+    dsn: str | None = field(default=None, repr=False, metadata={"serialise": False})
+    """Never written anywhere: it may hold a password."""
     wal_dir: Path | None = None
     keep: bool = False
 
@@ -72,4 +72,4 @@ def open_target(spec: TargetSpec, settings: dict[str, str] | None = None) -> Tar
         return DsnServer(dsn=spec.dsn, install=install)
     install = install_from_dir(spec.pg_bin) if spec.pg_bin else embedded_install()
     return LocalServer(install=install, workdir=spec.workdir, wal_dir=spec.wal_dir,
-                       settings=dict(settings or {}), keep_running=spec.keep)
+                       settings=dict(settings or {}))

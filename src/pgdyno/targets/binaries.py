@@ -56,13 +56,8 @@ def install_from_dir(bin_dir: str | Path) -> PgInstall:
     return _probe(path, source=str(path))
 
 
-def pgbench_only(bin_dir: Path) -> PgInstall:
-    """pgbench and psql, for targets where pgdyno does not run the server."""
-    return _probe(bin_dir, source=str(bin_dir), program="pgbench")
-
-
-def _probe(bin_dir: Path, source: str, program: str = "postgres") -> PgInstall:
-    exe = bin_dir / program
+def _probe(bin_dir: Path, source: str) -> PgInstall:
+    exe = bin_dir / "postgres"
     if not exe.is_file():
         raise TargetError(f"{exe} is missing")
     out = subprocess.run([str(exe), "--version"], capture_output=True, text=True, check=False)

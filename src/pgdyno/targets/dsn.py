@@ -25,7 +25,6 @@ class DsnServer:
     """Where pgbench comes from (the embedded wheel's unless --pg-bin is given)."""
 
     kind = "dsn"
-    keep_running = True
     data_dir: Path | None = None
     log_path: Path | None = None
     pid: int | None = None

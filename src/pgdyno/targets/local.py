@@ -65,7 +65,6 @@ class LocalServer:
     wal_dir: Path | None = None
     settings: dict[str, str] = field(default_factory=dict)
     """PostgreSQL settings of the active config, written to the include file."""
-    keep_running: bool = False
     name: str = ""
 
     user: ServerUser = field(init=False)

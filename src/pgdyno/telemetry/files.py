@@ -1,7 +1,8 @@
 """Append-only writers for the raw telemetry files, flushed line by line.
 
 Each line is flushed as it is written so that a crash or a Ctrl-C leaves every sample
-taken so far readable; a half-written last line is skipped by the readers.
+taken so far readable; a half-written last line is skipped by the readers
+(:mod:`pgdyno.results.rawfiles`).
 """
 
 from __future__ import annotations
@@ -9,7 +10,6 @@ from __future__ import annotations
 import csv
 import json
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
@@ -62,24 +62,3 @@ def _cell(value: Any) -> Any:
         return f"{value:.6g}" if abs(value) < 1e6 else f"{value:.3f}"
     return "" if value is None else value
 
-
-def read_jsonl(path: Path) -> Iterator[dict]:
-    """Every complete JSON line; a torn last line (crash) is skipped."""
-    if not path.exists():
-        return
-    with path.open() as fh:
-        for line in fh:
-            line = line.strip()
-            if not line:
-                continue
-            try:
-                yield json.loads(line)
-            except json.JSONDecodeError:
-                continue
-
-
-def read_csv(path: Path) -> list[dict[str, str]]:
-    if not path.exists():
-        return []
-    with path.open(newline="") as fh:
-        return list(csv.DictReader(fh))

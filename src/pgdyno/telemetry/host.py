@@ -3,22 +3,23 @@ cgroup CPU limit.
 
 Each tick stores the raw text (``host_raw.jsonl``) and the figures derived from it against
 the previous tick (``cpu.csv``, ``disk.csv``, ``memory.csv``). The analysis recomputes
-from the raw text with the same functions, so the CSV files are a convenience.
+from the raw text with the same functions (:mod:`pgdyno.analysis.procfs` and
+:mod:`pgdyno.analysis.hosttick`), so the CSV files are a convenience.
 """
 
 from __future__ import annotations
 
 import os
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
-from pgdyno.telemetry import procfs
+from pgdyno.analysis import procfs
+from pgdyno.analysis.hosttick import IDLE_PREFIXES, HostTick, workload_cores
 from pgdyno.telemetry.files import CsvWriter, JsonlWriter
 
 PROC = Path("/proc")
 CGROUP_ROOT = Path("/sys/fs/cgroup")
-CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 CPU_COLUMNS = ["t", "interval_s", "usr", "nice", "sys", "iowait", "irq", "soft", "steal",
                "idle", "busy", "procs_running", "procs_blocked", "workload_cores"]
@@ -26,26 +27,6 @@ DISK_COLUMNS = ["t", "interval_s", "device", "r_s", "w_s", "rkb_s", "wkb_s", "r_
                 "w_await_ms", "aqu_sz", "util_pct"]
 MEM_COLUMNS = ["t", "cached_kb", "dirty_kb", "writeback_kb", "shmem_kb", "mem_total_kb",
                "mem_available_kb", "hugepages_used", "anon_hugepages_kb"]
-# Devices that never do I/O (unused loop/ram devices) are not worth a row per second.
-IDLE_PREFIXES = ("loop", "ram", "zram")
-
-
-@dataclass(frozen=True)
-class HostTick:
-    t: float
-    mono: float
-    stat: str
-    diskstats: str
-    meminfo: str
-    workload_ticks: dict[str, int] = field(default_factory=dict)
-    """pid -> utime + stime (USER_HZ ticks) of each process of the benchmark: this
-    process's descendants (pgbench, an embedded server) and the postmaster's tree."""
-
-    @classmethod
-    def from_raw(cls, raw: dict) -> HostTick:
-        return cls(raw["t"], raw["mono"], raw["stat"], raw["diskstats"], raw["meminfo"],
-                   raw.get("workload_ticks") or {})
-
 
 def read_tick(roots: set[int] | None = None) -> HostTick:
     # Read the three files back to back so they describe the same instant.
@@ -83,16 +64,6 @@ def workload_ticks(roots: set[int]) -> dict[str, int]:
                 break
             node, depth = parent.get(node, 0), depth + 1
     return out
-
-
-def workload_cores(prev: HostTick, cur: HostTick) -> float | None:
-    """CPU cores used by the benchmark's processes between two ticks (processes present at
-    both; one that exited in between loses its last interval)."""
-    if not cur.workload_ticks or cur.mono <= prev.mono:
-        return None
-    used = sum(max(0, ticks - prev.workload_ticks[pid])
-               for pid, ticks in cur.workload_ticks.items() if pid in prev.workload_ticks)
-    return used / CLK_TCK / (cur.mono - prev.mono)
 
 
 def postmaster_pid(data_dir: Path | None) -> int | None:

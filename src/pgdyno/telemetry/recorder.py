@@ -27,6 +27,7 @@ from pathlib import Path
 
 import psycopg
 
+from pgdyno.analysis.hosttick import HostTick
 from pgdyno.targets.connection import ConnectionInfo
 from pgdyno.telemetry import catalog, checkpoints, host, pg, smart
 from pgdyno.telemetry.devices import DeviceResolution, resolve_path
@@ -50,7 +51,7 @@ class TelemetryConfig:
 
 
 class TelemetryRecorder:
-    def __init__(self, raw_dir: Path, conn: ConnectionInfo, data_dir: Path | None,
+    def __init__(self, raw_dir: Path, conn: ConnectionInfo | None, data_dir: Path | None,
                  wal_dir: Path | None, server_log: Path | None, server_log_offset: int,
                  config: TelemetryConfig, sample_dbname: str | None = None) -> None:
         self.out = Path(raw_dir) / "telemetry"
@@ -89,6 +90,8 @@ class TelemetryRecorder:
         except Exception as exc:  # noqa: BLE001 - never break a run
             self._error("setup", exc)
         self._spawn("host", self._host_loop)
+        if self.conn is None:  # a workload without a server (cpu, fio): the host alone
+            return
         if self.config.wait_sample_hz > 0:
             self._spawn("waits", self._wait_loop)
         self._spawn("stats", self._stats_loop)
@@ -136,7 +139,7 @@ class TelemetryRecorder:
                      "machine": platform.machine()},
             "cpu": asdict(capacity) | {"effective_cores": capacity.effective_cores},
             "devices": {role: asdict(res) for role, res in self._roles.items()},
-            "server": {"connection": self.conn.describe()},
+            "server": {"connection": self.conn.describe()} if self.conn else None,
             "server_log": str(self.server_log) if self.server_log else None,
             "server_log_offset": self.server_log_offset,
         }
@@ -188,7 +191,7 @@ class TelemetryRecorder:
         roots = {os.getpid()}
         if (pm := host.postmaster_pid(self.data_dir)) is not None:
             roots.add(pm)
-        prev: host.HostTick | None = None
+        prev: HostTick | None = None
         try:
             for _ in self._ticks(self.config.interval_s):
                 try:

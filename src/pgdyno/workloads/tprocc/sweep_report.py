@@ -21,10 +21,11 @@ from pgdyno import serde
 from pgdyno.reports import html, markdown
 from pgdyno.reports.document import Document, Section, Table, fmt
 from pgdyno.reports.plots import plt, save_figure
-from pgdyno.reports.tprocc import iteration_windows, pooled_response_stats
+from pgdyno.results.manifest import load_manifest
 from pgdyno.results.rundir import RunDirectory, write_json_atomic
 from pgdyno.results.sweepdir import SweepRecord
 from pgdyno.workloads import tprocc
+from pgdyno.workloads.tprocc.report import iteration_windows, pooled_response_stats
 
 SCHEMA_VERSION = 1
 SHORT = {"new_order": "NO", "payment": "P", "order_status": "OS", "delivery": "D",
@@ -86,11 +87,10 @@ def saturation_point(rows: list[SweepRow], threshold: float) -> int | None:
 
 def _rows_of_run(run_dir: Path, warehouses: int, status: str,
                  record: SweepRecord) -> list[SweepRow]:
-    from pgdyno.reports.build import build_reports
-
     summary_path = run_dir / "summary.json"
-    if not summary_path.is_file():
-        build_reports(run_dir)  # the run stopped before its report: build it from raw/
+    if not summary_path.is_file():  # the run loop and `pgdyno report` build it first
+        return [SweepRow(warehouses, c, run_dir.name, status)
+                for c in load_manifest(run_dir).options.clients]
     summary = json.loads(summary_path.read_text())
     plan = RunDirectory(run_dir).load_plan()
     windows = iteration_windows(plan, run_dir)
@@ -99,9 +99,9 @@ def _rows_of_run(run_dir: Path, warehouses: int, status: str,
     finished = {(it["clients"], it["iteration"]) for it in summary["iterations"]
                 if it["status"] == "ok"}
     rows = []
-    for clients in plan.client_counts:
-        extras = [it["extras"] for it in summary["iterations"]
-                  if it["clients"] == clients and it["status"] == "ok" and "nopm" in it["extras"]]
+    for clients in summary["client_counts"]:
+        extras = [it["metrics"] for it in summary["iterations"]
+                  if it["clients"] == clients and it["status"] == "ok" and "nopm" in it["metrics"]]
         row = SweepRow(warehouses, clients, run_dir.name, status, iterations=len(extras),
                        consistency=consistency)
         if extras:

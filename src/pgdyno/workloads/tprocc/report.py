@@ -51,7 +51,7 @@ class Window:
 
 def read_window(plan: RunPlan, it_dir: Path) -> Window | None:
     path = it_dir / "window.json"
-    if plan.workload != "tprocc" or not path.exists():
+    if not path.exists():
         return None
     points = json.loads(path.read_text())
     if "start" not in points or "end" not in points:
@@ -101,31 +101,18 @@ def pooled_response_stats(windows: list[tuple[Path, Window]]) -> list[response.R
     return response.stats_by_type(samples)
 
 
-def pooled_extras(summary: RunSummary) -> dict[str, float]:
-    """Mean NOPM and TPM per VU count, as the headline figures of the run."""
-    out: dict[str, float] = {}
-    for clients in summary.client_counts:
-        runs = [it.extras for it in summary.iterations if it.clients == clients and it.extras]
-        for key in ("nopm", "tpm"):
-            if runs:
-                out[f"{key}_{clients}vu"] = statistics.fmean(r[key] for r in runs)
-    return out
-
-
 def tprocc_sections(summary: RunSummary, plan: RunPlan, run_dir: Path) -> list[Section]:
-    if plan.workload != "tprocc":
-        return []
     w = plan.parameters.get("warehouses")
     rows = []
     for it in summary.iterations:
-        e = it.extras
+        e = it.metrics
         rows.append([str(it.clients), str(it.iteration), fmt(e.get("nopm"), 0),
                      fmt(e.get("tpm"), 0), fmt(100 * e["efficiency"] if e else None, 1),
                      fmt(e.get("real_vs_ideal"), 3), fmt(e.get("window_s"), 1)])
     pooled = []
     for clients in summary.client_counts:
-        nopms = [it.extras["nopm"] for it in summary.iterations
-                 if it.clients == clients and "nopm" in it.extras]
+        nopms = [it.metrics["nopm"] for it in summary.iterations
+                 if it.clients == clients and "nopm" in it.metrics]
         if nopms:
             sd = statistics.stdev(nopms) if len(nopms) > 1 else math.nan
             pooled.append([str(clients), fmt(statistics.fmean(nopms), 0), fmt(sd, 0),

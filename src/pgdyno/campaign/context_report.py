@@ -1,26 +1,20 @@
-"""The context report (seed 002, with seed 004's scaling projection), built from a context's runs.
+"""The context report rendered: sections in seed 002's order, as Markdown, HTML and JSON.
 
-Compute first: ``build_context`` turns the runs into a ``ContextReport`` of plain figures,
-each carrying the run it came from; ``context_document`` renders it into the report model
-that the Markdown and HTML renderers share. Nothing here measures: a section without data
-says which command would provide it.
+The figures come from :mod:`pgdyno.campaign.context`; this module only lays them out in the
+report model (``pgdyno.reports.document``) that the Markdown and HTML renderers share, as
+:mod:`pgdyno.compare.render` does for a comparison. A section without data says which
+command would provide it.
 """
 
 from __future__ import annotations
 
-import statistics
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
-from pgdyno import serde
-from pgdyno.campaign.journal import JournalEntry, build_journal, headline
-from pgdyno.campaign.scaling import ScalingCheck, load_scaling
-from pgdyno.campaign.validation import ValidationResult, load_validation
-from pgdyno.compare.core import compare_runs
-from pgdyno.compare.model import MetricComparison
+from pgdyno.campaign.context import ContextReport, config_labels, journal_context, report_json
+from pgdyno.campaign.journal import headline
+from pgdyno.campaign.scaling import ScalingCheck
 from pgdyno.compare.render import interval, pct, verdict_text
-from pgdyno.compare.runs import RunData, context_runs
+from pgdyno.compare.runs import RunData
 from pgdyno.compare.settings_diff import changes_block, settings_diff
 from pgdyno.compare.stats import FASTER, SLOWER
 from pgdyno.reports import html, markdown
@@ -28,160 +22,13 @@ from pgdyno.reports.document import Document, Section, Table, fmt
 from pgdyno.results.rundir import write_json_atomic
 
 DURABILITY = ("fsync", "synchronous_commit", "full_page_writes")
+"""Settings that, turned off, trade crash safety for speed: recommending such a config
+carries a warning."""
 LINEAR = 0.85
 """Scaling efficiency from which the linear projection is called plausible."""
 HEADROOM = 0.8
 """Recommend a size while sustained load stays under 80% of its measured TPS."""
 
-
-@dataclass
-class PriceRow:
-    instance: str
-    vcpus: int
-    tps: float
-    tps_basis: str
-    """``measured`` (this host has the profile's vCPUs) or ``projected`` (per-core × vCPUs)."""
-    price_month_usd: float | None
-    spot_month_usd: float | None
-
-    @property
-    def tps_per_usd(self) -> float | None:
-        return self.tps / self.price_month_usd if self.price_month_usd else None
-
-    @property
-    def spot_tps_per_usd(self) -> float | None:
-        return self.tps / self.spot_month_usd if self.spot_month_usd else None
-
-
-@dataclass
-class ContextReport:
-    context: str
-    runs: list[RunData]
-    best: RunData | None
-    journal: list[JournalEntry]
-    findings: list[MetricComparison]
-    baseline_label: str
-    validation: ValidationResult | None
-    scaling: ScalingCheck | None
-    hardware: Any | None
-    """The HardwareProfile prices come from (catalogue or file), if any."""
-    per_core_tps: float | None
-    host_vcpus: int | None
-    best_tps: float | None = None
-    """Mean TPS of the best config's runs (one value per run, at its best client count):
-    a config's typical result, not its luckiest run."""
-    best_runs: list[RunData] = field(default_factory=list)
-    prices: list[PriceRow] = field(default_factory=list)
-    against: ContextReport | None = None
-    notes: list[str] = field(default_factory=list)
-
-
-# ===== compute ================================================================================
-
-def build_context(results_dir: Path, context: str, hardware: str | None = None,
-                  against: str | None = None) -> ContextReport:
-    runs = context_runs(results_dir, context)
-    ok = [r for r in runs if r.status == "ok" and r.clients() is not None]
-    regular = [r for r in ok if not r.role.get("validation") and not r.role.get("scaling_check")]
-    best, best_runs, best_tps = _best_config(regular or ok)
-    baseline_label, findings = _findings(regular)
-    validation = next((v for r in reversed(runs) if (v := load_validation(r.path))), None)
-    scaling = next((s for r in reversed(runs) if (s := load_scaling(r.path))), None)
-    host_vcpus = (best.manifest.get("host") or {}).get("cpu_count") if best else None
-    if best is not None and best.role.get("server_cpus"):  # a pinned scaling-check run
-        host_vcpus = len(best.role["server_cpus"])
-    per_core = best_tps / host_vcpus if best_tps and host_vcpus else None
-    report = ContextReport(context=context, runs=runs, best=best, journal=build_journal(runs),
-                           findings=findings, baseline_label=baseline_label,
-                           validation=validation, scaling=scaling,
-                           hardware=_hardware(hardware, runs), per_core_tps=per_core,
-                           host_vcpus=host_vcpus, best_tps=best_tps, best_runs=best_runs)
-    report.prices = _prices(report)
-    if against:
-        report.against = build_context(results_dir, against, hardware=None)
-    return report
-
-
-def _best_config(runs: list[RunData]) -> tuple[RunData | None, list[RunData], float | None]:
-    """The config with the highest mean TPS over its runs, and its median run."""
-    by_label: dict[str, list[RunData]] = {}
-    for r in runs:
-        by_label.setdefault(r.label, []).append(r)
-    if not by_label:
-        return None, [], None
-    def mean_tps(group: list[RunData]) -> float:
-        return statistics.fmean(r.clients().tps_mean for r in group)
-    label = max(by_label, key=lambda k: mean_tps(by_label[k]))
-    group = by_label[label]
-    tps = mean_tps(group)
-    ranked = sorted(group, key=lambda r: r.clients().tps_mean)
-    return ranked[(len(ranked) - 1) // 2], group, tps
-
-
-def _findings(runs: list[RunData]) -> tuple[str, list[MetricComparison]]:
-    """Every other config against the baseline (``default`` when present, else the first)."""
-    labels: list[str] = []
-    for r in runs:
-        if r.label not in labels:
-            labels.append(r.label)
-    if len(labels) < 2:
-        return (labels[0] if labels else ""), []
-    base = next((lab for lab in labels if lab == "default"), labels[0])
-    out: list[MetricComparison] = []
-    for label in labels:
-        if label == base:
-            continue
-        for workload in sorted({r.workload for r in runs}):
-            a = [r for r in runs if r.label == base and r.workload == workload]
-            b = [r for r in runs if r.label == label and r.workload == workload]
-            if not a or not b:
-                continue
-            cmp = compare_runs(a, b, baseline_label=base, candidate_label=label)
-            for m in cmp.metrics:
-                if m.metric in ("tps", "latency_avg_ms", "latency_p99_ms"):
-                    m.metric = f"{label}: {m.metric}"
-                    out.append(m)
-    return base, out
-
-
-def _hardware(name: str | None, runs: list[RunData]) -> Any | None:
-    name = name or next((r.role.get("hardware") for r in runs if r.role.get("hardware")), None)
-    if not name:
-        return None
-    from pgdyno.config import load_hardware
-
-    return load_hardware(name)
-
-
-def _catalogue() -> list[Any]:
-    from pgdyno.config import load_hardware
-    from pgdyno.config.profiles import catalogue_names
-
-    return [load_hardware(n) for n in catalogue_names()]
-
-
-def _prices(report: ContextReport) -> list[PriceRow]:
-    if report.best is None or report.per_core_tps is None:
-        return []
-    measured = report.best_tps
-    profiles = [report.hardware] if report.hardware is not None else []
-    family = report.hardware.name.split(".")[0] if report.hardware is not None else None
-    for p in _catalogue():
-        if (family is None or p.name.startswith(family)) and \
-                all(p.name != q.name for q in profiles):
-            profiles.append(p)
-    rows = []
-    for p in sorted(profiles, key=lambda p: p.vcpus):
-        same = p.vcpus == report.host_vcpus
-        rows.append(PriceRow(instance=p.name, vcpus=p.vcpus,
-                             tps=measured if same else report.per_core_tps * p.vcpus,
-                             tps_basis="measured here" if same else "projected",
-                             price_month_usd=p.price_month_usd,
-                             spot_month_usd=p.spot_price_month_usd))
-    return rows
-
-
-# ===== render =================================================================================
 
 def context_document(rep: ContextReport) -> Document:
     sections = [
@@ -212,7 +59,7 @@ def _summary(rep: ContextReport) -> Section:
         s.paragraphs.append("No validation run in this context: `pgdyno validate WORKLOAD "
                             "--context NAME` measures cold and warm cache.")
     rows = []
-    for label in _labels(rep.runs):
+    for label in config_labels(rep.runs):
         for r in rep.runs:
             h = headline(r)
             if r.label == label and h is not None and r.status == "ok":
@@ -230,14 +77,6 @@ def _summary(rep: ContextReport) -> Section:
             f"its {len(rep.best_runs)} run(s) above ({names}); its median run "
             f"{rep.best.path.name} stands for it below.")
     return s
-
-
-def _labels(runs: list[RunData]) -> list[str]:
-    out: list[str] = []
-    for r in runs:
-        if r.label not in out:
-            out.append(r.label)
-    return out
 
 
 def _plan_of(run: RunData | None) -> dict | None:
@@ -275,7 +114,7 @@ def _config_matrix(rep: ContextReport) -> Section:
         s.tables.append(Table(["Setting", "Value", "Source"], rows,
                               caption=f"{rep.best.label}: effective non-default settings "
                                       f"(run {rep.best.path.name})"))
-        for label in _labels(rep.runs):
+        for label in config_labels(rep.runs):
             run = next(r for r in rep.runs if r.label == label)
             if label == rep.best.label:
                 continue
@@ -554,10 +393,7 @@ def _references(rep: ContextReport) -> Section:
 
 def journal_document(results_dir: Path, context: str) -> Document:
     """The journal section alone (``pgdyno journal CONTEXT``)."""
-    runs = context_runs(results_dir, context)
-    rep = ContextReport(context=context, runs=runs, best=None, journal=build_journal(runs),
-                        findings=[], baseline_label="", validation=None, scaling=None,
-                        hardware=None, per_core_tps=None, host_vcpus=None)
+    rep = journal_context(results_dir, context)
     return Document(title=f"Journal: {context}", sections=[_journal(rep)])
 
 
@@ -568,16 +404,5 @@ def write_context_report(rep: ContextReport, out_dir: Path) -> Path:
     doc = context_document(rep)
     (out_dir / "context-report.md").write_text(markdown.render_document(doc))
     (out_dir / "context-report.html").write_text(html.render_document(doc, out_dir))
-    write_json_atomic(out_dir / "context-report.json", {
-        "schema_version": 1, "context": rep.context,
-        "runs": [str(r.path) for r in rep.runs],
-        "best_run": str(rep.best.path) if rep.best else None,
-        "per_core_tps": rep.per_core_tps, "host_vcpus": rep.host_vcpus,
-        "findings": serde.to_dict(rep.findings),
-        "prices": [{**serde.to_dict(p), "tps_per_usd": p.tps_per_usd,
-                    "spot_tps_per_usd": p.spot_tps_per_usd} for p in rep.prices],
-        "validation": serde.to_dict(rep.validation) if rep.validation else None,
-        "scaling": serde.to_dict(rep.scaling) if rep.scaling else None,
-    })
+    write_json_atomic(out_dir / "context-report.json", report_json(rep))
     return out_dir / "context-report.md"
-

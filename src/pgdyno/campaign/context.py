@@ -1,0 +1,198 @@
+"""The figures of the context report (seed 002, with seed 004's scaling projection).
+
+``build_context`` turns a context's runs into a ``ContextReport`` of plain figures, each
+carrying the run it came from: the best config, every config against the baseline, the
+journal, the validation and scaling checks, and prices projected from the TPS per vCPU.
+Nothing here measures or renders: :mod:`pgdyno.campaign.context_report` turns the figures
+into the report's Markdown, HTML and JSON files.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pgdyno import serde
+from pgdyno.campaign.journal import JournalEntry, build_journal
+from pgdyno.campaign.scaling import ScalingCheck, load_scaling
+from pgdyno.campaign.validation import ValidationResult, load_validation
+from pgdyno.compare.core import compare_runs
+from pgdyno.compare.model import MetricComparison
+from pgdyno.compare.runs import RunData, context_runs
+
+
+@dataclass
+class PriceRow:
+    instance: str
+    vcpus: int
+    tps: float
+    tps_basis: str
+    """``measured`` (this host has the profile's vCPUs) or ``projected`` (per-core × vCPUs)."""
+    price_month_usd: float | None
+    spot_month_usd: float | None
+
+    @property
+    def tps_per_usd(self) -> float | None:
+        return self.tps / self.price_month_usd if self.price_month_usd else None
+
+    @property
+    def spot_tps_per_usd(self) -> float | None:
+        return self.tps / self.spot_month_usd if self.spot_month_usd else None
+
+
+@dataclass
+class ContextReport:
+    context: str
+    runs: list[RunData]
+    best: RunData | None
+    journal: list[JournalEntry]
+    findings: list[MetricComparison]
+    baseline_label: str
+    validation: ValidationResult | None
+    scaling: ScalingCheck | None
+    hardware: Any | None
+    """The HardwareProfile prices come from (catalogue or file), if any."""
+    per_core_tps: float | None
+    host_vcpus: int | None
+    best_tps: float | None = None
+    """Mean TPS of the best config's runs (one value per run, at its best client count):
+    a config's typical result, not its luckiest run."""
+    best_runs: list[RunData] = field(default_factory=list)
+    prices: list[PriceRow] = field(default_factory=list)
+    against: ContextReport | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+def build_context(results_dir: Path, context: str, hardware: str | None = None,
+                  against: str | None = None) -> ContextReport:
+    runs = context_runs(results_dir, context)
+    ok = [r for r in runs if r.status == "ok" and r.clients() is not None]
+    regular = [r for r in ok if not r.role.get("validation") and not r.role.get("scaling_check")]
+    best, best_runs, best_tps = _best_config(regular or ok)
+    baseline_label, findings = _findings(regular)
+    validation = next((v for r in reversed(runs) if (v := load_validation(r.path))), None)
+    scaling = next((s for r in reversed(runs) if (s := load_scaling(r.path))), None)
+    host_vcpus = (best.manifest.get("host") or {}).get("cpu_count") if best else None
+    if best is not None and best.role.get("server_cpus"):  # a pinned scaling-check run
+        host_vcpus = len(best.role["server_cpus"])
+    per_core = best_tps / host_vcpus if best_tps and host_vcpus else None
+    report = ContextReport(context=context, runs=runs, best=best, journal=build_journal(runs),
+                           findings=findings, baseline_label=baseline_label,
+                           validation=validation, scaling=scaling,
+                           hardware=_hardware(hardware, runs), per_core_tps=per_core,
+                           host_vcpus=host_vcpus, best_tps=best_tps, best_runs=best_runs)
+    report.prices = _prices(report)
+    if against:
+        report.against = build_context(results_dir, against, hardware=None)
+    return report
+
+
+def _best_config(runs: list[RunData]) -> tuple[RunData | None, list[RunData], float | None]:
+    """The config with the highest mean TPS over its runs, and its median run."""
+    by_label: dict[str, list[RunData]] = {}
+    for r in runs:
+        by_label.setdefault(r.label, []).append(r)
+    if not by_label:
+        return None, [], None
+    def mean_tps(group: list[RunData]) -> float:
+        return statistics.fmean(r.clients().tps_mean for r in group)
+    label = max(by_label, key=lambda k: mean_tps(by_label[k]))
+    group = by_label[label]
+    tps = mean_tps(group)
+    ranked = sorted(group, key=lambda r: r.clients().tps_mean)
+    return ranked[(len(ranked) - 1) // 2], group, tps
+
+
+def _findings(runs: list[RunData]) -> tuple[str, list[MetricComparison]]:
+    """Every other config against the baseline (``default`` when present, else the first)."""
+    labels = config_labels(runs)
+    if len(labels) < 2:
+        return (labels[0] if labels else ""), []
+    base = next((lab for lab in labels if lab == "default"), labels[0])
+    out: list[MetricComparison] = []
+    for label in labels:
+        if label == base:
+            continue
+        for workload in sorted({r.workload for r in runs}):
+            a = [r for r in runs if r.label == base and r.workload == workload]
+            b = [r for r in runs if r.label == label and r.workload == workload]
+            if not a or not b:
+                continue
+            cmp = compare_runs(a, b, baseline_label=base, candidate_label=label)
+            for m in cmp.metrics:
+                if m.metric in ("tps", "latency_avg_ms", "latency_p99_ms"):
+                    m.metric = f"{label}: {m.metric}"
+                    out.append(m)
+    return base, out
+
+
+def _hardware(name: str | None, runs: list[RunData]) -> Any | None:
+    name = name or next((r.role.get("hardware") for r in runs if r.role.get("hardware")), None)
+    if not name:
+        return None
+    from pgdyno.config import load_hardware
+
+    return load_hardware(name)
+
+
+def _catalogue() -> list[Any]:
+    from pgdyno.config import load_hardware
+    from pgdyno.config.profiles import catalogue_names
+
+    return [load_hardware(n) for n in catalogue_names()]
+
+
+def _prices(report: ContextReport) -> list[PriceRow]:
+    if report.best is None or report.per_core_tps is None:
+        return []
+    measured = report.best_tps
+    profiles = [report.hardware] if report.hardware is not None else []
+    family = report.hardware.name.split(".")[0] if report.hardware is not None else None
+    for p in _catalogue():
+        if (family is None or p.name.startswith(family)) and \
+                all(p.name != q.name for q in profiles):
+            profiles.append(p)
+    rows = []
+    for p in sorted(profiles, key=lambda p: p.vcpus):
+        same = p.vcpus == report.host_vcpus
+        rows.append(PriceRow(instance=p.name, vcpus=p.vcpus,
+                             tps=measured if same else report.per_core_tps * p.vcpus,
+                             tps_basis="measured here" if same else "projected",
+                             price_month_usd=p.price_month_usd,
+                             spot_month_usd=p.spot_price_month_usd))
+    return rows
+
+
+def config_labels(runs: list[RunData]) -> list[str]:
+    """The configs of ``runs`` in the order they were first run (the report's row order)."""
+    out: list[str] = []
+    for r in runs:
+        if r.label not in out:
+            out.append(r.label)
+    return out
+
+
+def journal_context(results_dir: Path, context: str) -> ContextReport:
+    """A report holding only the runs and their journal (``pgdyno journal CONTEXT``): the
+    journal shows no findings or prices, and computing them runs a comparison per config."""
+    runs = context_runs(results_dir, context)
+    return ContextReport(context=context, runs=runs, best=None, journal=build_journal(runs),
+                         findings=[], baseline_label="", validation=None, scaling=None,
+                         hardware=None, per_core_tps=None, host_vcpus=None)
+
+
+def report_json(rep: ContextReport) -> dict[str, Any]:
+    """The figures as ``context-report.json`` stores them (schema_version'd)."""
+    return {
+        "schema_version": 1, "context": rep.context,
+        "runs": [str(r.path) for r in rep.runs],
+        "best_run": str(rep.best.path) if rep.best else None,
+        "per_core_tps": rep.per_core_tps, "host_vcpus": rep.host_vcpus,
+        "findings": serde.to_dict(rep.findings),
+        "prices": [{**serde.to_dict(p), "tps_per_usd": p.tps_per_usd,
+                    "spot_tps_per_usd": p.spot_tps_per_usd} for p in rep.prices],
+        "validation": serde.to_dict(rep.validation) if rep.validation else None,
+        "scaling": serde.to_dict(rep.scaling) if rep.scaling else None,
+    }

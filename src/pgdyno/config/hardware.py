@@ -1,0 +1,131 @@
+"""Hardware profiles: what a machine is, as tuning needs it and a report records it.
+
+A profile holds what tuning needs (vCPUs and RAM the database may use, storage volumes for
+data and WAL with their kind and limits, network, price) and what a report should record
+(CPU model, NUMA nodes, kernel, huge page state, block device queue settings).
+
+The bottom of pgdyno.config: detection (detect.py), the .env and TOML readers (envfile.py,
+profiles.py) and the tuning rules build or read these, and this module imports none of them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from pgdyno.config.units import GB
+from pgdyno.serde import from_dict, to_dict
+
+STORAGE_KINDS = ("nvme", "ssd", "san", "hdd")
+"""pgtune's storage classes: local NVMe, SATA/SAS SSD, network/virtual block storage, disk."""
+
+
+@dataclass
+class BlockDevice:
+    """A block device as the kernel shows it in /sys/block."""
+
+    name: str
+    model: str = ""
+    size_bytes: int = 0
+    rotational: bool = False
+    nvme: bool = False
+    scheduler: str = ""
+    schedulers: list[str] = field(default_factory=list)
+    nr_requests: int | None = None
+    read_ahead_kb: int | None = None
+    max_sectors_kb: int | None = None
+    rq_affinity: int | None = None
+    add_random: int | None = None
+    nomerges: int | None = None
+    raid_level: str = ""
+    """For md devices: raid0, raid1, raid10, ..."""
+    raid_members: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Volume:
+    """Where data or WAL lives: a device (or RAID set) with its limits and filesystem."""
+
+    kind: str = "ssd"
+    """nvme, ssd, san (network or virtual block storage, e.g. EBS), hdd."""
+    description: str = ""
+    mount: str = ""
+    device: str = ""
+    model: str = ""
+    size_bytes: int | None = None
+    disk_count: int = 1
+    raid_level: str = ""
+    """'' for a single device, else 0, 1, 10, 5, 6."""
+    iops: int | None = None
+    """Sustained IOPS limit of the whole volume (provisioned or measured), if known."""
+    bandwidth_mb_s: float | None = None
+    fstype: str = ""
+    mount_options: str = ""
+    scheduler: str = ""
+    nr_requests: int | None = None
+    read_ahead_kb: int | None = None
+    max_sectors_kb: int | None = None
+    rotational: bool | None = None
+
+
+@dataclass
+class HardwareProfile:
+    """A machine as pgdyno tunes and reports it. Sizes are bytes, bandwidths as named."""
+
+    name: str
+    vcpus: int
+    ram_bytes: int
+    """RAM the database may use: the cgroup limit when it is lower than the host's."""
+    description: str = ""
+    cpu_model: str = ""
+    arch: str = ""
+    numa_nodes: int = 1
+    network_gbps: float | None = None
+    ebs_gbps: float | None = None
+    """Instance-level storage bandwidth cap (burst), Gbit/s, for network-attached volumes."""
+    ebs_baseline_gbps: float | None = None
+    ebs_baseline_iops: int | None = None
+    price_month_usd: float | None = None
+    spot_price_month_usd: float | None = None
+    price_note: str = ""
+    tps_per_core: float | None = None
+    """A measured TPC-B TPS per vCPU on this machine, for the CPU-bound TPS estimate."""
+    data: Volume | None = None
+    wal: Volume | None = None
+    devices: list[BlockDevice] = field(default_factory=list)
+    os: str = "linux"
+    kernel: str = ""
+    huge_page_size_kb: int = 2048
+    huge_pages_total: int = 0
+    """Huge pages reserved (vm.nr_hugepages) on the machine."""
+    transparent_hugepages: str = ""
+    host_vcpus: int | None = None
+    host_ram_bytes: int | None = None
+    limits_source: str = ""
+    """How vcpus and ram_bytes were found (cgroup files, catalogue, ...)."""
+    source: str = ""
+    """catalogue:NAME, file:PATH or detect."""
+
+    @property
+    def ram_gb(self) -> float:
+        return self.ram_bytes / GB
+
+    @property
+    def data_volume(self) -> Volume:
+        return self.data or Volume()
+
+    @property
+    def wal_volume(self) -> Volume:
+        """The WAL volume; the data volume when WAL shares it."""
+        return self.wal or self.data_volume
+
+    @property
+    def separate_wal(self) -> bool:
+        return self.wal is not None
+
+    def to_dict(self) -> dict[str, Any]:
+        return to_dict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> HardwareProfile:
+        return from_dict(cls, data)

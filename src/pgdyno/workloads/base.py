@@ -1,0 +1,272 @@
+"""What every workload is: one protocol, the run options it receives, the context it runs in.
+
+A workload is a plugin of the one run loop in ``pgdyno.runner.bench``. The loop brings the
+target up (when the workload needs a server), applies the config, starts telemetry around
+each iteration, keeps the run directory and its status, and writes the report; the workload
+brings everything that differs:
+
+- ``options_type``: a frozen dataclass of its own options; fields made with ``option()``
+  become ``pgdyno bench`` options (``--warehouses``, ``--tables``...);
+- ``needs_server`` and ``engine`` (pgbench scripts, psycopg query streams, or a program);
+- ``prepare``: build or reuse its dataset; ``run_iteration``: one measured iteration;
+- ``summarise``: its raw files into a ``RunSummary`` whose iterations carry ``metrics``;
+- ``metrics``: the figures it declares, with unit and direction, that ``compare``,
+  ``campaign``, the run index and the context report read (the first headline one leads);
+- ``report_sections``: what its report shows beyond the common sections.
+
+Adding a workload is a folder under ``workloads/`` and one line in ``workloads/__init__.py``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import statistics
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+
+from pgdyno.results.manifest import BenchOptions, NoOptions
+from pgdyno.targets import ConnectionInfo, PgInstall
+
+__all__ = ["BenchOptions", "NoOptions"]  # re-exported: workloads build their options on them
+
+if TYPE_CHECKING:
+    from pgdyno.analysis.summary import IterationSummary, RunSummary
+    from pgdyno.reports.document import Section
+    from pgdyno.results.rundir import IterationRecord, RunDirectory, RunPlan
+    from pgdyno.targets import Target
+
+ENGINES = ("pgbench", "psycopg", "program")
+
+HIGHER, LOWER = 1, -1
+"""Metric directions: higher is better (throughput) or lower is better (latency)."""
+
+
+# ----- options ----------------------------------------------------------------------------
+
+def option(default: Any, help: str, *, flag: str | None = None,
+           cli_type: type | None = None) -> Any:
+    """A workload option field that is also a ``pgdyno bench`` command-line option.
+
+    ``flag`` defaults to the field name with dashes (``load_workers`` -> ``--load-workers``).
+    The CLI registers every such field of every registered workload; an option given for a
+    workload that does not declare it is refused with one line. ``cli_type``: the type the
+    command line takes when it differs from the field's (``--warehouses 10,20`` is text
+    that the workload turns into a count and a sweep)."""
+    return field(default=default, metadata={"cli_help": help, "cli_flag": flag,
+                                            "cli_type": cli_type})
+
+
+def cli_fields(options_type: type) -> list[dataclasses.Field]:
+    """The fields of a workload's options that are command-line options."""
+    return [f for f in dataclasses.fields(options_type) if "cli_help" in f.metadata]
+
+
+def cli_flag(f: dataclasses.Field) -> str:
+    return f.metadata.get("cli_flag") or "--" + f.name.replace("_", "-")
+
+
+# ----- metrics ----------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class MetricSpec:
+    """A figure a workload measures per iteration, as compare and reports name it."""
+
+    name: str
+    """Key in ``IterationSummary.metrics`` (snake_case, the unit in the name)."""
+    label: str
+    """Words for tables: "TPS", "NOPM", "Latency p99"."""
+    unit: str
+    direction: int
+    """``HIGHER`` or ``LOWER`` is better; 0: neither (a description, not a goal)."""
+    headline: bool = False
+    """The run's headline figure (the index, the context report, campaign summaries)."""
+
+
+TPS = MetricSpec("tps", "TPS", "tx/s", HIGHER, headline=True)
+LATENCY_METRICS = (
+    MetricSpec("latency_avg_ms", "Latency avg", "ms", LOWER),
+    *[MetricSpec(f"latency_{p}_ms", f"Latency {p}", "ms", LOWER)
+      for p in ("p50", "p90", "p95", "p99", "p99.9")],
+)
+
+
+def headline_metric(metrics: tuple[MetricSpec, ...]) -> MetricSpec:
+    return next((m for m in metrics if m.headline), metrics[0])
+
+
+@dataclass(frozen=True)
+class Headline:
+    """A run's headline: the best client count's mean of its headline metric."""
+
+    metric: str
+    label: str
+    unit: str
+    value: float
+    clients: int
+    p99_ms: float | None = None
+
+
+def headline_of(summary: RunSummary, metrics: tuple[MetricSpec, ...]) -> Headline | None:
+    """The client count whose iterations have the best mean headline value."""
+    spec = headline_metric(metrics)
+    best: tuple[float, int, list[IterationSummary]] | None = None
+    for clients in summary.client_counts:
+        its = [it for it in summary.iterations
+               if it.clients == clients and _finite(it.metrics.get(spec.name))]
+        if not its:
+            continue
+        mean = statistics.fmean(it.metrics[spec.name] for it in its)
+        if best is None or (spec.direction or 1) * (mean - best[0]) > 0:
+            best = (mean, clients, its)
+    if best is None:
+        return None
+    p99 = [v for it in best[2] if _finite(v := it.metrics.get("latency_p99_ms"))]
+    return Headline(metric=spec.name, label=spec.label, unit=spec.unit, value=best[0],
+                    clients=best[1], p99_ms=statistics.fmean(p99) if p99 else None)
+
+
+def _finite(value: float | None) -> bool:
+    return value is not None and not math.isnan(value)
+
+
+# ----- the run a workload takes part in ---------------------------------------------------
+
+@dataclass(frozen=True)
+class Step:
+    """One measured iteration of the run loop."""
+
+    clients: int
+    iteration: int
+    number: int
+    """0-based position in the run (iteration-major order)."""
+
+    @property
+    def label(self) -> str:
+        return f"c{self.clients}-i{self.iteration}"
+
+
+@dataclass
+class Prepared:
+    """What ``prepare`` made: the dataset's record and the parameters the report needs."""
+
+    dataset: dict[str, Any]
+    commands: list[str] = field(default_factory=list)
+    parameters: dict[str, Any] = field(default_factory=dict)
+    """Saved in raw/run.json (warehouses, mix, tables...); read back by summarise/report."""
+    scripts: list[Any] = field(default_factory=list)
+    """Engine inputs, e.g. pgbench ScriptSpecs (kept for the iterations, not serialised)."""
+
+
+@dataclass
+class RunContext:
+    """Everything a workload may use while the run loop runs it."""
+
+    opts: BenchOptions
+    run_dir: RunDirectory
+    plan: RunPlan
+    commands: list[str]
+    """The manifest's list of exact commands: append every command the workload runs."""
+    target: Target | None = None
+    """None for workloads that need no server."""
+    conn: ConnectionInfo | None = None
+    status: Callable[[str], None] = lambda text: None
+    """Shows a short status line under the overall progress bar."""
+    prepared: Prepared | None = None
+
+    @property
+    def install(self) -> PgInstall | None:
+        return self.target.install if self.target is not None else None
+
+    @property
+    def manages_server(self) -> bool:
+        """A server pgdyno started (its log is readable, it may be restarted)."""
+        return self.target is not None and self.target.kind != "dsn"
+
+
+IterationProgress = Callable[[float, str], None]
+"""(seconds done, status text) for the iteration's progress bar."""
+
+
+class Workload(Protocol):
+    """The plugin protocol; ``workloads.engine.pgbench.PgbenchWorkload`` implements the
+    pgbench parts once for every workload whose engine is pgbench."""
+
+    name: ClassVar[str]
+    description: ClassVar[str]
+    """One line for ``pgdyno bench --help``."""
+    needs_server: ClassVar[bool]
+    engine: ClassVar[str]
+    engine_dir: ClassVar[str]
+    """raw/<engine_dir>/<clients>-<iteration>/ holds each iteration's files."""
+    tuning: ClassVar[tuple[str, bool]]
+    """(pgtune database type, write-heavy) for the config engine's rules."""
+    options_type: ClassVar[type]
+    metrics: ClassVar[tuple[MetricSpec, ...]]
+
+    def default_clients(self) -> tuple[int, ...]:
+        """Client counts (threads, for a program) when --clients is not given."""
+        ...
+
+    def options_from_cli(self, raw: dict[str, Any], opts: BenchOptions) -> BenchOptions:
+        """Its options from the command line's values (``raw``: field name -> value, only
+        those given) into ``opts.workload_options``, checked with one-line UsageErrors;
+        it may adjust shared options (TPROC-C's --vus are the clients)."""
+        ...
+
+    def dataset_bytes(self, opts: BenchOptions) -> int | None:
+        """Size of the dataset the run builds (the config engine sizes memory by it)."""
+        ...
+
+    def describe_dataset(self, opts: BenchOptions) -> str:
+        """"scale 10", "10 warehouses": for reports and the run index."""
+        ...
+
+    def prepare(self, ctx: RunContext) -> Prepared: ...
+
+    def run_iteration(self, ctx: RunContext, step: Step, record: IterationRecord,
+                      progress: IterationProgress) -> None:
+        """Run one measured iteration; raw files under ``ctx.run_dir.raw``, ``record`` filled;
+        raise RunFailed when it fails, let KeyboardInterrupt through after cleaning up."""
+        ...
+
+    def finish(self, ctx: RunContext) -> None:
+        """After the last iteration (consistency checks)."""
+        ...
+
+    def summarise(self, run_dir: RunDirectory, plan: RunPlan, opts: BenchOptions,
+                  status: str, cpu_count: int = 1) -> RunSummary:
+        """Raw files to the typed summary; every iteration's ``metrics`` filled."""
+        ...
+
+    def report_sections(self, summary: RunSummary, run_dir: RunDirectory, plan: RunPlan,
+                        opts: BenchOptions) -> list[Section]:
+        """Sections of its own, placed after the common throughput and latency ones."""
+        ...
+
+    def common_report(self) -> bool:
+        """Whether the run report's transaction sections (TPS, latency, scripts) apply."""
+        ...
+
+    def sweep_steps(self, opts: BenchOptions) -> list[tuple[int, BenchOptions]]:
+        """Runs of a sweep over the dataset size (TPROC-C's --warehouses 10,20,30), as
+        (size, options) pairs; empty for one run."""
+        ...
+
+    def build_sweep_report(self, sweep_dir: Path) -> None:
+        """The report of a sweep directory, from its runs' summaries."""
+        ...
+
+
+def add_telemetry(summary: IterationSummary, it_dir: Path, duration_s: float,
+                  cpu_count: int) -> None:
+    """The iteration's telemetry over its measured window, and the bottleneck verdict."""
+    from pgdyno.analysis.telemetry import analyse_telemetry
+    from pgdyno.analysis.verdict import decide_bottleneck
+
+    if (it_dir / "telemetry" / "meta.json").exists():
+        window = (summary.window_start_epoch, summary.window_start_epoch + duration_s)
+        summary.telemetry = analyse_telemetry(it_dir, window)
+        summary.verdict = decide_bottleneck(summary.telemetry, summary.clients, cpu_count)

@@ -1,0 +1,343 @@
+"""pgbench as the load engine: one measured iteration, and the summary of its logs.
+
+``PgbenchWorkload`` is the base of every workload whose engine is pgbench (the built-ins,
+user scripts, TPROC-C, sysbench-style OLTP). It runs pgbench with per-transaction logs
+(``-l``) and ``-P 1`` progress, warm-up and measured window in one invocation, keeps stdout,
+stderr and the gzip'd logs under ``raw/pgbench/<clients>-<iteration>/``, and summarises the
+logs into TPS and exact latency percentiles. A subclass brings its dataset (``prepare``),
+its scripts, and optionally database snapshots at the window's edges (``open_session`` /
+``snapshot``), settings for pgbench's sessions, figures of its own per iteration
+(``window_metrics``) and report sections.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gzip
+import math
+import re
+import shutil
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar
+
+import psycopg
+
+from pgdyno.analysis.pgbench_log import LogStats, summarise_logs
+from pgdyno.analysis.summary import (
+    SCHEMA_VERSION,
+    IterationSummary,
+    RunSummary,
+    ScriptInfo,
+    pool_client_count,
+    stability_warnings,
+    summarise_iteration,
+)
+from pgdyno.errors import RunFailed
+from pgdyno.results.rundir import IterationRecord, RunDirectory, RunPlan, write_json_atomic
+from pgdyno.targets import ConnectionInfo, PgInstall
+from pgdyno.workloads.base import (
+    LATENCY_METRICS,
+    TPS,
+    BenchOptions,
+    IterationProgress,
+    MetricSpec,
+    NoOptions,
+    Prepared,
+    RunContext,
+    Step,
+    add_telemetry,
+)
+from pgdyno.workloads.engine.process import last_error_line, run_program
+
+_PROGRESS = re.compile(r"^progress: (?P<t>[\d.]+) s, (?P<tps>[\d.]+) tps, lat (?P<lat>[\d.]+) ms")
+_TPS = re.compile(r"^tps = (?P<tps>[\d.]+)", re.MULTILINE)
+SERIES_INTERVAL_S = 5.0
+"""Interval of the database snapshots between the window edges (TPROC-C NOPM over time)."""
+
+
+@dataclass(frozen=True)
+class ScriptSpec:
+    """A pgbench script: a built-in name or a file, with its weight in the mix."""
+
+    name: str
+    weight: int = 1
+    path: Path | None = None
+    builtin: str | None = None
+
+    def pgbench_args(self) -> list[str]:
+        if self.builtin:
+            return ["-b", f"{self.builtin}@{self.weight}"]
+        return ["-f", f"{self.path}@{self.weight}"]
+
+
+def pgbench_command(install: PgInstall, conn: ConnectionInfo, opts: BenchOptions,
+                    scripts: list[ScriptSpec], clients: int, log_prefix: Path) -> list[str]:
+    """pgbench for one iteration: warm-up plus measured window in one -T."""
+    cmd = [install.program("pgbench"), *conn.client_args(),
+           "-c", str(clients), "-j", str(opts.threads_for(clients)),
+           "-T", str(opts.warmup_s + opts.duration_s),
+           "-P", "1", "-l", "--log-prefix", str(log_prefix), "-M", opts.protocol]
+    if opts.rate_tps is not None:
+        cmd += ["-R", f"{opts.rate_tps:g}"]
+    if opts.latency_limit_ms is not None:
+        cmd += ["--latency-limit", f"{opts.latency_limit_ms:g}"]
+    if opts.max_tries != 1:
+        cmd += ["--max-tries", str(opts.max_tries)]
+    for spec in scripts:
+        cmd += spec.pgbench_args()
+    cmd.append(conn.dbname)
+    return cmd
+
+
+def checkpoint(conn: ConnectionInfo) -> None:
+    with psycopg.connect(conn.conninfo(), autocommit=True) as db:
+        db.execute("CHECKPOINT")
+
+
+class PgbenchWorkload:
+    """The pgbench engine's half of the Workload protocol; subclasses add their dataset."""
+
+    engine: ClassVar[str] = "pgbench"
+    engine_dir: ClassVar[str] = "pgbench"
+    """raw/<engine_dir>/<clients>-<iteration>/ holds each iteration's files."""
+    needs_server: ClassVar[bool] = True
+    options_type: ClassVar[type] = NoOptions
+    metrics: ClassVar[tuple[MetricSpec, ...]] = (TPS, *LATENCY_METRICS)
+    default_max_tries: ClassVar[int] = 1
+    """Workloads that expect serialization failures and deadlocks retry them by default."""
+
+    # ----- hooks for subclasses -------------------------------------------------------
+    def default_clients(self) -> tuple[int, ...]:
+        return (8,)
+
+    def validate(self, opts: BenchOptions) -> BenchOptions:
+        return opts
+
+    def dataset_bytes(self, opts: BenchOptions) -> int | None:
+        return None
+
+    def describe_dataset(self, opts: BenchOptions) -> str:
+        return ""
+
+    def prepare(self, ctx: RunContext) -> Prepared:
+        """The dataset and scripts; the scripts are kept under raw/ with the run."""
+        prepared = self.prepare_dataset(ctx)
+        ctx.plan.scripts = copy_scripts(prepared.scripts, ctx.run_dir)
+        return prepared
+
+    def prepare_dataset(self, ctx: RunContext) -> Prepared:
+        """Build or reuse the dataset; return it with the pgbench scripts to run."""
+        raise NotImplementedError
+
+    def open_session(self, conn: ConnectionInfo) -> Any:
+        """A connection for window snapshots; None: this workload takes none."""
+        return None
+
+    def snapshot(self, session: Any) -> dict[str, Any] | None:
+        return None
+
+    def session_options(self, ctx: RunContext) -> str | None:
+        """PGOPTIONS for pgbench's sessions only (None: none)."""
+        return None
+
+    def collect(self, ctx: RunContext, it_dir: Path, log_offset: int) -> None:
+        """Copy what the iteration left in the server log (from ``log_offset``) to raw/."""
+
+    def finish(self, ctx: RunContext) -> None:
+        """After the last iteration."""
+
+    def window_metrics(self, plan: RunPlan, it_dir: Path) -> dict[str, float]:
+        """Per-iteration figures of the workload's own (TPROC-C's NOPM), from raw files."""
+        return {}
+
+    def report_sections(self, summary: RunSummary, run_dir: RunDirectory, plan: RunPlan,
+                        opts: BenchOptions) -> list:
+        return []
+
+    def sweep_steps(self, opts: BenchOptions) -> list[tuple[int, BenchOptions]]:
+        """The runs of a dataset-size sweep these options ask for; empty: one run."""
+        return []
+
+    def build_sweep_report(self, sweep_dir: Path) -> None:
+        raise NotImplementedError(f"{self.__class__.__name__} has no sweeps")
+
+    def common_report(self) -> bool:
+        return True
+
+    # ----- one iteration --------------------------------------------------------------
+    def run_iteration(self, ctx: RunContext, step: Step, record: IterationRecord,
+                      progress: IterationProgress) -> None:
+        assert ctx.target is not None and ctx.conn is not None and ctx.prepared is not None
+        opts = ctx.opts
+        it_dir = ctx.run_dir.raw / "pgbench" / step.label
+        it_dir.mkdir(parents=True, exist_ok=True)
+        cmd = pgbench_command(ctx.target.install, ctx.conn, opts, ctx.prepared.scripts,
+                              step.clients, it_dir / "tx")
+        ctx.commands.append(" ".join(cmd))
+        record.threads = opts.threads_for(step.clients)
+        record.command = cmd
+        record.stdout_file = str((it_dir / "stdout.txt").relative_to(ctx.run_dir.path))
+        record.stderr_file = str((it_dir / "stderr.txt").relative_to(ctx.run_dir.path))
+        window = WindowSnapshots(self, ctx.conn, opts.warmup_s, opts.duration_s,
+                                 it_dir / "window.json")
+        log_offset = ctx.target.log_size() if ctx.manages_server else 0
+        env = ctx.conn.client_env()
+        if pgoptions := self.session_options(ctx):
+            env["PGOPTIONS"] = pgoptions
+
+        def on_line(line: str) -> None:
+            if match := _PROGRESS.match(line):
+                t = float(match["t"])
+                phase = "warm-up" if t <= opts.warmup_s else "measuring"
+                progress(t, f"{phase} {float(match['tps']):,.0f} tps, "
+                            f"{float(match['lat']):.2f} ms")
+
+        try:
+            window.start()
+            outcome = run_program(cmd, it_dir / "stdout.txt", it_dir / "stderr.txt", env=env,
+                                  watch="stderr", on_line=on_line)
+        finally:
+            with contextlib.suppress(Exception):  # an interrupted window still has its edges
+                window.finish()
+            with contextlib.suppress(Exception):  # evidence, never the result
+                self.collect(ctx, it_dir, log_offset)
+            compress_logs(it_dir, ctx.run_dir.path, record.log_files)
+        record.returncode = outcome.returncode
+        match = _TPS.search((it_dir / "stdout.txt").read_text(errors="replace"))
+        record.pgbench_tps = float(match["tps"]) if match else None
+        if outcome.returncode != 0:
+            raise RunFailed(f"pgbench exited with code {outcome.returncode} at {step.clients} "
+                            f"clients, iteration {step.iteration}: "
+                            f"{last_error_line(it_dir / 'stderr.txt')}")
+
+    # ----- summary --------------------------------------------------------------------
+    def summarise(self, run_dir: RunDirectory, plan: RunPlan, opts: BenchOptions,
+                  status: str, cpu_count: int = 1) -> RunSummary:
+        scripts = [ScriptInfo(name=s["name"], weight=s["weight"]) for s in plan.scripts]
+        parts: dict[int, list[tuple[IterationSummary, LogStats]]] = {}
+        iterations = []
+        for record in plan.records:
+            paths = [run_dir.path / f for f in record.log_files]
+            if not paths:
+                continue
+            stats = summarise_logs(paths, warmup_s=opts.warmup_s, duration_s=opts.duration_s,
+                                   has_lag=opts.has_lag_column,
+                                   has_retries=opts.has_retries_column,
+                                   latency_limit_ms=opts.latency_limit_ms)
+            summary = summarise_iteration(
+                stats, clients=record.clients, iteration=record.iteration,
+                status=record.status, scripts=scripts, log_files=record.log_files,
+                pgbench_tps=record.pgbench_tps)
+            it_dir = (run_dir.path / record.stdout_file).parent
+            summary.metrics.update(self.window_metrics(plan, it_dir))
+            add_telemetry(summary, it_dir, opts.duration_s, cpu_count)
+            iterations.append(summary)
+            parts.setdefault(record.clients, []).append((summary, stats))
+        per_clients = [pool_client_count(c, parts[c], scripts)
+                       for c in opts.clients if c in parts]
+        return RunSummary(schema_version=SCHEMA_VERSION, workload=plan.workload,
+                          context=plan.context, status=status,
+                          client_counts=list(opts.clients), per_clients=per_clients,
+                          iterations=iterations, warnings=stability_warnings(iterations))
+
+
+class WindowSnapshots:
+    """Database snapshots at the start and the end of the measured window, and between.
+
+    pgbench runs warm-up and measurement in one invocation, so a thread takes the start
+    snapshot ``warmup_s`` after launch, one every ``interval_s`` (NOPM over time) and the
+    end snapshot ``duration_s`` later, on a fixed grid. The end is timed rather than taken
+    when pgbench exits because pgbench finishes the ``\\sleep`` under way when -T runs out:
+    with think times (up to 120 s) it can exit a minute late, and a window stretched to
+    that minute would understate NOPM. If pgbench stops early (an error, Ctrl-C), the end
+    snapshot is taken then. All go to ``window.json``: ``start``, ``end``, the ``series``.
+    One connection serves every snapshot, one transaction each (TPM subtracts them).
+    Workloads that take no snapshots get no connection and no thread.
+    """
+
+    def __init__(self, workload: PgbenchWorkload, conn: ConnectionInfo, warmup_s: float,
+                 duration_s: float, path: Path, interval_s: float = SERIES_INTERVAL_S) -> None:
+        self.workload, self.conn, self.path = workload, conn, path
+        self.warmup_s, self.duration_s, self.interval_s = warmup_s, duration_s, interval_s
+        self.points: dict[str, dict] = {}
+        self.series: list[dict] = []
+        self.stopped = threading.Event()
+        self.thread = threading.Thread(target=self._sample, daemon=True)
+        self.session: Any = None
+
+    def _take(self, name: str | None) -> None:
+        with contextlib.suppress(Exception):  # a missed snapshot loses one figure, not the run
+            point = {"taken_at": time.time(), "snapshot": self.workload.snapshot(self.session)}
+            if name is not None:
+                self.points[name] = point
+            self.series.append(point)
+
+    def _sample(self) -> None:
+        if self.stopped.wait(self.warmup_s):
+            return
+        self._take("start")
+        started = time.monotonic()
+        steps = math.ceil(self.duration_s / self.interval_s)
+        for offset in [k * self.interval_s for k in range(1, steps)] + [self.duration_s]:
+            if self.stopped.wait(max(0.0, started + offset - time.monotonic())):
+                return
+            self._take("end" if offset == self.duration_s else None)
+
+    def start(self) -> None:
+        with contextlib.suppress(Exception):  # no connection: no snapshots, the run goes on
+            self.session = self.workload.open_session(self.conn)
+        if self.session is not None:
+            self.thread.start()
+
+    def finish(self) -> None:
+        self.stopped.set()
+        if self.thread.ident is None:
+            return
+        self.thread.join()
+        if "start" in self.points and "end" not in self.points:
+            self._take("end")  # pgbench ended before the window did
+        with contextlib.suppress(Exception):
+            self.session.close()
+        if self.points:
+            write_json_atomic(self.path, {**self.points, "interval_s": self.interval_s,
+                                          "series": self.series})
+
+
+def compress_logs(it_dir: Path, root: Path, out: list[str]) -> None:
+    """gzip each pgbench log into ``out``; one that cannot be (disk full) is kept as it is."""
+    error = None
+    for path in sorted(it_dir.glob("tx.*")):
+        if path.suffix == ".gz":
+            out.append(str(path.relative_to(root)))
+            continue
+        gz = path.with_name(path.name + ".gz")
+        try:
+            with path.open("rb") as src, gzip.open(gz, "wb", compresslevel=3) as dst:
+                shutil.copyfileobj(src, dst, 1 << 20)
+        except OSError as exc:
+            gz.unlink(missing_ok=True)
+            out.append(str(path.relative_to(root)))
+            error = error or exc
+            continue
+        path.unlink()
+        out.append(str(gz.relative_to(root)))
+    if error is not None:
+        raise error
+
+
+def copy_scripts(scripts: list[ScriptSpec], run_dir: RunDirectory) -> list[dict]:
+    """Name, weight and source of each script; files are kept under raw/scripts/."""
+    entries = []
+    for spec in scripts:
+        entry = {"name": spec.name, "weight": spec.weight, "builtin": spec.builtin, "file": None}
+        if spec.path is not None:
+            dest = run_dir.raw / "scripts" / spec.path.name
+            if spec.path.resolve() != dest.resolve():
+                dest.parent.mkdir(exist_ok=True)
+                shutil.copy2(spec.path, dest)
+            entry["file"] = str(dest.relative_to(run_dir.path))
+        entries.append(entry)
+    return entries

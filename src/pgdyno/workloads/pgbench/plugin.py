@@ -1,0 +1,126 @@
+"""pgbench's built-in workloads (tpcb, simple-update, select-only) and user scripts (custom).
+
+All four run on the pgbench tables at one scale; a built-in can take user scripts into its
+mix (``--script FILE@W``), and ``custom`` runs user scripts only.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar
+
+from pgdyno.config.sizing import PGBENCH_BYTES_PER_SCALE
+from pgdyno.errors import UsageError
+from pgdyno.workloads.base import BenchOptions, Prepared, RunContext, option
+from pgdyno.workloads.checks import check_positive, exclusive, parse_size_option
+from pgdyno.workloads.engine.pgbench import PgbenchWorkload, ScriptSpec
+from pgdyno.workloads.pgbench.dataset import initialise
+
+DEFAULT_SCALE = 10
+
+
+@dataclass(frozen=True)
+class PgbenchOptions:
+    scale: int = option(DEFAULT_SCALE, "pgbench scale factor (default 10)")
+    dataset_size: str | None = option(None, "dataset size, e.g. 3GB (sets the scale)")
+    script: tuple[str, ...] = option((), "FILE[@WEIGHT]: a pgbench script, repeatable")
+
+
+def parse_script(text: str) -> ScriptSpec:
+    """``FILE[@WEIGHT]``: a readable pgbench script holding SQL or a meta-command."""
+    path_text, weight = text, 1
+    if "@" in text:
+        path_text, _, weight_text = text.rpartition("@")
+        if not weight_text.isdigit() or int(weight_text) < 1:
+            raise UsageError(f"--script {text}: weight {weight_text!r} is not a positive "
+                             "integer; expected FILE[@WEIGHT], e.g. my.sql@3")
+        weight = int(weight_text)
+    path = Path(path_text)
+    if not path.is_file():
+        raise UsageError(f"--script {text}: file {path_text} does not exist; "
+                         "expected FILE[@WEIGHT] naming a pgbench script")
+    try:
+        body = path.read_text()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"--script {text}: cannot read {path_text} ({exc})") from exc
+    if not any(line.strip() and not line.strip().startswith("--") for line in body.splitlines()):
+        raise UsageError(f"--script {text}: {path_text} holds no SQL or meta-command")
+    return ScriptSpec(name=path.stem, weight=weight, path=path.absolute())
+
+
+class PgbenchBuiltin(PgbenchWorkload):
+    """One of pgbench's built-in scripts (``-b``), optionally mixed with user scripts."""
+
+    options_type: ClassVar[type] = PgbenchOptions
+    builtin: ClassVar[str | None]
+
+    def options_from_cli(self, raw: dict[str, Any], opts: BenchOptions) -> BenchOptions:
+        exclusive({"--scale": raw.get("scale"), "--dataset-size": raw.get("dataset_size")})
+        check_positive(raw.get("scale"), "--scale")
+        scale = raw.get("scale") or DEFAULT_SCALE
+        if raw.get("dataset_size"):
+            size = parse_size_option(raw["dataset_size"], "--dataset-size")
+            scale = max(1, round(size / PGBENCH_BYTES_PER_SCALE))
+        scripts = tuple(raw.get("script") or ())
+        for text in scripts:
+            parse_script(text)  # refuse a bad file before anything is created
+        if self.builtin is None and not scripts:
+            raise UsageError(f"workload {self.name} needs at least one --script FILE[@WEIGHT]")
+        return dataclasses.replace(opts, workload_options=PgbenchOptions(scale=scale,
+                                                                         script=scripts))
+
+    def scripts(self, opts: BenchOptions) -> list[ScriptSpec]:
+        specs = [parse_script(s) for s in opts.workload_options.script]
+        if self.builtin is not None:
+            specs.insert(0, ScriptSpec(name=self.name, builtin=self.builtin))
+        return specs
+
+    def dataset_bytes(self, opts: BenchOptions) -> int | None:
+        return opts.workload_options.scale * PGBENCH_BYTES_PER_SCALE
+
+    def describe_dataset(self, opts: BenchOptions) -> str:
+        return f"scale {opts.workload_options.scale}"
+
+    def prepare_dataset(self, ctx: RunContext) -> Prepared:
+        assert ctx.conn is not None and ctx.install is not None
+        scale = ctx.opts.workload_options.scale
+        ctx.status(f"pgbench dataset, scale {scale}")
+        log = ctx.run_dir.raw / self.engine_dir / "init.log"
+        log.parent.mkdir(parents=True, exist_ok=True)
+        init = initialise(ctx.conn, ctx.install, scale, ctx.opts.force, log)
+        return Prepared(
+            scripts=self.scripts(ctx.opts),
+            dataset={"kind": "pgbench", "scale": scale, "reused": init.reused,
+                     "build_seconds": round(init.seconds, 3)},
+            commands=[" ".join(init.command)] if init.command else [],
+            parameters={"scale": scale})
+
+
+class Tpcb(PgbenchBuiltin):
+    name = "tpcb"
+    description = "pgbench's TPC-B-like transaction (5 statements, 3 updates)"
+    builtin = "tpcb-like"
+    tuning = ("oltp", True)
+
+
+class SimpleUpdate(PgbenchBuiltin):
+    name = "simple-update"
+    description = "pgbench's simple-update (TPC-B without the branch and teller updates)"
+    builtin = "simple-update"
+    tuning = ("oltp", True)
+
+
+class SelectOnly(PgbenchBuiltin):
+    name = "select-only"
+    description = "pgbench's select-only (one primary-key lookup)"
+    builtin = "select-only"
+    tuning = ("web", False)
+
+
+class Custom(PgbenchBuiltin):
+    name = "custom"
+    description = "your pgbench scripts (--script FILE[@WEIGHT]) on the pgbench tables"
+    builtin = None
+    tuning = ("mixed", True)
