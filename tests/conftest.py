@@ -130,13 +130,15 @@ def fresh_server(workdir: Path, request: pytest.FixtureRequest) -> Iterator[Loca
     srv.stop()
 
 
-def run_cli(args: list[str], env_workdir: Path, timeout: float = 300, **kw):
-    """Run ``python -m pgdyno`` in a subprocess, as a user would, with a given workdir."""
+def run_cli(args: list[str], env_workdir: Path, timeout: float = 300,
+            env: dict[str, str] | None = None, **kw):
+    """Run ``python -m pgdyno`` in a subprocess, as a user would, with a given workdir
+    (``env``: variables to set on top of this process's environment)."""
     import os
     import subprocess
     import sys
 
-    env = dict(os.environ, PGDYNO_WORKDIR=str(env_workdir), COLUMNS="120")
+    env = dict(os.environ, PGDYNO_WORKDIR=str(env_workdir), COLUMNS="120", **(env or {}))
     return subprocess.run([sys.executable, "-m", "pgdyno", *args], capture_output=True,
                           text=True, env=env, timeout=timeout, **kw)
 

@@ -14,11 +14,11 @@ import pytest
 from rich.console import Console
 from typer.testing import CliRunner
 
-from pgdyno.runner.options import build_options
 from pgdyno.compare.core import compare_runs
 from pgdyno.compare.interleave import Side, abba_order, run_interleaved
 from pgdyno.compare.runs import load_run
 from pgdyno.compare.stats import SAME, SLOWER, verdict_for
+from pgdyno.runner.options import build_options
 from tests.conftest import make_shared_dir, postgres_processes
 
 

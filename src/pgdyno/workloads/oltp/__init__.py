@@ -1,0 +1,1 @@
+"""sysbench-style OLTP read-only and read-write (plugin.py), on sysbench's schema."""

@@ -1,0 +1,99 @@
+"""The run record round-trips through the one serialiser, every field, and refuses unknown
+schema versions with one line."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import types
+import typing
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pgdyno import serde
+from pgdyno.analysis.summary import SCHEMA_VERSION as SUMMARY_VERSION
+from pgdyno.analysis.summary import RunSummary, load_summary
+from pgdyno.errors import UsageError
+from pgdyno.results.manifest import (
+    MANIFEST_SCHEMA_VERSION,
+    BenchOptions,
+    Manifest,
+    load_manifest,
+    manifest_to_dict,
+)
+from pgdyno.results.rundir import PLAN_SCHEMA_VERSION, RunDirectory, RunPlan
+from pgdyno.workloads import registry
+
+
+def sample(tp: Any, depth: int = 0) -> Any:
+    """A value of type ``tp`` with every field set to something other than its default."""
+    origin = typing.get_origin(tp)
+    args = typing.get_args(tp)
+    if origin in (typing.Union, types.UnionType):
+        return sample(next(a for a in args if a is not type(None)), depth)
+    if dataclasses.is_dataclass(tp):
+        hints = typing.get_type_hints(tp)
+        return tp(**{f.name: sample(hints[f.name], depth + 1) for f in dataclasses.fields(tp)
+                     if f.init and f.metadata.get("serialise", True)})
+    if origin is list:
+        return [sample(args[0], depth + 1)]
+    if origin is tuple:
+        return (sample(args[0], depth + 1),)
+    if origin is dict:
+        return {"k": sample(args[1], depth + 1)}
+    return {int: 7, float: 1.5, str: "x", bool: True, Path: Path("/p")}.get(tp, {"a": 1})
+
+
+@pytest.mark.parametrize("cls", [RunPlan, RunSummary])
+def test_round_trip_every_field(cls: type) -> None:
+    value = sample(cls)
+    assert serde.from_dict(cls, json.loads(json.dumps(serde.to_dict(value)))) == value
+
+
+@pytest.mark.parametrize("workload", registry.names())
+def test_manifest_round_trip_with_each_workloads_options(workload: str) -> None:
+    plugin = registry.get(workload)
+    options = dataclasses.replace(sample(BenchOptions), workload=workload,
+                                  workload_options=sample(plugin.options_type))
+    manifest = dataclasses.replace(sample(Manifest), options=options,
+                                   schema_version=MANIFEST_SCHEMA_VERSION)
+    text = json.dumps(manifest_to_dict(manifest))
+    loaded = registry.typed_manifest(serde.from_dict(Manifest, json.loads(text)))
+    assert loaded == manifest
+
+
+def test_dsn_is_never_written() -> None:
+    opts = dataclasses.replace(sample(BenchOptions), target=dataclasses.replace(
+        sample(BenchOptions).target, dsn="postgresql://u:s3cret@h/db"))
+    assert "s3cret" not in json.dumps(serde.to_dict(opts))
+
+
+def _write(path: Path, data: Any) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data) if not isinstance(data, str) else data)
+
+
+@pytest.mark.parametrize("content, words", [
+    ({"schema_version": 99}, "schema_version 99 is not supported"),
+    ('{"schema_version": 2, "tool"', "cannot read the run manifest"),
+    ([1, 2], "not a pgdyno manifest"),
+])
+def test_manifest_loader_refuses_in_one_line(tmp_path: Path, content: Any, words: str) -> None:
+    _write(tmp_path / "manifest.json", content)
+    with pytest.raises(UsageError) as err:
+        load_manifest(tmp_path)
+    assert words in str(err.value) and "\n" not in str(err.value)
+
+
+def test_plan_and_summary_loaders_check_their_versions(tmp_path: Path) -> None:
+    _write(tmp_path / "raw" / "run.json", {"schema_version": PLAN_SCHEMA_VERSION + 1})
+    with pytest.raises(UsageError, match="run record schema_version"):
+        RunDirectory(tmp_path).load_plan()
+    _write(tmp_path / "summary.json", {"schema_version": SUMMARY_VERSION - 1})
+    with pytest.raises(UsageError, match="summary schema_version"):
+        load_summary(tmp_path / "summary.json")
+    _write(tmp_path / "summary.json", "{")
+    with pytest.raises(UsageError, match="cannot read the run summary"):
+        load_summary(tmp_path / "summary.json")
