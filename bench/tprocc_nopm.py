@@ -58,7 +58,7 @@ def main() -> None:
         run_dir = run_side(config, args)
         runs[side].append(run_dir)
         summary = json.loads((run_dir / "summary.json").read_text())
-        nopm = {it["clients"]: round(it["extras"]["nopm"]) for it in summary["iterations"]}
+        nopm = {it["clients"]: round(it["metrics"]["nopm"]) for it in summary["iterations"]}
         print(f"{config:8s} {run_dir.name}: NOPM by VUs {nopm}", flush=True)
 
     for label, side in (("default", "A"), (args.candidate, "B")):
@@ -66,11 +66,11 @@ def main() -> None:
             summary = json.loads((path / "summary.json").read_text())
             for it in summary["iterations"]:
                 print(json.dumps({"config": label, "run": path.name, "vus": it["clients"],
-                                  **{k: round(it["extras"][k], 1)
+                                  **{k: round(it["metrics"][k], 1)
                                      for k in ("nopm", "tpm", "efficiency")}}))
     for vus in (int(v) for v in args.vus.split(",")):
         for label, side in (("default", "A"), (args.candidate, "B")):
-            values = [it["extras"]["nopm"] for path in runs[side]
+            values = [it["metrics"]["nopm"] for path in runs[side]
                       for it in json.loads((path / "summary.json").read_text())["iterations"]
                       if it["clients"] == vus]
             sd = statistics.stdev(values) if len(values) > 1 else float("nan")

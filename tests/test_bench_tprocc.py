@@ -32,21 +32,21 @@ def test_bench_tprocc_nopm_types_and_consistency(workdir: Path) -> None:
     window = json.loads((run / "raw" / "pgbench" / "c2-i1" / "window.json").read_text())
     start, end = window["start"]["snapshot"], window["end"]["snapshot"]
     minutes = (end["time_s"] - start["time_s"]) / 60
-    assert math.isclose(it["extras"]["nopm"],
+    assert math.isclose(it["metrics"]["nopm"],
                         (end["sum_next_o_id"] - start["sum_next_o_id"]) / minutes)
-    assert math.isclose(it["extras"]["efficiency"], it["extras"]["nopm"] / (12.86 * 1))
+    assert math.isclose(it["metrics"]["efficiency"], it["metrics"]["nopm"] / (12.86 * 1))
     scripts = {s["name"]: s for s in it["scripts"]}
     assert list(scripts) == ["new_order", "new_order_rollback", "payment", "order_status",
                              "delivery", "stock_level"]
     # The database's new orders and the driver's committed New-Orders agree to within the
     # few transactions in flight at each end of the window.
     driver_nopm = scripts["new_order"]["transactions"] / (it["duration_s"] / 60)
-    assert abs(driver_nopm - it["extras"]["nopm"]) / it["extras"]["nopm"] < 0.15
+    assert abs(driver_nopm - it["metrics"]["nopm"]) / it["metrics"]["nopm"] < 0.15
     consistency = json.loads((run / "raw" / "consistency.json").read_text())
     assert all(c["passed"] for c in consistency["conditions"])
     md = (run / "report.md").read_text()
     assert "## TPROC-C: 1 warehouses" in md and "| 4 | sum(o_ol_cnt)" in md
-    assert f"{it['extras']['nopm']:,.0f}" in md
+    assert f"{it['metrics']['nopm']:,.0f}" in md
     again = run_cli(["bench", "tprocc", "--warehouses", "1", "--vus", "2", "--rampup", "0",
                      "--duration", "1", "--iterations", "1", "--no-progress", "--no-telemetry",
                      "--results-dir", str(results)], own)
@@ -61,8 +61,8 @@ def test_bench_tprocc_nopm_types_and_consistency(workdir: Path) -> None:
     assert cmp.returncode == 0, cmp.stderr
     metrics = json.loads((out / "compare.json").read_text())["metrics"]
     nopm = next(m for m in metrics if m["metric"] == "nopm" and m["clients"] == 2)
-    other = json.loads((second / "summary.json").read_text())["iterations"][0]["extras"]
-    assert nopm["baseline_values"] == [it["extras"]["nopm"]]
+    other = json.loads((second / "summary.json").read_text())["iterations"][0]["metrics"]
+    assert nopm["baseline_values"] == [it["metrics"]["nopm"]]
     assert nopm["candidate_values"] == [other["nopm"]]
 
 
@@ -142,7 +142,7 @@ def test_compliant_warehouse_sweep_real_vs_ideal_p90_and_nopm_over_time(workdir:
         for kind in ("new_order", "payment"):
             values = [float(r[3]) for r in in_window if r[2] == kind]
             assert math.isclose(row["p90_ms"][kind], _nearest_rank(values, 90))
-            assert math.isclose(it["extras"][f"rt_p90_ms_{kind}"], row["p90_ms"][kind])
+            assert math.isclose(it["metrics"][f"rt_p90_ms_{kind}"], row["p90_ms"][kind])
         # Every call the server timed is one pgbench ran: per type, pgbench's own log of
         # finished transactions is short by at most the calls still in their think time
         # when the run ended (one per terminal).

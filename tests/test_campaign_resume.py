@@ -132,7 +132,7 @@ def test_interrupted_campaign_resumes_without_redoing_runs(workdir: Path) -> Non
     statuses = sorted(json.loads((d / "manifest.json").read_text())["status"] for d in dirs)
     assert statuses == ["interrupted", "ok", "ok", "ok", "ok"]
     assert done["r1:simple-update:stock"]["run_dir"] == ends[0]["run_dir"]
-    roles = [json.loads((d / "pgdyno-role.json").read_text()) for d in dirs]
+    roles = [json.loads((d / "manifest.json").read_text())["role"] for d in dirs]
     assert sorted(r["label"] for r in roles) == ["async", "async", "async", "stock", "stock"]
     assert postgres_processes(str(workdir / "instances" / "pg18-embedded")) == []
 

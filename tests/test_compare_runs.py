@@ -43,7 +43,7 @@ def test_abba_order() -> None:
 @pytest.mark.server
 def test_runs_ran_in_abba_order(session) -> None:
     _, a, b = session
-    roles = {p: json.loads((p / "pgdyno-role.json").read_text()) for p in a + b}
+    roles = {p: json.loads((p / "manifest.json").read_text())["role"] for p in a + b}
     order = sorted(roles, key=lambda p: roles[p]["order"])
     assert [roles[p]["compare_side"] for p in order] == ["A", "B", "B", "A"]
 

@@ -113,7 +113,7 @@ class SpecialRand:
     * otherwise returns ``a + (int)(rnd * (d + 1) + t / 2 - t * pct / 200)`` with
       d = t * pct / 100: the hot window of pct % of the range around the middle.
       That branch reuses ``rnd``, which is then at least (100 - res) / 100, so only the
-      upper part of the window is ever hit (for 1..1000: 498..506, not 495..505).
+      upper part of the window is ever hit (for 1..1000: 498..506 instead of 495..506).
       pgdyno keeps that quirk: the draws have sysbench's exact shape.
     """
 
