@@ -44,7 +44,7 @@ set = ["synchronous_commit=off"]
 def _campaign(spec: Path, results: Path, workdir: Path) -> subprocess.Popen:
     env = dict(os.environ, PGDYNO_WORKDIR=str(workdir), COLUMNS="120")
     return subprocess.Popen(
-        [sys.executable, "-m", "pgdyno.cli.compare_cmds", "campaign", str(spec),
+        [sys.executable, "-m", "pgdyno", "campaign", str(spec),
          "--results-dir", str(results), "--no-progress"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
         preexec_fn=interruptible)

@@ -54,8 +54,8 @@ def test_pgtune_and_tuned_start_a_real_pg18_server(workdir: Path) -> None:
     srv = LocalServer(install=install, workdir=workdir, name="cfg-generated")
     srv.prepare()
     try:
-        cases = [("pgtune", "tpcb", host), ("tuned", "tpcb", host), ("tuned", "select-only", host),
-                 ("pgtune", "select-only", host), ("tuned", "tpcb", load_hardware("r8g.large"))]
+        cases = [("pgtune", "oltp", host), ("tuned", "oltp", host), ("tuned", "web", host),
+                 ("pgtune", "web", host), ("tuned", "oltp", load_hardware("r8g.large"))]
         for name, workload, hardware in cases:
             resolved = resolve_config(name, [], install=install, workload=workload,
                                       hardware=hardware)
@@ -70,7 +70,7 @@ def test_pgtune_and_tuned_start_a_real_pg18_server(workdir: Path) -> None:
 @pytest.mark.skipif(not PG15_BIN.is_dir(), reason="no PostgreSQL 15 binaries")
 def test_tuned_starts_a_real_pg15_server(workdir: Path) -> None:
     install = install_from_dir(PG15_BIN)
-    resolved = resolve_config("tuned", [], install=install, workload="tpcb",
+    resolved = resolve_config("tuned", [], install=install, workload="oltp",
                               hardware=detect_profile(workdir))
     assert "io_method" not in resolved.pg_settings  # a PostgreSQL 18 setting
     srv = LocalServer(install=install, workdir=workdir, name="cfg-pg15",

@@ -107,7 +107,8 @@ def tprocc_sections(summary: RunSummary, plan: RunPlan, run_dir: Path) -> list[S
     for it in summary.iterations:
         e = it.metrics
         rows.append([str(it.clients), str(it.iteration), fmt(e.get("nopm"), 0),
-                     fmt(e.get("tpm"), 0), fmt(100 * e["efficiency"] if e else None, 1),
+                     fmt(e.get("tpm"), 0),
+                     fmt(100 * e["efficiency"] if "efficiency" in e else None, 1),
                      fmt(e.get("real_vs_ideal"), 3), fmt(e.get("window_s"), 1)])
     pooled = []
     for clients in summary.client_counts:
