@@ -290,11 +290,11 @@ def _pool(clients: int, its: list[IterationSummary],
 
 def _events_plot(summary: RunSummary, path: Path) -> Path | None:
     series = [(it, [(p.t_s, p.tps) for p in it.timeline]) for it in summary.iterations]
-    if not any(len(points) > 1 for _, points in series):
+    if not any(points for _, points in series):
         return None
     fig, ax = plt.subplots(figsize=(9, 4))
     for it, points in series:
-        ax.plot([t for t, _ in points], [v for _, v in points], lw=1.2,
+        ax.plot([t for t, _ in points], [v for _, v in points], lw=1.2, marker="o", ms=3,
                 label=f"{it.clients} threads #{it.iteration}",
                 **series_style(summary.client_counts, it.clients, it.iteration))
     ax.set(xlabel="seconds into the measured run", ylabel="events/s",
