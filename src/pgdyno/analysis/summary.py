@@ -13,13 +13,11 @@ from pathlib import Path
 
 import numpy as np
 
-from pgdyno import serde
 from pgdyno.analysis.histogram import PERCENTILES, LatencyHistogram
 from pgdyno.analysis.pgbench_log import LogStats, ScriptStats
 from pgdyno.analysis.telemetry import TelemetrySummary
 from pgdyno.analysis.verdict import Verdict
-from pgdyno.errors import UsageError
-from pgdyno.results.manifest import read_json_file
+from pgdyno.results.manifest import read_versioned
 
 SCHEMA_VERSION = 2
 """2: per-iteration ``metrics`` declared by the workload (was: ``extras``)."""
@@ -167,17 +165,8 @@ class RunSummary:
 
 def load_summary(path: Path) -> RunSummary:
     """summary.json, refused with one line when damaged or of an unknown version."""
-    data = read_json_file(path, "run summary")
-    version = data.get("schema_version") if isinstance(data, dict) else None
-    if version != SCHEMA_VERSION:
-        raise UsageError(f"{path}: summary schema_version {version!r} is not supported "
-                         f"(this pgdyno reads {SCHEMA_VERSION}); rebuild it with "
-                         "`pgdyno report RUN_DIR`")
-    try:
-        return serde.from_dict(RunSummary, data)
-    except (KeyError, TypeError, ValueError) as exc:
-        raise UsageError(f"{path}: damaged summary ({type(exc).__name__}: {exc}); rebuild it "
-                         "with `pgdyno report RUN_DIR`") from None
+    return read_versioned(RunSummary, path, SCHEMA_VERSION, "run summary",
+                          "; rebuild it with `pgdyno report RUN_DIR`")
 
 
 @dataclass

@@ -12,7 +12,7 @@ import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from pgdyno import serde
 from pgdyno.errors import UsageError
@@ -126,17 +126,8 @@ def manifest_to_dict(manifest: Manifest) -> dict[str, Any]:
 def manifest_from_dict(data: Any, source: Path | str = "manifest.json") -> Manifest:
     """A Manifest from its JSON; workload options stay a plain dict here (the workload
     registry, above this layer, turns them into the plugin's dataclass)."""
-    if not isinstance(data, dict):
-        raise UsageError(f"{source}: not a pgdyno manifest (expected a JSON object)")
-    version = data.get("schema_version")
-    if version != MANIFEST_SCHEMA_VERSION:
-        raise UsageError(f"{source}: manifest schema_version {version!r} is not supported "
-                         f"(this pgdyno reads {MANIFEST_SCHEMA_VERSION}); rerun the benchmark "
-                         "with this version")
-    try:
-        return serde.from_dict(Manifest, data)
-    except (KeyError, TypeError, ValueError) as exc:
-        raise UsageError(f"{source}: damaged manifest ({type(exc).__name__}: {exc})") from None
+    return from_versioned(Manifest, data, MANIFEST_SCHEMA_VERSION, source, "run manifest",
+                          "; rerun the benchmark with this version")
 
 
 def read_json_file(path: Path, what: str) -> Any:
@@ -148,6 +139,32 @@ def read_json_file(path: Path, what: str) -> Any:
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         detail = " ".join(str(exc).split())
         raise UsageError(f"{path}: cannot read the {what} ({detail})") from None
+
+
+T = TypeVar("T")
+
+
+def from_versioned(cls: type[T], data: Any, version: int, source: Path | str, what: str,
+                   advice: str = "") -> T:
+    """``cls`` from a file's JSON, refused in one line when it is not an object, carries
+    another ``schema_version`` or does not fit the dataclass (a damaged file)."""
+    if not isinstance(data, dict):
+        raise UsageError(f"{source}: not a pgdyno {what.split()[-1]} "
+                         "(expected a JSON object)")
+    found = data.get("schema_version")
+    if found != version:
+        raise UsageError(f"{source}: {what} schema_version {found!r} is not supported "
+                         f"(this pgdyno reads {version}){advice}")
+    try:
+        return serde.from_dict(cls, data)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise UsageError(f"{source}: damaged {what} ({type(exc).__name__}: {exc}){advice}") \
+            from None
+
+
+def read_versioned(cls: type[T], path: Path, version: int, what: str, advice: str = "") -> T:
+    """``from_versioned`` of the JSON file at ``path``."""
+    return from_versioned(cls, read_json_file(path, what), version, path, what, advice)
 
 
 def load_manifest(run_dir: Path) -> Manifest:

@@ -22,7 +22,7 @@ from typing import Any
 
 from pgdyno import serde
 from pgdyno.errors import UsageError
-from pgdyno.results.manifest import read_json_file
+from pgdyno.results.manifest import read_versioned
 
 PLAN_SCHEMA_VERSION = 1
 STATUSES = ("running", "ok", "failed", "interrupted")
@@ -111,17 +111,8 @@ class RunDirectory:
         write_json_atomic(self.raw / "run.json", serde.to_dict(plan))
 
     def load_plan(self) -> RunPlan:
-        path = self.raw / "run.json"
-        data = read_json_file(path, "run record")
-        version = data.get("schema_version") if isinstance(data, dict) else None
-        if version != PLAN_SCHEMA_VERSION:
-            raise UsageError(f"{path}: run record schema_version {version!r} is not supported "
-                             f"(this pgdyno reads {PLAN_SCHEMA_VERSION})")
-        try:
-            return serde.from_dict(RunPlan, data)
-        except (KeyError, TypeError, ValueError) as exc:
-            raise UsageError(f"{path}: damaged run record ({type(exc).__name__}: {exc})") \
-                from None
+        return read_versioned(RunPlan, self.raw / "run.json", PLAN_SCHEMA_VERSION,
+                              "run record")
 
 
 def new_stamped_dir(results_dir: Path, context: str, prefix: str) -> Path:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from pgdyno import serde
 from pgdyno.errors import UsageError
-from pgdyno.results.manifest import read_json_file
+from pgdyno.results.manifest import read_versioned
 from pgdyno.results.rundir import write_json_atomic
 
 SWEEP_FILE = "sweep.json"
@@ -50,9 +50,4 @@ class SweepRecord:
         path = sweep_dir / SWEEP_FILE
         if not path.is_file():
             raise UsageError(f"{sweep_dir}: not a pgdyno sweep directory ({SWEEP_FILE} missing)")
-        data = read_json_file(path, "sweep record")
-        if not isinstance(data, dict) or data.get("schema_version") != SCHEMA_VERSION:
-            raise UsageError(f"{path}: sweep schema_version "
-                             f"{data.get('schema_version') if isinstance(data, dict) else None!r}"
-                             f" is not supported (this pgdyno reads {SCHEMA_VERSION})")
-        return serde.from_dict(cls, data)
+        return read_versioned(cls, path, SCHEMA_VERSION, "sweep record")

@@ -13,7 +13,6 @@ run. The workload (``pgdyno.workloads``) brings everything that differs.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -56,7 +55,14 @@ from pgdyno.results.rundir import (
 from pgdyno.runner.environment import HostFacts, host_facts, server_facts
 from pgdyno.targets import Target, open_target
 from pgdyno.workloads import registry
-from pgdyno.workloads.base import Headline, RunContext, Step, Workload, headline_of
+from pgdyno.workloads.base import (
+    Headline,
+    RunContext,
+    Step,
+    Workload,
+    headline_metric,
+    headline_of,
+)
 from pgdyno.workloads.engine.pgbench import checkpoint
 
 CONNECTION_HEADROOM = 15
@@ -270,7 +276,7 @@ def _run_step(workload: Workload, ctx: RunContext, step: Step, progress: Progres
     ctx.run_dir.save_plan(ctx.plan)
     if ctx.conn is not None:
         checkpoint(ctx.conn)
-    it_dir = ctx.run_dir.raw / workload.engine_dir / step.label
+    it_dir = step.directory(ctx.run_dir.raw, workload.engine_dir)
     recorder = _start_telemetry(ctx, it_dir)
     total = opts.warmup_s + opts.duration_s
     task = progress.add_task(f"{step.clients} clients, iteration {step.iteration}",
@@ -351,29 +357,24 @@ def _finish(workload: Workload, ctx: RunContext, manifest: Manifest, result: Ben
     if summary is not None:
         result.headline = headline_of(summary, workload.metrics)
     with contextlib.suppress(Exception):
-        _index(index, run_dir, manifest, workload, summary)
+        _index(index, run_dir, manifest, workload, result.headline)
 
 
 def _index(index: RunIndex, run_dir: RunDirectory, manifest: Manifest, workload: Workload,
-           summary) -> None:
-    head = headline_of(summary, workload.metrics) if summary is not None else None
+           head: Headline | None) -> None:
+    """The run's row in the index: its headline once it has one (None while running)."""
     index.upsert(RunRow(
         run_id=index.run_id_for(run_dir.path), context=run_dir.path.parent.name,
         workload=manifest.workload, status=manifest.status,
         started_at=manifest.started_at, ended_at=manifest.ended_at,
         config=manifest.config_name if workload.needs_server else None,
         clients=",".join(str(c) for c in manifest.options.clients),
-        headline_metric=head.label if head else workload.metrics[0].label,
+        headline_metric=(head.label if head else headline_metric(workload.metrics).label),
         headline=head.value if head else None,
-        headline_unit=head.unit if head else workload.metrics[0].unit,
+        headline_unit=head.unit if head else headline_metric(workload.metrics).unit,
         p99_ms=head.p99_ms if head else None,
         dataset=workload.describe_dataset(manifest.options),
         pg_version=(manifest.server or {}).get("version")))
-
-
-def with_context(opts: BenchOptions) -> BenchOptions:
-    """The options with their context filled in (campaigns, compare and sweeps need it)."""
-    return dataclasses.replace(opts, context=context_of(opts))
 
 
 @contextlib.contextmanager

@@ -10,6 +10,7 @@ is accepted.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import typing
 from dataclasses import dataclass
 from pathlib import Path
@@ -75,7 +76,8 @@ COMMON: tuple[CliOption, ...] = (
 )
 
 
-def workload_options() -> list[CliOption]:
+@functools.cache
+def workload_options() -> tuple[CliOption, ...]:
     """Every registered workload's own options, merged by name (several workloads may share
     one, such as --scale), with None as the CLI default: a given value is then told apart
     from the workload's own default."""
@@ -92,7 +94,7 @@ def workload_options() -> list[CliOption]:
                     _cli_type(cli_type), flag=cli_flag(f), workloads=(name,))
             else:
                 merged[f.name] = dataclasses.replace(known, workloads=(*known.workloads, name))
-    return list(merged.values())
+    return tuple(merged.values())
 
 
 def _cli_type(tp: Any) -> Any:

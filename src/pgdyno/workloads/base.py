@@ -38,7 +38,6 @@ if TYPE_CHECKING:
     from pgdyno.results.rundir import IterationRecord, RunDirectory, RunPlan
     from pgdyno.targets import Target
 
-ENGINES = ("pgbench", "psycopg", "program")
 
 HIGHER, LOWER = 1, -1
 """Metric directions: higher is better (throughput) or lower is better (latency)."""
@@ -147,6 +146,10 @@ class Step:
     def label(self) -> str:
         return f"c{self.clients}-i{self.iteration}"
 
+    def directory(self, raw: Path, engine_dir: str) -> Path:
+        """raw/<engine_dir>/<label>: the iteration's files, its telemetry among them."""
+        return raw / engine_dir / self.label
+
 
 @dataclass
 class Prepared:
@@ -199,6 +202,7 @@ class Workload(Protocol):
     """One line for ``pgdyno bench --help``."""
     needs_server: ClassVar[bool]
     engine: ClassVar[str]
+    """"pgbench", "psycopg" (query streams) or "program" (sysbench, fio)."""
     engine_dir: ClassVar[str]
     """raw/<engine_dir>/<clients>-<iteration>/ holds each iteration's files."""
     tuning: ClassVar[tuple[str, bool]]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from pgdyno import serde
@@ -35,8 +36,6 @@ def get(name: str) -> Workload:
 
 def typed_options(opts: BenchOptions) -> BenchOptions:
     """The manifest's options with the workload's own options back in their dataclass."""
-    import dataclasses
-
     raw: Any = opts.workload_options
     if isinstance(raw, dict):
         typed = serde.from_dict(get(opts.workload).options_type, raw)
@@ -45,6 +44,4 @@ def typed_options(opts: BenchOptions) -> BenchOptions:
 
 
 def typed_manifest(manifest: Manifest) -> Manifest:
-    import dataclasses
-
     return dataclasses.replace(manifest, options=typed_options(manifest.options))

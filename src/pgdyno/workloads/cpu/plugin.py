@@ -111,7 +111,7 @@ class Cpu:
     def run_iteration(self, ctx: RunContext, step: Step, record: IterationRecord,
                       progress: IterationProgress) -> None:
         opts = ctx.opts
-        it_dir = ctx.run_dir.raw / self.engine_dir / step.label
+        it_dir = step.directory(ctx.run_dir.raw, self.engine_dir)
         it_dir.mkdir(parents=True, exist_ok=True)
         program, threads = ctx.plan.parameters["sysbench"], step.clients
         max_prime = opts.workload_options.max_prime
@@ -164,11 +164,11 @@ class Cpu:
                 result = sysbench.parse_cpu_output(path.read_text(errors="replace"))
             except ValueError:
                 continue  # an interrupted iteration printed no report: nothing to count
-            window = _read_window(path.parent)
-            it = _iteration(result, record, opts, window, cores)
+            hist = _histogram(result)
+            it = _iteration(result, hist, record, opts, _read_window(path.parent), cores)
             add_telemetry(it, path.parent, opts.duration_s, cpu_count)
             iterations.append(it)
-            histograms.setdefault(record.clients, []).append(_histogram(result))
+            histograms.setdefault(record.clients, []).append(hist)
         per_clients = [_pool(c, [i for i in iterations if i.clients == c], histograms[c])
                        for c in opts.clients if c in histograms]
         return RunSummary(schema_version=SCHEMA_VERSION, workload=plan.workload,
@@ -221,10 +221,9 @@ def _read_window(it_dir: Path) -> float:
     return float(json.loads((it_dir / WINDOW).read_text())["window_start"])
 
 
-def _iteration(result: sysbench.CpuResult, record: IterationRecord, opts: BenchOptions,
-               window_start: float, cores: int) -> IterationSummary:
+def _iteration(result: sysbench.CpuResult, hist: LatencyHistogram, record: IterationRecord,
+               opts: BenchOptions, window_start: float, cores: int) -> IterationSummary:
     eps = np.array([p.events_per_s for p in result.intervals], dtype=np.float64)
-    hist = _histogram(result)
     pct = hist.percentiles_us() if hist.n else {}
     latency = LatencyStats(
         count=result.total_events, mean_ms=result.latency_avg_ms,

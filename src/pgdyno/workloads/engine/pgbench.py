@@ -172,7 +172,7 @@ class PgbenchWorkload:
                       progress: IterationProgress) -> None:
         assert ctx.target is not None and ctx.conn is not None and ctx.prepared is not None
         opts = ctx.opts
-        it_dir = ctx.run_dir.raw / "pgbench" / step.label
+        it_dir = step.directory(ctx.run_dir.raw, self.engine_dir)
         it_dir.mkdir(parents=True, exist_ok=True)
         cmd = pgbench_command(ctx.target.install, ctx.conn, opts, ctx.prepared.scripts,
                               step.clients, it_dir / "tx")

@@ -35,9 +35,7 @@ is recorded only after the last phase.
 from __future__ import annotations
 
 import os
-import queue
 import re
-import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -49,6 +47,7 @@ from pgdyno import __version__
 from pgdyno.errors import UsageError
 from pgdyno.targets.connection import ConnectionInfo
 from pgdyno.workloads import dataset
+from pgdyno.workloads.parallel import run_pool
 
 DATASET = "oltp"
 """Registry name (pgdyno_dataset.workload), shared by oltp-read-only and oltp-read-write,
@@ -378,64 +377,9 @@ class _Builder:
         self.phase = phase
         started = time.monotonic()
         self.report()
-        for job in _run_pool(self.conn, jobs, min(self.workers, len(jobs))):
+        for job, _ in run_pool(self.conn, jobs, min(self.workers, len(jobs))):
             self.rows_done += job.rows
             self.report()
         # "keys" runs as two pools (indexes, then primary keys): their times add up.
         self.phase_seconds[phase] = (self.phase_seconds.get(phase, 0.0)
                                      + time.monotonic() - started)
-
-
-def _run_pool(conn: ConnectionInfo, jobs: list[_Job], workers: int) -> Iterator[_Job]:
-    """Run ``jobs`` over ``workers`` autocommit connections; yield each as it finishes.
-
-    The first failure stops the pool: statements still running on the other connections
-    are cancelled and the error is raised in the caller's thread. So is anything the
-    caller raises meanwhile (a KeyboardInterrupt, or an exception from a progress
-    callback): no connection is left working on a build that was given up.
-    """
-    todo: queue.Queue[_Job] = queue.Queue()
-    for job in jobs:
-        todo.put(job)
-    done: queue.Queue[tuple[_Job | None, BaseException | None]] = queue.Queue()
-    stop = threading.Event()
-    connections = [psycopg.connect(conn.conninfo(), autocommit=True) for _ in range(workers)]
-
-    def work(db: psycopg.Connection) -> None:
-        while not stop.is_set():
-            try:
-                job = todo.get_nowait()
-            except queue.Empty:
-                break
-            try:
-                db.execute(job.statement, job.params or None)
-            except BaseException as exc:  # handed to the caller's thread
-                done.put((job, exc))
-                return
-            done.put((job, None))
-        done.put((None, None))  # this connection has nothing left to do
-
-    threads = [threading.Thread(target=work, args=(db,), daemon=True) for db in connections]
-    for thread in threads:
-        thread.start()
-    finished = 0
-    completed = False
-    try:
-        while finished < len(threads):
-            job, error = done.get()
-            if error is not None:
-                raise error
-            if job is None:
-                finished += 1
-                continue
-            yield job
-        completed = True
-    finally:
-        stop.set()
-        if not completed:
-            for db in connections:
-                db.cancel_safe()
-        for thread in threads:
-            thread.join()
-        for db in connections:
-            db.close()

@@ -15,8 +15,6 @@ interrupted load is never mistaken for a reusable one.
 from __future__ import annotations
 
 import os
-import queue
-import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -28,6 +26,7 @@ from pgdyno import __version__
 from pgdyno.errors import UsageError
 from pgdyno.targets.connection import ConnectionInfo
 from pgdyno.workloads import dataset
+from pgdyno.workloads.parallel import run_pool
 from pgdyno.workloads.tprocc import schema
 from pgdyno.workloads.tprocc.model import SCHEMA_VERSION, LoadOptions, LoadProgress, LoadResult
 
@@ -158,8 +157,8 @@ class _Loader:
         self.steps_total = len(jobs)
         started = time.monotonic()
         self.report()
-        for job, result in _run_pool(self.target, self._session_settings(), jobs,
-                                     min(self.workers, len(jobs))):
+        for job, result in run_pool(self.target, jobs, min(self.workers, len(jobs)),
+                                    self._session_settings()):
             self.steps_done += 1
             if job.warehouse:
                 self.warehouses_done += 1
@@ -173,65 +172,3 @@ class _Loader:
         if self.options.maintenance_work_mem:
             settings["maintenance_work_mem"] = self.options.maintenance_work_mem
         return settings
-
-
-def _run_pool(target: ConnectionInfo, settings: dict[str, str], jobs: list[_Job],
-              workers: int):
-    """Run jobs over ``workers`` connections; yield (job, first value) as each finishes.
-
-    The first failure stops the pool: running statements are cancelled and the error is
-    raised in the caller's thread. So is a KeyboardInterrupt of the caller.
-    """
-    todo: queue.Queue[_Job] = queue.Queue()
-    for job in jobs:
-        todo.put(job)
-    done: queue.Queue[tuple[_Job | None, Any, BaseException | None]] = queue.Queue()
-    stop = threading.Event()
-    conns = [_connect(target, settings) for _ in range(workers)]
-
-    def work(conn: psycopg.Connection) -> None:
-        while not stop.is_set():
-            try:
-                job = todo.get_nowait()
-            except queue.Empty:
-                break
-            try:
-                cur = conn.execute(job.statement, job.params or None)
-                row = cur.fetchone() if cur.description else None
-                done.put((job, row[0] if row else None, None))
-            except BaseException as exc:  # reported to the caller's thread
-                done.put((job, None, exc))
-                return
-        done.put((None, None, None))
-
-    threads = [threading.Thread(target=work, args=(c,), daemon=True) for c in conns]
-    for thread in threads:
-        thread.start()
-    finished = 0
-    completed = False
-    try:
-        while finished < len(threads):
-            job, value, error = done.get()
-            if error is not None:
-                raise error
-            if job is None:
-                finished += 1
-                continue
-            yield job, value
-        completed = True
-    finally:
-        stop.set()
-        if not completed:  # stop statements still running on the other connections
-            for conn in conns:
-                conn.cancel_safe()
-        for thread in threads:
-            thread.join()
-        for conn in conns:
-            conn.close()
-
-
-def _connect(target: ConnectionInfo, settings: dict[str, str]) -> psycopg.Connection:
-    conn = psycopg.connect(target.conninfo(), autocommit=True)
-    for name, value in settings.items():
-        conn.execute("SELECT set_config(%s, %s, false)", (name, value))
-    return conn

@@ -24,7 +24,12 @@ from pgdyno.workloads.base import (
     RunContext,
     option,
 )
-from pgdyno.workloads.checks import check_positive, exclusive, parse_size_option
+from pgdyno.workloads.checks import (
+    check_positive,
+    exclusive,
+    parse_int_list,
+    parse_size_option,
+)
 from pgdyno.workloads.engine.pgbench import PgbenchWorkload, ScriptSpec
 from pgdyno.workloads.tprocc import loader, metrics, model, response, scripts
 
@@ -81,8 +86,6 @@ class Tprocc(PgbenchWorkload):
         keying = bool(raw.get("keying_thinking"))
         clients = opts.clients
         if raw.get("vus") is not None:
-            from pgdyno.workloads.checks import parse_int_list
-
             clients = parse_int_list(raw["vus"], "--vus")
         if keying:
             terminals = scripts.TERMINALS_PER_WAREHOUSE * warehouses
