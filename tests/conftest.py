@@ -18,6 +18,7 @@ import pytest
 
 from pgdyno.targets import default_workdir
 from pgdyno.targets.binaries import embedded_install
+from pgdyno.targets.connection import ConnectionInfo
 from pgdyno.targets.local import LocalServer
 
 SERVER_FIXTURES = frozenset({"server", "fresh_server", "workdir"})
@@ -153,3 +154,18 @@ def postgres_processes(fragment: str) -> list[int]:
         if proc.info.get("name") == "postgres" and fragment in cmdline:
             found.append(proc.pid)
     return found
+
+
+def scratch_database(server: LocalServer, name: str) -> Iterator[ConnectionInfo]:
+    """A new, empty database on ``server`` for one test or module; dropped afterwards."""
+    import psycopg
+    from psycopg import sql
+
+    admin = server.admin_connection()
+    drop = sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
+    with psycopg.connect(admin.conninfo("postgres"), autocommit=True) as conn:
+        conn.execute(drop)
+        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    yield server.connection().with_dbname(name)
+    with psycopg.connect(admin.conninfo("postgres"), autocommit=True) as conn:
+        conn.execute(drop)

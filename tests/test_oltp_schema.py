@@ -34,6 +34,7 @@ from pgdyno.workloads.oltp.schema import (
     table_names,
 )
 from pgdyno.workloads.oltp.scripts import OltpScriptOptions, id_draw, script_text
+from tests.conftest import scratch_database
 
 pytestmark = pytest.mark.server
 
@@ -47,23 +48,13 @@ C_PATTERN = r"^[0-9]{11}(-[0-9]{11}){9}$"
 PAD_PATTERN = r"^[0-9]{11}(-[0-9]{11}){4}$"
 
 
-def _database(server: LocalServer, name: str) -> Iterator[ConnectionInfo]:
-    admin = server.admin_connection()
-    with psycopg.connect(admin.conninfo("postgres"), autocommit=True) as conn:
-        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(
-            sql.Identifier(name)))
-        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-    yield server.connection().with_dbname(name)
-    with psycopg.connect(admin.conninfo("postgres"), autocommit=True) as conn:
-        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(
-            sql.Identifier(name)))
 
 
 @pytest.fixture(scope="module")
 def loaded(server: LocalServer) -> Iterator[tuple[ConnectionInfo, LoadResult,
                                                   list[LoadProgress]]]:
     """2 x 1000 loaded once for the checks that only read it."""
-    for target in _database(server, "oltp_load"):
+    for target in scratch_database(server, "oltp_load"):
         reports: list[LoadProgress] = []
         result = load(target, LoadOptions(tables=TABLES, table_size=TABLE_SIZE, workers=2),
                       reports.append)
@@ -73,14 +64,14 @@ def loaded(server: LocalServer) -> Iterator[tuple[ConnectionInfo, LoadResult,
 @pytest.fixture(scope="module")
 def bench_db(server: LocalServer) -> Iterator[ConnectionInfo]:
     """2 x 1000 for the pgbench runs, which change k and c (never the rows per table)."""
-    for target in _database(server, "oltp_bench"):
+    for target in scratch_database(server, "oltp_bench"):
         load(target, LoadOptions(tables=TABLES, table_size=TABLE_SIZE, workers=2))
         yield target
 
 
 @pytest.fixture()
 def scratch_db(server: LocalServer) -> Iterator[ConnectionInfo]:
-    yield from _database(server, "oltp_scratch")
+    yield from scratch_database(server, "oltp_scratch")
 
 
 def _one(target: ConnectionInfo, query: str | sql.Composed, params: tuple = ()) -> tuple:

@@ -25,24 +25,13 @@ from pgdyno.workloads.tprocc import (
     load,
 )
 from pgdyno.workloads.tprocc.schema import order_line_range
-
-
-def _database(server: LocalServer, name: str) -> Iterator[ConnectionInfo]:
-    admin = server.admin_connection()
-    with psycopg.connect(admin.conninfo("postgres"), autocommit=True) as conn:
-        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(
-            sql.Identifier(name)))
-        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-    yield server.connection().with_dbname(name)
-    with psycopg.connect(admin.conninfo("postgres"), autocommit=True) as conn:
-        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(
-            sql.Identifier(name)))
+from tests.conftest import scratch_database
 
 
 @pytest.fixture(scope="module")
 def loaded(server: LocalServer) -> Iterator[tuple[ConnectionInfo, object, list[LoadProgress]]]:
     """W=2 loaded once for the module, with the progress reports it produced."""
-    for target in _database(server, "tprocc_load"):
+    for target in scratch_database(server, "tprocc_load"):
         reports: list[LoadProgress] = []
         result = load(target, LoadOptions(warehouses=2, workers=2), reports.append)
         yield target, result, reports
@@ -50,7 +39,7 @@ def loaded(server: LocalServer) -> Iterator[tuple[ConnectionInfo, object, list[L
 
 @pytest.fixture()
 def scratch_db(server: LocalServer) -> Iterator[ConnectionInfo]:
-    yield from _database(server, "tprocc_scratch")
+    yield from scratch_database(server, "tprocc_scratch")
 
 
 def _counts(target: ConnectionInfo) -> dict[str, int]:
