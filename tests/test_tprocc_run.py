@@ -73,6 +73,18 @@ def _pgbench(server: LocalServer, target: ConnectionInfo, script_dir: Path,
     return done.stdout + done.stderr
 
 
+def _backends_gone(conn: psycopg.Connection, timeout_s: float = 10.0) -> None:
+    """Wait until pgbench's server backends have exited: a backend flushes its statistics
+    (xact_commit, xact_rollback) while exiting, after pgbench itself may have returned."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        left = _count(conn, "SELECT count(*) FROM pg_stat_activity "
+                            "WHERE application_name = 'pgbench'")
+        if left == 0:
+            return
+        time.sleep(0.05)
+
+
 def _per_script(output: str) -> list[int]:
     """Processed transactions per script, in script order, from pgbench's summary."""
     blocks = re.split(r"^SQL script \d+: ", output, flags=re.M)[1:]
@@ -101,6 +113,7 @@ def test_nopm_rollbacks_and_consistency_after_a_default_run(server, target, conn
     start = snapshot(conn)
     out = _pgbench(server, target, tmp_path, ScriptOptions(warehouses=2, seed=5),
                    ["-T", "5", "-c", "4", "-j", "2"])
+    _backends_gone(conn)
     end = snapshot(conn)
     after_state = _state(conn)
 
