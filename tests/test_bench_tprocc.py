@@ -95,13 +95,14 @@ def test_compliant_warehouse_sweep_real_vs_ideal_p90_and_nopm_over_time(workdir:
     assert proc.returncode == 0, proc.stderr
     sweep_dir = next(results.glob("*/tprocc-sweep-*"))
     record = json.loads((sweep_dir / "sweep.json").read_text())
-    assert [(s["warehouses"], s["clients"], s["status"]) for s in record["steps"]] == [
+    assert record["size_unit"] == "warehouses" and record["workload_options"]["keying_thinking"]
+    assert [(s["size"], s["clients"], s["status"]) for s in record["steps"]] == [
         (1, [10], "ok"), (2, [20], "ok")]
     sweep = json.loads((sweep_dir / "sweep_summary.json").read_text())
     cycle_s = (0.45 * (18 + 12) + 0.43 * (3 + 12) + 0.04 * (2 + 10) + 0.04 * (2 + 5)
                + 0.04 * (2 + 5)) * scale
     for step, row in zip(record["steps"], sweep["rows"], strict=True):
-        w = step["warehouses"]
+        w = step["size"]
         run = sweep_dir.parent / step["run"]
         summary = json.loads((run / "summary.json").read_text())
         (it,) = summary["iterations"]

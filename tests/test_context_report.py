@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
 from pathlib import Path
 
@@ -18,7 +19,7 @@ from pgdyno.campaign.spec import load_spec
 from pgdyno.campaign.validation import run_validation
 from pgdyno.compare.runs import read_notes
 from pgdyno.reports.document import fmt
-from tests.conftest import make_shared_dir, postgres_processes
+from tests.conftest import make_shared_dir, postgres_processes, run_cli
 
 pytestmark = pytest.mark.server  # every test here starts PostgreSQL
 
@@ -75,6 +76,10 @@ def context(workdir: Path) -> Path:
     check = run_scaling_check(base, quiet)
     assert check.cores == [1, 2] and check.pinned_pids
     assert postgres_processes(str(workdir / "instances" / "pg18-embedded")) == []
+    cpu = run_cli(["bench", "cpu", "--context", CONTEXT, "--results-dir", str(results),
+                   "--duration", "2", "--warmup", "1", "--iterations", "1", "--no-progress"],
+                  workdir)
+    assert cpu.returncode == 0, cpu.stderr
     return results
 
 
@@ -183,3 +188,27 @@ def test_key_findings_and_notes(context: Path) -> None:
     assert "async: tps" in findings
     res = CliRunner().invoke(app, ["journal", CONTEXT, "--results-dir", str(context)])
     assert res.exit_code == 0 and "first run after reboot" in res.output
+
+
+def test_cpu_baseline_adjusts_the_projection(context: Path) -> None:
+    """The cpu run is the host's baseline, not a config; the projection to a profile with
+    its own events/s per core scales the TPS per vCPU by the ratio of the two."""
+    md = _report(context)
+    report = json.loads((context / CONTEXT / "context-report.json").read_text())
+    assert "/cpu-" not in report["best_run"]
+    cpu_run = next((context / CONTEXT).glob("cpu-*"))
+    threads = max(int(d.name.split("-")[0][1:]) for d in (cpu_run / "raw" / "sysbench").iterdir())
+    stdout = (cpu_run / "raw" / "sysbench" / f"c{threads}-i1" / "stdout.txt").read_text()
+    eps = float(re.search(r"events per second:\s+([\d.]+)", stdout).group(1))
+    per_core = eps / min(threads, len(os.sched_getaffinity(0)))
+    assert report["cpu_baseline"]["events_per_s_per_core"] == pytest.approx(per_core)
+    sizing = md[md.index("## 3. Sizing math"):md.index("## 4.")]
+    assert f"{fmt(per_core, 1)} events/s per vCPU ({cpu_run.name})" in sizing
+    from pgdyno.config import load_hardware
+
+    xlarge = load_hardware("r8g.xlarge")
+    row = next(r for r in report["prices"] if r["instance"] == "r8g.xlarge")
+    assert row["tps_basis"] == "projected, CPU-adjusted"
+    expected = report["per_core_tps"] * 4 * xlarge.cpu_events_per_s_per_core / per_core
+    assert row["tps"] == pytest.approx(expected)
+    assert "CPU-adjusted" in md[md.index("## 10. Scaling projection"):]

@@ -24,6 +24,7 @@ from pgdyno.results.manifest import (
     manifest_to_dict,
 )
 from pgdyno.results.rundir import PLAN_SCHEMA_VERSION, RunDirectory, RunPlan
+from pgdyno.results.sweepdir import SWEEP_FILE, SweepRecord
 from pgdyno.workloads import registry
 
 
@@ -46,7 +47,7 @@ def sample(tp: Any, depth: int = 0) -> Any:
     return {int: 7, float: 1.5, str: "x", bool: True, Path: Path("/p")}.get(tp, {"a": 1})
 
 
-@pytest.mark.parametrize("cls", [RunPlan, RunSummary])
+@pytest.mark.parametrize("cls", [RunPlan, RunSummary, SweepRecord])
 def test_round_trip_every_field(cls: type) -> None:
     value = sample(cls)
     assert serde.from_dict(cls, json.loads(json.dumps(serde.to_dict(value)))) == value
@@ -97,3 +98,19 @@ def test_plan_and_summary_loaders_check_their_versions(tmp_path: Path) -> None:
     _write(tmp_path / "summary.json", "{")
     with pytest.raises(UsageError, match="cannot read the run summary"):
         load_summary(tmp_path / "summary.json")
+
+
+def test_sweep_record_of_version_1_is_read_as_a_warehouse_sweep(tmp_path: Path) -> None:
+    """Version 1 recorded TPROC-C sweeps only, with W and two options inline."""
+    (tmp_path / SWEEP_FILE).write_text(json.dumps({
+        "schema_version": 1, "context": "c", "status": "ok", "started_at": "t0",
+        "ended_at": "t1", "keying_thinking": True, "time_scale": 0.5, "config": "default",
+        "steps": [{"warehouses": 2, "clients": [20], "run": "tprocc-1", "status": "ok",
+                   "reason": ""}]}))
+    record = SweepRecord.load(tmp_path)
+    assert (record.workload, record.size_unit) == ("tprocc", "warehouses")
+    assert record.workload_options == {"keying_thinking": True, "time_scale": 0.5}
+    assert [(s.size, s.clients, s.run) for s in record.steps] == [(2, [20], "tprocc-1")]
+    (tmp_path / SWEEP_FILE).write_text(json.dumps({"schema_version": 9}))
+    with pytest.raises(UsageError, match="schema_version 9 is not supported"):
+        SweepRecord.load(tmp_path)

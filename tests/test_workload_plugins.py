@@ -104,6 +104,12 @@ def test_cpu_baseline_runs_without_a_server(tmp_path: Path) -> None:
     report = (run_dir / "report.md").read_text()
     assert "CPU baseline (sysbench cpu)" in report and "plots/cpu_events.png" in report
     assert "Transactions per second" not in report
+    # Host-only telemetry: CPU, disks and memory, no server sections and no session verdict.
+    assert "(iteration 1, median Events/s)" in report and "### CPU breakdown" in report
+    assert "### Wait events" not in report and "### Checkpoints and WAL" not in report
+    assert "Bottleneck verdict" not in report
+    assert all(it["verdict"] is None and not it["telemetry"]["server_sampled"]
+               for it in summary["iterations"])
     manifest = json.loads((run_dir / "manifest.json").read_text())
     assert manifest["target"] is None and manifest["options"]["workload"] == "cpu"
     assert "Events/s" in out.stdout

@@ -291,6 +291,9 @@ class TelemetrySummary:
     window_end: float | None = None
     duration_s: float = 0.0
     server_version_num: int | None = None
+    server_sampled: bool = True
+    """False for a run without a server (cpu, fio): only the host was sampled, so there are
+    no wait events, statistics views or checkpoints to summarise."""
     settings: dict[str, str] = field(default_factory=dict)
     cpu: CpuSummary = field(default_factory=CpuSummary)
     devices: list[DeviceSummary] = field(default_factory=list)
@@ -344,6 +347,7 @@ def analyse_telemetry(raw_dir: Path, window: tuple[float, float] | None) -> Tele
     if summary.errors:
         summary.notes.append("sampler errors: " + ", ".join(
             f"{k} ×{v}" for k, v in sorted(summary.errors.items())) + " (errors.jsonl)")
+    summary.server_sampled = meta.get("server") is not None
     server = meta.get("server") or {}
     summary.server_version_num = server.get("version_num")
     summary.settings = {k: _setting_text(v) for k, v in (server.get("settings") or {}).items()}
@@ -356,10 +360,11 @@ def analyse_telemetry(raw_dir: Path, window: tuple[float, float] | None) -> Tele
         _host_summaries(summary, ticks, meta)
     else:
         summary.notes.append("fewer than two host samples in the window")
-    summary.waits, wait_t, wait_aas = _waits(tdir, start, end, meta)
-    summary.series.wait_t, summary.series.wait_aas = wait_t, wait_aas
-    _pg_stats(summary, tdir, start, end, interval_s)
-    _checkpoint_log(summary, tdir, start, end)
+    if summary.server_sampled:
+        summary.waits, wait_t, wait_aas = _waits(tdir, start, end, meta)
+        summary.series.wait_t, summary.series.wait_aas = wait_t, wait_aas
+        _pg_stats(summary, tdir, start, end, interval_s)
+        _checkpoint_log(summary, tdir, start, end)
     summary.smart = _smart(tdir)
     summary.hardware_limits = _hardware_limits(summary)
     if not summary.duration_s and window:

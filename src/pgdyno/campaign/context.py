@@ -2,7 +2,9 @@
 
 ``build_context`` turns a context's runs into a ``ContextReport`` of plain figures, each
 carrying the run it came from: the best config, every config against the baseline, the
-journal, the validation and scaling checks, and prices projected from the TPS per vCPU.
+journal, the validation and scaling checks, and prices projected from the TPS per vCPU
+(adjusted by the CPU baseline, ``pgdyno bench cpu``, when the context holds one and the
+instance's profile has its own per-core figure).
 Nothing here measures or renders: :mod:`pgdyno.campaign.context_report` turns the figures
 into the report's Markdown, HTML and JSON files.
 """
@@ -21,6 +23,24 @@ from pgdyno.campaign.validation import ValidationResult, load_validation
 from pgdyno.compare.core import compare_runs
 from pgdyno.compare.model import MetricComparison
 from pgdyno.compare.runs import RunData, context_runs
+from pgdyno.workloads import registry
+from pgdyno.workloads.base import CPU_BASELINE_METRIC
+
+BASELINE_PRIME = 20000
+"""The --cpu-max-prime of the per-core figures in hardware profiles (bench cpu's default)."""
+SAME_SPEED = 0.10
+"""Cores within 10% of this host's count as this host: its measured TPS stands for them."""
+
+
+@dataclass
+class CpuBaseline:
+    """The host's per-core CPU speed measured by a CPU baseline run in the context."""
+
+    events_per_s_per_core: float
+    """Mean over the run's iterations at its most threads (threads = cores by default)."""
+    threads: int
+    max_prime: int
+    run: str
 
 
 @dataclass
@@ -29,7 +49,9 @@ class PriceRow:
     vcpus: int
     tps: float
     tps_basis: str
-    """``measured`` (this host has the profile's vCPUs) or ``projected`` (per-core × vCPUs)."""
+    """``measured here`` (this host has the profile's vCPUs), ``projected`` (per-core ×
+    vCPUs, same CPU speed) or ``projected, CPU-adjusted`` (× the instance's events/s per
+    core over this host's)."""
     price_month_usd: float | None
     spot_month_usd: float | None
 
@@ -56,6 +78,7 @@ class ContextReport:
     """The HardwareProfile prices come from (catalogue or file), if any."""
     per_core_tps: float | None
     host_vcpus: int | None
+    cpu_baseline: CpuBaseline | None = None
     best_tps: float | None = None
     """Mean TPS of the best config's runs (one value per run, at its best client count):
     a config's typical result, not its luckiest run."""
@@ -68,7 +91,10 @@ class ContextReport:
 def build_context(results_dir: Path, context: str, hardware: str | None = None,
                   against: str | None = None) -> ContextReport:
     runs = context_runs(results_dir, context)
-    ok = [r for r in runs if r.status == "ok" and r.clients() is not None]
+    cpu_baseline = _cpu_baseline(runs)
+    # Configs are ranked by database throughput: a baseline without a server (cpu, fio)
+    # measures the host, not a config.
+    ok = [r for r in runs if r.status == "ok" and r.clients() is not None and _on_server(r)]
     regular = [r for r in ok if not r.role.get("validation") and not r.role.get("scaling_check")]
     best, best_runs, best_tps = _best_config(regular or ok)
     baseline_label, findings = _findings(regular)
@@ -82,11 +108,33 @@ def build_context(results_dir: Path, context: str, hardware: str | None = None,
                            findings=findings, baseline_label=baseline_label,
                            validation=validation, scaling=scaling,
                            hardware=_hardware(hardware, runs), per_core_tps=per_core,
-                           host_vcpus=host_vcpus, best_tps=best_tps, best_runs=best_runs)
+                           host_vcpus=host_vcpus, best_tps=best_tps, best_runs=best_runs,
+                           cpu_baseline=cpu_baseline)
     report.prices = _prices(report)
     if against:
         report.against = build_context(results_dir, against, hardware=None)
     return report
+
+
+def _on_server(run: RunData) -> bool:
+    return run.workload in registry.names() and registry.get(run.workload).needs_server
+
+
+def _cpu_baseline(runs: list[RunData]) -> CpuBaseline | None:
+    """The latest finished run that measured the host's per-core speed, if any."""
+    for run in reversed(runs):
+        its = [it for it in (run.summary.iterations if run.summary else [])
+               if it.status == "ok" and CPU_BASELINE_METRIC in it.metrics]
+        if run.status != "ok" or not its:
+            continue
+        threads = max(it.clients for it in its)
+        options = (run.manifest.get("options") or {}).get("workload_options") or {}
+        return CpuBaseline(
+            events_per_s_per_core=statistics.fmean(it.metrics[CPU_BASELINE_METRIC]
+                                                   for it in its if it.clients == threads),
+            threads=threads, max_prime=int(options.get("max_prime", BASELINE_PRIME)),
+            run=str(run.path))
+    return None
 
 
 def _best_config(runs: list[RunData]) -> tuple[RunData | None, list[RunData], float | None]:
@@ -156,13 +204,25 @@ def _prices(report: ContextReport) -> list[PriceRow]:
             profiles.append(p)
     rows = []
     for p in sorted(profiles, key=lambda p: p.vcpus):
-        same = p.vcpus == report.host_vcpus
-        rows.append(PriceRow(instance=p.name, vcpus=p.vcpus,
-                             tps=measured if same else report.per_core_tps * p.vcpus,
-                             tps_basis="measured here" if same else "projected",
+        speed = cpu_speed_ratio(report.cpu_baseline, p.cpu_events_per_s_per_core)
+        if p.vcpus == report.host_vcpus and (speed is None or abs(speed - 1) <= SAME_SPEED):
+            tps, basis = measured, "measured here"
+        else:
+            tps = report.per_core_tps * p.vcpus * (speed or 1.0)
+            basis = "projected, CPU-adjusted" if speed else "projected"
+        rows.append(PriceRow(instance=p.name, vcpus=p.vcpus, tps=tps, tps_basis=basis,
                              price_month_usd=p.price_month_usd,
                              spot_month_usd=p.spot_price_month_usd))
     return rows
+
+
+def cpu_speed_ratio(here: CpuBaseline | None, there_per_core: float | None) -> float | None:
+    """How much faster a core of another machine is than this host's (its sysbench cpu
+    events/s per core over ours), when both were measured with the same work per event."""
+    if here is None or not there_per_core or here.max_prime != BASELINE_PRIME \
+            or here.events_per_s_per_core <= 0:
+        return None
+    return there_per_core / here.events_per_s_per_core
 
 
 def config_labels(runs: list[RunData]) -> list[str]:
@@ -190,6 +250,7 @@ def report_json(rep: ContextReport) -> dict[str, Any]:
         "runs": [str(r.path) for r in rep.runs],
         "best_run": str(rep.best.path) if rep.best else None,
         "per_core_tps": rep.per_core_tps, "host_vcpus": rep.host_vcpus,
+        "cpu_baseline": serde.to_dict(rep.cpu_baseline) if rep.cpu_baseline else None,
         "findings": serde.to_dict(rep.findings),
         "prices": [{**serde.to_dict(p), "tps_per_usd": p.tps_per_usd,
                     "spot_tps_per_usd": p.spot_tps_per_usd} for p in rep.prices],

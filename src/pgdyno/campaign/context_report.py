@@ -10,7 +10,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pgdyno.campaign.context import ContextReport, config_labels, journal_context, report_json
+from pgdyno.campaign.context import (
+    BASELINE_PRIME,
+    ContextReport,
+    config_labels,
+    journal_context,
+    report_json,
+)
 from pgdyno.campaign.journal import headline
 from pgdyno.campaign.scaling import ScalingCheck
 from pgdyno.compare.render import interval, pct, verdict_text
@@ -141,6 +147,19 @@ def _sizing(rep: ContextReport) -> Section:
         s.preformatted.append(
             f"CPU: {fmt(rep.best_tps, 1)} TPS / {rep.host_vcpus} vCPU "
             f"= {fmt(rep.per_core_tps, 1)} TPS per vCPU (mean of the best config's runs)")
+        s.preformatted.append(
+            f"CPU-bound TPS on this host: {rep.host_vcpus} vCPU x {fmt(rep.per_core_tps, 1)} "
+            f"TPS per vCPU (measured) = {fmt(rep.per_core_tps * (rep.host_vcpus or 0), 1)}")
+    b = rep.cpu_baseline
+    if b is not None:
+        s.preformatted.append(
+            f"CPU baseline: sysbench cpu, {b.threads} threads, primes up to {b.max_prime:,}: "
+            f"{fmt(b.events_per_s_per_core, 1)} events/s per vCPU ({Path(b.run).name})")
+        if rep.per_core_tps is not None:
+            s.preformatted.append(
+                f"Cost: {fmt(rep.per_core_tps, 1)} TPS / {fmt(b.events_per_s_per_core, 1)} "
+                f"events/s = {fmt(1000 * rep.per_core_tps / b.events_per_s_per_core, 1)} "
+                "TPS per 1,000 CPU events/s (what a faster core is projected to buy)")
     return s
 
 
@@ -229,9 +248,11 @@ def _price_performance(rep: ContextReport) -> Section:
                            "TPS per $/mo", "Spot $/mo", "Spot TPS per $/mo"], rows))
     s.paragraphs.append(
         f"TPS measured on this host ({rep.host_vcpus} vCPU); other sizes are projected "
-        "linearly from the measured TPS per vCPU (section 10). Prices come from the hardware "
-        "catalogue (spot prices are estimates that vary by zone and hour). A CPU model other "
-        "than this host's changes the per-core figure: measure on the instance to confirm.")
+        "linearly from the measured TPS per vCPU (section 10), scaled by core speed where "
+        "this context has a CPU baseline and the profile a per-core figure (\"CPU-adjusted\"). "
+        "Prices come from the hardware catalogue (spot prices are estimates that vary by zone "
+        "and hour). A CPU model other than this host's changes more than raw core speed "
+        "(caches, memory): measure on the instance to confirm.")
     if rep.hardware is None:
         s.paragraphs.append("No hardware profile was given (--hardware NAME): every catalogue "
                             "instance is listed.")
@@ -285,9 +306,9 @@ def _scaling(rep: ContextReport) -> Section:
         return s
     s.paragraphs.append(
         f"Assumption: throughput grows linearly with vCPUs at the measured "
-        f"{fmt(rep.per_core_tps, 1)} TPS per vCPU (best config, {rep.host_vcpus} vCPU), the same "
-        "CPU speed, and storage and locks that keep up. Lock and WAL contention at higher "
-        "concurrency make real scaling sub-linear.")
+        f"{fmt(rep.per_core_tps, 1)} TPS per vCPU (best config, {rep.host_vcpus} vCPU), "
+        f"{_speed_assumption(rep)}, and storage and locks that keep up. Lock and WAL "
+        "contention at higher concurrency make real scaling sub-linear.")
     rows = [[p.instance, str(p.vcpus), fmt(p.tps, 1), p.tps_basis] for p in rep.prices]
     s.tables.append(Table(["Instance", "vCPU", "Est. TPS", "Basis"], rows))
     c = rep.scaling
@@ -305,6 +326,20 @@ def _scaling(rep: ContextReport) -> Section:
             s.paragraphs.append(_efficiency_text(c))
         s.paragraphs += [f"Note: {n}" for n in c.notes]
     return s
+
+
+def _speed_assumption(rep: ContextReport) -> str:
+    b = rep.cpu_baseline
+    if b is None:
+        return ("the same CPU speed per core (run `pgdyno bench cpu` in this context to "
+                "adjust for instances whose profile gives their sysbench events/s per core)")
+    if b.max_prime != BASELINE_PRIME:
+        return (f"the same CPU speed per core (the CPU baseline used primes up to "
+                f"{b.max_prime:,}; profiles give events/s at {BASELINE_PRIME:,}, so no "
+                "adjustment)")
+    return (f"a core speed scaled by the instance's sysbench cpu events/s per core over this "
+            f"host's measured {fmt(b.events_per_s_per_core, 1)} where its profile gives one "
+            "(\"CPU-adjusted\"), else the same speed")
 
 
 def _efficiency_text(c: ScalingCheck) -> str:

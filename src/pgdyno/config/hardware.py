@@ -90,6 +90,10 @@ class HardwareProfile:
     price_note: str = ""
     tps_per_core: float | None = None
     """A measured TPC-B TPS per vCPU on this machine, for the CPU-bound TPS estimate."""
+    cpu_events_per_s_per_core: float | None = None
+    """sysbench cpu events/s per vCPU at --cpu-max-prime 20000 (``pgdyno bench cpu``'s
+    default), measured on this machine: the context report scales a TPS per vCPU measured
+    on another CPU by the ratio of the two."""
     data: Volume | None = None
     wal: Volume | None = None
     devices: list[BlockDevice] = field(default_factory=list)

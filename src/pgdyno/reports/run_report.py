@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 
 from pgdyno import serde
-from pgdyno.analysis.summary import RunSummary
+from pgdyno.analysis.summary import IterationSummary, RunSummary
 from pgdyno.reports import html, markdown, plots
 from pgdyno.reports.document import RunView, Section, Table, build_document, fmt
 from pgdyno.reports.telemetry_sections import telemetry_markdown, telemetry_plots
@@ -17,35 +17,46 @@ from pgdyno.results.rundir import RunDirectory
 
 
 def write_run_report(summary: RunSummary, run: RunView, run_dir: RunDirectory,
-                     workload_sections: list[Section], transactions: bool = True) -> None:
-    """summary.json, plots/, report.md and report.html of one run."""
+                     workload_sections: list[Section], transactions: bool = True,
+                     headline: tuple[str, str] = ("tps", "TPS")) -> None:
+    """summary.json, plots/, report.md and report.html of one run; ``headline`` is the
+    workload's headline metric (its key in the iterations' metrics, and its label)."""
     run_dir.write_json("summary.json", serde.to_dict(summary))
     images = plots.make_plots(summary, run_dir.plots) if transactions else {}
-    extra = workload_sections + telemetry_report_sections(summary, run_dir, transactions)
+    extra = workload_sections + telemetry_report_sections(summary, run_dir, transactions,
+                                                          headline)
     doc = build_document(summary, run, images, extra, transactions)
     (run_dir.path / "report.md").write_text(markdown.render_document(doc))
     (run_dir.path / "report.html").write_text(html.render_document(doc, run_dir.path))
 
 
 def telemetry_report_sections(summary: RunSummary, run_dir: RunDirectory,
-                              transactions: bool = True) -> list[Section]:
+                              transactions: bool = True,
+                              headline: tuple[str, str] = ("tps", "TPS")) -> list[Section]:
     """A verdict table for every iteration, then full telemetry for one per client count.
 
-    The iteration shown in full is the one with the median TPS at that client count:
-    the most typical, not the best.
+    The iteration shown in full is the one with the median headline value (TPS, NOPM,
+    events/s) at that client count: the most typical, not the best.
     """
     observed = [it for it in summary.iterations if it.telemetry is not None]
     if not observed:
         return []
+    key, metric_label = headline
+
+    def value(it: IterationSummary) -> float:
+        return float(it.metrics.get(key, it.tps_mean))
+
     rows = []
     for it in observed:
         v = it.verdict
-        rows.append([str(it.clients), str(it.iteration), fmt(it.tps_mean, 1),
+        rows.append([str(it.clients), str(it.iteration), fmt(value(it), 1),
                      v.label if v else "–", (v.evidence[0] if v and v.evidence else "")])
     sections = [Section("Bottleneck verdicts", tables=[Table(
-        ["Clients", "Iteration", "TPS", "Verdict", "Main evidence"], rows)])]
+        ["Clients", "Iteration", metric_label, "Verdict", "Main evidence"], rows)])]
+    if all(it.verdict is None for it in observed):  # host-only telemetry: no verdicts
+        sections = []
     for clients in summary.client_counts:
-        runs = sorted((it for it in observed if it.clients == clients), key=lambda i: i.tps_mean)
+        runs = sorted((it for it in observed if it.clients == clients), key=value)
         if not runs:
             continue
         it = runs[(len(runs) - 1) // 2]
@@ -56,7 +67,7 @@ def telemetry_report_sections(summary: RunSummary, run_dir: RunDirectory,
         made = telemetry_plots(it.telemetry, run_dir.plots / label, tps)
         names = {k: str(v.relative_to(run_dir.path)) for k, v in made.items()}
         sections.append(Section(
-            f"Telemetry: {it.clients} clients (iteration {it.iteration}, median TPS)",
+            f"Telemetry: {it.clients} clients (iteration {it.iteration}, median {metric_label})",
             markdown=_demote(telemetry_markdown(it.telemetry, it.verdict, names))))
     return sections
 

@@ -1,26 +1,29 @@
-"""The record of a warehouse sweep: ``sweep.json`` in its directory beside the runs.
+"""The record of a sweep over a workload's dataset size: ``sweep.json`` beside the runs.
 
-The sweep directory holds no measurements of its own: each step names the run directory
-(a sibling) that measured it and how that run ended; the sweep report reads the runs.
+A sweep is one ordinary run per size (TPROC-C's ``--warehouses 10,20,30``). The sweep
+directory holds no measurements of its own: each step names the run directory (a sibling)
+that measured it and how that run ended; the workload's sweep report reads the runs.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from pgdyno import serde
 from pgdyno.errors import UsageError
-from pgdyno.results.manifest import read_versioned
+from pgdyno.results.manifest import from_versioned, read_json_file
 from pgdyno.results.rundir import write_json_atomic
 
 SWEEP_FILE = "sweep.json"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 
 @dataclass
 class SweepStep:
-    warehouses: int
+    size: int
+    """The dataset size this step runs at, in the record's ``size_unit``."""
     clients: list[int]
     run: str | None = None
     """The run directory's name; it sits beside the sweep directory."""
@@ -35,12 +38,14 @@ class SweepRecord:
     status: str
     started_at: str
     ended_at: str | None
-    keying_thinking: bool
-    time_scale: float
     config: str
+    workload: str
+    """The workload whose plugin builds the sweep report."""
+    size_unit: str
+    """What a step's size counts ("warehouses")."""
+    workload_options: dict[str, Any] = field(default_factory=dict)
+    """The workload's options common to every step (serialised), for the sweep report."""
     steps: list[SweepStep] = field(default_factory=list)
-    workload: str = "tprocc"
-    """The workload whose plugin builds the sweep report (sweeps vary its dataset size)."""
 
     def save(self, sweep_dir: Path) -> None:
         write_json_atomic(sweep_dir / SWEEP_FILE, serde.to_dict(self))
@@ -50,4 +55,16 @@ class SweepRecord:
         path = sweep_dir / SWEEP_FILE
         if not path.is_file():
             raise UsageError(f"{sweep_dir}: not a pgdyno sweep directory ({SWEEP_FILE} missing)")
-        return read_versioned(cls, path, SCHEMA_VERSION, "sweep record")
+        data = read_json_file(path, "sweep record")
+        if isinstance(data, dict) and data.get("schema_version") == 1:
+            data = _from_v1(data)
+        return from_versioned(cls, data, SCHEMA_VERSION, path, "sweep record")
+
+
+def _from_v1(data: dict[str, Any]) -> dict[str, Any]:
+    """Version 1 recorded only TPROC-C warehouse sweeps, with their two options inline."""
+    options = {k: data.pop(k) for k in ("keying_thinking", "time_scale") if k in data}
+    steps = [{**{k: v for k, v in s.items() if k != "warehouses"}, "size": s["warehouses"]}
+             for s in data.get("steps", []) if isinstance(s, dict) and "warehouses" in s]
+    return {**data, "schema_version": SCHEMA_VERSION, "workload": data.get("workload", "tprocc"),
+            "size_unit": "warehouses", "workload_options": options, "steps": steps}

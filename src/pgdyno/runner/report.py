@@ -17,6 +17,7 @@ from pgdyno.results.manifest import load_manifest, manifest_to_dict
 from pgdyno.results.rundir import RunDirectory
 from pgdyno.results.sweepdir import SWEEP_FILE, SweepRecord
 from pgdyno.workloads import registry
+from pgdyno.workloads.base import headline_metric
 
 
 def build_reports(path: Path) -> RunSummary:
@@ -29,11 +30,13 @@ def build_reports(path: Path) -> RunSummary:
     opts = manifest.options
     cpu_count = int(manifest.host.get("cpu_count") or 1)
     summary = workload.summarise(run_dir, plan, opts, manifest.status, cpu_count)
+    spec = headline_metric(workload.metrics)
     view = RunView(manifest=manifest_to_dict(manifest), plan=plan, opts=opts,
                    dataset=workload.describe_dataset(opts))
     write_run_report(summary, view, run_dir,
                      workload.report_sections(summary, run_dir, plan, opts),
-                     transactions=workload.common_report())
+                     transactions=workload.common_report(),
+                     headline=(spec.name, spec.label))
     return summary
 
 

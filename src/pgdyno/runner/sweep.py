@@ -1,12 +1,13 @@
-"""``pgdyno bench tprocc --warehouses 10,20,30``: one run per warehouse count, one sweep report.
+"""A sweep over a workload's dataset size: one ordinary run per size, one sweep report.
 
-Each warehouse count is a complete, ordinary run (its own dataset, iterations, telemetry,
-verdicts and report), in ascending order of W so that each load grows on the last one's
-machine state the same way every time. The sweep directory beside them holds
-``sweep.json`` — which runs belong to the sweep and how each ended — and the report that
-puts them side by side: real against ideal NOPM in compliant mode and where real/ideal
-drops below 90% (DBT-2's saturation point), and the 90th percentile response time per
-transaction type. ``pgdyno report SWEEP_DIR`` rebuilds it from the runs' raw files.
+The workload says which sizes the options ask for (``sweep_steps``; TPROC-C's
+``--warehouses 10,20,30``) and builds the sweep report (``build_sweep_report``; TPROC-C
+puts real against ideal NOPM side by side and finds where real/ideal drops below 90%).
+Each size is a complete, ordinary run (its own dataset, iterations, telemetry, verdicts
+and report), in ascending order so that each load grows on the last one's machine state
+the same way every time. The sweep directory beside them holds ``sweep.json``: which runs
+belong to the sweep and how each ended. ``pgdyno report SWEEP_DIR`` rebuilds the report
+from the runs' raw files.
 
 A run that fails does not end the sweep (a larger W may fail for its own reasons, such
 as disk space); Ctrl-C does, and the report is built from what finished.
@@ -19,6 +20,7 @@ from pathlib import Path
 
 from rich.console import Console
 
+from pgdyno import serde
 from pgdyno.errors import RunFailed, RunInterrupted, UsageError
 from pgdyno.results.manifest import BenchOptions
 from pgdyno.results.rundir import new_stamped_dir, utc_now
@@ -29,7 +31,7 @@ from pgdyno.workloads import registry
 
 
 def sweep_steps(opts: BenchOptions) -> list[tuple[int, BenchOptions]]:
-    """The runs of a sweep the options ask for ((W, options) each); empty for one run."""
+    """The runs of a sweep the options ask for ((size, options) each); empty for one run."""
     return registry.get(opts.workload).sweep_steps(opts)
 
 
@@ -42,25 +44,25 @@ def run_sweep(opts: BenchOptions, console: Console | None = None) -> Path:
     context = context_of(opts)
     opts = dataclasses.replace(opts, context=context)
     sweep_dir = new_stamped_dir(opts.results_dir, context, f"{opts.workload}-sweep")
-    wl = opts.workload_options
+    workload = registry.get(opts.workload)
+    unit = workload.size_unit
     record = SweepRecord(
         schema_version=SCHEMA_VERSION, context=context, status="running", started_at=utc_now(),
-        ended_at=None, keying_thinking=bool(getattr(wl, "keying_thinking", False)),
-        time_scale=float(getattr(wl, "time_scale", 1.0)), config=opts.config,
-        workload=opts.workload,
-        steps=[SweepStep(warehouses=w, clients=list(step.clients)) for w, step in steps])
-    options = {w: dataclasses.replace(step, context=context) for w, step in steps}
+        ended_at=None, config=opts.config, workload=opts.workload, size_unit=unit,
+        workload_options=serde.to_dict(opts.workload_options),
+        steps=[SweepStep(size=size, clients=list(step.clients)) for size, step in steps])
+    options = {size: dataclasses.replace(step, context=context) for size, step in steps}
     record.save(sweep_dir)
     interrupted: RunInterrupted | None = None
     try:
         for step in record.steps:
-            console.print(f"[bold]sweep:[/bold] {step.warehouses} warehouses, "
-                          f"{','.join(map(str, step.clients))} VUs")
+            console.print(f"[bold]sweep:[/bold] {step.size} {unit}, "
+                          f"{','.join(map(str, step.clients))} clients")
             step.status = "running"
             record.save(sweep_dir)
             try:
-                result = run_bench(options[step.warehouses], console,
-                                   role={"sweep": sweep_dir.name, "step": step.warehouses})
+                result = run_bench(options[step.size], console,
+                                   role={"sweep": sweep_dir.name, "step": step.size})
                 step.run, step.status = result.run_dir.name, result.status
             except RunInterrupted as exc:
                 step.status, step.reason = "interrupted", str(exc)
@@ -71,7 +73,7 @@ def run_sweep(opts: BenchOptions, console: Console | None = None) -> Path:
                 step.status, step.reason = "failed", str(exc)
                 run_dir = exc.run_dir if isinstance(exc, RunFailed) else None
                 step.run = run_dir.name if run_dir else None
-                console.print(f"[red]sweep: W={step.warehouses} failed:[/red] {exc}")
+                console.print(f"[red]sweep: {step.size} {unit} failed:[/red] {exc}")
             record.save(sweep_dir)
     finally:
         record.status = _overall(record, interrupted is not None)

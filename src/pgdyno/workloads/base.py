@@ -84,6 +84,9 @@ class MetricSpec:
     """The run's headline figure (the index, the context report, campaign summaries)."""
 
 
+CPU_BASELINE_METRIC = "events_per_s_per_core"
+"""The metric a CPU baseline run records per iteration: the host's measured per-core speed,
+which the context report uses to adjust its projection to other CPUs."""
 TPS = MetricSpec("tps", "TPS", "tx/s", HIGHER, headline=True)
 LATENCY_METRICS = (
     MetricSpec("latency_avg_ms", "Latency avg", "ms", LOWER),
@@ -209,6 +212,8 @@ class Workload(Protocol):
     """(pgtune database type, write-heavy) for the config engine's rules."""
     options_type: ClassVar[type]
     metrics: ClassVar[tuple[MetricSpec, ...]]
+    size_unit: ClassVar[str]
+    """What its dataset size counts ("scale", "warehouses", "rows"): a sweep's steps."""
 
     def default_clients(self) -> tuple[int, ...]:
         """Client counts (threads, for a program) when --clients is not given."""
@@ -266,11 +271,13 @@ class Workload(Protocol):
 
 def add_telemetry(summary: IterationSummary, it_dir: Path, duration_s: float,
                   cpu_count: int) -> None:
-    """The iteration's telemetry over its measured window, and the bottleneck verdict."""
+    """The iteration's telemetry over its measured window, and the bottleneck verdict (which
+    weighs the server's sessions, so a run without a server has none)."""
     from pgdyno.analysis.telemetry import analyse_telemetry
     from pgdyno.analysis.verdict import decide_bottleneck
 
     if (it_dir / "telemetry" / "meta.json").exists():
         window = (summary.window_start_epoch, summary.window_start_epoch + duration_s)
         summary.telemetry = analyse_telemetry(it_dir, window)
-        summary.verdict = decide_bottleneck(summary.telemetry, summary.clients, cpu_count)
+        if summary.telemetry.server_sampled:
+            summary.verdict = decide_bottleneck(summary.telemetry, summary.clients, cpu_count)

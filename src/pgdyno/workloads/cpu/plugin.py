@@ -35,6 +35,7 @@ from pgdyno.reports.document import Section, Table, fmt
 from pgdyno.reports.plots import plt, save_figure, series_style
 from pgdyno.results.rundir import IterationRecord, RunDirectory, RunPlan, write_json_atomic
 from pgdyno.workloads.base import (
+    CPU_BASELINE_METRIC,
     HIGHER,
     LOWER,
     BenchOptions,
@@ -67,10 +68,11 @@ class Cpu:
     engine_dir: ClassVar[str] = "sysbench"
     tuning: ClassVar[tuple[str, bool]] = ("oltp", False)
     options_type: ClassVar[type] = CpuOptions
+    size_unit: ClassVar[str] = "primes"
     default_max_tries: ClassVar[int] = 1
     metrics: ClassVar[tuple[MetricSpec, ...]] = (
         MetricSpec("events_per_s", "Events/s", "events/s", HIGHER, headline=True),
-        MetricSpec("events_per_s_per_core", "Events/s per core", "events/s", HIGHER),
+        MetricSpec(CPU_BASELINE_METRIC, "Events/s per core", "events/s", HIGHER),
         MetricSpec("latency_avg_ms", "Latency avg", "ms", LOWER),
         MetricSpec("latency_p95_ms", "Latency p95", "ms", LOWER),
     )
@@ -185,13 +187,13 @@ class Cpu:
         rows = []
         for c in summary.per_clients:
             its = [i for i in summary.iterations if i.clients == c.clients]
-            per_core = [i.metrics["events_per_s_per_core"] for i in its]
+            per_core = [i.metrics[CPU_BASELINE_METRIC] for i in its]
             rows.append([str(c.clients), str(c.iterations), fmt(c.tps_iteration_mean, 1),
                          fmt(c.tps_iteration_stddev, 1), fmt(statistics.fmean(per_core), 1),
                          fmt(c.latency.mean_ms, 3), fmt(c.latency.percentiles_ms.get("p95"), 3),
                          fmt(c.latency.percentiles_ms.get("p99"), 3), fmt(c.latency.max_ms, 3)])
         per_it = [[str(i.clients), str(i.iteration), i.status, fmt(i.tps_mean, 1),
-                   fmt(i.metrics["events_per_s_per_core"], 1), f"{i.transactions:,}",
+                   fmt(i.metrics[CPU_BASELINE_METRIC], 1), f"{i.transactions:,}",
                    fmt(i.latency.mean_ms, 3), fmt(i.metrics["latency_p95_ms"], 3),
                    fmt(i.latency.max_ms, 3)] for i in summary.iterations]
         section = Section("CPU baseline (sysbench cpu)", paragraphs=[
@@ -246,7 +248,7 @@ def _iteration(result: sysbench.CpuResult, hist: LatencyHistogram, record: Itera
         tps_max=float(eps.max()) if eps.size else math.nan,
         interval_tps=eps.tolist(), latency=latency, lag=None, scripts=[], timeline=timeline,
         log_files=record.log_files,
-        metrics={"events_per_s": result.events_per_s, "events_per_s_per_core": per_core,
+        metrics={"events_per_s": result.events_per_s, CPU_BASELINE_METRIC: per_core,
                  "latency_avg_ms": result.latency_avg_ms,
                  "latency_p95_ms": result.latency_pct_ms})
 

@@ -50,6 +50,7 @@ class Oltp(PgbenchWorkload):
     """One of sysbench's two OLTP transactions; subclasses say which."""
 
     options_type: ClassVar[type] = OltpOptions
+    size_unit: ClassVar[str] = "rows per table"
     default_max_tries: ClassVar[int] = 10
     """Deadlocks between the updates of concurrent transactions are retried, as sysbench
     ignores and retries them."""

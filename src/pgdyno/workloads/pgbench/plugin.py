@@ -54,6 +54,7 @@ class PgbenchBuiltin(PgbenchWorkload):
     """One of pgbench's built-in scripts (``-b``), optionally mixed with user scripts."""
 
     options_type: ClassVar[type] = PgbenchOptions
+    size_unit: ClassVar[str] = "scale"
     builtin: ClassVar[str | None]
 
     def options_from_cli(self, raw: dict[str, Any], opts: BenchOptions) -> BenchOptions:

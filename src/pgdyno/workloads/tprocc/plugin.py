@@ -63,6 +63,7 @@ class Tprocc(PgbenchWorkload):
     description = "TPROC-C: TPC-C-derived OLTP (HammerDB's), NOPM from the database"
     tuning = ("oltp", True)
     options_type: ClassVar[type] = TproccOptions
+    size_unit: ClassVar[str] = "warehouses"
     default_max_tries: ClassVar[int] = RETRIES
     metrics: ClassVar[tuple[MetricSpec, ...]] = (
         MetricSpec("nopm", "NOPM", "new orders/min", HIGHER, headline=True),

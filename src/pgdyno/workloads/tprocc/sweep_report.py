@@ -68,14 +68,22 @@ def summarise_sweep(sweep_dir: Path, record: SweepRecord) -> SweepSummary:
     for step in record.steps:
         run_dir = sweep_dir.parent / step.run if step.run else None
         if run_dir is None or not (run_dir / "raw" / "run.json").is_file():
-            rows += [SweepRow(step.warehouses, c, step.run, step.status) for c in step.clients]
+            rows += [SweepRow(step.size, c, step.run, step.status) for c in step.clients]
             continue
-        rows += _rows_of_run(run_dir, step.warehouses, step.status, record)
+        rows += _rows_of_run(run_dir, step.size, step.status, record)
     return SweepSummary(
         schema_version=SCHEMA_VERSION, context=record.context, status=record.status,
-        keying_thinking=record.keying_thinking, time_scale=record.time_scale,
+        keying_thinking=_keying_thinking(record), time_scale=_time_scale(record),
         threshold=tprocc.SATURATION_RATIO, rows=rows,
         saturation_warehouses=saturation_point(rows, tprocc.SATURATION_RATIO))
+
+
+def _keying_thinking(record: SweepRecord) -> bool:
+    return bool(record.workload_options.get("keying_thinking", False))
+
+
+def _time_scale(record: SweepRecord) -> float:
+    return float(record.workload_options.get("time_scale", 1.0))
 
 
 def saturation_point(rows: list[SweepRow], threshold: float) -> int | None:
@@ -110,9 +118,9 @@ def _rows_of_run(run_dir: Path, warehouses: int, status: str,
             row.nopm_stddev = statistics.stdev(nopms) if len(nopms) > 1 else None
             row.tpm_mean = statistics.fmean(e["tpm"] for e in extras)
             row.efficiency = tprocc.efficiency(row.nopm_mean, warehouses)
-        if record.keying_thinking:
+        if _keying_thinking(record):
             row.ideal_nopm = tprocc.ideal_nopm(warehouses, tprocc.Mix.parse(mix) if mix else None,
-                                               record.time_scale)
+                                               _time_scale(record))
             if row.nopm_mean is not None:
                 row.real_vs_ideal = row.nopm_mean / row.ideal_nopm
             ok = [v for key, v in sorted(windows.items()) if key[0] == clients and key in finished]
@@ -181,9 +189,9 @@ def sweep_document(summary: SweepSummary, record: SweepRecord,
         ["Started", record.started_at], ["Ended", record.ended_at or "–"],
         ["Config", record.config],
         ["Mode", "compliant (keying and think times)" if compliant else "no keying or think"],
-        ["Time scale", f"{record.time_scale:g}"]])])
+        ["Time scale", f"{_time_scale(record):g}"]])])
     return Document(title=f"pgdyno TPROC-C warehouse sweep: "
-                          f"{', '.join(str(s.warehouses) for s in record.steps)} warehouses",
+                          f"{', '.join(str(s.size) for s in record.steps)} warehouses",
                     sections=[headline, table, about])
 
 
