@@ -83,7 +83,7 @@ class DeviceSummary:
     aqu_sz: Stat = field(default_factory=Stat)
     util_pct: Stat = field(default_factory=Stat)
     read_iops_cv: float | None = None
-    """σ/μ of the 1 s read IOPS samples (None when the mean is 0)."""
+    """σ/μ of the 1 s read IOPS samples (None when the mean is below MIN_IOPS_FOR_CV)."""
     write_iops_cv: float | None = None
     read_iops_std: float | None = None
     """Population standard deviation of the 1 s read IOPS samples."""
@@ -420,12 +420,17 @@ def _std(values: list[float]) -> float | None:
     return math.sqrt(sum((v - mean) ** 2 for v in values) / len(values))
 
 
-def coefficient_of_variation(values: list[float]) -> float | None:
-    """Population σ ÷ μ of the samples; None when the mean is zero (nothing happened)."""
+MIN_IOPS_FOR_CV = 10.0
+"""Below this mean IOPS a coefficient of variation is noise (3 ± 9 IOPS gives "300%", which
+reads like a checkpoint storm): the CV is left out and reports say the activity was too low."""
+
+
+def coefficient_of_variation(values: list[float], floor: float = 0.0) -> float | None:
+    """Population σ ÷ μ of the samples; None when the mean is zero or below ``floor``."""
     if not values:
         return None
     mean = sum(values) / len(values)
-    if mean <= 0:
+    if mean <= 0 or mean < floor:
         return None
     var = sum((v - mean) ** 2 for v in values) / len(values)
     return math.sqrt(var) / mean
@@ -520,8 +525,8 @@ def _devices(disks: list[dict[str, procfs.DiskCounters]], ticks: list[HostTick],
             w_await_ms=_stat([r.w_await_ms for r in rates if r.w_s > 0], whole.w_await_ms),
             aqu_sz=_stat([r.aqu_sz for r in rates], whole.aqu_sz),
             util_pct=_stat([r.util_pct for r in rates], whole.util_pct),
-            read_iops_cv=coefficient_of_variation([r.r_s for r in rates]),
-            write_iops_cv=coefficient_of_variation([r.w_s for r in rates]),
+            read_iops_cv=coefficient_of_variation([r.r_s for r in rates], MIN_IOPS_FOR_CV),
+            write_iops_cv=coefficient_of_variation([r.w_s for r in rates], MIN_IOPS_FOR_CV),
             read_iops_std=_std([r.r_s for r in rates]),
             write_iops_std=_std([r.w_s for r in rates]),
             read_mb=(end.sectors_read - begin.sectors_read) * procfs.SECTOR_BYTES / MB,
