@@ -139,7 +139,7 @@ def run_cli(args: list[str], env_workdir: Path, timeout: float = 300,
     import subprocess
     import sys
 
-    env = dict(os.environ, PGDYNO_WORKDIR=str(env_workdir), COLUMNS="120", **(env or {}))
+    env = {**os.environ, "PGDYNO_WORKDIR": str(env_workdir), "COLUMNS": "120", **(env or {})}
     return subprocess.run([sys.executable, "-m", "pgdyno", *args], capture_output=True,
                           text=True, env=env, timeout=timeout, **kw)
 

@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.table import Table
 
 from pgdyno.errors import UsageError
-from pgdyno.results.index import RunIndex
+from pgdyno.results.index import RunIndex, find_run
 from pgdyno.results.rundir import STATUSES
 from pgdyno.workloads.checks import check_choice
 
@@ -75,7 +75,8 @@ def _bench_command():
 
 
 def report(
-    run_dir: Path | None = typer.Argument(None, help="a run directory (or a sweep's)"),
+    run_dir: str | None = typer.Argument(
+        None, help="a run directory, a run as `pgdyno runs` lists it, or a sweep directory"),
     context: str | None = typer.Option(None, help="assemble the report of a whole context"),
     results_dir: Path = typer.Option(Path("results"), help="root of run directories"),
     hardware: str | None = typer.Option(None, help="hardware profile for prices (--context)"),
@@ -92,9 +93,10 @@ def report(
         return
     if run_dir is None:
         raise UsageError("report needs a RUN_DIR, or --context NAME for a context report")
-    from pgdyno.runner.report import rebuild
+    from pgdyno.runner.report import is_sweep, rebuild
 
-    typer.echo(f"report: {rebuild(run_dir)}")
+    path = Path(run_dir) if is_sweep(Path(run_dir)) else find_run(run_dir, results_dir)
+    typer.echo(f"report: {rebuild(path)}")
 
 
 def runs(
@@ -115,7 +117,11 @@ def runs(
         for key, value in row.__dict__.items():
             console.print(f"[bold]{key:>11}[/bold]  {value}")
         return
-    table = Table("run", "status", "config", "dataset", "clients")
+    table = Table()
+    # The id in full, never cut: it is what `report`, `compare` and `note` take.
+    table.add_column("run", no_wrap=True)
+    for header in ("status", "config", "dataset", "clients"):
+        table.add_column(header)
     for header in ("headline", "p99 ms"):
         table.add_column(header, justify="right")
     table.add_column("PostgreSQL")

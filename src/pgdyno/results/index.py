@@ -7,6 +7,8 @@ from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
 
+from pgdyno.errors import UsageError
+
 INDEX_FILE = "index.sqlite"
 
 _SCHEMA = """
@@ -109,3 +111,19 @@ class RunIndex:
             return str(run_dir.resolve().relative_to(self.root.resolve()))
         except ValueError:
             return str(run_dir.resolve())
+
+
+def find_run(ref: str | Path, results_dir: Path) -> Path:
+    """A run given as a directory, or as the id (or its suffix) ``pgdyno runs`` prints."""
+    path = Path(ref)
+    if (path / "manifest.json").is_file():
+        return path
+    row = RunIndex(results_dir).get(str(ref))
+    if row is not None:
+        candidate = Path(row.run_id)
+        if not candidate.is_absolute():
+            candidate = results_dir / candidate
+        if (candidate / "manifest.json").is_file():
+            return candidate
+    raise UsageError(f"run {ref}: neither a run directory nor a run in {results_dir}; "
+                     "list runs with `pgdyno runs`")

@@ -98,6 +98,11 @@ def run_bench(opts: BenchOptions, console: Console | None = None,
     settings, config_record = (resolve_settings(opts, workload) if workload.needs_server
                                else ({}, {}))
     target = open_target(opts.target, settings) if workload.needs_server else None
+    if target is not None and target.kind == "dsn":
+        # An unreachable server is bad input, found before anything is written: no run
+        # directory, no index row (a server pgdyno starts is different: a config that
+        # does not start is a result, recorded with its rollback).
+        target.start()
     run_dir = RunDirectory.create(opts.results_dir, context, opts.workload)
     plan = RunPlan(schema_version=PLAN_SCHEMA_VERSION, workload=opts.workload, context=context)
     manifest = Manifest(

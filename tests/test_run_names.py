@@ -1,0 +1,33 @@
+"""Every command that takes a run accepts what `pgdyno runs` prints."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from tests.conftest import run_cli
+
+
+def test_report_and_note_take_the_id_runs_prints(tmp_path: Path) -> None:
+    results = tmp_path / "results"
+    out = run_cli(["bench", "cpu", "--clients", "1", "--duration", "1", "--warmup", "1",
+                   "--iterations", "1", "--no-telemetry", "--results-dir", str(results),
+                   "--no-progress"], tmp_path)
+    assert out.returncode == 0, out.stderr
+    run_dir = next(results.glob("*--cpu/cpu-*"))
+    listing = run_cli(["runs", "--results-dir", str(results)], tmp_path, env={"COLUMNS": "80"})
+    assert listing.returncode == 0, listing.stderr
+    run_id = f"{run_dir.parent.name}/{run_dir.name}"
+    assert re.search(rf"\b{re.escape(run_id)}\b", listing.stdout), listing.stdout  # not cut
+    (run_dir / "report.md").unlink()
+    for ref in (run_id, run_dir.name):  # the id, and its suffix
+        rebuilt = run_cli(["report", ref, "--results-dir", str(results)], tmp_path)
+        assert rebuilt.returncode == 0, rebuilt.stderr
+        assert (run_dir / "report.md").is_file()
+    noted = run_cli(["note", run_id, "after reboot", "--results-dir", str(results)], tmp_path)
+    assert noted.returncode == 0, noted.stderr
+    missing = run_cli(["report", "no-such-run", "--results-dir", str(results)], tmp_path)
+    assert missing.returncode == 2
+    assert missing.stderr.strip().splitlines() == [
+        f"pgdyno: error: run no-such-run: neither a run directory nor a run in {results}; "
+        "list runs with `pgdyno runs`"]
