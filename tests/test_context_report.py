@@ -7,6 +7,7 @@ import json
 import math
 import os
 import re
+import statistics
 from pathlib import Path
 
 import pytest
@@ -24,6 +25,7 @@ from tests.conftest import make_shared_dir, postgres_processes, run_cli
 pytestmark = pytest.mark.server  # every test here starts PostgreSQL
 
 CONTEXT = "ctx--simple-update"
+CPU_CONTEXT = "ctx--cpu"
 CAMPAIGN = f"""
 [campaign]
 name = "ctx"
@@ -76,10 +78,18 @@ def context(workdir: Path) -> Path:
     check = run_scaling_check(base, quiet)
     assert check.cores == [1, 2] and check.pinned_pids
     assert postgres_processes(str(workdir / "instances" / "pg18-embedded")) == []
-    cpu = run_cli(["bench", "cpu", "--context", CONTEXT, "--results-dir", str(results),
+    # The host's CPU baseline, in the hardware's own context as `bench cpu` names it.
+    cpu = run_cli(["bench", "cpu", "--context", CPU_CONTEXT, "--results-dir", str(results),
                    "--duration", "2", "--warmup", "1", "--iterations", "1", "--no-progress"],
                   workdir)
     assert cpu.returncode == 0, cpu.stderr
+    # A run of the same workload at other parameters (1 client, not 4): never ranked
+    # against the campaign's runs, whatever its TPS.
+    other = run_cli(["bench", "simple-update", "--context", CONTEXT, "--scale", "1",
+                     "--clients", "1", "--duration", "2", "--warmup", "1", "--iterations", "1",
+                     "--set", "synchronous_commit=off", "--no-telemetry", "--no-progress",
+                     "--results-dir", str(results)], workdir)
+    assert other.returncode == 0, other.stderr
     return results
 
 
@@ -168,6 +178,17 @@ def test_prices_and_projection_from_profile(context: Path) -> None:
     assert cells[4] == f"${large.price_month_usd:,.2f}"
     assert math.isclose(float(cells[5]), tps / large.price_month_usd, rel_tol=0.01)
     assert "Assumption: throughput grows linearly" in md
+    # This x86 VM is not an r8g.large (Graviton4): its figure is measured for this host
+    # only; the instance's is projected, whatever the vCPU count.
+    from pgdyno.campaign.context import same_cpu
+    from pgdyno.runner.environment import host_facts
+
+    host_cpu = host_facts().cpu_model
+    first = [c.strip() for c in next(line for line in prices.splitlines()
+                                     if line.startswith("| this host")).strip("|").split("|")]
+    assert first[0] == f"this host ({host_cpu})" and first[3] == "measured"
+    if not same_cpu(large.cpu_model, host_cpu):
+        assert cells[3].startswith("projected"), cells
 
 
 def test_key_findings_and_notes(context: Path) -> None:
@@ -196,7 +217,7 @@ def test_cpu_baseline_adjusts_the_projection(context: Path) -> None:
     md = _report(context)
     report = json.loads((context / CONTEXT / "context-report.json").read_text())
     assert "/cpu-" not in report["best_run"]
-    cpu_run = next((context / CONTEXT).glob("cpu-*"))
+    cpu_run = next((context / CPU_CONTEXT).glob("cpu-*"))
     threads = max(int(d.name.split("-")[0][1:]) for d in (cpu_run / "raw" / "sysbench").iterdir())
     stdout = (cpu_run / "raw" / "sysbench" / f"c{threads}-i1" / "stdout.txt").read_text()
     eps = float(re.search(r"events per second:\s+([\d.]+)", stdout).group(1))
@@ -212,3 +233,35 @@ def test_cpu_baseline_adjusts_the_projection(context: Path) -> None:
     expected = report["per_core_tps"] * 4 * xlarge.cpu_events_per_s_per_core / per_core
     assert row["tps"] == pytest.approx(expected)
     assert "CPU-adjusted" in md[md.index("## 10. Scaling projection"):]
+
+
+def test_configs_are_ranked_like_with_like(context: Path) -> None:
+    md = _report(context)
+    report = json.loads((context / CONTEXT / "context-report.json").read_text())
+    assert report["ranked_on"].startswith("simple-update, scale 1, clients 4, 2 s measured")
+    summary = md[md.index("## 1. Summary"):md.index("## 2.")]
+    assert "1 finished run(s) with other workload parameters were not ranked" in summary
+    findings = md[md.index("## 6. Key findings"):md.index("## 7.")]
+    assert "synchronous_commit=off" not in findings  # the 1-client run is in no comparison
+
+
+def test_hardware_overview_lists_every_workload(context: Path) -> None:
+    """Seed 004's executive summary: one row per workload measured on this hardware, each
+    figure the best run's own (recomputed from its summary.json)."""
+    md = _report(context)
+    rows = {r[0]: r for r in _table(md, "Executive summary")}
+    assert set(rows) == {"simple-update", "cpu"}
+    cpu_run = next((context / CPU_CONTEXT).glob("cpu-*"))
+    summary = json.loads((cpu_run / "summary.json").read_text())
+    (it,) = summary["iterations"]
+    assert rows["cpu"][1] == f"{fmt(it['metrics']['events_per_s'], 1)} events/s"
+    assert rows["cpu"][4] == "–"  # host-only telemetry: no session verdict
+    su = rows["simple-update"]
+    run = context / su[6]
+    s = json.loads((run / "summary.json").read_text())
+    clients = int(su[5])
+    tps = statistics.fmean(i["metrics"]["tps"] for i in s["iterations"]
+                           if i["clients"] == clients and i["status"] == "ok")
+    assert su[1] == f"{fmt(tps, 1)} tx/s"
+    pooled = next(c for c in s["per_clients"] if c["clients"] == clients)
+    assert su[3] == fmt(pooled["latency"]["mean_ms"], 3)

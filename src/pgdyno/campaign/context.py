@@ -11,6 +11,7 @@ into the report's Markdown, HTML and JSON files.
 
 from __future__ import annotations
 
+import json
 import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,13 +24,12 @@ from pgdyno.campaign.validation import ValidationResult, load_validation
 from pgdyno.compare.core import compare_runs
 from pgdyno.compare.model import MetricComparison
 from pgdyno.compare.runs import RunData, context_runs
+from pgdyno.runner.outcome import outcome_of
 from pgdyno.workloads import registry
-from pgdyno.workloads.base import CPU_BASELINE_METRIC
+from pgdyno.workloads.base import CPU_BASELINE_METRIC, headline_of
 
 BASELINE_PRIME = 20000
 """The --cpu-max-prime of the per-core figures in hardware profiles (bench cpu's default)."""
-SAME_SPEED = 0.10
-"""Cores within 10% of this host's count as this host: its measured TPS stands for them."""
 
 
 @dataclass
@@ -49,9 +49,9 @@ class PriceRow:
     vcpus: int
     tps: float
     tps_basis: str
-    """``measured here`` (this host has the profile's vCPUs), ``projected`` (per-core ×
-    vCPUs, same CPU speed) or ``projected, CPU-adjusted`` (× the instance's events/s per
-    core over this host's)."""
+    """``measured`` (this host), ``measured (this host is one)`` (same vCPUs and CPU model),
+    ``projected, same core speed`` (per-core × vCPUs) or ``projected, CPU-adjusted``
+    (× the instance's events/s per core over this host's)."""
     price_month_usd: float | None
     spot_month_usd: float | None
 
@@ -62,6 +62,22 @@ class PriceRow:
     @property
     def spot_tps_per_usd(self) -> float | None:
         return self.tps / self.spot_month_usd if self.spot_month_usd else None
+
+
+@dataclass
+class WorkloadRow:
+    """One workload on this hardware (seed 004's executive summary): its best run."""
+
+    context: str
+    workload: str
+    headline_label: str
+    headline_value: float
+    headline_unit: str
+    qps: float | None
+    latency_avg_ms: float | None
+    bottleneck: str | None
+    clients: int
+    run: str
 
 
 @dataclass
@@ -86,18 +102,22 @@ class ContextReport:
     prices: list[PriceRow] = field(default_factory=list)
     against: ContextReport | None = None
     notes: list[str] = field(default_factory=list)
+    ranked_on: str = ""
+    """The workload parameters the configs were ranked at (like with like)."""
+    hardware_overview: list[WorkloadRow] = field(default_factory=list)
 
 
 def build_context(results_dir: Path, context: str, hardware: str | None = None,
                   against: str | None = None) -> ContextReport:
     runs = context_runs(results_dir, context)
-    cpu_baseline = _cpu_baseline(runs)
+    cpu_baseline = _cpu_baseline(runs) or _cpu_baseline(_hardware_runs(results_dir, context))
     # Configs are ranked by database throughput: a baseline without a server (cpu, fio)
     # measures the host, not a config.
     ok = [r for r in runs if r.status == "ok" and r.clients() is not None and _on_server(r)]
     regular = [r for r in ok if not r.role.get("validation") and not r.role.get("scaling_check")]
-    best, best_runs, best_tps = _best_config(regular or ok)
-    baseline_label, findings = _findings(regular)
+    comparable, ranked_on, left_out = like_with_like(regular or ok)
+    best, best_runs, best_tps = _best_config(comparable)
+    baseline_label, findings = _findings(comparable)
     validation = next((v for r in reversed(runs) if (v := load_validation(r.path))), None)
     scaling = next((s for r in reversed(runs) if (s := load_scaling(r.path))), None)
     host_vcpus = (best.manifest.get("host") or {}).get("cpu_count") if best else None
@@ -109,7 +129,12 @@ def build_context(results_dir: Path, context: str, hardware: str | None = None,
                            validation=validation, scaling=scaling,
                            hardware=_hardware(hardware, runs), per_core_tps=per_core,
                            host_vcpus=host_vcpus, best_tps=best_tps, best_runs=best_runs,
-                           cpu_baseline=cpu_baseline)
+                           cpu_baseline=cpu_baseline, ranked_on=ranked_on,
+                           hardware_overview=hardware_overview(results_dir, context))
+    if left_out:
+        report.notes.append(
+            f"{left_out} finished run(s) with other workload parameters were not ranked: "
+            f"configs are compared only at {ranked_on}.")
     report.prices = _prices(report)
     if against:
         report.against = build_context(results_dir, against, hardware=None)
@@ -135,6 +160,95 @@ def _cpu_baseline(runs: list[RunData]) -> CpuBaseline | None:
             threads=threads, max_prime=int(options.get("max_prime", BASELINE_PRIME)),
             run=str(run.path))
     return None
+
+
+def parameters_key(run: RunData) -> str:
+    """What must match for two runs' TPS to be comparable: the workload and its options
+    (scale, warehouses, mix...), the client counts, the measured and warm-up seconds, the
+    rate."""
+    o = run.manifest.get("options") or {}
+    return json.dumps({"workload": run.workload, "workload_options": o.get("workload_options"),
+                       "clients": o.get("clients"), "duration_s": o.get("duration_s"),
+                       "warmup_s": o.get("warmup_s"), "rate_tps": o.get("rate_tps")},
+                      sort_keys=True)
+
+
+def describe_parameters(run: RunData) -> str:
+    o = run.manifest.get("options") or {}
+    words = [run.workload]
+    words += [f"{k} {v}" for k, v in sorted((o.get("workload_options") or {}).items())
+              if isinstance(v, int | float | str) and not isinstance(v, bool) and v != ""]
+    words.append(f"clients {','.join(str(c) for c in o.get('clients') or [])}")
+    words.append(f"{o.get('duration_s')} s measured")
+    if o.get("rate_tps"):
+        words.append(f"rate {o['rate_tps']:g} tps")
+    return ", ".join(words)
+
+
+def like_with_like(runs: list[RunData]) -> tuple[list[RunData], str, int]:
+    """The runs the configs are ranked over: those sharing one set of workload parameters,
+    the set measured with the most configs (then the most runs, then the latest); with how
+    it reads and how many runs were left out."""
+    groups: dict[str, list[RunData]] = {}
+    for r in runs:
+        groups.setdefault(parameters_key(r), []).append(r)
+    if not groups:
+        return [], "", 0
+    chosen = max(groups.values(), key=lambda g: (len({r.label for r in g}), len(g),
+                                                 max(r.started_at for r in g)))
+    return chosen, describe_parameters(chosen[0]), len(runs) - len(chosen)
+
+
+def _hardware_runs(results_dir: Path, context: str) -> list[RunData]:
+    """The runs of the other contexts on this context's hardware (HARDWARE--*), oldest first:
+    a CPU baseline measured once (``pgdyno bench cpu``, context HARDWARE--cpu) serves all."""
+    if "--" not in context:
+        return []
+    runs = [r for folder in _hardware_contexts(results_dir, context) if folder != context
+            for r in context_runs(results_dir, folder)]
+    return sorted(runs, key=lambda r: r.started_at)
+
+
+def _hardware_contexts(results_dir: Path, context: str) -> list[str]:
+    hardware = context.split("--")[0]
+    return [f.name for f in sorted(results_dir.glob(f"{hardware}--*")) if f.is_dir()]
+
+
+def hardware_overview(results_dir: Path, context: str) -> list[WorkloadRow]:
+    """Every workload measured on this context's hardware (contexts named HARDWARE--*): the
+    best finished run of each, headline, QPS, average latency and bottleneck."""
+    if "--" not in context:
+        return []
+    rows = [_best_of_context(results_dir, name)
+            for name in _hardware_contexts(results_dir, context)]
+    return [r for r in rows if r is not None]
+
+
+def _best_of_context(results_dir: Path, context: str) -> WorkloadRow | None:
+    best: tuple[float, WorkloadRow] | None = None
+    for run in context_runs(results_dir, context):
+        if run.status != "ok" or run.summary is None or run.workload not in registry.names():
+            continue
+        workload = registry.get(run.workload)
+        head = headline_of(run.summary, workload.metrics)
+        if head is None:
+            continue
+        outcome = outcome_of(run.summary, head, "")
+        at = [it for it in run.summary.iterations
+              if it.clients == head.clients and it.status == "ok"]
+        qps = [it.metrics["qps"] for it in at if "qps" in it.metrics]
+        pooled = run.clients(head.clients)
+        row = WorkloadRow(
+            context=context, workload=run.workload, headline_label=head.label,
+            headline_value=head.value, headline_unit=head.unit,
+            qps=statistics.fmean(qps) if qps else None,
+            latency_avg_ms=pooled.latency.mean_ms if pooled and pooled.latency.count else None,
+            bottleneck=outcome.verdict, clients=head.clients, run=str(run.path))
+        direction = next((m.direction for m in workload.metrics if m.name == head.metric), 1)
+        score = (direction or 1) * head.value
+        if best is None or score > best[0]:
+            best = (score, row)
+    return best[1] if best else None
 
 
 def _best_config(runs: list[RunData]) -> tuple[RunData | None, list[RunData], float | None]:
@@ -202,18 +316,30 @@ def _prices(report: ContextReport) -> list[PriceRow]:
         if (family is None or p.name.startswith(family)) and \
                 all(p.name != q.name for q in profiles):
             profiles.append(p)
-    rows = []
+    host = (report.best.manifest.get("host") or {})
+    host_cpu = str(host.get("cpu_model") or "")
+    # The figure measured here heads the table as what it is: this host, no price.
+    rows = [PriceRow(instance=f"this host ({host_cpu or 'CPU unknown'})",
+                     vcpus=report.host_vcpus or 0, tps=measured, tps_basis="measured",
+                     price_month_usd=None, spot_month_usd=None)]
     for p in sorted(profiles, key=lambda p: p.vcpus):
         speed = cpu_speed_ratio(report.cpu_baseline, p.cpu_events_per_s_per_core)
-        if p.vcpus == report.host_vcpus and (speed is None or abs(speed - 1) <= SAME_SPEED):
-            tps, basis = measured, "measured here"
+        if p.vcpus == report.host_vcpus and same_cpu(p.cpu_model, host_cpu):
+            tps, basis = measured, "measured (this host is one)"
         else:
             tps = report.per_core_tps * p.vcpus * (speed or 1.0)
-            basis = "projected, CPU-adjusted" if speed else "projected"
+            basis = "projected, CPU-adjusted" if speed else "projected, same core speed"
         rows.append(PriceRow(instance=p.name, vcpus=p.vcpus, tps=tps, tps_basis=basis,
                              price_month_usd=p.price_month_usd,
                              spot_month_usd=p.spot_price_month_usd))
     return rows
+
+
+def same_cpu(profile_model: str, host_model: str) -> bool:
+    """Whether a profile's CPU model names this host's (a figure measured here then stands
+    for the instance; an x86 VM does not measure a Graviton)."""
+    a, b = profile_model.lower().strip(), host_model.lower().strip()
+    return bool(a and b) and (a in b or b in a)
 
 
 def cpu_speed_ratio(here: CpuBaseline | None, there_per_core: float | None) -> float | None:
@@ -251,6 +377,8 @@ def report_json(rep: ContextReport) -> dict[str, Any]:
         "best_run": str(rep.best.path) if rep.best else None,
         "per_core_tps": rep.per_core_tps, "host_vcpus": rep.host_vcpus,
         "cpu_baseline": serde.to_dict(rep.cpu_baseline) if rep.cpu_baseline else None,
+        "ranked_on": rep.ranked_on,
+        "hardware_overview": serde.to_dict(rep.hardware_overview),
         "findings": serde.to_dict(rep.findings),
         "prices": [{**serde.to_dict(p), "tps_per_usd": p.tps_per_usd,
                     "spot_tps_per_usd": p.spot_tps_per_usd} for p in rep.prices],

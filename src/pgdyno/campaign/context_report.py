@@ -81,8 +81,27 @@ def _summary(rep: ContextReport) -> Section:
         s.paragraphs.append(
             f"Best config: **{rep.best.label}**, **{fmt(rep.best_tps, 1)} TPS**: the mean of "
             f"its {len(rep.best_runs)} run(s) above ({names}); its median run "
-            f"{rep.best.path.name} stands for it below.")
+            f"{rep.best.path.name} stands for it below. Configs are ranked like with like, "
+            f"over runs of {rep.ranked_on}.")
+    s.paragraphs += [f"Note: {n}" for n in rep.notes]
+    if rep.hardware_overview:
+        s.tables.append(_hardware_table(rep))
     return s
+
+
+def _hardware_table(rep: ContextReport) -> Table:
+    """Seed 004's opening table: every workload measured on this hardware."""
+    rows = [[w.workload, f"{fmt(w.headline_value, 1)} {w.headline_unit}",
+             fmt(w.qps, 1) if w.qps is not None else "–",
+             fmt(w.latency_avg_ms, 3) if w.latency_avg_ms is not None else "–",
+             w.bottleneck or "–", str(w.clients), f"{w.context}/{Path(w.run).name}"]
+            for w in rep.hardware_overview]
+    hardware = rep.context.split("--")[0]
+    return Table(["Benchmark", "Headline", "QPS", "Latency avg (ms)", "Bottleneck",
+                  "Clients", "Run"], rows,
+                 caption=f"Executive summary: every workload on {hardware} (contexts "
+                         f"{hardware}--*), the best finished run of each at its best client "
+                         "count")
 
 
 def _plan_of(run: RunData | None) -> dict | None:
@@ -247,7 +266,8 @@ def _price_performance(rep: ContextReport) -> Section:
     s.tables.append(Table(["Instance", "vCPU", "TPS", "TPS basis", "On-demand $/mo",
                            "TPS per $/mo", "Spot $/mo", "Spot TPS per $/mo"], rows))
     s.paragraphs.append(
-        f"TPS measured on this host ({rep.host_vcpus} vCPU); other sizes are projected "
+        f"The first row is this host ({rep.host_vcpus} vCPU), measured. An instance counts as "
+        "measured only when it has this host's vCPUs and CPU model; the others are projected "
         "linearly from the measured TPS per vCPU (section 10), scaled by core speed where "
         "this context has a CPU baseline and the profile a per-core figure (\"CPU-adjusted\"). "
         "Prices come from the hardware catalogue (spot prices are estimates that vary by zone "

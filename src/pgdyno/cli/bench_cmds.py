@@ -51,6 +51,7 @@ def _bench_command():
     def bench(**kw: Any) -> None:
         from pgdyno.runner.bench import run_bench
         from pgdyno.runner.options import build_options
+        from pgdyno.runner.outcome import terminal_lines
         from pgdyno.runner.sweep import run_sweep, sweep_steps
 
         opts = build_options(**kw)
@@ -61,11 +62,11 @@ def _bench_command():
             typer.echo(f"html:   {sweep_dir / 'report.html'}")
             return
         result = run_bench(opts, console)
-        if result.headline is not None:
-            h = result.headline
-            p99 = f", p99 {h.p99_ms:,.2f} ms" if h.p99_ms is not None else ""
-            typer.echo(f"{h.label}: {h.value:,.1f} {h.unit} at {h.clients} clients{p99}")
-        typer.echo(f"report: {result.run_dir / 'report.md'}")
+        report = result.run_dir / "report.md"
+        lines = (terminal_lines(result.outcome, report) if result.outcome is not None
+                 else [f"report: {report}"])
+        for line in lines:
+            typer.echo(line)
         typer.echo(f"html:   {result.run_dir / 'report.html'}")
 
     bench.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]

@@ -21,7 +21,6 @@ from typing import Any
 from rich.console import Console
 from rich.progress import (
     BarColumn,
-    MofNCompleteColumn,
     Progress,
     TextColumn,
     TimeRemainingColumn,
@@ -53,6 +52,7 @@ from pgdyno.results.rundir import (
     utc_now,
 )
 from pgdyno.runner.environment import HostFacts, host_facts, server_facts
+from pgdyno.runner.outcome import RunOutcome, describe_fit, fit_of, outcome_of
 from pgdyno.targets import Target, open_target
 from pgdyno.workloads import registry
 from pgdyno.workloads.base import (
@@ -76,6 +76,8 @@ class BenchResult:
     reason: str = ""
     notes: list[str] = field(default_factory=list)
     headline: Headline | None = None
+    outcome: RunOutcome | None = None
+    """The peak, its interval, saturation, verdict and dataset fit (see runner.outcome)."""
 
 
 def hardware_label(host: HostFacts) -> str:
@@ -233,21 +235,44 @@ def _execute(workload: Workload, ctx: RunContext, manifest: Manifest,
     _save(ctx.run_dir, ctx.plan, manifest)
     steps = [Step(clients=c, iteration=it, number=n) for n, (it, c) in enumerate(
         (it, c) for it in range(1, opts.iterations + 1) for c in opts.clients)]
+    per_step = opts.warmup_s + opts.duration_s
     with _progress(opts, console) as progress:
-        overall = progress.add_task("preparing", total=len(steps), status="")
+        # The overall bar counts seconds of planned load, so its ETA is right from the
+        # first iteration on; its description counts the iterations.
+        overall = progress.add_task("preparing", total=len(steps) * per_step, status="")
         ctx.status = lambda text: progress.update(overall, status=text)
         ctx.prepared = workload.prepare(ctx)
-        progress.update(overall, description="iterations", status="")
-        manifest.dataset = ctx.prepared.dataset
+        progress.update(overall, status="")
+        manifest.dataset = {**ctx.prepared.dataset, **_dataset_fit(ctx)}
         manifest.commands.extend(ctx.prepared.commands)
         ctx.plan.parameters = ctx.prepared.parameters
         _save(ctx.run_dir, ctx.plan, manifest)
         for step in steps:
+            progress.update(overall, description=f"iteration {step.number + 1}/{len(steps)}",
+                            completed=step.number * per_step)
             if opts.cache == "cold" and step.number > 0 and ctx.target is not None:
                 _make_cold(ctx)
-            _run_step(workload, ctx, step, progress)
-            progress.advance(overall)
+            _run_step(workload, ctx, step, progress, overall)
+        progress.update(overall, completed=len(steps) * per_step)
     workload.finish(ctx)
+
+
+def _dataset_fit(ctx: RunContext) -> dict[str, Any]:
+    """How big the prepared database is against shared_buffers and free memory: what the
+    run exercises (seed 001 states it; a default run that silently fits in
+    shared_buffers measures something else than the user thinks)."""
+    if ctx.conn is None:
+        return {}
+    import psutil
+    import psycopg
+
+    with psycopg.connect(ctx.conn.conninfo(), autocommit=True) as db:
+        size, shared = db.execute(
+            "SELECT pg_database_size(current_database()), "
+            "pg_size_bytes(current_setting('shared_buffers'))").fetchone()
+    available = psutil.virtual_memory().available if ctx.manages_server else None
+    return {"size_bytes": int(size), "shared_buffers_bytes": int(shared),
+            "available_bytes": available, "fits": fit_of(int(size), int(shared), available)}
 
 
 def _make_cold(ctx: RunContext) -> None:
@@ -270,7 +295,8 @@ def _drop_os_cache() -> str:
                 "only shared_buffers were emptied by the restart (dropping needs root)")
 
 
-def _run_step(workload: Workload, ctx: RunContext, step: Step, progress: Progress) -> None:
+def _run_step(workload: Workload, ctx: RunContext, step: Step, progress: Progress,
+              overall: Any) -> None:
     """One iteration inside its telemetry; its record saved however it ends."""
     opts = ctx.opts
     record = IterationRecord(
@@ -289,8 +315,11 @@ def _run_step(workload: Workload, ctx: RunContext, step: Step, progress: Progres
     try:
         if recorder is not None:
             recorder.mark("pgbench_start")
-        workload.run_iteration(ctx, step, record,
-                               lambda t, text: progress.update(task, completed=t, status=text))
+        def report(t: float, text: str) -> None:
+            progress.update(task, completed=t, status=text)
+            progress.update(overall, completed=step.number * total + min(t, total))
+
+        workload.run_iteration(ctx, step, record, report)
         record.status = "ok"
     except KeyboardInterrupt:
         record.status = "interrupted"
@@ -361,6 +390,9 @@ def _finish(workload: Workload, ctx: RunContext, manifest: Manifest, result: Ben
             _save(run_dir, plan, manifest)
     if summary is not None:
         result.headline = headline_of(summary, workload.metrics)
+        if result.headline is not None:
+            result.outcome = outcome_of(summary, result.headline,
+                                        describe_fit(manifest.dataset or {}))
     with contextlib.suppress(Exception):
         _index(index, run_dir, manifest, workload, result.headline)
 
@@ -384,7 +416,8 @@ def _index(index: RunIndex, run_dir: RunDirectory, manifest: Manifest, workload:
 
 @contextlib.contextmanager
 def _progress(opts: BenchOptions, console: Console):
-    progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+    progress = Progress(TextColumn("{task.description}"), BarColumn(),
+                        TextColumn("{task.percentage:>3.0f}%"),
                         TextColumn("{task.fields[status]}"), TimeRemainingColumn(),
                         console=console, disable=not opts.show_progress, transient=False)
     with progress:

@@ -47,11 +47,11 @@ class CliOption:
 
 
 COMMON: tuple[CliOption, ...] = (
-    CliOption("clients", None, "client counts, e.g. 4,16,100 (a sweep; default 8); "
-                               "cpu: threads (default: the cores)", str | None),
+    CliOption("clients", None, "client counts, e.g. 4,16,100 (default: 1, 2 and 4 per "
+                               "core); cpu: threads (default: the cores)", str | None),
     CliOption("threads", None, "pgbench threads (default: min(cores, clients))", int | None),
-    CliOption("duration", 50, "measured seconds per iteration", int),
-    CliOption("warmup", 10, "warm-up seconds before each measured window", int),
+    CliOption("duration", 20, "measured seconds per iteration", int),
+    CliOption("warmup", 5, "warm-up seconds before each measured window", int),
     CliOption("iterations", 3, "iterations per client count", int),
     CliOption("protocol", "prepared", "simple | extended | prepared", str),
     CliOption("rate", None, "fixed rate in TPS (pgbench -R)", float | None),

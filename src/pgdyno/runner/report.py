@@ -16,6 +16,7 @@ from pgdyno.reports.run_report import write_run_report
 from pgdyno.results.manifest import load_manifest, manifest_to_dict
 from pgdyno.results.rundir import RunDirectory
 from pgdyno.results.sweepdir import SWEEP_FILE, SweepRecord
+from pgdyno.runner.outcome import describe_fit
 from pgdyno.workloads import registry
 from pgdyno.workloads.base import headline_metric
 
@@ -31,8 +32,9 @@ def build_reports(path: Path) -> RunSummary:
     cpu_count = int(manifest.host.get("cpu_count") or 1)
     summary = workload.summarise(run_dir, plan, opts, manifest.status, cpu_count)
     spec = headline_metric(workload.metrics)
+    fit = describe_fit(manifest.dataset or {})
     view = RunView(manifest=manifest_to_dict(manifest), plan=plan, opts=opts,
-                   dataset=workload.describe_dataset(opts))
+                   dataset=workload.describe_dataset(opts) + (f"; {fit}" if fit else ""))
     write_run_report(summary, view, run_dir,
                      workload.report_sections(summary, run_dir, plan, opts),
                      transactions=workload.common_report(),

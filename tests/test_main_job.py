@@ -1,0 +1,80 @@
+"""The main job: `pgdyno bench tpcb` with its defaults answers "what does this machine give?"
+A client sweep from the cores, the dataset's fit stated, a terminal summary whose figures
+are recomputed here from summary.json, and an overall bar that counts iterations."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import statistics
+from pathlib import Path
+
+import pytest
+
+from pgdyno.runner.options import build_options, defaults
+from pgdyno.runner.outcome import fit_of
+from tests.conftest import make_shared_dir, run_cli
+
+T_975 = {1: 12.7062, 2: 4.3027}  # Student's t, two-sided 95%, from the published table
+CORES = len(os.sched_getaffinity(0))
+
+
+def test_default_clients_are_a_sweep_from_the_cores() -> None:
+    for workload in ("tpcb", "select-only", "oltp-read-write"):
+        assert build_options(workload).clients == (CORES, 2 * CORES, 4 * CORES)
+    assert build_options("cpu").clients == (CORES,)
+
+
+def test_default_run_lasts_a_few_minutes() -> None:
+    d = defaults()
+    seconds = 3 * d["iterations"] * (d["duration"] + d["warmup"])
+    assert 120 <= seconds <= 300, seconds
+
+
+@pytest.mark.parametrize(("size", "shared", "available", "fit"), [
+    (100, 128, 10_000, "shared_buffers"), (128, 128, 0, "shared_buffers"),
+    (200, 128, 100, "page cache"), (300, 128, 100, "disk"),
+    (200, 128, None, "beyond shared_buffers")])
+def test_dataset_fit(size: int, shared: int, available: int | None, fit: str) -> None:
+    assert fit_of(size, shared, available) == fit
+
+
+@pytest.mark.server
+def test_default_sweep_terminal_summary_and_progress(workdir: Path) -> None:
+    results = make_shared_dir("pgdyno-mainjob-")
+    out = run_cli(["bench", "tpcb", "--scale", "1", "--duration", "2", "--warmup", "1",
+                   "--iterations", "2", "--results-dir", str(results)], workdir)
+    assert out.returncode == 0, out.stderr
+    run = next(results.glob("*--tpcb/tpcb-*"))
+    summary = json.loads((run / "summary.json").read_text())
+    assert summary["client_counts"] == [CORES, 2 * CORES, 4 * CORES]
+
+    means = {c: statistics.fmean(it["metrics"]["tps"] for it in summary["iterations"]
+                                 if it["clients"] == c) for c in summary["client_counts"]}
+    peak_clients = max(means, key=means.get)
+    values = [it["metrics"]["tps"] for it in summary["iterations"]
+              if it["clients"] == peak_clients]
+    half = T_975[len(values) - 1] * statistics.stdev(values) / math.sqrt(len(values))
+    lines = out.stdout.splitlines()
+    assert lines[0] == (f"peak TPS: {means[peak_clients]:,.1f} tx/s at {peak_clients} clients "
+                        f"(95% interval {means[peak_clients] - half:,.1f} to "
+                        f"{means[peak_clients] + half:,.1f} over 2 iterations)")
+    saturation = min(c for c, v in means.items() if v >= 0.95 * means[peak_clients])
+    assert f"saturates at {saturation} clients (within 5% of the peak)" in lines
+    p99 = statistics.fmean(it["metrics"]["latency_p99_ms"] for it in summary["iterations"]
+                           if it["clients"] == peak_clients)
+    assert f"p99 at the peak: {p99:,.2f} ms" in lines
+    assert any(line.startswith("verdict at the peak: ") for line in lines)
+
+    manifest = json.loads((run / "manifest.json").read_text())
+    ds = manifest["dataset"]
+    # pgbench scale 1: 100,000 accounts (~13 MB with its index) in a ~20 MB database.
+    assert 10 * 2**20 < ds["size_bytes"] < 60 * 2**20
+    assert ds["shared_buffers_bytes"] == 128 * 2**20 and ds["fits"] == "shared_buffers"
+    assert any(line.startswith("dataset: in shared_buffers (") for line in lines)
+    assert "in shared_buffers" in (run / "report.md").read_text()
+    assert lines[-2] == f"report: {run / 'report.md'}"
+    # The overall bar counts iterations (its last state is printed when it closes).
+    assert re.search(r"iteration 6/6 .* 100%", out.stderr), out.stderr[-2000:]
