@@ -51,3 +51,11 @@ class RunInterrupted(RunError):
     """The user interrupted a run (Ctrl-C); partial results are kept and marked."""
 
     exit_code = 130
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM or SIGHUP: handled exactly like Ctrl-C, by every handler of KeyboardInterrupt."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(f"signal {signum}")
+        self.signum = signum

@@ -12,8 +12,8 @@ import sys
 import typer
 
 from pgdyno import __version__
-from pgdyno.cli import bench_cmds, compare_cmds, config_cmds
-from pgdyno.errors import PgdynoError
+from pgdyno.cli import bench_cmds, compare_cmds, config_cmds, signals
+from pgdyno.errors import PgdynoError, RunInterrupted
 
 # Recent typer releases vendor their own copy of click; find its exception classes through
 # typer's public BadParameter so that both old and new releases are handled.
@@ -29,7 +29,6 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
 )
-
 
 
 def _show_version(value: bool) -> None:
@@ -56,8 +55,18 @@ def fail(message: str, code: int) -> None:
 
 
 def run() -> None:
+    signals.install()
+    try:
+        _run()
+    finally:
+        signals.settle()
+
+
+def _run() -> None:
     try:
         app(standalone_mode=False)
+    except RunInterrupted as exc:
+        fail(str(exc), signals.exit_code(exc.exit_code))
     except PgdynoError as exc:
         fail(str(exc), exc.exit_code)
     except CliUsageError as exc:
@@ -67,8 +76,8 @@ def run() -> None:
     except CliException as exc:
         fail(exc.format_message(), exc.exit_code)
     except typer.Abort:
-        fail("interrupted", 130)
+        fail("interrupted", signals.exit_code())
     except typer.Exit as exc:
         sys.exit(exc.exit_code)
     except KeyboardInterrupt:
-        fail("interrupted", 130)
+        fail("interrupted", signals.exit_code())

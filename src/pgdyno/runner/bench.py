@@ -52,6 +52,7 @@ from pgdyno.results.rundir import (
     utc_now,
 )
 from pgdyno.runner.environment import HostFacts, host_facts, server_facts
+from pgdyno.runner.lock import WorkdirLock, recover
 from pgdyno.runner.outcome import RunOutcome, describe_fit, fit_of, outcome_of
 from pgdyno.targets import Target, open_target
 from pgdyno.workloads import registry
@@ -105,7 +106,15 @@ def run_bench(opts: BenchOptions, console: Console | None = None,
         # directory, no index row (a server pgdyno starts is different: a config that
         # does not start is a result, recorded with its rollback).
         target.start()
-    run_dir = RunDirectory.create(opts.results_dir, context, opts.workload)
+    lock = _lock_workdir(opts, target, console)
+    try:
+        run_dir = RunDirectory.create(opts.results_dir, context, opts.workload)
+    except BaseException:
+        if lock is not None:
+            lock.release()
+        raise
+    if lock is not None:
+        lock.hold_for(run_dir.path, opts.results_dir)
     plan = RunPlan(schema_version=PLAN_SCHEMA_VERSION, workload=opts.workload, context=context)
     manifest = Manifest(
         schema_version=MANIFEST_SCHEMA_VERSION, tool=ToolInfo("pgdyno", __version__),
@@ -130,7 +139,11 @@ def run_bench(opts: BenchOptions, console: Console | None = None,
         if target is not None and target.kind != "dsn" and not target.is_running():
             result.reason += f"; server log: {target.log_tail(5)}"
     finally:
-        _finish(workload, ctx, manifest, result, index)
+        try:
+            _finish(workload, ctx, manifest, result, index)
+        finally:
+            if lock is not None:
+                lock.release()
     if result.status == "interrupted":
         raise RunInterrupted(f"run interrupted; partial results kept in {run_dir.path}",
                              run_dir.path)
@@ -140,6 +153,20 @@ def run_bench(opts: BenchOptions, console: Console | None = None,
         raise RunFailed(f"run failed: {result.reason} (partial results in {run_dir.path})",
                         run_dir.path)
     return result
+
+
+def _lock_workdir(opts: BenchOptions, target: Target | None,
+                  console: Console) -> WorkdirLock | None:
+    """The workdir's lock for a run on a server pgdyno starts; a killed predecessor's
+    server is stopped and its run marked failed first."""
+    if target is None or target.kind == "dsn":
+        return None
+    lock = WorkdirLock(opts.target.workdir)
+    previous = lock.acquire()
+    if previous is not None:
+        for line in recover(previous, opts.target.workdir):
+            console.print(f"[yellow]{line}[/yellow]")
+    return lock
 
 
 def resolve_settings(opts: BenchOptions, workload: Workload) -> tuple[dict[str, str], dict]:

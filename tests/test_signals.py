@@ -1,0 +1,115 @@
+"""Signals end a run like Ctrl-C; a killed pgdyno is recovered by the next one; one pgdyno
+per workdir. Each test checks that no postgres process of the workdir is left behind."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from pgdyno.results.index import RunIndex
+from tests.conftest import make_shared_dir, postgres_processes
+
+pytestmark = pytest.mark.server
+
+
+def _start(workdir: Path, results: Path, duration: int = 30) -> subprocess.Popen:
+    env = {**os.environ, "PGDYNO_WORKDIR": str(workdir)}
+    return subprocess.Popen(
+        [sys.executable, "-m", "pgdyno", "bench", "tpcb", "--scale", "1", "--clients", "2",
+         "--duration", str(duration), "--warmup", "0", "--iterations", "1", "--no-telemetry",
+         "--no-progress", "--results-dir", str(results)],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def _wait_for_load(proc: subprocess.Popen, results: Path, timeout: float = 90) -> Path:
+    """The run directory, once pgbench is running in it."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, proc.communicate()
+        for run in results.glob("*--tpcb/tpcb-*"):
+            if any((run / "raw" / "pgbench").glob("c2-i1/*")):
+                time.sleep(1.0)  # pgbench is connected and running
+                return run
+        time.sleep(0.2)
+    raise AssertionError("the run did not start its load")
+
+
+def _status(run: Path) -> str:
+    return json.loads((run / "manifest.json").read_text())["status"]
+
+
+def _instance(workdir: Path) -> str:
+    return str(workdir / "instances")
+
+
+@pytest.mark.parametrize(("signum", "code"), [(signal.SIGTERM, 143), (signal.SIGHUP, 129)])
+def test_term_and_hup_end_like_ctrl_c(workdir: Path, signum: int, code: int) -> None:
+    results = make_shared_dir("pgdyno-signal-")
+    proc = _start(workdir, results)
+    run = _wait_for_load(proc, results)
+    proc.send_signal(signum)
+    _out, err = proc.communicate(timeout=120)
+    assert proc.returncode == code, err
+    assert _status(run) == "interrupted"
+    assert (run / "report.md").is_file()  # partial results summarised
+    assert postgres_processes(_instance(workdir)) == []
+
+
+def test_second_ctrl_c_does_not_abort_the_cleanup(workdir: Path) -> None:
+    results = make_shared_dir("pgdyno-signal-")
+    proc = _start(workdir, results)
+    run = _wait_for_load(proc, results)
+    proc.send_signal(signal.SIGINT)
+    time.sleep(0.3)
+    proc.send_signal(signal.SIGINT)
+    time.sleep(0.7)
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGINT)
+    _out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err
+    assert _status(run) == "interrupted"
+    assert postgres_processes(_instance(workdir)) == []
+
+
+def test_killed_run_is_recovered_by_the_next_one(workdir: Path) -> None:
+    results = make_shared_dir("pgdyno-signal-")
+    proc = _start(workdir, results)
+    killed = _wait_for_load(proc, results)
+    proc.kill()
+    proc.communicate(timeout=30)
+    orphans = postgres_processes(_instance(workdir))
+    assert orphans, "SIGKILL should have left the server running (nothing can catch it)"
+    assert _status(killed) == "running"
+
+    nxt = _start(workdir, results, duration=2)
+    out, err = nxt.communicate(timeout=180)
+    assert nxt.returncode == 0, err
+    assert "was killed" in err
+    manifest = json.loads((killed / "manifest.json").read_text())
+    assert manifest["status"] == "failed" and "pgdyno was killed" in manifest["reason"]
+    index = RunIndex(results)
+    assert index.get(index.run_id_for(killed)).status == "failed"
+    assert not any(p in postgres_processes(_instance(workdir)) for p in orphans)
+    assert postgres_processes(_instance(workdir)) == []
+
+
+def test_second_pgdyno_on_the_same_workdir_refuses(workdir: Path) -> None:
+    results = make_shared_dir("pgdyno-signal-")
+    first = _start(workdir, results, duration=6)
+    run = _wait_for_load(first, results)
+    second = _start(workdir, results, duration=2)
+    _out, err = second.communicate(timeout=60)
+    assert second.returncode == 2
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and "another pgdyno is using workdir" in lines[0], err
+    assert f"pid {first.pid}" in lines[0] and str(run) in lines[0]
+    _out, err = first.communicate(timeout=120)
+    assert first.returncode == 0, err  # undisturbed
+    assert len(list(results.glob("*--tpcb/tpcb-*"))) == 1  # the refused run made nothing
