@@ -113,3 +113,33 @@ def test_second_pgdyno_on_the_same_workdir_refuses(workdir: Path) -> None:
     _out, err = first.communicate(timeout=120)
     assert first.returncode == 0, err  # undisturbed
     assert len(list(results.glob("*--tpcb/tpcb-*"))) == 1  # the refused run made nothing
+
+
+def test_ctrl_c_during_dataset_build_then_rebuild_without_force(workdir: Path) -> None:
+    import psutil
+
+    results = make_shared_dir("pgdyno-signal-")
+    env = {**os.environ, "PGDYNO_WORKDIR": str(workdir)}
+    cmd = [sys.executable, "-m", "pgdyno", "bench", "tpcb", "--clients", "1", "--duration",
+           "1", "--warmup", "0", "--iterations", "1", "--no-telemetry", "--no-progress",
+           "--results-dir", str(results)]
+    proc = subprocess.Popen([*cmd, "--scale", "60"], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    building = False
+    while time.monotonic() < deadline and not building and proc.poll() is None:
+        building = any(p.info["name"] == "pgbench" and "-i" in (p.info["cmdline"] or [])
+                       for p in psutil.process_iter(["name", "cmdline"]))
+        time.sleep(0.05)
+    assert building, "pgbench -i never ran"
+    time.sleep(1.0)  # tables created, rows being generated
+    proc.send_signal(signal.SIGINT)
+    _out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err
+    again = subprocess.run([*cmd, "--scale", "1"], env=env, capture_output=True, text=True,
+                           timeout=300)
+    assert again.returncode == 0, again.stderr  # the half-built tables were pgdyno's own
+    run = max(results.glob("*--tpcb/tpcb-*"))
+    manifest = json.loads((run / "manifest.json").read_text())
+    assert manifest["dataset"]["reused"] is False and manifest["dataset"]["scale"] == 1
+    assert postgres_processes(_instance(workdir)) == []

@@ -92,6 +92,17 @@ def record(conn: psycopg.Connection, workload: str, size_key: str, tables: list[
     )
 
 
+def claim(conn: psycopg.Connection, workload: str, size_key: str, tables: list[str],
+          version: str) -> None:
+    """Record the tables a build is about to make, before it touches anything, under a
+    size that never matches: an interrupted build (Ctrl-C, a crash) is then neither
+    reused nor mistaken for foreign tables, and the next run rebuilds it without --force."""
+    record(conn, workload, f"{size_key} {INCOMPLETE}", tables, 0.0, version)
+
+
+INCOMPLETE = "(incomplete)"
+
+
 def forget(conn: psycopg.Connection, workload: str) -> None:
     """Drop the record before a rebuild, so a failed build is never taken as reusable."""
     conn.execute(_CREATE_REGISTRY)

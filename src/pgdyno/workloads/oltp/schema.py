@@ -201,11 +201,7 @@ def load(conn: ConnectionInfo, opts: LoadOptions,
         # A previous build of another size may have had more tables: they go too.
         previous = _previous_tables(db, state.foreign_tables)
         claimed = sorted(set(tables) | set(previous))
-        # Claim before touching anything, under a size that never matches: an interrupted
-        # build is then neither reused nor mistaken for foreign tables. record() upserts,
-        # so the old entry is replaced in one statement.
-        dataset.record(db, DATASET, f"{opts.size_key} (incomplete)", claimed, 0.0,
-                       __version__)
+        dataset.claim(db, DATASET, opts.size_key, claimed, __version__)
         _drop_tables(db, claimed)
         _create_tables(db, tables)
 
