@@ -76,6 +76,18 @@ def check_can_initialise(state: DatasetState, dbname: str, force: bool) -> None:
         )
 
 
+def refuse_name_collisions(tables: list[str], state: DatasetState, what: str) -> None:
+    """Even with --force, never drop or overwrite a table of the user's that has one of the
+    workload's names (``what``: "pgbench's", "TPROC-C's"): --force only lets a workload be
+    built beside foreign tables, never over them."""
+    clashing = sorted({_qualify(t) for t in tables}.intersection(state.foreign_tables))
+    if clashing:
+        raise UsageError(
+            f"the database already has tables named like {what} ({', '.join(clashing)}) "
+            "that pgdyno did not create; refusing to replace them, even with --force: "
+            "use another database, or rename them")
+
+
 def record(conn: psycopg.Connection, workload: str, size_key: str, tables: list[str],
            build_seconds: float, version: str) -> None:
     """Remember a dataset pgdyno just built (after a successful initialisation)."""

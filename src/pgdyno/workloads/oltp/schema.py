@@ -197,7 +197,7 @@ def load(conn: ConnectionInfo, opts: LoadOptions,
             return LoadResult(reused=True, seconds=0.0, rows=0, tables=opts.tables,
                               table_size=opts.table_size)
         dataset.check_can_initialise(state, conn.dbname, opts.force)
-        _refuse_name_collisions(tables, state.foreign_tables)
+        dataset.refuse_name_collisions(tables, state, "sysbench's")
         # A previous build of another size may have had more tables: they go too.
         previous = _previous_tables(db, state.foreign_tables)
         claimed = sorted(set(tables) | set(previous))
@@ -219,15 +219,6 @@ def load(conn: ConnectionInfo, opts: LoadOptions,
     return LoadResult(reused=False, seconds=seconds, rows=builder.rows_done,
                       tables=opts.tables, table_size=opts.table_size,
                       phase_seconds=builder.phase_seconds)
-
-
-def _refuse_name_collisions(tables: list[str], foreign_tables: tuple[str, ...]) -> None:
-    """Even with force, never drop a table of the user's that has one of our names."""
-    clashing = sorted({f"public.{t}" for t in tables}.intersection(foreign_tables))
-    if clashing:
-        raise UsageError(
-            f"the database already has tables named like sysbench's ({', '.join(clashing)}) "
-            "that pgdyno did not create; refusing to replace them: use another database")
 
 
 _SBTEST = re.compile(rf"public\.{TABLE_PREFIX}[0-9]+")

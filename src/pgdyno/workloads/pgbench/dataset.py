@@ -35,6 +35,7 @@ def initialise(conn: ConnectionInfo, install: PgInstall, scale: int, force: bool
         if state.reusable:
             return InitResult(reused=True, scale=scale, seconds=0.0, command=[])
         dataset.check_can_initialise(state, conn.dbname, force)
+        dataset.refuse_name_collisions(PGBENCH_TABLES, state, "pgbench's")
         dataset.claim(db, DATASET_NAME, size_key, PGBENCH_TABLES, __version__)
     # Server-side generation (G) is several times faster than client-side COPY.
     cmd = [install.program("pgbench"), *conn.client_args(), "-i", "-s", str(scale),
