@@ -17,7 +17,7 @@ LAYERS = [
     ["reports"],
     ["analysis"],
     ["results", "config", "targets"],
-    ["errors", "serde", "__init__"],
+    ["errors", "serde", "redact", "__init__"],
 ]
 RANK = {name: rank for rank, names in enumerate(LAYERS) for name in names}
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,6 +29,7 @@ from rich.progress import (
 
 from pgdyno.campaign.spec import CampaignSpec, Cell
 from pgdyno.errors import PgdynoError, RunError, RunInterrupted
+from pgdyno.redact import redact, redact_values
 from pgdyno.results.rundir import utc_now
 
 JOURNAL = "journal.jsonl"
@@ -65,7 +65,7 @@ def read_journal(path: Path) -> list[dict[str, Any]]:
 def append_event(path: Path, event: dict[str, Any]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("a") as fh:
-        fh.write(json.dumps({"at": utc_now(), **event}) + "\n")
+        fh.write(json.dumps(redact_values({"at": utc_now(), **event})) + "\n")
         fh.flush()
         os.fsync(fh.fileno())
 
@@ -96,7 +96,8 @@ def run_campaign(spec: CampaignSpec, console: Console | None = None,
     journal = journal_path(spec)
     spec.journal_dir.mkdir(parents=True, exist_ok=True)
     if spec.path.is_file():
-        shutil.copy2(spec.path, spec.journal_dir / "campaign.toml")
+        # The copy is the campaign as run, minus any DSN password it holds.
+        (spec.journal_dir / "campaign.toml").write_text(redact(spec.path.read_text()))
     done = finished_cells(read_journal(journal), retry_failed)
     cells = spec.cells()
     todo = [c for c in cells if c.key not in done]

@@ -14,6 +14,7 @@ import typer
 from pgdyno import __version__
 from pgdyno.cli import bench_cmds, compare_cmds, config_cmds, signals
 from pgdyno.errors import PgdynoError, RunInterrupted
+from pgdyno.redact import redact
 
 # Recent typer releases vendor their own copy of click; find its exception classes through
 # typer's public BadParameter so that both old and new releases are handled.
@@ -49,7 +50,7 @@ for module in (bench_cmds, config_cmds, compare_cmds):
 
 def fail(message: str, code: int) -> None:
     """Print one line on stderr and exit."""
-    first = " ".join(message.split())
+    first = redact(" ".join(message.split()))
     print(f"pgdyno: error: {first}", file=sys.stderr)
     sys.exit(code)
 
