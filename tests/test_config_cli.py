@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 import tomllib
+from pathlib import Path
 
 import pytest
 
@@ -68,3 +69,33 @@ def test_detect_formats() -> None:
     assert tomllib.loads(out.stdout)["vcpus"] == data["vcpus"]
     out = pgdyno("detect")
     assert out.returncode == 0 and "vCPUs" in out.stdout
+
+
+def md_rows(text: str) -> dict[str, list[str]]:
+    """KEY -> [value, default, rationale] from a Markdown matrix."""
+    rows = {}
+    for line in text.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if line.startswith("| ") and len(cells) == 4 and cells[0] != "Parameter":
+            rows[cells[0]] = cells[1:]
+    return rows
+
+
+def test_tune_on_this_host_is_consistent() -> None:
+    """Issue 11, defect 4, as `pgdyno tune` prints it on this host."""
+    from pgdyno.runner.bench import CONNECTION_HEADROOM
+
+    out = pgdyno("tune", "--config", "tuned", "--connections", "2", "--pg-version", "18",
+                 "--format", "md")
+    assert out.returncode == 0, out.stderr
+    rows = md_rows(out.stdout)
+    # max_connections follows defect 1's rule: 2 clients + pgdyno's sessions + 3 reserved slots
+    assert int(rows["PG_MAX_CONNECTIONS"][0]) == 2 + CONNECTION_HEADROOM + 3
+    assert rows["VCPU"][2] != rows["RAM_GB"][2]
+    vendor = Path("/sys/class/dmi/id/sys_vendor")
+    if not (vendor.exists() and vendor.read_text().strip() == "Amazon EC2"):
+        assert "EBS_GBPS" not in rows
+    kind = out.stdout.split("data on ", 1)[1].split(")", 1)[0]
+    rotational = rows["DATA_ROTATIONAL"]
+    assert rotational[0] == ("1" if kind == "hdd" else "0")
+    assert rotational[2].startswith(f"{kind}:")

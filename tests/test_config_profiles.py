@@ -141,3 +141,94 @@ def test_parse_size_accepts_the_usual_spellings(text: str, expected: int) -> Non
 def test_parse_size_refuses_with_the_accepted_forms(text: str) -> None:
     with pytest.raises(ValueError, match=r"not a size: .*e\.g\. 500MB, 3GB, 1\.5GiB"):
         parse_size(text)
+
+
+# ----- issue 11, defect 4: detection against this host's /sys ------------------------------
+
+VIRTUAL_SUBSYSTEMS = ("virtio", "xen")
+
+
+def sys_block_kinds() -> dict[str, str]:
+    """Each disk's storage class from /sys/block as read here: a paravirtual disk is virtual
+    storage (san) whatever its rotational flag says; NVMe is nvme; otherwise the flag."""
+    kinds = {}
+    for entry in sorted(Path("/sys/block").iterdir()):
+        if entry.name.startswith(("loop", "ram", "zram", "sr", "fd")):
+            continue
+        subsystem = entry / "device" / "subsystem"
+        bus = Path(os.path.realpath(subsystem)).name if subsystem.exists() else ""
+        if (entry / "md").is_dir() or (entry / "dm").is_dir():
+            bus = "md/dm"
+        model = (entry / "device" / "model").read_text().strip() \
+            if (entry / "device" / "model").exists() else ""
+        rotational = (entry / "queue" / "rotational").read_text().strip() == "1"
+        if bus in VIRTUAL_SUBSYSTEMS or "QEMU" in model or "Elastic Block Store" in model:
+            kinds[entry.name] = "san"
+        elif bus.startswith("nvme"):
+            kinds[entry.name] = "nvme"
+        else:
+            kinds[entry.name] = "hdd" if rotational else "ssd"
+    return kinds
+
+
+def test_disk_kind_follows_the_device_type_and_flag() -> None:
+    """The bug: vda (virtio, rotational=1) was called both rotational and san."""
+    from pgdyno.config.detect import describe_device
+
+    expected = sys_block_kinds()
+    profile = detect_profile("/var/tmp")
+    found = {d.name: d for d in profile.devices}
+    assert set(found) == set(expected)
+    for name, kind in expected.items():
+        dev = found[name]
+        assert dev.kind == kind, name
+        words = describe_device(dev)
+        assert f"({kind})" in words
+        others = {"san", "nvme", "ssd", "hdd"} - {kind}
+        assert not any(f"({k})" in words for k in others), words
+        if kind != "hdd":
+            assert "spinning" not in words and "rotational disk" not in words
+    data = profile.data_volume
+    device = data.device.removeprefix("/dev/")
+    if device in expected:
+        assert data.kind == expected[device]
+
+
+def test_vcpu_and_ram_lines_name_their_own_sources() -> None:
+    """The bug: RAM_GB's rationale was a copy of VCPU's (both lines named both sources)."""
+    from pgdyno.config import resolve_config
+
+    profile = detect_profile("/var/tmp")
+    r = resolve_config("tuned", [], pg_major=18, workload="oltp", hardware=profile)
+    rows = {s.key: s for s in r.plan.settings if s.group == "instance"}
+    vcpu, ram = rows["VCPU"].rationale, rows["RAM_GB"].rationale
+    assert vcpu != ram
+    assert f"sched_getaffinity ({len(os.sched_getaffinity(0))})" in vcpu and "RAM" not in vcpu
+    assert "/proc/meminfo" in ram and "vCPU" not in ram and "sched_getaffinity" not in ram
+    budget_ram = next(line for line in r.plan.sizing if line.label == "RAM for the database")
+    assert budget_ram.formula == ram
+
+
+def test_aws_keys_only_for_aws_machines() -> None:
+    from pgdyno.config import resolve_config
+
+    vendor = Path("/sys/class/dmi/id/sys_vendor")
+    on_aws = vendor.exists() and vendor.read_text().strip() == "Amazon EC2"
+    host = resolve_config("tuned", [], pg_major=18, workload="oltp",
+                          hardware=detect_profile("/var/tmp"))
+    assert any(s.key == "EBS_GBPS" for s in host.plan.settings) == on_aws
+    r8g = resolve_config("tuned", [], pg_major=18, workload="oltp",
+                         hardware=load_hardware("r8g.large"))
+    ebs = next(s for s in r8g.plan.settings if s.key == "EBS_GBPS")
+    assert ebs.value == f"{load_hardware('r8g.large').ebs_gbps:g}"
+    epyc = resolve_config("tuned", [], pg_major=18, workload="oltp",
+                          hardware=load_hardware("epyc9254-dc3000me"))
+    assert not any(s.key == "EBS_GBPS" for s in epyc.plan.settings)
+
+
+def test_detected_profile_round_trips_with_os_settings() -> None:
+    """Dotted sysctl names survive the TOML file (they must not become nested tables)."""
+    profile = detect_profile("/var/tmp")
+    assert profile.os_settings["kernel.sem"] == " ".join(
+        Path("/proc/sys/kernel/sem").read_text().split())
+    assert profile_from_toml(profile_to_toml(profile), origin="x") == profile

@@ -9,6 +9,7 @@ the root cause the run recorded and whether the next run rolled the change back.
 from __future__ import annotations
 
 import math
+import re
 import statistics
 from dataclasses import dataclass, field
 
@@ -16,6 +17,7 @@ from pgdyno.analysis.summary import five_second_table
 from pgdyno.compare.core import compare_runs
 from pgdyno.compare.runs import RunData
 from pgdyno.compare.settings_diff import SettingChange, settings_diff
+from pgdyno.targets.local import NOT_THE_CAUSE  # pgdyno's own connection attempts' FATALs
 
 WARMUP_SHORTFALL = 0.85
 """The first part of a measured window below 85% of the rest: the warm-up was too short."""
@@ -88,21 +90,60 @@ def build_journal(runs: list[RunData]) -> list[JournalEntry]:
     return entries
 
 
+SERIOUS_MARKERS = ("PANIC:", "FATAL:", "ERROR:")
+
+
 def root_cause(reason: str, limit: int = 3) -> str:
-    """The failure in a line: the reason's first clause and the server's FATAL/ERROR lines
-    (the run's reason carries whole server log tails; the run directory keeps them)."""
-    parts = [p.strip() for p in reason.replace("(", " | ").replace(")", " | ").split(" | ")]
-    serious = []
-    for part in parts:
-        for marker in ("PANIC:", "FATAL:", "ERROR:"):
-            if marker in part:
-                line = part[part.index(marker):]
-                if line not in serious and "the database system is starting up" not in line:
-                    serious.append(line)
-    head = reason.split("(")[0].split(";")[0].strip()
+    """The failure in a line: the reason's first clause and the server's error lines.
+
+    A run's reason may carry server log lines (one per line, or a tail joined by ' | ')
+    inside the runner's own wording and parentheses. Each error line is kept whole, from
+    its severity (PANIC/FATAL/ERROR) or ``postgres:`` to the end of that log line: the
+    parentheses in PostgreSQL's own messages ('... (3) plus ... (2)') are part of it, an
+    unmatched ')' closes the runner's wording around it."""
+    serious: list[str] = []
+    for piece in _log_pieces(reason):
+        line = _error_part(piece)
+        if line and line not in serious and not any(n in line for n in NOT_THE_CAUSE):
+            serious.append(line)
+    head = _first_clause(reason)
     if not serious:
-        return reason if len(reason) <= 300 else reason[:300] + " …"
+        first = reason.strip().splitlines()[0] if reason.strip() else reason
+        return first if len(first) <= 300 else first[:300] + " …"
+    if not head or any(head in line for line in serious):
+        return "; ".join(serious[:limit])
     return f"{head}: " + "; ".join(serious[:limit])
+
+
+def _log_pieces(reason: str) -> list[str]:
+    return [piece.strip() for line in reason.splitlines() for piece in line.split(" | ")]
+
+
+def _error_part(piece: str) -> str:
+    """The error of one log line, from its marker to the end of the line ('' if none)."""
+    starts = [piece.index(m) for m in SERIOUS_MARKERS if m in piece]
+    for match in re.finditer(r"(?:^|[(\s])(postgres: )", piece):
+        starts.append(match.start(1))
+    if not starts:
+        return ""
+    start = min(starts)
+    depth = 0
+    for i in range(start, len(piece)):
+        if piece[i] == "(":
+            depth += 1
+        elif piece[i] == ")":
+            depth -= 1
+            if depth < 0:  # closes a parenthesis opened before the log line: the wrapper's
+                return piece[start:i].strip()
+    return piece[start:].strip()
+
+
+def _first_clause(reason: str) -> str:
+    """The runner's own words before any detail: up to the first '(', ';' or line end."""
+    first = reason.strip().splitlines()[0] if reason.strip() else ""
+    head = first.split("(")[0].split(";")[0].strip().rstrip(":").strip()
+    return "" if any(m in head for m in SERIOUS_MARKERS) or head.startswith("postgres:") \
+        else head
 
 
 def headline(run: RunData) -> Headline | None:

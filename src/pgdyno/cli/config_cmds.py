@@ -144,6 +144,7 @@ def _print_diff(resolved, dsn: str, install, pg_version: int | None) -> None:
 
 
 def _profile_table(profile) -> Table:
+    from pgdyno.config.detect import describe_device
     from pgdyno.config.units import human_bytes
 
     table = Table(title=f"Hardware profile: {profile.name} ({profile.source})",
@@ -155,7 +156,9 @@ def _profile_table(profile) -> Table:
                                         if profile.host_vcpus else "")),
         ("RAM", human_bytes(profile.ram_bytes) + (f" (host {human_bytes(profile.host_ram_bytes)})"
                                                   if profile.host_ram_bytes else "")),
-        ("limits from", profile.limits_source),
+        ("source of vCPUs", profile.cpu_source or profile.source),
+        ("source of RAM", profile.ram_source or profile.source),
+        ("cloud", profile.cloud or "none detected"),
         ("CPU model", profile.cpu_model), ("architecture", profile.arch),
         ("NUMA nodes", str(profile.numa_nodes)), ("kernel", profile.kernel),
         ("huge pages", f"{profile.huge_pages_total} x {profile.huge_page_size_kb} kB reserved"),
@@ -166,9 +169,9 @@ def _profile_table(profile) -> Table:
             rows.append((f"{role} volume", f"{vol.mount} on {vol.device} ({vol.kind}), "
                          f"{vol.fstype} {vol.mount_options}"))
     for dev in profile.devices:
-        kind = "NVMe" if dev.nvme else ("rotational" if dev.rotational else "SSD")
         rows.append((f"device {dev.name}",
-                     f"{dev.model or '-'} {human_bytes(dev.size_bytes)} {kind}, scheduler "
+                     f"{dev.model or '-'} {human_bytes(dev.size_bytes)} {describe_device(dev)}, "
+                     f"scheduler "
                      f"{dev.scheduler}, nr_requests {dev.nr_requests}, read_ahead_kb "
                      f"{dev.read_ahead_kb}, max_sectors_kb {dev.max_sectors_kb}"
                      + (f", {dev.raid_level} of {', '.join(dev.raid_members)}"

@@ -12,11 +12,14 @@ from __future__ import annotations
 import math
 import os
 import platform
+import resource
 import socket
 from dataclasses import dataclass
 from pathlib import Path
 
 from pgdyno.config.hardware import BlockDevice, HardwareProfile, Volume
+from pgdyno.config.matrix_keys import MATRIX_KEYS
+from pgdyno.config.units import human_bytes
 
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 NO_LIMIT = 1 << 60  # cgroup v1 reports "no limit" as a page-rounded 2^63
@@ -47,11 +50,7 @@ def detect_profile(data_path: str | Path | None = None,
     if limits.cpus is not None:
         cpus = max(1, min(host_cpus, math.ceil(limits.cpus)))
     ram = host_ram if limits.memory_bytes is None else min(host_ram, limits.memory_bytes)
-    sources = [f"vCPUs from sched_getaffinity ({host_cpus})", "RAM from /proc/meminfo"]
-    if limits.cpu_file:
-        sources.append(f"CPU quota {limits.cpus:g} from {limits.cpu_file}")
-    if limits.memory_file:
-        sources.append(f"memory limit from {limits.memory_file}")
+    cpu_source, ram_source = _limit_sources(host_cpus, host_ram, limits)
     devices = block_devices()
     data = volume_for(Path(data_path) if data_path else Path.cwd(), devices)
     wal = None
@@ -77,9 +76,57 @@ def detect_profile(data_path: str | Path | None = None,
         transparent_hugepages=_bracketed(_read(Path("/sys/kernel/mm/transparent_hugepage/enabled"))),
         host_vcpus=host_cpus,
         host_ram_bytes=host_ram,
-        limits_source="; ".join(sources),
+        limits_source=f"{cpu_source}; {ram_source}",
+        cpu_source=cpu_source,
+        ram_source=ram_source,
+        cloud=cloud(),
+        os_settings=os_settings(),
         source="detect",
     )
+
+
+def _limit_sources(host_cpus: int, host_ram: int, limits: CgroupLimits) -> tuple[str, str]:
+    """Where the vCPU count and the RAM came from, one line each (each figure has its own)."""
+    cpu = f"vCPUs from sched_getaffinity ({host_cpus})"
+    if limits.cpu_file:
+        cpu += f", CPU quota {limits.cpus:g} from {limits.cpu_file}"
+    ram = f"RAM from /proc/meminfo MemTotal ({human_bytes(host_ram)})"
+    if limits.memory_file:
+        ram += f", memory limit {human_bytes(limits.memory_bytes or 0)} from {limits.memory_file}"
+    return cpu, ram
+
+
+# ----- cloud and OS settings --------------------------------------------------------------------
+
+DMI = Path("/sys/class/dmi/id")
+
+
+def cloud(dmi: Path = DMI, hypervisor_uuid: Path = Path("/sys/hypervisor/uuid")) -> str:
+    """aws on an EC2 instance (DMI vendor, or the Xen uuid of older instance types), else ''."""
+    vendors = {_read(dmi / name).strip() for name in ("sys_vendor", "board_vendor",
+                                                      "bios_vendor")}
+    if "Amazon EC2" in vendors or _read(hypervisor_uuid).strip().lower().startswith("ec2"):
+        return "aws"
+    return ""
+
+
+def os_settings(proc_sys: Path = Path("/proc/sys")) -> dict[str, str]:
+    """The current values of the OS settings pgdyno's rules set, as this host has them.
+
+    Sysctls from /proc/sys (fields joined by one space: '32000 1024000000 500 32000'),
+    nofile and nproc from this process's soft limits ('unlimited' when there is none).
+    """
+    values: dict[str, str] = {}
+    for key in MATRIX_KEYS.values():
+        if key.apply != "sysctl":
+            continue
+        text = _read(proc_sys / key.name.replace(".", "/"))
+        if text.strip():
+            values[key.name] = " ".join(text.split())
+    for name, limit in (("nofile", resource.RLIMIT_NOFILE), ("nproc", resource.RLIMIT_NPROC)):
+        soft = resource.getrlimit(limit)[0]
+        values[name] = "unlimited" if soft == resource.RLIM_INFINITY else str(soft)
+    return values
 
 
 # ----- CPU and memory ---------------------------------------------------------------------------
@@ -181,7 +228,7 @@ def block_devices(sys_block: Path = Path("/sys/block")) -> list[BlockDevice]:
         if name.startswith(("loop", "ram", "zram", "sr", "fd")):
             continue
         queue = entry / "queue"
-        devices.append(BlockDevice(
+        device = BlockDevice(
             name=name,
             model=(_read(entry / "device" / "model") or _read(entry / "md" / "level")).strip(),
             size_bytes=(_int_or_none(_read(entry / "size")) or 0) * 512,
@@ -197,23 +244,71 @@ def block_devices(sys_block: Path = Path("/sys/block")) -> list[BlockDevice]:
             nomerges=_int_or_none(_read(queue / "nomerges")),
             raid_level=_read(entry / "md" / "level").strip(),
             raid_members=sorted(p.name for p in (entry / "slaves").glob("*")),
-        ))
+            bus=device_bus(entry),
+        )
+        device.kind = storage_kind(device)
+        devices.append(device)
     return devices
 
 
-def storage_kind(device: BlockDevice | None) -> str:
-    """pgtune's storage class for a device.
+def device_bus(entry: Path) -> str:
+    """How the kernel reaches a /sys/block entry: the subsystem its device sits on.
 
-    Virtual disks (virtio ``vd*``, Xen ``xvd*``) often report rotational=1 whatever backs
-    them, so they count as network/virtual storage (``san``) rather than spinning disks.
+    virtio and xen for paravirtual disks, nvme, scsi (SATA, SAS, USB, virtio-scsi), md and
+    dm for software RAID and device-mapper; the name (vd*, xvd*, nvme*) when sysfs is bare.
+    """
+    if (entry / "md").is_dir():
+        return "md"
+    if (entry / "dm").is_dir():
+        return "dm"
+    subsystem = entry / "device" / "subsystem"
+    if subsystem.exists():
+        name = Path(os.path.realpath(subsystem)).name
+        return "nvme" if name.startswith("nvme") else name
+    for prefix, bus in (("nvme", "nvme"), ("vd", "virtio"), ("xvd", "xen")):
+        if entry.name.startswith(prefix):
+            return bus
+    return ""
+
+
+VIRTUAL_BUSES = ("virtio", "xen")
+"""Paravirtual disks: the hypervisor's storage, whatever it is, behind a software queue."""
+VIRTUAL_MODELS = ("QEMU", "VMware", "Virtual disk", "Virtual Disk", "PersistentDisk",
+                  "Amazon Elastic Block Store", "VBOX HARDDISK")
+"""Models of emulated or network disks that present themselves as SCSI or NVMe devices."""
+
+
+def storage_kind(device: BlockDevice | None) -> str:
+    """pgtune's storage class for a device, from its bus and model first, its flag second.
+
+    A paravirtual or emulated disk (virtio, Xen, QEMU/VMware SCSI, EBS on NVMe) is the
+    hypervisor's or the network's storage: ``san``. Its queue/rotational flag says nothing
+    about what backs it (virtio-blk reports 1 unless the host says otherwise), so the flag
+    decides only for physical SCSI/SATA disks and for md/dm sets, whose flag the kernel
+    derives from their members.
     """
     if device is None:
         return "ssd"
-    if device.nvme:
-        return "nvme"
-    if device.name.startswith(("vd", "xvd")):
+    if device.bus in VIRTUAL_BUSES or any(m in device.model for m in VIRTUAL_MODELS):
         return "san"
+    if device.nvme or device.bus == "nvme":
+        return "nvme"
     return "hdd" if device.rotational else "ssd"
+
+
+def describe_device(device: BlockDevice) -> str:
+    """What a device is, in words that agree with its storage class."""
+    flag = int(device.rotational)
+    if device.kind == "san" and device.bus in VIRTUAL_BUSES:
+        return (f"{device.bus} virtual disk (san); queue/rotational={flag} is the driver's "
+                "report, not what backs it")
+    bus = device.bus or "an unknown bus"
+    if device.kind == "san":
+        return f"emulated or network disk {device.model!r} on {bus} (san)"
+    if device.kind == "nvme":
+        return "NVMe (nvme)"
+    what = "spinning disk (hdd)" if device.kind == "hdd" else "solid-state (ssd)"
+    return f"{what} on {bus}, queue/rotational={flag}"
 
 
 def mounts(mountinfo: Path = Path("/proc/self/mountinfo")) -> list[Mount]:
@@ -260,7 +355,8 @@ def volume_for(path: Path, devices: list[BlockDevice]) -> Volume:
     mount = mount_for(path)
     device = device_for(mount.source, devices) if mount else None
     return Volume(
-        kind=storage_kind(device),
+        kind=device.kind if device else storage_kind(None),
+        bus=device.bus if device else "",
         description=f"detected for {path}",
         mount=mount.mount_point if mount else "",
         device=f"/dev/{device.name}" if device else (mount.source if mount else ""),

@@ -40,6 +40,10 @@ class BlockDevice:
     raid_level: str = ""
     """For md devices: raid0, raid1, raid10, ..."""
     raid_members: list[str] = field(default_factory=list)
+    bus: str = ""
+    """How the kernel reaches it: nvme, virtio, xen, scsi, md, dm, mmc ('' if unknown)."""
+    kind: str = ""
+    """The storage class detection gave it (one of STORAGE_KINDS)."""
 
 
 @dataclass
@@ -66,6 +70,10 @@ class Volume:
     read_ahead_kb: int | None = None
     max_sectors_kb: int | None = None
     rotational: bool | None = None
+    """The device's queue/rotational flag as the kernel reports it (virtual disks report 1
+    whatever backs them: ``kind`` is the storage class, not this flag)."""
+    bus: str = ""
+    """nvme, virtio, xen, scsi, md, dm, ... (see BlockDevice.bus)."""
 
 
 @dataclass
@@ -107,8 +115,24 @@ class HardwareProfile:
     host_ram_bytes: int | None = None
     limits_source: str = ""
     """How vcpus and ram_bytes were found (cgroup files, catalogue, ...)."""
+    cpu_source: str = ""
+    """How vcpus was found (affinity mask, cgroup CPU quota); '' for profiles that state it."""
+    ram_source: str = ""
+    """How ram_bytes was found (/proc/meminfo, cgroup memory limit)."""
+    cloud: str = ""
+    """The cloud the machine runs in: aws, or '' (owned hardware, other clouds, unknown)."""
+    os_settings: dict[str, str] = field(default_factory=dict)
+    """Current values of the OS settings the rules set, on the machine detection ran on:
+    sysctls from /proc/sys (vm.swappiness, kernel.sem, ...) and the nofile/nproc limits.
+    Empty for profiles of other machines (catalogue, files)."""
     source: str = ""
     """catalogue:NAME, file:PATH or detect."""
+
+    @property
+    def is_aws(self) -> bool:
+        """An AWS instance: stated, or implied by its EBS limits (AWS-only keys need it)."""
+        return self.cloud == "aws" or self.ebs_gbps is not None or (
+            self.ebs_baseline_iops is not None or self.ebs_baseline_gbps is not None)
 
     @property
     def ram_gb(self) -> float:

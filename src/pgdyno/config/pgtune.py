@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from pgdyno.config.model import Setting, TuneInputs, pg_group
 from pgdyno.config.pgcatalog import SettingsCatalogue
+from pgdyno.config.sizing import connection_room
 from pgdyno.config.units import GB, KB, MB, fmt_kb
 
 MAX_CONNECTIONS = {"web": 200, "oltp": 300, "dw": 40, "desktop": 20, "mixed": 100}
@@ -135,19 +136,27 @@ def format_value(name: str, value: int | float | str) -> str:
     return str(value)
 
 
-def pgtune_input(inputs: TuneInputs) -> PgtuneInput:
+def pgtune_input(inputs: TuneInputs, connections: int | None) -> PgtuneInput:
+    """pgtune's form as pgdyno fills it; ``connections`` is its 'number of connections'."""
     hw = inputs.hardware
     return PgtuneInput(db_version=inputs.pg_major, db_type=inputs.db_type,
-                       ram_kb=hw.ram_bytes // KB, cpus=hw.vcpus, connections=inputs.connections,
+                       ram_kb=hw.ram_bytes // KB, cpus=hw.vcpus, connections=connections,
                        hd_type=hw.data_volume.kind, db_size=db_size_class(inputs.dataset_bytes,
                                                                           hw.ram_bytes),
                        os_type=hw.os)
 
 
 def pgtune_settings(inputs: TuneInputs, catalogue: SettingsCatalogue) -> list[Setting]:
-    p = pgtune_input(inputs)
+    # pgtune's "number of connections" is the max_connections it writes and divides the
+    # RAM by for work_mem: with known clients pgdyno answers with everything that will
+    # connect (clients, its own sessions, the reserved slots), so the server starts and
+    # work_mem is sized for the connections that really exist.
+    room = connection_room(inputs.connections, catalogue) if inputs.connections else None
+    p = pgtune_input(inputs, room.needed if room else None)
     values = pgtune_values(p)
     why = _rationales(p)
+    if room is not None:
+        why["max_connections"] = f"connections input {room.arithmetic()}"
     settings = []
     for name, raw in values.items():
         value = format_value(name, raw)

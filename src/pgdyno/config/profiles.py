@@ -102,8 +102,16 @@ def profile_to_toml(profile: HardwareProfile) -> str:
         for row in rows:
             lines.append("")
             lines.append(f"[[{key}]]" if isinstance(value, list) else f"[{key}]")
-            lines += [f"{k} = {_toml_value(v)}" for k, v in row.items() if v is not None]
+            lines += [f"{_toml_key(k)} = {_toml_value(v)}" for k, v in row.items()
+                      if v is not None]
     return "\n".join(lines) + "\n"
+
+
+def _toml_key(key: str) -> str:
+    """A bare key where TOML allows one; quoted otherwise (kernel.sem would nest tables)."""
+    if key and all(c.isalnum() or c in "_-" for c in key):
+        return key
+    return _toml_value(key)
 
 
 def _toml_value(value: Any) -> str:

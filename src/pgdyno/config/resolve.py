@@ -20,8 +20,10 @@ from pgdyno.config.model import ConfigPlan, Setting, TuneInputs, pg_group
 from pgdyno.config.pgcatalog import SettingsCatalogue, for_install, snapshot
 from pgdyno.config.pgtune import pgtune_settings
 from pgdyno.config.sizing import (
+    BASE_CONNECTIONS,
     ask_postgres_huge_pages,
     compute_sizing,
+    connection_room,
     estimate_shared_memory,
     huge_pages_needed,
     max_connections,
@@ -86,6 +88,7 @@ def resolve_config(name: str, overrides: list[str], *, install: Any | None = Non
     plan = build_plan(name, inputs, catalogue)
     for item in overrides:
         plan.set(_override(item, catalogue))
+    leave_room(plan, inputs, catalogue)
     pg_settings, sources = validate_plan(plan, catalogue)
     server_pages = None
     if data_dir is not None and install is not None and (Path(data_dir) / "PG_VERSION").exists():
@@ -117,6 +120,41 @@ def build_plan(name: str, inputs: TuneInputs, catalogue: SettingsCatalogue) -> C
         raise UsageError(f"--config {name}: no such config or file; accepted: "
                          f"{', '.join(NAMED)} or a .toml/.env config file")
     return _plan_from_file(path, inputs, catalogue)
+
+
+GENERATED_SOURCES = ("pgtune", "tuned", "pgdyno")
+"""Sources of values pgdyno computed (as opposed to a user file or --set)."""
+
+
+def leave_room(plan: ConfigPlan, inputs: TuneInputs, catalogue: SettingsCatalogue) -> None:
+    """max_connections of a generated config holds the clients, pgdyno's sessions and the
+    reserved slots (sizing.ConnectionRoom), with the reserved slots as the final plan sets them.
+
+    pgtune and tuned already size it so; this also covers a config that leaves it to the
+    server's base value, and --set superuser_reserved_connections raising the reserved part.
+    A value the user chose (file, --set) stays theirs: a warning says what will not fit.
+    """
+    room = connection_room(inputs.connections or 0, catalogue, plan)
+    setting = plan.get("max_connections")
+    user_value = setting is not None and setting.source not in GENERATED_SOURCES
+    try:
+        current = int(setting.value) if setting is not None else BASE_CONNECTIONS
+    except ValueError:
+        return  # not a number: validation names the key and what is accepted
+    if current >= room.needed:
+        return
+    if user_value:
+        plan.warnings.append(
+            f"max_connections {current} < {room.arithmetic()}: "
+            + ("PostgreSQL will refuse to start" if current <= room.reserved_total
+               else "some clients will be refused"))
+        return
+    plan.set(Setting(group=pg_group("max_connections"), key="PG_MAX_CONNECTIONS",
+                     name="max_connections", layer="postgresql", apply="pg",
+                     value=str(room.needed), default=catalogue.default("max_connections"),
+                     rationale=(f"raised from {current}: " if setting is not None else
+                                f"pgdyno's base {current} is too few: ") + room.arithmetic(),
+                     source=setting.source if setting else "pgdyno"))
 
 
 def _plan_from_file(path: Path, inputs: TuneInputs, catalogue: SettingsCatalogue) -> ConfigPlan:

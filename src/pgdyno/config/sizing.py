@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import subprocess
+from dataclasses import dataclass
 from pathlib import Path
 
 from pgdyno.config.model import ConfigPlan, SizingLine, TuneInputs
@@ -55,6 +56,59 @@ def setting_int(plan: ConfigPlan, catalogue: SettingsCatalogue, name: str, fallb
 def max_connections(plan: ConfigPlan, catalogue: SettingsCatalogue) -> int:
     setting = plan.get("max_connections")
     return int(setting.value) if setting is not None else BASE_CONNECTIONS
+
+
+PGDYNO_SESSIONS = 15
+"""Connections pgdyno opens beside a benchmark's clients on the server under test: the
+telemetry sampler, snapshots, load workers (the runner's CONNECTION_HEADROOM)."""
+RESERVED_SLOT_SETTINGS = ("superuser_reserved_connections", "reserved_connections")
+"""Slots PostgreSQL keeps out of max_connections for privileged roles: it refuses to start
+unless max_connections exceeds their sum."""
+
+
+@dataclass(frozen=True)
+class ConnectionRoom:
+    """The max_connections a benchmark needs: its clients, pgdyno's sessions, reserved slots."""
+
+    clients: int
+    reserved: tuple[tuple[str, int], ...]
+    """(setting, value) of each reserved-slot setting the target version has."""
+    sessions: int = PGDYNO_SESSIONS
+
+    @property
+    def reserved_total(self) -> int:
+        return sum(value for _name, value in self.reserved)
+
+    @property
+    def needed(self) -> int:
+        return self.clients + self.sessions + self.reserved_total
+
+    def arithmetic(self) -> str:
+        """The sum spelt out, for rationales: '2 clients + 15 pgdyno sessions + 3 reserved ...'."""
+        parts = " + ".join(f"{name} {value}" for name, value in self.reserved)
+        clients = f"{self.clients} client{'' if self.clients == 1 else 's'}"
+        return (f"{clients} + {self.sessions} pgdyno sessions (telemetry, snapshots, load "
+                f"workers) + {self.reserved_total} reserved slots ({parts}) = {self.needed}")
+
+
+def connection_room(clients: int, catalogue: SettingsCatalogue,
+                    plan: ConfigPlan | None = None) -> ConnectionRoom:
+    """The room for ``clients``, with the reserved slots the plan sets or the version's defaults.
+
+    A value that does not parse counts as the default: validation reports it on its own.
+    """
+    reserved = []
+    for name in RESERVED_SLOT_SETTINGS:
+        if name not in catalogue:
+            continue  # reserved_connections is new in PostgreSQL 16
+        setting = plan.get(name) if plan is not None else None
+        text = setting.value if setting is not None else catalogue.default(name)
+        try:
+            value = int(text.strip().strip("'"))
+        except ValueError:
+            value = int(catalogue.default(name) or 0)
+        reserved.append((name, value))
+    return ConnectionRoom(clients=max(0, clients), reserved=tuple(reserved))
 
 
 def wal_buffers_bytes(plan: ConfigPlan, catalogue: SettingsCatalogue, shared: int) -> int:
@@ -122,7 +176,7 @@ def compute_sizing(plan: ConfigPlan, inputs: TuneInputs, catalogue: SettingsCata
     total = shared + wal_buf + sessions + vacuum
     limit = int(ram * BUDGET_RAM_SHARE)
     lines += [
-        SizingLine("memory", "RAM for the database", hw.limits_source or hw.source,
+        SizingLine("memory", "RAM for the database", hw.ram_source or hw.limits_source or hw.source,
                    human_bytes(ram)),
         SizingLine("memory", "shared_buffers", "setting", f"{human_bytes(shared)} "
                    f"({100 * shared / ram:.0f}% of RAM)"),

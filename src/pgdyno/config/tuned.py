@@ -4,6 +4,11 @@ Each value names the input it came from. Where pgdyno departs from pgtune the ra
 says why: the memory budget bounds work_mem, checkpoints are spaced by the WAL volume's
 size rather than a fixed table, CPU-costly WAL compression is avoided on small hosts, and
 autovacuum keeps pace with hot small tables in write-heavy work.
+
+Two rules hold for every value: max_connections leaves room for the benchmark's clients,
+pgdyno's own sessions and the reserved slots (sizing.ConnectionRoom), and an OS limit is
+never set below what the machine already allows (the detected /proc/sys value, else the
+kernel's stock one).
 """
 
 from __future__ import annotations
@@ -11,7 +16,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
-from pgdyno.config.hardware import Volume
+from pgdyno.config.hardware import HardwareProfile, Volume
 from pgdyno.config.matrix_keys import sysctl_key
 from pgdyno.config.model import Setting, TuneInputs
 from pgdyno.config.pgcatalog import SettingsCatalogue
@@ -21,6 +26,8 @@ from pgdyno.config.sizing import (
     BUDGET_WORK_MEM_FACTOR,
     PGBENCH_BYTES_PER_SCALE,
     PGBENCH_MB_PER_SCALE_TEXT,
+    ConnectionRoom,
+    connection_room,
     estimate_shared_memory,
     huge_pages_needed,
 )
@@ -41,12 +48,12 @@ def tuned_settings(inputs: TuneInputs, catalogue: SettingsCatalogue) -> list[Set
         emit(group, "PG_" + name.upper(), name, "postgresql", "pg", value,
              catalogue.default(name), why)
 
-    mem = _memory_plan(inputs)
+    mem = _memory_plan(inputs, catalogue)
     _instance(inputs, emit)
     _os_memory(inputs, mem, emit)
-    _os_files(emit)
+    _os_files(inputs, emit)
     _os_network(inputs, emit)
-    _os_scheduler(inputs, emit)
+    _os_scheduler(inputs, mem, catalogue, emit)
     _raid(inputs, "data", inputs.hardware.data_volume, emit)
     _raid(inputs, "wal", inputs.hardware.wal_volume, emit)
     _xfs(inputs, emit)
@@ -70,7 +77,7 @@ def tuned_settings(inputs: TuneInputs, catalogue: SettingsCatalogue) -> list[Set
 class MemoryPlan:
     """The memory figures several groups share."""
 
-    def __init__(self, inputs: TuneInputs) -> None:
+    def __init__(self, inputs: TuneInputs, catalogue: SettingsCatalogue) -> None:
         hw = inputs.hardware
         ram = hw.ram_bytes
         self.ram = ram
@@ -80,7 +87,10 @@ class MemoryPlan:
         # Whole 128MB steps read better and change nothing measurable.
         step = 128 * MB if shared >= GB else MB
         self.shared = max(16 * MB, shared // step * step)
-        self.connections = (inputs.connections + 10) if inputs.connections else None
+        # Room for everything that connects during a benchmark (sizing.ConnectionRoom);
+        # without known clients the server keeps pgdyno's base max_connections.
+        self.room: ConnectionRoom = connection_room(inputs.connections or 0, catalogue)
+        self.connections = self.room.needed if inputs.connections else None
         self.budget_connections = self.connections or BASE_CONNECTIONS
         self.write_heavy = inputs.write_heavy
         self.wal_buffers = 64 * MB if inputs.write_heavy and self.shared >= 2 * GB else None
@@ -102,36 +112,73 @@ class MemoryPlan:
         self.huge_reserved = hw.huge_pages_total >= self.huge_pages
 
 
-def _memory_plan(inputs: TuneInputs) -> MemoryPlan:
-    return MemoryPlan(inputs)
+def _memory_plan(inputs: TuneInputs, catalogue: SettingsCatalogue) -> MemoryPlan:
+    return MemoryPlan(inputs, catalogue)
 
 
 # ----- instance and OS -------------------------------------------------------------------------
 
-def _sysctl_emitter(emit: Emit, group: str) -> Emit:
-    """emit() for one group's sysctls, keyed the way matrix_keys (and .env files) name them."""
+def _sysctl_emitter(emit: Emit, group: str, hw: HardwareProfile) -> Emit:
+    """emit() for one group's sysctls, keyed the way matrix_keys (and .env files) name them.
+
+    The Default column shows the machine's current value where detection read it."""
     def sysctl(name: str, value: object, default: str, why: str) -> None:
-        emit(group, sysctl_key(name), name, "os", "sysctl", value, default, why)
+        emit(group, sysctl_key(name), name, "os", "sysctl", value,
+             hw.os_settings.get(name, default), why)
     return sysctl
+
+
+def _limit_emitter(emit: Emit, group: str, hw: HardwareProfile, apply: str = "sysctl") -> Emit:
+    """emit() for OS limits: never below what the machine already allows.
+
+    A rule's figure is a floor for what PostgreSQL needs; a kernel (or a distribution) that
+    already allows more keeps its value, field by field (kernel.sem and tcp_rmem are several
+    limits in one line). The current value is the detected one (/proc/sys, getrlimit), else
+    the kernel's stock default when it is a number."""
+    def limit(name: str, wanted: object, default: str, why: str, key: str = "") -> None:
+        current = hw.os_settings.get(name, default)
+        value = _at_least(str(wanted), current)
+        if value != str(wanted):
+            whose = "this host has" if name in hw.os_settings else "the kernel's default is"
+            how = ("kept, never lowered" if value == " ".join(current.split())
+                   else "no field lowered")
+            why = f"{why}: {wanted} would do, {whose} {current}: {how}"
+        emit(group, key or sysctl_key(name), name, "os", apply, value, current, why)
+    return limit
+
+
+def _at_least(wanted: str, current: str) -> str:
+    """wanted, raised field by field to current where current is higher (same field count)."""
+    want, have = wanted.split(), current.split()
+    if len(want) != len(have) or not all(f.isdigit() for f in want + have):
+        if current.strip() == "unlimited":
+            return current.strip()
+        return wanted
+    return " ".join(str(max(int(w), int(h))) for w, h in zip(want, have, strict=True))
 
 
 def _instance(inputs: TuneInputs, emit: Emit) -> None:
     hw = inputs.hardware
     g = "instance"
     emit(g, "INSTANCE_TYPE", "instance_type", "instance", "info", hw.name, "", hw.source)
-    emit(g, "VCPU", "vcpus", "instance", "info", hw.vcpus, "", hw.limits_source or hw.source)
+    # Each figure names its own source: the vCPU count and the RAM come from different files.
+    emit(g, "VCPU", "vcpus", "instance", "info", hw.vcpus, "", hw.cpu_source or hw.source)
     emit(g, "RAM_GB", "ram_gb", "instance", "info", f"{hw.ram_gb:.1f}".rstrip("0").rstrip("."),
-         "", hw.limits_source or hw.source)
+         "", hw.ram_source or hw.source)
     emit(g, "NETWORK_GBPS", "network_gbps", "instance", "info",
-         "" if hw.network_gbps is None else f"{hw.network_gbps:g}", "", hw.source)
-    emit(g, "EBS_GBPS", "ebs_gbps", "instance", "info",
-         "" if hw.ebs_gbps is None else f"{hw.ebs_gbps:g}", "", hw.source)
+         "" if hw.network_gbps is None else f"{hw.network_gbps:g}", "",
+         hw.source if hw.network_gbps is not None
+         else "not known for this machine: the network rules assume 10 Gbit/s")
+    if hw.is_aws:  # EBS is AWS's: other machines have no such limit to show
+        emit(g, "EBS_GBPS", "ebs_gbps", "instance", "info",
+             "" if hw.ebs_gbps is None else f"{hw.ebs_gbps:g}", "", hw.source)
 
 
 def _os_memory(inputs: TuneInputs, mem: MemoryPlan, emit: Emit) -> None:
     hw = inputs.hardware
     g = "os_memory"
-    sysctl = _sysctl_emitter(emit, g)
+    sysctl = _sysctl_emitter(emit, g, hw)
+    limit = _limit_emitter(emit, g, hw)
 
     sysctl("vm.swappiness", 1, "60", "database host: page cache and shared memory stay in RAM")
     sysctl("vm.nr_hugepages", mem.huge_pages, "0",
@@ -150,25 +197,29 @@ def _os_memory(inputs: TuneInputs, mem: MemoryPlan, emit: Emit) -> None:
     sysctl("vm.overcommit_ratio", 80, "50",
            "commit limit 80% of the RAM outside the huge page pool")
     min_free = min(max(mem.ram // 100 // 1024, 65536), 1048576)
-    sysctl("vm.min_free_kbytes", min_free, "kernel-computed",
-           f"1% of RAM {human_bytes(mem.ram)} (64 MB .. 1 GB) kept free for atomic allocations")
+    limit("vm.min_free_kbytes", min_free, "kernel-computed",
+          f"1% of RAM {human_bytes(mem.ram)} (64 MB .. 1 GB) kept free for atomic allocations")
     sysctl("vm.zone_reclaim_mode", 0, "0",
-           f"{hw.numa_nodes} NUMA node(s): use remote memory rather than reclaim page cache")
+           f"{hw.numa_nodes} NUMA nodes: use remote memory rather than reclaim page cache"
+           if hw.numa_nodes > 1 else "1 NUMA node: off, no remote memory to prefer over reclaim")
     emit(g, "TRANSPARENT_HUGEPAGE", "transparent_hugepage", "os", "sysfs", "never",
          hw.transparent_hugepages or "madvise",
          "compaction stalls; PostgreSQL uses explicit huge pages instead")
 
 
-def _os_files(emit: Emit) -> None:
+def _os_files(inputs: TuneInputs, emit: Emit) -> None:
     g = "os_files"
-    emit(g, "FS_FILE_MAX", "fs.file-max", "os", "sysctl", 2097152, "kernel-computed",
-         "each backend opens up to max_files_per_process files")
-    emit(g, "FS_AIO_MAX_NR", "fs.aio-max-nr", "os", "sysctl", 1048576, "65536",
-         "asynchronous I/O contexts for io_method=io_uring/worker and fio")
-    emit(g, "ULIMIT_NOFILE", "nofile", "os", "limits", 65535, "1024",
-         "file descriptors per process for the postgres user")
-    emit(g, "ULIMIT_NPROC", "nproc", "os", "limits", 65535, "distribution default",
-         "one process per connection and background worker")
+    hw = inputs.hardware
+    limit = _limit_emitter(emit, g, hw)
+    limit("fs.file-max", 2097152, "kernel-computed",
+          "each backend opens up to max_files_per_process files")
+    limit("fs.aio-max-nr", 1048576, "65536",
+          "asynchronous I/O contexts for io_method=io_uring/worker and fio")
+    ulimit = _limit_emitter(emit, g, hw, apply="limits")
+    ulimit("nofile", 65535, "1024", "file descriptors per process for the postgres user",
+           key="ULIMIT_NOFILE")
+    ulimit("nproc", 65535, "distribution default",
+           "one process per connection and background worker", key="ULIMIT_NPROC")
 
 
 def _os_network(inputs: TuneInputs, emit: Emit) -> None:
@@ -177,37 +228,71 @@ def _os_network(inputs: TuneInputs, emit: Emit) -> None:
     gbps = hw.network_gbps or 10.0
     big = 16 * MB if gbps >= 10 else 4 * MB
     net = f"network {gbps:g} Gbit/s" + ("" if hw.network_gbps else " (assumed)")
-    sysctl = _sysctl_emitter(emit, g)
+    sysctl = _sysctl_emitter(emit, g, hw)
+    limit = _limit_emitter(emit, g, hw)
 
-    sysctl("net.core.somaxconn", 4096, "4096", "listen backlog for bursts of client connects")
-    sysctl("net.core.netdev_max_backlog", 2048 if gbps < 25 else 8192, "1000",
-           f"{net}: packets queued per CPU before drop")
-    sysctl("net.core.rmem_default", 262144, "212992", "socket receive buffer for result sets")
-    sysctl("net.core.rmem_max", big, "212992", f"{net}: bandwidth-delay product")
-    sysctl("net.core.wmem_default", 262144, "212992", "socket send buffer for result sets")
-    sysctl("net.core.wmem_max", big, "212992", f"{net}: bandwidth-delay product")
-    sysctl("net.ipv4.tcp_rmem", f"4096 87380 {big}", "4096 131072 6291456",
-           f"{net}: autotuning ceiling")
-    sysctl("net.ipv4.tcp_wmem", f"4096 65536 {big}", "4096 16384 4194304",
-           f"{net}: autotuning ceiling")
-    sysctl("net.ipv4.tcp_max_syn_backlog", 4096, "kernel-computed",
-           "pending connections during connection storms")
+    limit("net.core.somaxconn", 4096, "4096", "listen backlog for bursts of client connects")
+    limit("net.core.netdev_max_backlog", 2048 if gbps < 25 else 8192, "1000",
+          f"{net}: packets queued per CPU before drop")
+    limit("net.core.rmem_default", 262144, "212992", "socket receive buffer for result sets")
+    limit("net.core.rmem_max", big, "212992", f"{net}: bandwidth-delay product")
+    limit("net.core.wmem_default", 262144, "212992", "socket send buffer for result sets")
+    limit("net.core.wmem_max", big, "212992", f"{net}: bandwidth-delay product")
+    limit("net.ipv4.tcp_rmem", f"4096 87380 {big}", "4096 131072 6291456",
+          f"{net}: autotuning ceiling")
+    limit("net.ipv4.tcp_wmem", f"4096 65536 {big}", "4096 16384 4194304",
+          f"{net}: autotuning ceiling")
+    limit("net.ipv4.tcp_max_syn_backlog", 4096, "kernel-computed",
+          "pending connections during connection storms")
     sysctl("net.ipv4.tcp_tw_reuse", 1, "2", "reuse TIME_WAIT ports for short benchmark sessions")
     sysctl("net.ipv4.tcp_fin_timeout", 15, "60", "release closed client sockets sooner")
 
 
-def _os_scheduler(inputs: TuneInputs, emit: Emit) -> None:
+def _os_scheduler(inputs: TuneInputs, mem: MemoryPlan, catalogue: SettingsCatalogue,
+                  emit: Emit) -> None:
     hw = inputs.hardware
     g = "os_scheduler"
-    emit(g, "KERNEL_SCHED_AUTOGROUP_ENABLED", "kernel.sched_autogroup_enabled", "os", "sysctl",
-         0, "1", "autogroup balances terminal sessions, not database backends")
-    numa = 0 if hw.numa_nodes > 1 else 1
-    emit(g, "KERNEL_NUMA_BALANCING", "kernel.numa_balancing", "os", "sysctl", numa,
-         "1" if hw.numa_nodes > 1 else "0",
-         f"{hw.numa_nodes} NUMA nodes: " + ("page migration stalls shared memory" if numa == 0
-                                            else "single node, nothing to balance"))
-    emit(g, "KERNEL_SEM", "kernel.sem", "os", "sysctl", "250 32000 100 128",
-         "32000 1024000000 500 32000", "semaphore sets for max_connections + workers")
+    sysctl = _sysctl_emitter(emit, g, hw)
+    sysctl("kernel.sched_autogroup_enabled", 0, "1",
+           "autogroup balances terminal sessions, not database backends")
+    # Off either way: across nodes page migration stalls shared memory; on one node there
+    # is nothing to balance (the kernel itself leaves it off there).
+    if hw.numa_nodes > 1:
+        sysctl("kernel.numa_balancing", 0, "1",
+               f"{hw.numa_nodes} NUMA nodes: off, page migration stalls shared memory")
+    else:
+        sysctl("kernel.numa_balancing", 0, "0", "1 NUMA node: off, nothing to balance")
+    wanted, why = _semaphores(inputs, mem, catalogue)
+    _limit_emitter(emit, g, hw)("kernel.sem", wanted, "32000 1024000000 500 32000", why)
+
+
+def _semaphores(inputs: TuneInputs, mem: MemoryPlan,
+                catalogue: SettingsCatalogue) -> tuple[str, str]:
+    """kernel.sem (SEMMSL SEMMNS SEMOPM SEMMNI) for PostgreSQL built with System V semaphores.
+
+    PostgreSQL's docs: one semaphore per connection, autovacuum worker slot, WAL sender,
+    background worker and auxiliary process, in sets of 16 (+1 each); Linux builds use
+    POSIX semaphores and need none of it, so this is a floor, never a reason to lower."""
+    av = "autovacuum_worker_slots" if "autovacuum_worker_slots" in catalogue else \
+        "autovacuum_max_workers"
+    counts = [mem.budget_connections, _int_default(catalogue, av, 3),
+              _int_default(catalogue, "max_wal_senders", 10),
+              max(8, inputs.hardware.vcpus), 7]
+    processes = sum(counts)
+    sets = math.ceil(processes / 16)
+    wanted = f"250 {max(32000, sets * 17)} 100 {max(128, sets)}"
+    why = (f"System V builds: {sets} sets of 17 for {processes} processes (max_connections "
+           f"{counts[0]} + {av} {counts[1]} + max_wal_senders {counts[2]} + "
+           f"max_worker_processes {counts[3]} + 7 auxiliary); Linux builds use POSIX "
+           "semaphores")
+    return wanted, why
+
+
+def _int_default(catalogue: SettingsCatalogue, name: str, fallback: int) -> int:
+    try:
+        return int(catalogue.default(name))
+    except ValueError:
+        return fallback
 
 
 # ----- storage ----------------------------------------------------------------------------------
@@ -292,7 +377,7 @@ def _block(inputs: TuneInputs, role: str, vol: Volume, emit: Emit) -> None:
         sched, why = "mq-deadline", "spinning disk: deadline keeps reads from starving"
     attr("scheduler", sched, vol.scheduler or "kernel default", f"{kind}: {why}")
     attr("rotational", 1 if kind == "hdd" else 0, "" if vol.rotational is None
-         else int(vol.rotational), f"{kind}: tells the kernel (and tools) what the device is")
+         else int(vol.rotational), _rotational_why(vol))
     if role == "data":
         attr("read_ahead_kb", 64 if kind != "hdd" else 256, vol.read_ahead_kb or 128,
              "random 8 kB page reads: large read-ahead wastes bandwidth")
@@ -306,6 +391,17 @@ def _block(inputs: TuneInputs, role: str, vol: Volume, emit: Emit) -> None:
     attr("rq_affinity", 2, 1, "complete I/O on the CPU that issued it")
     attr("add_random", 0, 0, "no entropy collection on every I/O")
     attr("nomerges", 0, 0, "let the block layer merge adjacent requests")
+
+
+def _rotational_why(vol: Volume) -> str:
+    """Why the flag is what the storage class says, in words that agree with the value."""
+    value = 1 if vol.kind == "hdd" else 0
+    if vol.kind == "san" and vol.bus in ("virtio", "xen"):
+        return (f"san: {vol.bus} virtual disk, whatever backs it; its driver reports "
+                f"{int(bool(vol.rotational))}: 0 stops the kernel treating it as a spinning disk")
+    if vol.rotational is not None and int(vol.rotational) == value:
+        return f"{vol.kind}: the device already reports {value}"
+    return f"{vol.kind}: {value} tells the kernel (and tools) what the device is"
 
 
 def _md(inputs: TuneInputs, emit: Emit) -> None:
@@ -340,8 +436,7 @@ def _pg_memory(inputs: TuneInputs, mem: MemoryPlan, pg: Emit) -> None:
     g = "pg_memory"
     ram = human_bytes(mem.ram)
     if mem.connections is not None:
-        pg(g, "max_connections", mem.connections,
-           f"--connections {inputs.connections} + 10 for superuser and monitoring")
+        pg(g, "max_connections", mem.connections, mem.room.arithmetic())
     pg(g, "shared_buffers", fmt_bytes(mem.shared),
        f"{mem.shared_share:.0%} of RAM {ram}: the OS page cache keeps the rest")
     if mem.huge_reserved:
@@ -519,7 +614,9 @@ def _benchmark(inputs: TuneInputs, mem: MemoryPlan, emit: Emit) -> None:
     else:
         scale = max(1, int(mem.ram * 1.25) // PGBENCH_BYTES_PER_SCALE)
         why = "1.25 x RAM: the dataset exceeds the cache, storage is exercised"
-    heavy = min(100, (mem.connections or BASE_CONNECTIONS) - 10)
+    conns = mem.connections or BASE_CONNECTIONS
+    spare = mem.room.sessions + mem.room.reserved_total
+    heavy = min(100, max(1, conns - spare))
 
     def info(key: str, value: object, why: str) -> None:
         emit(g, key, key.lower(), "benchmark", "info", value, "", why)
@@ -528,5 +625,7 @@ def _benchmark(inputs: TuneInputs, mem: MemoryPlan, emit: Emit) -> None:
     info("PGBENCH_DURATION", 60, "seconds per run: several checkpoints-free minutes add noise")
     info("PGBENCH_CLIENTS_LIGHT", cpus, f"{cpus} vCPUs: one client per CPU")
     info("PGBENCH_CLIENTS_MEDIUM", 4 * cpus, "4 x vCPUs: CPUs busy while others wait on I/O")
-    info("PGBENCH_CLIENTS_HEAVY", heavy, "max_connections - 10, at most 100")
+    info("PGBENCH_CLIENTS_HEAVY", heavy,
+         f"max_connections {conns} - {mem.room.sessions} pgdyno sessions - "
+         f"{mem.room.reserved_total} reserved slots, at most 100")
     info("FIO_RUNTIME", 60, "seconds per fio job: past the device's write cache")

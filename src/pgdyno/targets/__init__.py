@@ -14,11 +14,11 @@ from typing import Protocol
 from pgdyno.targets.binaries import PgInstall, embedded_install, install_from_dir
 from pgdyno.targets.connection import ConnectionInfo
 from pgdyno.targets.dsn import DsnServer
-from pgdyno.targets.local import LocalServer
+from pgdyno.targets.local import LocalServer, ServerStartError
 from pgdyno.targets.osuser import running_as_root
 
-__all__ = ["ConnectionInfo", "PgInstall", "Target", "TargetSpec", "default_workdir",
-           "open_target"]
+__all__ = ["ConnectionInfo", "PgInstall", "ServerStartError", "Target", "TargetSpec",
+           "default_workdir", "open_target"]
 
 
 class Target(Protocol):

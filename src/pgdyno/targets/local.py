@@ -20,6 +20,7 @@ import contextlib
 import hashlib
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -56,6 +57,18 @@ BASE_SETTINGS: dict[str, str] = {
 }
 
 
+class ServerStartError(TargetError):
+    """PostgreSQL did not start: the one log line that says why, then where the log is.
+
+    ``line`` is the server's own FATAL/PANIC line (or ``postgres:`` message) of this start
+    attempt, ``log_path`` the whole log; the message is those two, one per line."""
+
+    def __init__(self, line: str, log_path: Path) -> None:
+        super().__init__(f"{line}\nserver log: {log_path}")
+        self.line = line
+        self.log_path = log_path
+
+
 @dataclass
 class LocalServer:
     """A server pgdyno owns: initdb, start, stop, restart, all under the server user."""
@@ -70,6 +83,8 @@ class LocalServer:
     user: ServerUser = field(init=False)
     port: int = field(init=False, default=0)
     process: subprocess.Popen | None = field(init=False, default=None)
+    _log_start: int = field(init=False, default=0, repr=False)
+    """Size of the server log when the last start began: what follows is that attempt's."""
 
     kind = "embedded"
 
@@ -220,6 +235,7 @@ class LocalServer:
             return
         self._refuse_foreign_postmaster()
         self.port = _free_port()
+        self._log_start = self.log_size()
         log = self.log_path.open("ab")
         give_to(self.user, self.log_path)
         cmd = [self.install.program("postgres"), "-D", str(self.data_dir), "-p", str(self.port)]
@@ -248,10 +264,9 @@ class LocalServer:
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             if self.process is not None and self.process.poll() is not None:
-                raise TargetError(
-                    f"PostgreSQL exited during start (code {self.process.returncode}); "
-                    f"server log {self.log_path}: {self.log_tail()}"
-                )
+                raise ServerStartError(self._start_failure(
+                    f"PostgreSQL exited during start (code {self.process.returncode})"),
+                    self.log_path)
             try:
                 admin = self.admin_connection().conninfo("postgres")
                 with psycopg.connect(admin, connect_timeout=2):
@@ -260,9 +275,24 @@ class LocalServer:
                 time.sleep(0.1)
         else:
             self.stop()
-            raise TargetError(f"PostgreSQL not ready after {timeout_s:.0f} s; "
-                              f"server log {self.log_path}: {self.log_tail()}")
+            raise ServerStartError(self._start_failure(
+                f"PostgreSQL not ready after {timeout_s:.0f} s"), self.log_path)
         self._ensure_database()
+
+    def _start_failure(self, what: str) -> str:
+        """The line of this start attempt's log that says why it failed, else ``what`` and
+        the attempt's last line."""
+        try:
+            with self.log_path.open("rb") as fh:
+                fh.seek(self._log_start)
+                text = fh.read().decode(errors="replace")
+        except OSError:
+            text = ""
+        line = start_error_line(text)
+        if line:
+            return line
+        last = [x.strip() for x in text.splitlines() if x.strip()]
+        return f"{what}; last log line: {last[-1]}" if last else f"{what}; the log is empty"
 
     def _ensure_database(self) -> None:
         with psycopg.connect(self.admin_connection().conninfo("postgres"), autocommit=True) as conn:
@@ -326,6 +356,45 @@ class LocalServer:
             return self.log_path.stat().st_size
         except OSError:
             return 0
+
+
+_SEVERITY = re.compile(r"\b(PANIC|FATAL):\s")
+NOT_THE_CAUSE = ("the database system is starting up", "the database system is shutting down",
+                 "the database system is not yet accepting connections")
+"""FATAL lines of pgdyno's own connection attempts while the server comes up."""
+_CONFIG_ERRORS = re.compile(r'configuration file ".*" contains errors')
+
+
+def start_error_line(log: str) -> str:
+    """The line of a failed start's server log that says why: the first PANIC, else the first
+    FATAL, else the first ``postgres:`` message (printed before logging is set up), from its
+    severity on (the timestamp and pid prefix dropped). '' when there is none.
+
+    A FATAL that only says the configuration has errors gets the LOG line naming the
+    parameter appended, since that is the part to fix."""
+    lines = [line.strip() for line in log.splitlines() if line.strip()]
+    for level in ("PANIC", "FATAL"):
+        for n, line in enumerate(lines):
+            found = _SEVERITY.search(line)
+            if found is None or found.group(1) != level:
+                continue
+            text = line[found.start():]
+            if any(noise in text for noise in NOT_THE_CAUSE):
+                continue
+            if _CONFIG_ERRORS.search(text):
+                cause = _config_cause(lines[:n])
+                text += f": {cause}" if cause else ""
+            return text
+    return next((line for line in lines if line.startswith("postgres:")), "")
+
+
+def _config_cause(before: list[str]) -> str:
+    """The last LOG line before a config-errors FATAL that names a parameter or a file."""
+    for line in reversed(before):
+        _prefix, sep, message = line.partition("LOG:")
+        if sep and ("parameter" in message or "syntax error" in message):
+            return message.strip()
+    return ""
 
 
 def _last_lines(text: str, lines: int = LOG_TAIL_LINES) -> str:
