@@ -7,13 +7,26 @@ disagree about a number.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 
 from pgdyno.analysis.summary import RunSummary, five_second_table
+from pgdyno.config.units import unit_scale
 from pgdyno.results.manifest import BenchOptions
 from pgdyno.results.rundir import RunPlan
+from pgdyno.targets.local import BASE_SETTINGS
 
 PCT_COLUMNS = ("p50", "p75", "p80", "p90", "p95", "p99", "p99.9")
+MISSING = ("", "–", "-", "n/a")
+"""Cells that hold no value: they do not decide whether a column is numeric."""
+_NUMBER = re.compile(r"[-+−]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:[eE][-+]?\d+)?")
+_SEPARATORS = re.compile(r"[\s±/()→–\-~≈<>≤≥×,;:\[\]]+")
+_UNITS = frozenset({
+    "%", "%util", "us", "µs", "ms", "s", "min", "h", "d", "b", "kb", "mb", "gb", "tb", "kib",
+    "mib", "gib", "tib", "8kb", "mb/s", "gb/s", "kb/s", "mib/s", "iops", "tps", "qps", "tpm",
+    "nopm", "x", "cores", "backends", "pages", "°c", "w/s", "r/s", "ops/s",
+})
+"""Unit words a numeric cell may carry ("12.5 ms", "3 cores", "7.2 MB/s"); lower case."""
 
 
 @dataclass
@@ -21,6 +34,27 @@ class Table:
     headers: list[str]
     rows: list[list[str]]
     caption: str = ""
+
+    def numeric_columns(self) -> list[bool]:
+        """Per column: right-align it (numbers) or not (text). Markdown and HTML both ask."""
+        return [is_numeric_column([row[i] for row in self.rows if i < len(row)])
+                for i in range(len(self.headers))]
+
+
+def is_numeric_cell(cell: str) -> bool:
+    """A number, possibly with thousands separators, a unit, %, ±, a range or a peak in
+    brackets ("3,838", "12.5 ms", "4 (13)", "3,838 ± 12", "0 / 0 (0)", "15.4%")."""
+    text = cell.strip()
+    if not _NUMBER.search(text):
+        return False
+    rest = _SEPARATORS.split(_NUMBER.sub(" ", text))
+    return all(word.lower() in _UNITS for word in rest if word)
+
+
+def is_numeric_column(cells: list[str]) -> bool:
+    """Numeric when every cell that holds a value is a number (missing cells do not count)."""
+    values = [c for c in cells if c.strip() not in MISSING]
+    return bool(values) and all(is_numeric_cell(c) for c in values)
 
 
 @dataclass
@@ -48,6 +82,13 @@ def fmt(value: float | None, digits: int = 2) -> str:
     if abs(value) >= 1000:
         return f"{value:,.0f}"
     return f"{value:.{digits}f}"
+
+
+def count(value: int | float | None) -> str:
+    """A count, with thousands separators: 11,515."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "–"
+    return f"{round(value):,}"
 
 
 @dataclass
@@ -92,9 +133,9 @@ def _overview(summary: RunSummary, run: RunView, transactions: bool) -> Section:
     paras += [f"Note: {n}" for n in manifest.get("notes", [])]
     if not transactions:
         return Section("Summary", paragraphs=paras)
-    rows = [[str(c.clients), fmt(c.tps_mean, 1), fmt(c.tps_iteration_stddev, 1),
+    rows = [[count(c.clients), fmt(c.tps_mean, 1), fmt(c.tps_iteration_stddev, 1),
              fmt(c.latency.mean_ms, 3), fmt(c.latency.percentiles_ms.get("p99"), 3),
-             str(c.transactions), str(c.failed)] for c in summary.per_clients]
+             count(c.transactions), count(c.failed)] for c in summary.per_clients]
     table = Table(["Clients", "TPS", "TPS stddev (iterations)", "Latency avg (ms)",
                    "p99 (ms)", "Transactions", "Failed"], rows)
     return Section("Summary", paragraphs=paras, tables=[table])
@@ -137,7 +178,7 @@ def _environment(run: RunView) -> Section:
         env_rows.append(["Fixed rate", f"{opts.rate_tps:g} tps, latency limit "
                                        f"{opts.latency_limit_ms or '–'} ms"])
     settings = server.get("non_default_settings") or {}
-    setting_rows = [[k, v, (config.get("sources") or {}).get(k, "")]
+    setting_rows = [[k, setting_value(v), setting_source(k, config, target.get("kind"))]
                     for k, v in settings.items()]
     return Section("Environment and configuration", tables=[
         Table(["Item", "Value"], env_rows),
@@ -146,8 +187,73 @@ def _environment(run: RunView) -> Section:
     ])
 
 
+# pgdyno's own settings on a server it starts (targets/local.py writes them), and why.
+_PGDYNO_REASONS = {
+    "listen_addresses": "TCP on the loopback only",
+    "log_checkpoints": "checkpoint timing for the telemetry",
+    "log_line_prefix": "timestamped server log for the telemetry",
+    "log_timezone": "server log in UTC, like the telemetry",
+    "track_io_timing": "I/O timing in the statistics views",
+    "max_connections": "room for the clients and its own sessions",
+    "port": "a free port for its instance",
+    "unix_socket_directories": "its own socket directory",
+}
+# What initdb writes into postgresql.conf (locale, time zone, sizes it probed).
+_INITDB = frozenset({"DateStyle", "TimeZone", "lc_messages", "lc_monetary", "lc_numeric",
+                     "lc_time", "default_text_search_config", "dynamic_shared_memory_type",
+                     "shared_buffers", "autovacuum_worker_slots", "max_connections",
+                     "log_timezone", "max_wal_size", "min_wal_size"})
+
+
+def setting_value(text: str) -> str:
+    """A pg_settings value ("16384 8kB", "900 s") in its natural unit ("128 MB", "15 min"):
+    the largest unit that holds it exactly, as PostgreSQL's SHOW picks it."""
+    number, _, unit = text.rpartition(" ")
+    scale = unit_scale(unit)
+    try:
+        value = float(number)
+    except ValueError:
+        return text
+    if scale is None:
+        return text
+    kind, factor = scale
+    base = value * factor  # bytes or milliseconds
+    if value < 0 or base == 0 or base != int(base):
+        return f"{value:g}" if value <= 0 else text  # -1 / 0: "disabled", no unit to give
+    steps = (("TB", 2**40), ("GB", 2**30), ("MB", 2**20), ("kB", 2**10), ("B", 1)) \
+        if kind == "memory" else (("d", 86_400_000), ("h", 3_600_000), ("min", 60_000),
+                                  ("s", 1000), ("ms", 1))
+    for name, size in steps:
+        if base % size == 0:
+            return f"{int(base) // size} {name}"
+    return text
+
+
+def setting_source(name: str, config: dict, target_kind: str | None) -> str:
+    """Where a server setting came from: the config engine's rationale when a config set it
+    (``manifest["config"]["sources"]``), else pgdyno's own settings or initdb's."""
+    sources = {k.lower(): v for k, v in (config.get("sources") or {}).items()}
+    if name.lower() in sources:
+        return _without_repeat(str(sources[name.lower()]))
+    if target_kind in (None, "dsn"):
+        return ""  # a server pgdyno does not own: it cannot know who set what
+    if name in _PGDYNO_REASONS and (name in BASE_SETTINGS or name in
+                                    ("port", "unix_socket_directories")):
+        return f"pgdyno: {_PGDYNO_REASONS[name]}"
+    return "initdb" if name in _INITDB else ""
+
+
+def _without_repeat(source: str) -> str:
+    """"--set: --set on the command line" -> "--set on the command line": the config engine
+    joins source and rationale, and some rationales already name their source."""
+    origin, sep, why = source.partition(": ")
+    if sep and origin.removeprefix("file:") in why:
+        return why
+    return source
+
+
 def _tps(summary: RunSummary, images: dict[str, str]) -> Section:
-    rows = [[str(c.clients), fmt(c.tps_mean, 1), fmt(c.tps_median, 1), fmt(c.tps_stddev, 1),
+    rows = [[count(c.clients), fmt(c.tps_mean, 1), fmt(c.tps_median, 1), fmt(c.tps_stddev, 1),
              f"{fmt(c.tps_iteration_mean, 1)} ± {fmt(c.tps_iteration_stddev, 1)}",
              str(c.iterations)] for c in summary.per_clients]
     section = Section("Transactions per second", tables=[Table(
@@ -155,6 +261,8 @@ def _tps(summary: RunSummary, images: dict[str, str]) -> Section:
          "Iterations"], rows,
         caption="Average, median and stddev over every 1 s interval of every iteration")])
     for name, caption in (("tps_timeline", "TPS over time"),
+                          ("tps_histogram", "TPS histogram (1 s intervals of the measured "
+                                            "window)"),
                           ("scaling", "TPS and p99 latency against clients")):
         if name in images:
             section.images.append((caption, images[name]))
@@ -162,9 +270,9 @@ def _tps(summary: RunSummary, images: dict[str, str]) -> Section:
 
 
 def _latency(summary: RunSummary, images: dict[str, str]) -> Section:
-    basic = [[str(c.clients), fmt(c.latency.mean_ms, 3), fmt(c.latency.median_ms, 3),
+    basic = [[count(c.clients), fmt(c.latency.mean_ms, 3), fmt(c.latency.median_ms, 3),
               fmt(c.latency.stddev_ms, 3)] for c in summary.per_clients]
-    pct = [[str(c.clients), *[fmt(c.latency.percentiles_ms.get(k), 3) for k in PCT_COLUMNS],
+    pct = [[count(c.clients), *[fmt(c.latency.percentiles_ms.get(k), 3) for k in PCT_COLUMNS],
             fmt(c.latency.max_ms, 3)] for c in summary.per_clients]
     section = Section("Transaction latency (ms)", tables=[
         Table(["Clients", "Average", "Median", "StdDev"], basic),
@@ -183,11 +291,12 @@ def _fixed_rate(summary: RunSummary, opts: BenchOptions) -> Section:
     rows = []
     for c in summary.per_clients:
         lag = c.lag
-        rows.append([str(c.clients), f"{opts.rate_tps:g}", fmt(c.tps_mean, 1),
+        rows.append([count(c.clients), f"{opts.rate_tps:g}", fmt(c.tps_mean, 1),
                      fmt(lag.mean_ms if lag else None, 3),
                      fmt(lag.percentiles_ms.get("p99") if lag else None, 3),
-                     fmt(lag.max_ms if lag else None, 3), str(c.skipped),
-                     str(sum(it.late for it in summary.iterations if it.clients == c.clients))])
+                     fmt(lag.max_ms if lag else None, 3), count(c.skipped),
+                     count(sum(it.late for it in summary.iterations
+                               if it.clients == c.clients))])
     return Section("Fixed-rate schedule", paragraphs=[
         "Latency is measured from each transaction's scheduled start (pgbench -R), so stalls "
         "are not hidden by the client waiting (no coordinated omission)."],
@@ -199,19 +308,19 @@ def _scripts(summary: RunSummary) -> Section:
     rows = []
     for c in summary.per_clients:
         for s in c.scripts:
-            rows.append([str(c.clients), s.name, str(s.weight), str(s.transactions),
+            rows.append([count(c.clients), s.name, str(s.weight), count(s.transactions),
                          fmt(s.tps, 1), fmt(s.latency.mean_ms, 3),
                          fmt(s.latency.percentiles_ms.get("p90"), 3),
-                         fmt(s.latency.percentiles_ms.get("p99"), 3), str(s.failed)])
+                         fmt(s.latency.percentiles_ms.get("p99"), 3), count(s.failed)])
     return Section("Per script", tables=[Table(
         ["Clients", "Script", "Weight", "Transactions", "TPS", "Latency avg (ms)", "p90 (ms)",
          "p99 (ms)", "Failed"], rows)])
 
 
 def _iterations(summary: RunSummary) -> Section:
-    rows = [[str(it.clients), str(it.iteration), it.status, fmt(it.tps_mean, 1),
+    rows = [[count(it.clients), str(it.iteration), it.status, fmt(it.tps_mean, 1),
              fmt(it.tps_median, 1), fmt(it.tps_stddev, 1), fmt(it.latency.mean_ms, 3),
-             fmt(it.latency.percentiles_ms.get("p99"), 3), str(it.failed), str(it.retried),
+             fmt(it.latency.percentiles_ms.get("p99"), 3), count(it.failed), count(it.retried),
              fmt(it.pgbench_tps, 1)] for it in summary.iterations]
     return Section("Iterations", tables=[Table(
         ["Clients", "Iteration", "Status", "TPS avg", "TPS median", "TPS stddev",
@@ -224,8 +333,12 @@ def _timeline(summary: RunSummary) -> Section:
         "Mean TPS per 5 s block since the first transaction, warm-up included."])
     for it in summary.iterations:
         lines = [f"{end:>4}s: {tps:>10,.0f} TPS" for end, tps in five_second_table(it.timeline)]
-        section.preformatted.append(f"{it.clients} clients, iteration {it.iteration}\n"
-                                    + "\n".join(lines))
+        if lines:  # an iteration shorter than one block has none: no empty box
+            section.preformatted.append(f"{it.clients} clients, iteration {it.iteration}\n"
+                                        + "\n".join(lines))
+    if not section.preformatted:
+        section.paragraphs = ["Every iteration is shorter than one 5 s block: the TPS over "
+                              "time plot shows each second."]
     return section
 
 

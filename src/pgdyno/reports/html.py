@@ -31,5 +31,7 @@ def render_document(doc: Document, base_dir: Path) -> str:
         # Images referenced by relative path are embedded, so the page stands alone.
         return _IMG_SRC.sub(lambda m: f'src="{data_uri(m.group(1))}"', rendered)
 
+    # Tables from other modules' Markdown carry their alignment as style="text-align:
+    # right" (markdown-it renders ---:); the Document's tables get class="num".
     return _ENV.get_template("report.html.j2").render(
         doc=doc, data_uri=data_uri, markdown_block=markdown_block)

@@ -29,7 +29,9 @@ def table_lines(table: Table) -> list[str]:
     if table.caption:
         lines += [f"*{table.caption}*", ""]
     lines.append("| " + " | ".join(table.headers) + " |")
-    lines.append("|" + "|".join("---" for _ in table.headers) + "|")
+    # Numbers right-aligned, text left: the same per-column decision as the HTML.
+    lines.append("|" + "|".join("---:" if numeric else "---"
+                                for numeric in table.numeric_columns()) + "|")
     lines += ["| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |"
               for row in table.rows]
     return [*lines, ""]

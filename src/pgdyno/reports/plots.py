@@ -9,22 +9,28 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+from matplotlib.ticker import NullLocator  # noqa: E402
 
-from pgdyno.analysis.summary import RunSummary  # noqa: E402
+from pgdyno.analysis.summary import IterationSummary, RunSummary, TimelinePoint  # noqa: E402
 
 DPI = 110
+MAX_TPS_BINS = 30
+TIME_AXIS = "seconds since the iteration's start (first transaction)"
 
 
 def make_plots(summary: RunSummary, plots_dir: Path) -> dict[str, str]:
     """Draw every plot the data allows; returns name -> path relative to the run directory."""
     plots_dir.mkdir(parents=True, exist_ok=True)
     made: dict[str, str] = {}
-    for name, draw in (("tps_timeline", _tps_timeline), ("latency_timeline", _latency_timeline),
+    for name, draw in (("tps_timeline", _tps_timeline), ("tps_histogram", _tps_histogram),
+                       ("latency_timeline", _latency_timeline),
                        ("latency_histogram", _latency_histogram),
                        ("latency_percentiles", _percentile_curve),
                        ("scaling", _scaling)):
         fig = draw(summary)
-        if fig is None:
+        if fig is None:  # nothing to draw: no stale file from an earlier rendering either
+            (plots_dir / f"{name}.png").unlink(missing_ok=True)
             continue
         save_figure(fig, plots_dir / f"{name}.png")
         made[name] = f"plots/{name}.png"
@@ -51,20 +57,28 @@ def _series_style(summary: RunSummary, clients: int, iteration: int) -> dict:
     return series_style(list({it.clients for it in summary.iterations}), clients, iteration)
 
 
+def complete_seconds(it: IterationSummary) -> list[TimelinePoint]:
+    """The iteration's timeline without the seconds past the planned end (warm-up plus
+    measured window): the last one holds only the transactions that ended late, a fraction
+    of a second's worth, which would draw as a cliff."""
+    end = it.warmup_s + it.duration_s + 1e-6
+    return [p for p in it.timeline if p.t_s + 1 <= end]
+
+
 def _timeline_plot(summary: RunSummary, value, ylabel: str, title: str):
     if not summary.iterations:
         return None
     fig, ax = plt.subplots(figsize=(9, 4))
     for it in summary.iterations:
+        points = complete_seconds(it)
         # Point k covers the interval [k, k+1): draw it at the interval's middle.
-        xs = [p.t_s + 0.5 for p in it.timeline]
-        ax.plot(xs, [value(p) for p in it.timeline], lw=1.2,
+        ax.plot([p.t_s + 0.5 for p in points], [value(p) for p in points], lw=1.2,
                 label=f"{it.clients} clients #{it.iteration}",
                 **_series_style(summary, it.clients, it.iteration))
     warmup = summary.iterations[0].warmup_s
     if warmup:
         ax.axvspan(0, warmup, color="grey", alpha=0.15, label="warm-up (excluded)")
-    ax.set(xlabel="seconds since the first transaction", ylabel=ylabel, title=title)
+    ax.set(xlabel=TIME_AXIS, ylabel=ylabel, title=title)
     ax.set_ylim(bottom=0)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7, ncol=2)
@@ -116,19 +130,77 @@ def _percentile_curve(summary: RunSummary):
     return fig
 
 
+def _tps_histogram(summary: RunSummary):
+    """Seed 001's "TPS Histogram": how the per-second TPS of the measured window spread,
+    one panel per client count (all its iterations pooled), on one shared TPS axis."""
+    per_count = [(c, [v for it in summary.iterations if it.clients == c
+                      for v in it.interval_tps]) for c in summary.client_counts]
+    per_count = [(c, values) for c, values in per_count if values]
+    if not per_count:
+        return None
+    edges = tps_bin_edges([v for _, values in per_count for v in values])
+    fig, axes = plt.subplots(len(per_count), 1, sharex=True, squeeze=False,
+                             figsize=(9, 1.2 + 1.6 * len(per_count)))
+    colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    for i, (ax, (clients, values)) in enumerate(zip(axes[:, 0], per_count, strict=True)):
+        weights = [100.0 / len(values)] * len(values)
+        ax.hist(values, bins=edges, weights=weights, color=colours[i % len(colours)],
+                alpha=0.8, label=f"{clients:,} clients ({len(values):,} s)")
+        mean = sum(values) / len(values)
+        ax.axvline(mean, color="black", ls="--", lw=1, label=f"mean {mean:,.0f} TPS")
+        ax.set_ylabel("% of seconds")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8, loc="upper left")
+    axes[0, 0].set_title("TPS histogram: transactions per second in each 1 s interval "
+                         "of the measured window")
+    axes[-1, 0].set_xlabel("TPS (transactions completed in a 1 s interval)")
+    return fig
+
+
+def tps_bin_edges(values: list[float]) -> np.ndarray:
+    """Shared bins for every panel: numpy's choice, at most MAX_TPS_BINS."""
+    low, high = min(values), max(values)
+    if high - low < 1:  # one value (or all equal): a bin either side of it
+        return np.array([low - 1.0, low, low + 1.0])
+    edges = np.histogram_bin_edges(values, bins="auto")
+    if len(edges) - 1 > MAX_TPS_BINS:
+        edges = np.linspace(low, high, MAX_TPS_BINS + 1)
+    return edges
+
+
 def _scaling(summary: RunSummary):
-    if len(summary.per_clients) < 1:
+    """TPS (left axis) and p99 latency (right axis) against clients; a curve needs two
+    client counts at least."""
+    if len(summary.per_clients) < 2:
         return None
     clients = [c.clients for c in summary.per_clients]
     fig, ax = plt.subplots(figsize=(7, 4))
-    ax.errorbar(clients, [c.tps_mean for c in summary.per_clients],
-                yerr=[0 if math.isnan(c.tps_iteration_stddev) else c.tps_iteration_stddev
-                      for c in summary.per_clients], marker="o", color="tab:blue", capsize=3)
-    ax.set(xlabel="clients", ylabel="TPS", title="Throughput and p99 latency by clients")
-    ax.set_xscale("log" if max(clients) / min(clients) >= 8 else "linear")
+    tps_values = [c.tps_mean for c in summary.per_clients]
+    errors = [0 if math.isnan(c.tps_iteration_stddev) else c.tps_iteration_stddev
+              for c in summary.per_clients]
+    p99_values = [c.latency.percentiles_ms.get("p99", math.nan) for c in summary.per_clients]
+    tps = ax.errorbar(clients, tps_values, yerr=errors, marker="o", color="tab:blue",
+                      capsize=3, label="TPS (mean ± stddev across iterations)")
+    ax.set(xlabel="clients", title="Throughput and p99 latency by clients")
+    ax.set_ylabel("TPS (transactions/s)", color="tab:blue")
+    # Both axes from zero with headroom, so neither series sits on the frame.
+    ax.set_ylim(0, _top([v + e for v, e in zip(tps_values, errors, strict=True)]))
     ax2 = ax.twinx()
-    ax2.plot(clients, [c.latency.percentiles_ms.get("p99") for c in summary.per_clients],
-             marker="s", color="tab:red")
+    (p99,) = ax2.plot(clients, p99_values, marker="s", ls="--", color="tab:red",
+                      label="p99 latency (ms)")
     ax2.set_ylabel("p99 latency (ms)", color="tab:red")
+    ax2.set_ylim(0, _top(p99_values))
+    ax.set_xscale("log" if max(clients) / min(clients) >= 8 else "linear")
+    # Ticks at the client counts measured, as integers; no log-scale minor ticks.
+    ax.set_xticks(clients, [f"{c:,}" for c in clients])
+    ax.xaxis.set_minor_locator(NullLocator())
     ax.grid(alpha=0.3)
+    # Below the axes: inside, it would cover one series or the other.
+    ax.legend(handles=[tps, p99], fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.14),
+              ncol=2, frameon=False)
     return fig
+
+
+def _top(values: list[float]) -> float:
+    finite = [v for v in values if not math.isnan(v)]
+    return 1.15 * max(finite) if finite and max(finite) > 0 else 1.0

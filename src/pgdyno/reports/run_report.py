@@ -11,7 +11,7 @@ import re
 from pgdyno import serde
 from pgdyno.analysis.summary import IterationSummary, RunSummary
 from pgdyno.reports import html, markdown, plots
-from pgdyno.reports.document import RunView, Section, Table, build_document, fmt
+from pgdyno.reports.document import RunView, Section, Table, build_document, count, fmt
 from pgdyno.reports.telemetry_sections import telemetry_markdown, telemetry_plots
 from pgdyno.results.rundir import RunDirectory
 
@@ -49,7 +49,7 @@ def telemetry_report_sections(summary: RunSummary, run_dir: RunDirectory,
     rows = []
     for it in observed:
         v = it.verdict
-        rows.append([str(it.clients), str(it.iteration), fmt(value(it), 1),
+        rows.append([count(it.clients), str(it.iteration), fmt(value(it), 1),
                      v.label if v else "–", (v.evidence[0] if v and v.evidence else "")])
     sections = [Section("Bottleneck verdicts", tables=[Table(
         ["Clients", "Iteration", metric_label, "Verdict", "Main evidence"], rows)])]
@@ -62,9 +62,13 @@ def telemetry_report_sections(summary: RunSummary, run_dir: RunDirectory,
         it = runs[(len(runs) - 1) // 2]
         assert it.telemetry is not None
         label = f"c{it.clients}-i{it.iteration}"
-        tps = ([(it.window_start_epoch - it.warmup_s + p.t_s, p.tps) for p in it.timeline]
+        # One time axis for every series: seconds since the iteration's first transaction
+        # (warm-up included), each value at the middle of its complete interval.
+        start = it.window_start_epoch - it.warmup_s
+        tps = ([(start + p.t_s + 0.5, p.tps) for p in plots.complete_seconds(it)]
                if transactions else [])
-        made = telemetry_plots(it.telemetry, run_dir.plots / label, tps)
+        made = telemetry_plots(it.telemetry, run_dir.plots / label, tps, start=start,
+                               warmup_s=it.warmup_s)
         names = {k: str(v.relative_to(run_dir.path)) for k, v in made.items()}
         sections.append(Section(
             f"Telemetry: {it.clients} clients (iteration {it.iteration}, median {metric_label})",

@@ -6,14 +6,22 @@ elsewhere (pgdyno.analysis.telemetry, pgdyno.analysis.verdict).
 
 from __future__ import annotations
 
+import statistics
 from pathlib import Path
 
-from pgdyno.analysis.telemetry import DeviceSummary, Stat, TelemetrySummary
+from pgdyno.analysis.telemetry import MIN_IOPS_FOR_CV, DeviceSummary, Stat, TelemetrySummary
 from pgdyno.analysis.verdict import Verdict
+from pgdyno.reports.document import Table
+from pgdyno.reports.markdown import table_lines
 
 PLOT_WRITE_IOPS = "write_iops_vs_tps"
 PLOT_TOP_ACTIVITY = "top_activity"
 PLOT_CPU = "cpu"
+COMPLETE_SHARE = 0.75
+"""An interval shorter than this share of the sampling interval is partial (the sampler's
+last tick at stop): dropped from the plots, where a rate over 40 ms draws a cliff."""
+COUNT_UNITS = frozenset({"backends", "connections", "sessions", "pages", "processes"})
+"""Hardware-limit units that count things: shown as integers."""
 WAIT_COLOURS = {"CPU": "#2ca02c", "IO": "#1f77b4", "LWLock": "#d62728", "Lock": "#8c564b",
                 "Client": "#7f7f7f", "IPC": "#e377c2", "BufferPin": "#bcbd22",
                 "Timeout": "#17becf", "Activity": "#c7c7c7", "Extension": "#9467bd"}
@@ -22,8 +30,14 @@ WAIT_COLOURS = {"CPU": "#2ca02c", "IO": "#1f77b4", "LWLock": "#d62728", "Lock": 
 # ===== plots =============================================================================
 
 def telemetry_plots(summary: TelemetrySummary, plots_dir: Path,
-                    tps_timeline: list[tuple[float, float]] | None) -> dict[str, Path]:
-    """Write the PNG plots that have data; returns plot name -> file."""
+                    tps_timeline: list[tuple[float, float]] | None, *,
+                    start: float | None = None, warmup_s: float = 0.0) -> dict[str, Path]:
+    """Write the PNG plots that have data; returns plot name -> file.
+
+    ``tps_timeline``: (epoch second at the middle of each complete 1 s interval, TPS).
+    ``start``: the iteration's start (epoch): every series of every plot is drawn in
+    seconds since then, at the middle of its interval, warm-up (``warmup_s``) shaded.
+    """
     import matplotlib
 
     matplotlib.use("Agg")  # no display; must precede pyplot
@@ -31,14 +45,21 @@ def telemetry_plots(summary: TelemetrySummary, plots_dir: Path,
 
     plots_dir = Path(plots_dir)
     plots_dir.mkdir(parents=True, exist_ok=True)
-    origin = _origin(summary, tps_timeline)
+    axis = TimeAxis(_origin(summary, tps_timeline) if start is None else start, warmup_s,
+                    summary.window_end)
     out: dict[str, Path] = {}
     for name, draw in ((PLOT_WRITE_IOPS, _plot_write_iops), (PLOT_TOP_ACTIVITY, _plot_waits),
                        (PLOT_CPU, _plot_cpu)):
         fig, ax = plt.subplots(figsize=(10, 4.2), dpi=100)
         try:
-            if draw(summary, ax, origin, tps_timeline):
-                ax.set_xlabel("seconds since start")
+            if axis.warmup_s:  # before drawing, so that each plot's legend names it
+                ax.axvspan(0, axis.warmup_s, color="grey", alpha=0.15, zorder=0,
+                           label="warm-up")
+                ax.axvline(axis.warmup_s, color="grey", ls=":", lw=1, zorder=3)
+            if draw(summary, ax, axis, tps_timeline):
+                ax.set_xlabel(f"seconds since the iteration's start"
+                              f"{' (warm-up shaded)' if axis.warmup_s else ''}")
+                ax.set_xlim(0, axis.end - axis.origin if axis.end else None)
                 ax.grid(alpha=0.3)
                 fig.tight_layout()
                 path = plots_dir / f"{name}.png"
@@ -49,12 +70,47 @@ def telemetry_plots(summary: TelemetrySummary, plots_dir: Path,
     return out
 
 
+class TimeAxis:
+    """The one time axis of an iteration's plots: seconds since its start."""
+
+    def __init__(self, origin: float, warmup_s: float = 0.0, end: float | None = None) -> None:
+        self.origin = origin
+        self.warmup_s = warmup_s
+        self.end = end
+        """Epoch end of the data (the measured window's end), when known."""
+
+    def host_points(self, times: list[float]) -> list[tuple[int, float]]:
+        """(index, x) of the complete host intervals; ``times`` are the ends of intervals
+        (the sampler's ticks), so the first interval's length is taken as the usual one."""
+        if not times:
+            return []
+        gaps = [b - a for a, b in zip(times, times[1:], strict=False)]
+        nominal = statistics.median(gaps) if gaps else 1.0
+        out = []
+        for i, t in enumerate(times):
+            length = gaps[i - 1] if i else nominal
+            if length >= COMPLETE_SHARE * nominal:
+                out.append((i, t - length / 2 - self.origin))
+        return out
+
+    def bucket_points(self, centres: list[float], width: float = 1.0) -> list[tuple[int, float]]:
+        """(index, x) of the buckets (centred on ``centres``) mostly inside the data's span."""
+        end = self.end if self.end is not None else float("inf")
+        out = []
+        for i, c in enumerate(centres):
+            covered = min(c + width / 2, end) - max(c - width / 2, self.origin)
+            if covered >= COMPLETE_SHARE * width:
+                out.append((i, c - self.origin))
+        return out
+
+
 def _origin(summary: TelemetrySummary, tps: list[tuple[float, float]] | None) -> float:
+    """Without the iteration's start: the earliest of the window and the series."""
     candidates = [summary.window_start] if summary.window_start else []
     if summary.series.host_t:
         candidates.append(summary.series.host_t[0] - 1.0)
     if tps:
-        candidates.append(tps[0][0])
+        candidates.append(tps[0][0] - 0.5)
     return min(candidates) if candidates else 0.0
 
 
@@ -70,22 +126,23 @@ def _mark_checkpoints(summary: TelemetrySummary, ax, origin: float) -> None:  # 
         first = False
 
 
-def _plot_write_iops(summary: TelemetrySummary, ax, origin: float,  # noqa: ANN001
+def _plot_write_iops(summary: TelemetrySummary, ax, axis: TimeAxis,  # noqa: ANN001
                      tps: list[tuple[float, float]] | None) -> bool:
     s = summary.series
     shown = [d for d in summary.devices if d.roles and d.device in s.disk_w_s]
-    if not shown or not s.host_t:
+    points = axis.host_points(s.host_t)
+    if not shown or not points:
         return False
-    xs = [t - origin for t in s.host_t]
     for dev in shown:
-        ax.plot(xs, s.disk_w_s[dev.device], label=f"{dev.device} ({'+'.join(dev.roles)}) w/s")
-    ax.set_ylabel("write IOPS")
-    _mark_checkpoints(summary, ax, origin)
+        ax.plot([x for _, x in points], [s.disk_w_s[dev.device][i] for i, _ in points],
+                label=f"{dev.device} ({'+'.join(dev.roles)}) write IOPS")
+    ax.set_ylabel("write IOPS (writes/s)")
+    _mark_checkpoints(summary, ax, axis.origin)
     if tps:
         ax2 = ax.twinx()
-        ax2.plot([t - origin for t, _ in tps], [v for _, v in tps], color="black", lw=1,
+        ax2.plot([t - axis.origin for t, _ in tps], [v for _, v in tps], color="black", lw=1,
                  alpha=0.7, label="TPS")
-        ax2.set_ylabel("TPS")
+        ax2.set_ylabel("TPS (transactions/s)")
         ax2.set_ylim(bottom=0)
         ax2.legend(loc="upper right", fontsize=8)
     ax.set_ylim(bottom=0)
@@ -94,14 +151,15 @@ def _plot_write_iops(summary: TelemetrySummary, ax, origin: float,  # noqa: ANN0
     return True
 
 
-def _plot_waits(summary: TelemetrySummary, ax, origin: float,  # noqa: ANN001
+def _plot_waits(summary: TelemetrySummary, ax, axis: TimeAxis,  # noqa: ANN001
                 _tps: list[tuple[float, float]] | None) -> bool:
     s = summary.series
-    if not s.wait_t or not s.wait_aas:
+    points = axis.bucket_points(s.wait_t)
+    if not points or not s.wait_aas:
         return False
     classes = sorted(s.wait_aas, key=lambda c: -sum(s.wait_aas[c]))
-    xs = [t - origin for t in s.wait_t]
-    ax.stackplot(xs, [s.wait_aas[c] for c in classes], labels=classes,
+    ax.stackplot([x for _, x in points], [[s.wait_aas[c][i] for i, _ in points]
+                                          for c in classes], labels=classes,
                  colors=[WAIT_COLOURS.get(c, "#aec7e8") for c in classes], alpha=0.85)
     ax.set_ylabel("average active sessions")
     if summary.cpu.effective_cores:
@@ -111,15 +169,16 @@ def _plot_waits(summary: TelemetrySummary, ax, origin: float,  # noqa: ANN001
     return True
 
 
-def _plot_cpu(summary: TelemetrySummary, ax, origin: float,  # noqa: ANN001
+def _plot_cpu(summary: TelemetrySummary, ax, axis: TimeAxis,  # noqa: ANN001
               _tps: list[tuple[float, float]] | None) -> bool:
     s = summary.series
-    if not s.host_t:
+    points = axis.host_points(s.host_t)
+    if not points:
         return False
-    xs = [t - origin for t in s.host_t]
     parts = [("usr", s.cpu_usr), ("sys", s.cpu_sys), ("soft", s.cpu_soft),
              ("iowait", s.cpu_iowait), ("nice+irq+steal", s.cpu_other)]
-    ax.stackplot(xs, [p[1] for p in parts], labels=[p[0] for p in parts], alpha=0.85)
+    ax.stackplot([x for _, x in points], [[p[1][i] for i, _ in points] for p in parts],
+                 labels=[p[0] for p in parts], alpha=0.85)
     ax.set_ylim(0, 100)
     ax.set_ylabel("% of all CPUs")
     ax.legend(loc="upper left", fontsize=8, ncol=5)
@@ -129,18 +188,31 @@ def _plot_cpu(summary: TelemetrySummary, ax, origin: float,  # noqa: ANN001
 
 # ===== Markdown ==========================================================================
 
+MISSING = "–"
+"""A value that was not measured: never followed by a unit ("n/a s" reads like a value)."""
+
+
 def _f(value: float | None, digits: int = 1) -> str:
-    return "n/a" if value is None else f"{value:,.{digits}f}"
+    return MISSING if value is None else f"{value:,.{digits}f}"
+
+
+def _u(value: float | None, unit: str, digits: int = 1) -> str:
+    """A value with its unit, or "–" alone."""
+    return MISSING if value is None else f"{value:,.{digits}f} {unit}"
+
+
+def _n(value: float | int | None) -> str:
+    """A count: an integer with thousands separators."""
+    return MISSING if value is None else f"{round(value):,}"
 
 
 def _pct(value: float | None) -> str:
-    return "n/a" if value is None else f"{100.0 * value:.1f}%"
+    return MISSING if value is None else f"{100.0 * value:.1f}%"
 
 
 def _table(header: list[str], rows: list[list[str]]) -> list[str]:
-    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
-    lines += ["| " + " | ".join(r) + " |" for r in rows]
-    return lines + [""]
+    # The run report's table rendering: numbers right-aligned, text left, one rule.
+    return table_lines(Table(header, rows))
 
 
 def _plot(plot_names: dict[str, str], name: str, alt: str) -> list[str]:
@@ -177,7 +249,7 @@ def _cpu_section(s: TelemetrySummary, plot_names: dict[str, str]) -> list[str]:
     c = s.cpu
     cap = f"{c.online_cpus} CPUs" + (f", cgroup quota {c.limit_cores:g} cores"
                                      if c.limit_cores else "")
-    lines = ["## CPU breakdown", "", f"{cap}; {c.samples} samples of 1 s; averages are over "
+    lines = ["## CPU breakdown", "", f"{cap}; {c.samples:,} samples of 1 s; averages are over "
              "the whole window, peaks and p95 over the 1 s samples.", ""]
     rows = []
     for label, stat in (("%usr", c.usr), ("%nice", c.nice), ("%sys", c.sys), ("%soft", c.soft),
@@ -185,13 +257,15 @@ def _cpu_section(s: TelemetrySummary, plot_names: dict[str, str]) -> list[str]:
                         ("%idle", c.idle), ("busy (100 - idle - iowait)", c.busy)):
         rows.append([label, _f(stat.avg), _f(stat.p95), _f(stat.peak)])
     rows.append(["run queue (procs_running)", _f(c.run_queue.avg), _f(c.run_queue.p95),
-                 _f(c.run_queue.peak, 0)])
+                 _n(c.run_queue.peak)])
     return lines + _table(["component", "avg", "p95", "peak"], rows) + _plot(
         plot_names, PLOT_CPU, "CPU over time")
 
 
 def _dev_row(dev: DeviceSummary, roles: str) -> list[str]:
     def a(stat: Stat, digits: int = 1) -> str:
+        if stat.avg is None:
+            return MISSING  # one dash, not "– (–)"
         return f"{_f(stat.avg, digits)} ({_f(stat.peak, digits)})"
 
     return [dev.device, roles, a(dev.r_s, 0), a(dev.w_s, 0), a(dev.rmb_s), a(dev.wmb_s),
@@ -215,15 +289,27 @@ def _disk_section(s: TelemetrySummary, plot_names: dict[str, str]) -> list[str]:
     role_devs = [d for d in s.devices if d.roles]
     if role_devs:
         lines += ["### I/O consistency (1 s samples)", ""]
-        cv_rows = []
-        for label, attr in (("write IOPS mean", "w_s"), ("read IOPS mean", "r_s")):
-            cv_rows.append([label] + [_f(getattr(d, attr).avg, 0) for d in role_devs])
-        cv_rows.append(["write IOPS std dev"] + [_f(d.write_iops_std, 0) for d in role_devs])
-        cv_rows.append(["write IOPS CV"] + [_pct(d.write_iops_cv) for d in role_devs])
-        cv_rows.append(["read IOPS CV"] + [_pct(d.read_iops_cv) for d in role_devs])
-        header = ["metric"] + [f"{d.device} ({'+'.join(d.roles)})" for d in role_devs]
-        lines += _table(header, cv_rows)
+        # One row per device: a CV column that says "too little activity" is then text on
+        # its own, and the means beside it stay numbers.
+        cv_rows = [[f"{d.device} ({'+'.join(d.roles)})", _f(d.w_s.avg, 0), _f(d.r_s.avg, 0),
+                    _f(d.write_iops_std, 0), _cv(d.write_iops_cv, d.w_s),
+                    _cv(d.read_iops_cv, d.r_s)] for d in role_devs]
+        lines += _table(["device", "write IOPS mean", "read IOPS mean", "write IOPS std dev",
+                         "write IOPS CV", "read IOPS CV"], cv_rows)
     return lines + _plot(plot_names, PLOT_WRITE_IOPS, "Write IOPS over time vs TPS")
+
+
+def _cv(cv: float | None, iops: Stat) -> str:
+    """The coefficient of variation, or why there is none: analysis leaves it out below
+    MIN_IOPS_FOR_CV, where 3 ± 9 IOPS would read "300%" like a checkpoint storm."""
+    if cv is not None:
+        return _pct(cv)
+    mean = iops.avg
+    if mean is not None and mean < MIN_IOPS_FOR_CV:
+        # One decimal near the threshold, so "mean 10 IOPS < 10" cannot be printed.
+        shown = f"{mean:.1f}" if mean >= MIN_IOPS_FOR_CV - 0.5 else f"{mean:.0f}"
+        return f"too little activity (mean {shown} IOPS < {MIN_IOPS_FOR_CV:g})"
+    return MISSING
 
 
 def _wait_section(s: TelemetrySummary, plot_names: dict[str, str]) -> list[str]:
@@ -231,7 +317,7 @@ def _wait_section(s: TelemetrySummary, plot_names: dict[str, str]) -> list[str]:
     lines = ["## Wait events", ""]
     if not w.ticks:
         return lines + ["No wait-event samples in the window.", ""]
-    lines += [f"{w.ticks} samples at {w.sample_hz:g} Hz; average active sessions (AAS) "
+    lines += [f"{w.ticks:,} samples at {w.sample_hz:g} Hz; average active sessions (AAS) "
               f"{w.aas:.2f} of {w.connections_avg:.1f} connected client sessions "
               f"({w.idle_in_transaction_avg:.2f} idle in transaction). Active sessions with "
               "no wait event are on CPU.", ""]
@@ -252,37 +338,39 @@ def _checkpoint_section(s: TelemetrySummary) -> list[str]:
     c, w = s.checkpoints, s.wal
     lines = ["## Checkpoints and WAL", ""]
     rows = [
-        ["checkpoints started (server log)", str(c.started)],
+        ["checkpoints started (server log)", _n(c.started)],
         ["timed / requested (of which forced by WAL volume)",
-         f"{c.timed} / {c.requested} ({c.wal_triggered})"],
+         f"{_n(c.timed)} / {_n(c.requested)} ({_n(c.wal_triggered)})"],
         ["timed / requested (statistics views)",
-         f"{_f(c.stats_timed, 0)} / {_f(c.stats_requested, 0)}"],
-        ["'checkpoints are occurring too frequently' warnings", str(c.too_frequent_warnings)],
-        ["shortest interval between checkpoints", f"{_f(c.min_interval_s)} s"],
-        ["checkpoint write / sync time (log)", f"{c.write_s:.2f} s / {c.sync_s:.2f} s"],
+         f"{_n(c.stats_timed)} / {_n(c.stats_requested)}"],
+        ["'checkpoints are occurring too frequently' warnings", _n(c.too_frequent_warnings)],
+        ["shortest interval between checkpoints", _u(c.min_interval_s, "s")],
+        ["checkpoint write / sync time (log)", f"{_u(c.write_s, 's', 2)} / "
+                                               f"{_u(c.sync_s, 's', 2)}"],
         ["checkpoint write / sync time (views)",
-         f"{_f(c.write_time_ms, 0)} ms / {_f(c.sync_time_ms, 0)} ms"],
+         f"{_u(c.write_time_ms, 'ms', 0)} / {_u(c.sync_time_ms, 'ms', 0)}"],
         ["buffers written by checkpointer / bgwriter / backends",
-         f"{_f(c.buffers_checkpoint, 0)} / {_f(c.buffers_bgwriter, 0)} / "
-         f"{_f(c.buffers_backend, 0)}"],
-        ["bgwriter stops (maxwritten_clean)", _f(c.maxwritten_clean, 0)],
-        ["WAL bytes per second", f"{_f((w.bytes_per_s or 0) / 1e6, 2)} MB/s"
-         if w.bytes_per_s is not None else "n/a"],
-        ["WAL records / full-page images", f"{_f(w.records, 0)} / {_f(w.fpi, 0)}"],
+         f"{_n(c.buffers_checkpoint)} / {_n(c.buffers_bgwriter)} / "
+         f"{_n(c.buffers_backend)}"],
+        ["bgwriter stops (maxwritten_clean)", _n(c.maxwritten_clean)],
+        ["WAL bytes per second", _u(None if w.bytes_per_s is None else w.bytes_per_s / 1e6,
+                                    "MB/s", 2)],
+        ["WAL records / full-page images", f"{_n(w.records)} / {_n(w.fpi)}"],
         ["full-page-image ratio (FPI ÷ records)", _pct(w.fpi_ratio)],
-        ["WAL writes / syncs", f"{_f(w.writes, 0)} / {_f(w.syncs, 0)}"],
-        ["WAL write / sync time", f"{_f(w.write_time_ms, 0)} ms / {_f(w.sync_time_ms, 0)} ms"
-         + (" (track_wal_io_timing off)" if s.settings.get("track_wal_io_timing") == "off"
-            else "")],
-        ["WAL buffers full", _f(w.buffers_full, 0)],
+        ["WAL writes / syncs", f"{_n(w.writes)} / {_n(w.syncs)}"],
+        # The caveat goes with the label: a value cell holds values only.
+        ["WAL write / sync time" + (" (track_wal_io_timing off: not timed)"
+                                    if s.settings.get("track_wal_io_timing") == "off" else ""),
+         f"{_u(w.write_time_ms, 'ms', 0)} / {_u(w.sync_time_ms, 'ms', 0)}"],
+        ["WAL buffers full", _n(w.buffers_full)],
     ]
     lines += _table(["metric", "value"], rows)
     d = s.database
     lines += _table(["database", "value"], [
         ["commits / s", _f(d.commits_per_s)], ["rollbacks / s", _f(d.rollbacks_per_s)],
-        ["shared-buffer hit ratio", f"{_f(d.cache_hit_pct, 2)}%"],
+        ["shared-buffer hit ratio", _pct_value(d.cache_hit_pct, 2)],
         ["blocks read / s", _f(d.blks_read_per_s, 0)],
-        ["temp bytes", _f(d.temp_bytes, 0)], ["deadlocks", _f(d.deadlocks, 0)],
+        ["temp bytes", _n(d.temp_bytes)], ["deadlocks", _n(d.deadlocks)],
         ["active time ÷ wall (server-side AAS)", _f(d.active_time_aas, 2)],
     ])
     if s.io:
@@ -290,9 +378,9 @@ def _checkpoint_section(s: TelemetrySummary) -> list[str]:
         lines += _table(
             ["backend type", "object", "reads", "read MB", "writes", "write MB", "extends",
              "fsyncs", "hits"],
-            [[r.backend_type, r.object, _f(r.reads, 0), _f(r.read_bytes / 1e6),
-              _f(r.writes, 0), _f(r.write_bytes / 1e6), _f(r.extends, 0), _f(r.fsyncs, 0),
-              _f(r.hits, 0)] for r in s.io])
+            [[r.backend_type, r.object, _n(r.reads), _f(r.read_bytes / 1e6),
+              _n(r.writes), _f(r.write_bytes / 1e6), _n(r.extends), _n(r.fsyncs),
+              _n(r.hits)] for r in s.io])
     return lines
 
 
@@ -300,22 +388,45 @@ def _memory_section(s: TelemetrySummary) -> list[str]:
     m = s.memory
     if not m.samples:
         return []
-    mb = 1024.0
-    rows = [[label, _f((st.avg or 0) / mb), _f((st.peak or 0) / mb)]
+    def mib(kb: float | None) -> str:
+        return _f(None if kb is None else kb / 1024.0)
+
+    # Each row its own unit: huge pages are counted in pages, not MiB.
+    rows = [[label, "MiB", mib(st.avg), mib(st.peak)]
             for label, st in (("page cache (Cached)", m.cached_kb), ("Dirty", m.dirty_kb),
                               ("Writeback", m.writeback_kb), ("shared memory", m.shmem_kb))]
-    rows.append(["huge pages in use (pages)", _f(m.hugepages_used.avg, 0),
-                 _f(m.hugepages_used.peak, 0)])
-    return ["## Memory", ""] + _table(["item (MiB)", "avg", "peak"], rows)
+    rows.append(["huge pages in use", "pages", _n(m.hugepages_used.avg),
+                 _n(m.hugepages_used.peak)])
+    return ["## Memory", ""] + _table(["item", "unit", "avg", "peak"], rows)
 
 
 def _limits_section(s: TelemetrySummary) -> list[str]:
     if not s.hardware_limits:
         return []
-    rows = [[h.resource, f"{_f(h.capacity)} {h.unit}", _f(h.used_avg, 2), _f(h.used_peak, 2),
-             f"{_f(h.pct_avg)}%", h.note] for h in s.hardware_limits]
+    rows = [[h.resource, h.unit, _limit(h.capacity, h.unit, capacity=True),
+             _limit(h.used_avg, h.unit), _limit(h.used_peak, h.unit), _pct_value(h.pct_avg),
+             h.note] for h in s.hardware_limits]
     return ["## Hardware limits", ""] + _table(
-        ["resource", "capacity", "used (avg)", "used (peak)", "% of capacity", "note"], rows)
+        ["resource", "unit", "capacity", "used (avg)", "used (peak)", "% of capacity", "note"],
+        rows)
+
+
+def _limit(value: float | None, unit: str, capacity: bool = False) -> str:
+    """Counts (backends) as integers unless an average falls between them; capacities
+    without a useless ".0" (2 cores, 100 %util); use with two decimals."""
+    if value is None:
+        return MISSING
+    whole = abs(value - round(value)) < 1e-9
+    if unit in COUNT_UNITS:
+        return _n(value) if whole else _f(value, 1)
+    if capacity:
+        return _n(value) if whole else _f(value, 1)
+    return _f(value, 2)
+
+
+def _pct_value(value: float | None, digits: int = 1) -> str:
+    """A value already in percent: 35.5%."""
+    return MISSING if value is None else f"{value:.{digits}f}%"
 
 
 def _smart_section(s: TelemetrySummary) -> list[str]:
@@ -329,9 +440,9 @@ def _smart_section(s: TelemetrySummary) -> list[str]:
         rows.append([d.device, f"{_f(d.temperature_before_c, 0)} → "
                      f"{_f(d.temperature_after_c, 0)} °C",
                      _f((d.read_bytes or 0) / 1e9, 2), _f((d.written_bytes or 0) / 1e9, 2),
-                     f"{_f(d.percent_used_before, 0)} → {_f(d.percent_used_after, 0)}%",
-                     f"{d.media_errors_after if d.media_errors_after is not None else 'n/a'} "
-                     f"/ {d.throttle_events if d.throttle_events is not None else 'n/a'}"])
+                     f"{_f(d.percent_used_before, 0)} → {_f(d.percent_used_after, 0)}"
+                     + ("%" if d.percent_used_after is not None else ""),
+                     f"{_n(d.media_errors_after)} / {_n(d.throttle_events)}"])
     return ["## Drive health (SMART, before → after)", ""] + _table(
         ["device", "temperature", "host reads GB", "host writes GB", "percentage used",
          "media errors / throttle events"], rows)

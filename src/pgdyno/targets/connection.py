@@ -25,8 +25,9 @@ class ConnectionInfo:
 
     @property
     def via(self) -> str:
-        """``socket`` when ``host`` is a socket directory, else ``tcp``."""
-        return "socket" if self.host.startswith("/") else "tcp"
+        """``socket`` when ``host`` is a socket directory (or, as libpq reads it, an
+        abstract socket name starting with ``@``), else ``tcp``."""
+        return "socket" if self.host.startswith(("/", "@")) else "tcp"
 
     def conninfo(self, dbname: str | None = None) -> str:
         """A libpq keyword/value string for psycopg (may contain the password)."""
@@ -61,8 +62,15 @@ class ConnectionInfo:
         return env
 
     def describe(self) -> str:
-        """Human-readable and safe to log: no password."""
-        return f"{self.user}@{self.host}:{self.port}/{self.dbname} ({self.via})"
+        """How clients really connect, said once; human-readable and safe to log (no
+        password): ``user@127.0.0.1:5432/db (tcp, sslmode=require)`` or
+        ``user@/run/sock/.s.PGSQL.5432/db (socket)``: a socket is named by its file."""
+        if self.via == "socket":
+            where = f"{self.host.rstrip('/')}/.s.PGSQL.{self.port}"
+        else:
+            where = f"{self.host}:{self.port}"
+        details = [self.via] + [f"{k}={v}" for k, v in self.extra if k == "sslmode"]
+        return f"{self.user}@{where}/{self.dbname} ({', '.join(details)})"
 
 
 def _quote(value: str) -> str:

@@ -36,7 +36,8 @@ class DsnServer:
             raise UsageError(f"--dsn: not a valid connection string ({_first_line(exc)}); "
                              "expected e.g. postgresql://user@host:5432/dbname") from exc
         self._conn = ConnectionInfo(
-            host=str(params.get("host") or "/var/run/postgresql"),
+            # hostaddr alone is a TCP address too; neither: libpq's default socket.
+            host=str(params.get("host") or params.get("hostaddr") or "/var/run/postgresql"),
             port=int(params.get("port") or 5432),
             user=str(params.get("user") or "postgres"),
             dbname=str(params.get("dbname") or params.get("user") or "postgres"),
@@ -78,6 +79,8 @@ class DsnServer:
         return self._conn
 
     def connection(self, via: str = "socket") -> ConnectionInfo:
+        """The DSN's own way in, whatever ``via`` asks: its host says socket or TCP, and
+        the ConnectionInfo (its ``via`` and ``describe()``) records which one was used."""
         return self._conn
 
     def remember_good_settings(self, config_name: str) -> None:
