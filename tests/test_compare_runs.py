@@ -109,7 +109,7 @@ def test_compare_cli_writes_report_with_changes_first(session) -> None:
     for name in ("tps_timelines", "percentile_curves", "change_bars"):
         assert (out / "plots" / f"{name}.png").read_bytes()[:4] == b"\x89PNG"
     saved = json.loads((out / "compare.json").read_text())
-    assert saved["schema_version"] == 1
+    assert saved["schema_version"] == 2
     assert any(m["metric"] == "latency_p99_ms" for m in saved["metrics"])
     assert "<img" in (out / "compare.html").read_text()
 

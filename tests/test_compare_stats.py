@@ -1,12 +1,21 @@
-"""The comparison statistics on synthetic samples with known answers (no server needed)."""
+"""The comparison statistics on synthetic samples with known answers, and the parts of
+``compare`` that need no server (rendering, settings, CLI defaults)."""
 
 from __future__ import annotations
 
+import json
 import math
 import random
+from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
+from pgdyno.analysis.telemetry import DeviceSummary, Stat, TelemetrySummary
+from pgdyno.compare.core import _telemetry_metrics, compare_values, method_note
+from pgdyno.compare.model import SCHEMA_VERSION, Comparison, metric_title
+from pgdyno.compare.plots import change_bars
+from pgdyno.compare.render import write_comparison
 from pgdyno.compare.settings_diff import changes_block, settings_diff
 from pgdyno.compare.stats import (
     FASTER,
@@ -14,6 +23,7 @@ from pgdyno.compare.stats import (
     LOWER,
     SAME,
     SLOWER,
+    TOO_SMALL,
     UNDETERMINED,
     estimate_change,
     t_quantile,
@@ -89,7 +99,7 @@ def test_zero_values_fall_back_to_difference_of_means() -> None:
     est = estimate_change([0.0, 1.0, 0.0, 1.0], [5.0, 6.0, 5.0, 6.0], direction=0)
     assert est.method == "welch-diff"
     assert est.verdict == HIGHER
-    assert estimate_change([0.0, 0.0], [0.0, 1.0]).verdict == UNDETERMINED  # mean 0: no %
+    assert estimate_change([0.0, 0.0], [0.0, 1.0]).verdict == TOO_SMALL  # mean 0: no %
 
 
 def test_false_positive_rate_is_near_the_nominal_level() -> None:
@@ -142,3 +152,170 @@ def test_settings_diff_ignores_volatile_and_reports_layers() -> None:
     assert work_mem.rationale == "tuned: 25% rule"
     block = changes_block(changes)
     assert "synchronous_commit = off" in block and "# Was on" in block
+
+
+# ----- issue 11: near-zero metrics, labels, stock settings, one source of defaults ----------
+
+def _comparison(metrics: list) -> Comparison:
+    return Comparison(schema_version=SCHEMA_VERSION, baseline_label="stock",
+                      candidate_label="tuned", baseline_runs=["a"], candidate_runs=["b"],
+                      confidence=0.95, changes=[], metrics=metrics,
+                      method_note=method_note(0.95, metrics, io=False))
+
+
+def _issue_rows() -> list:
+    tps = compare_values(4, "tps", "tx/s", 1, [1000.0, 1010.0, 990.0],
+                         [1100.0, 1111.0, 1089.0], label="TPS")
+    # the issue's row: 0.4 against 0.13 read IOPS, zeros included
+    reads = compare_values(4, "data_read_iops", "IOPS", 0, [0.4, 0.0, 0.8],
+                           [0.13, 0.0, 0.26], label="Data read IOPS")
+    # above the floor, but a zero on one side: no logarithm, difference of means
+    writes = compare_values(4, "data_write_iops", "IOPS", 0, [0.0, 30.0, 30.0],
+                            [40.0, 50.0, 45.0], label="Data write IOPS")
+    return [tps, reads, writes]
+
+
+def test_near_zero_metric_is_too_small_to_compare() -> None:
+    _, reads, writes = _issue_rows()
+    assert reads.verdict == TOO_SMALL
+    assert "0.4 IOPS is below 10 IOPS" in reads.reason
+    assert math.isnan(reads.change_pct) and math.isnan(reads.ci_low_pct)
+    assert not reads.has_ratio_interval
+    # the floors per unit, and ~0 for any unit
+    assert estimate_change([0.5, 0.6], [5.0, 6.0], unit="MB/s").verdict == TOO_SMALL
+    assert estimate_change([0.2, 0.3], [0.4, 0.5], unit="%").verdict == TOO_SMALL
+    assert estimate_change([0.0, 0.0], [3.0, 4.0], unit="ms").verdict == TOO_SMALL
+    assert estimate_change([12.0, 13.0], [30.0, 31.0], direction=0,
+                           unit="IOPS").verdict == HIGHER
+    assert writes.method == "welch-diff" and not writes.has_ratio_interval
+
+
+def test_chart_keeps_only_ratio_intervals_and_lists_the_rest(tmp_path: Path) -> None:
+    rows = _issue_rows()
+    cmp = _comparison(rows)
+    fig = change_bars(cmp, 4)
+    ax = fig.axes[0]
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["TPS (tx/s)"]
+    # +10% ± a few: the axis is not stretched to hundreds of percent by the other rows
+    assert all(abs(x) < 30 for x in ax.get_xlim()), ax.get_xlim()
+    # a ratio interval from two wild iterations is valid but enormous: cut at the edge
+    wild = compare_values(4, "latency_p99_ms", "ms", -1, [1.0, 30.0], [1.0, 90.0],
+                          label="Latency p99")
+    assert wild.has_ratio_interval and wild.ci_high_pct > 1e4
+    ax = change_bars(_comparison([rows[0], wild]), 4).axes[0]
+    assert ax.get_xlim()[1] < 1000
+    assert f"{wild.ci_high_pct:+,.0f}%" in [t.get_text() for t in ax.texts]
+    write_comparison(cmp, [], [], tmp_path)
+    md = (tmp_path / "compare.md").read_text()
+    chart = md[md.index("### Change per metric"):]
+    assert chart.index("plots/change_bars.png") < chart.index("Not in the chart")
+    assert ("- Data read IOPS: too small to compare (baseline mean 0.4 IOPS is below 10 "
+            "IOPS)") in chart
+    assert "- Data write IOPS: difference of means" in chart
+    # the table says so, with no change or interval, and Method describes the fallback
+    row = next(line for line in md.splitlines() if line.startswith("| Data read IOPS |"))
+    assert row.split("|")[4:7] == [" – ", " – ", " too small to compare (baseline mean 0.4 "
+                                               "IOPS is below 10 IOPS) "]
+    method = md[md.index("## Method"):]
+    assert "difference of means" in method and "too small to compare" in method
+
+
+def test_readers_see_words_with_units_not_keys(tmp_path: Path) -> None:
+    cmp = _comparison(_issue_rows())
+    write_comparison(cmp, [], [], tmp_path)
+    md = (tmp_path / "compare.md").read_text()
+    html_text = (tmp_path / "compare.html").read_text()
+    for text in (md, html_text):
+        for key in ("data_read_iops", "data_write_iops", "tps |"):
+            assert key not in text
+        assert "TPS (tx/s)" in text and "Data write IOPS" in text
+    saved = json.loads((tmp_path / "compare.json").read_text())
+    assert [m["metric"] for m in saved["metrics"]] == ["tps", "data_read_iops",
+                                                       "data_write_iops"]
+
+
+def _telemetry(*devices: tuple[str, list[str], float, float]) -> TelemetrySummary:
+    t = TelemetrySummary()
+    t.devices = [DeviceSummary(name, roles=roles, w_s=Stat(avg=w), r_s=Stat(avg=r))
+                 for name, roles, w, r in devices]
+    return t
+
+
+def test_data_and_wal_on_one_device_are_one_row() -> None:
+    shared = SimpleNamespace(telemetry=_telemetry(("vda", ["data", "wal"], 500.0, 20.0)))
+    metrics = _telemetry_metrics([shared], [shared])
+    assert [(m.name, m.label) for m in metrics] == [
+        ("cpu_busy_pct", "CPU busy"),
+        ("data_wal_write_iops", "Data + WAL (vda) write IOPS"),
+        ("data_wal_read_iops", "Data + WAL (vda) read IOPS"),
+        ("wal_mb_s", "WAL MB/s")]
+    assert metrics[1].value(shared.telemetry) == 500.0
+    apart = SimpleNamespace(telemetry=_telemetry(("vda", ["data"], 300.0, 15.0),
+                                                 ("vdb", ["wal"], 200.0, 0.0),
+                                                 ("sdz", [], 9.0, 9.0)))
+    metrics = _telemetry_metrics([apart], [apart])
+    assert [m.label for m in metrics[1:-1]] == [
+        "Data (vda) write IOPS", "Data (vda) read IOPS", "WAL (vdb) write IOPS",
+        "WAL (vdb) read IOPS"]
+    assert [m.value(apart.telemetry) for m in metrics[1:-1]] == [300.0, 15.0, 200.0, 0.0]
+    assert metric_title("WAL MB/s", "MB/s") == "WAL MB/s"
+    assert metric_title("Latency p99", "ms") == "Latency p99 (ms)"
+
+
+def _server(settings: dict[str, str]) -> dict:
+    return {"server": {"version": "18.1", "version_num": 180001,
+                       "non_default_settings": settings}}
+
+
+def test_a_stock_value_on_one_side_is_not_a_change() -> None:
+    # PostgreSQL 18's documented defaults: autovacuum on, shared_buffers 128MB (16384 pages
+    # of 8kB), work_mem 4MB, checkpoint_completion_target 0.9, wal_level replica
+    a = _server({"max_connections": "300"})
+    b = _server({"max_connections": "300", "autovacuum": "on", "shared_buffers": "16384 8kB",
+                 "work_mem": "4096 kB", "checkpoint_completion_target": "0.9",
+                 "wal_level": "replica", "synchronous_commit": "off"})
+    got = {(c.name, c.before, c.after) for c in settings_diff(a, b)}
+    assert got == {("synchronous_commit", "(default)", "off")}
+    # the other way round, and a real change of a value written on both sides
+    got = {(c.name, c.before, c.after) for c in settings_diff(b, a)}
+    assert got == {("synchronous_commit", "off", "(default)")}
+    bigger = _server({"shared_buffers": "131072 8kB", "autovacuum": "off"})
+    got = {(c.name, c.before, c.after) for c in settings_diff(a, bigger)}
+    assert got == {("max_connections", "300", "(default)"),
+                   ("shared_buffers", "(default)", "131072 8kB"),
+                   ("autovacuum", "(default)", "off")}
+    # what pgdyno wrote, when a server did not answer: '128MB' is the stock value too
+    wrote_a = {"config": {"pg_settings": {}}}
+    wrote_b = {"config": {"pg_settings": {"shared_buffers": "128MB", "work_mem": "64MB"}},
+               "server": {"version": "18.1"}}
+    got = {(c.name, c.before, c.after) for c in settings_diff(wrote_a, wrote_b)
+           if c.layer == "postgresql"}
+    assert got == {("work_mem", "(default)", "64MB")}
+
+
+@pytest.mark.parametrize("command", ["compare", "validate", "scaling-check"])
+def test_bench_defaults_have_one_source(command: str) -> None:
+    import typer
+    from typer.main import get_command
+    from typer.testing import CliRunner
+
+    from pgdyno.cli import compare_cmds
+    from pgdyno.runner.options import defaults
+
+    app = typer.Typer()
+    compare_cmds.register(app)
+    cmd = get_command(app).commands[command]
+    params = {p.name: p for p in cmd.params}
+    expected = defaults()
+    for name in ("duration", "warmup", "iterations", "clients", "scale", "protocol", "via",
+                 "telemetry", "context"):
+        if name in params:
+            assert params[name].default == expected[name], (command, name)
+    if command != "validate":  # validation runs its own three states
+        assert params["iterations"].default == expected["iterations"]
+    res = CliRunner().invoke(app, [command, "--help"], terminal_width=200,
+                             env={"COLUMNS": "200"})
+    assert res.exit_code == 0, res.output
+    flat = " ".join(res.output.split())
+    assert f"measured seconds per iteration [default: {expected['duration']}]" in flat
+    assert f"[default: {expected['warmup']}]" in flat

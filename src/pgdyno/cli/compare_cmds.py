@@ -6,13 +6,42 @@ pgdyno.campaign.context.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import typer
 from rich.console import Console
 
+from pgdyno.compare.stats import DEFAULT_CONFIDENCE
 from pgdyno.errors import UsageError
 
-RESULTS = typer.Option(Path("results"), "--results-dir", help="root of run directories")
+
+def _bench_option(name: str) -> Any:
+    """A ``pgdyno bench`` option for these commands, with the default and help of the one
+    table in pgdyno.runner.options (so `compare` cannot drift from `bench`, and --help
+    shows the default that applies)."""
+    from pgdyno.runner.options import all_options
+
+    opt = next(o for o in all_options() if o.name == name)
+    default = list(opt.default) if isinstance(opt.default, tuple) else opt.default
+    flags = [opt.cli_flag] if opt.flag else []
+    return typer.Option(default, *flags, help=opt.help)
+
+
+RESULTS = _bench_option("results_dir")
+SCALE = _bench_option("scale")
+CLIENTS = _bench_option("clients")
+DURATION = _bench_option("duration")
+WARMUP = _bench_option("warmup")
+ITERATIONS = _bench_option("iterations")
+PROTOCOL = _bench_option("protocol")
+VIA = _bench_option("via")
+CONTEXT = _bench_option("context")
+CONFIG = _bench_option("config")
+SET = _bench_option("set_")
+WORKDIR = _bench_option("workdir")
+PG_BIN = _bench_option("pg_bin")
+TELEMETRY = _bench_option("telemetry")
+PROGRESS = _bench_option("progress")
 
 
 def register(app: typer.Typer) -> None:
@@ -34,29 +63,14 @@ def _bench_options(workload: str, **kw):
     return build_options(workload, **kw)
 
 
-def _run_args(scale: int | None, clients: str, duration: int, warmup: int, iterations: int,
-              protocol: str, via: str, results_dir: Path, context: str | None, config: str,
-              set_: list[str], workdir: Path | None, pg_bin: Path | None, telemetry: bool,
-              progress: bool) -> dict:
+def _run_args(scale: int | None, clients: str | None, duration: int, warmup: int,
+              iterations: int, protocol: str, via: str, results_dir: Path,
+              context: str | None, config: str, set_: list[str], workdir: Path | None,
+              pg_bin: Path | None, telemetry: bool, progress: bool) -> dict:
     return dict(scale=scale, clients=clients, duration=duration, warmup=warmup,
                 iterations=iterations, protocol=protocol, via=via, results_dir=results_dir,
                 context=context, config=config, set_=list(set_), workdir=workdir,
                 pg_bin=pg_bin, telemetry=telemetry, progress=progress)
-
-
-SCALE = typer.Option(None, help="pgbench scale factor (default 10)")
-CLIENTS = typer.Option("8", help="client counts, e.g. 4,16")
-DURATION = typer.Option(30, help="measured seconds per iteration")
-WARMUP = typer.Option(5, help="warm-up seconds before each measured window")
-PROTOCOL = typer.Option("prepared", help="simple | extended | prepared")
-VIA = typer.Option("socket", help="socket | tcp")
-CONTEXT = typer.Option(None, help="context name (default HARDWARE--WORKLOAD)")
-CONFIG = typer.Option("default", help="default | pgtune | tuned | FILE")
-SET = typer.Option([], "--set", help="key=value for every run, repeatable")
-WORKDIR = typer.Option(None, help="where pgdyno keeps its clusters")
-PG_BIN = typer.Option(None, help="directory of other PostgreSQL binaries")
-TELEMETRY = typer.Option(True, help="sample CPU, disks, waits, checkpoints")
-PROGRESS = typer.Option(True, help="show progress bars")
 
 
 # ----- compare ----------------------------------------------------------------------------
@@ -71,11 +85,12 @@ def compare(
     baseline_set: list[str] = typer.Option([], "--baseline-set", help="key=value for A only"),
     candidate_set: list[str] = typer.Option([], "--candidate-set", help="key=value for B only"),
     pairs: int = typer.Option(3, help="runs per side, in A B B A order"),
-    confidence: float = typer.Option(0.95, help="confidence level of the intervals"),
+    confidence: float = typer.Option(DEFAULT_CONFIDENCE,
+                                     help="confidence level of the intervals"),
     out: Path | None = typer.Option(None, help="directory for compare.md/html/json"),
-    scale: int | None = SCALE, clients: str = CLIENTS, duration: int = DURATION,
-    warmup: int = WARMUP, iterations: int = typer.Option(1, help="iterations inside each run"),
-    protocol: str = PROTOCOL, via: str = VIA, results_dir: Path = RESULTS,
+    scale: int | None = SCALE, clients: str | None = CLIENTS, duration: int = DURATION,
+    warmup: int = WARMUP, iterations: int = ITERATIONS, protocol: str = PROTOCOL,
+    via: str = VIA, results_dir: Path = RESULTS,
     context: str | None = CONTEXT, set_: list[str] = SET, workdir: Path | None = WORKDIR,
     pg_bin: Path | None = PG_BIN, telemetry: bool = TELEMETRY, progress: bool = PROGRESS,
 ) -> None:
@@ -164,7 +179,7 @@ def note(
 
 def validate(
     workload: str = typer.Argument(..., help="tpcb | simple-update | select-only"),
-    scale: int | None = SCALE, clients: str = CLIENTS, duration: int = DURATION,
+    scale: int | None = SCALE, clients: str | None = CLIENTS, duration: int = DURATION,
     warmup: int = WARMUP, protocol: str = PROTOCOL, via: str = VIA,
     results_dir: Path = RESULTS, context: str | None = CONTEXT, config: str = CONFIG,
     set_: list[str] = SET, workdir: Path | None = WORKDIR, pg_bin: Path | None = PG_BIN,
@@ -188,8 +203,8 @@ def validate(
 
 def scaling_check(
     workload: str = typer.Argument(..., help="tpcb | simple-update | select-only"),
-    scale: int | None = SCALE, clients: str = CLIENTS, duration: int = DURATION,
-    warmup: int = WARMUP, iterations: int = typer.Option(1), protocol: str = PROTOCOL,
+    scale: int | None = SCALE, clients: str | None = CLIENTS, duration: int = DURATION,
+    warmup: int = WARMUP, iterations: int = ITERATIONS, protocol: str = PROTOCOL,
     via: str = VIA, results_dir: Path = RESULTS, context: str | None = CONTEXT,
     config: str = CONFIG, set_: list[str] = SET, workdir: Path | None = WORKDIR,
     pg_bin: Path | None = PG_BIN, telemetry: bool = TELEMETRY, progress: bool = PROGRESS,

@@ -2,12 +2,22 @@
 
 from __future__ import annotations
 
-from pgdyno import serde
+from dataclasses import dataclass
+
 from pgdyno.analysis.summary import IterationSummary
+from pgdyno.analysis.telemetry import MIN_IOPS_FOR_CV, TelemetrySummary
+from pgdyno.compare.io_profile import group_label, group_prefix, io_profiles, role_devices
 from pgdyno.compare.model import SCHEMA_VERSION, Comparison, MetricComparison
 from pgdyno.compare.runs import RunData
 from pgdyno.compare.settings_diff import settings_diff
-from pgdyno.compare.stats import DEFAULT_CONFIDENCE, SampleStats, estimate_change
+from pgdyno.compare.stats import (
+    DEFAULT_CONFIDENCE,
+    FLOORS,
+    WELCH_DIFF,
+    SampleStats,
+    estimate_change,
+    with_unit,
+)
 from pgdyno.errors import UsageError
 from pgdyno.workloads.base import MetricSpec, headline_metric
 
@@ -17,8 +27,31 @@ METHOD_NOTE = (
     "values (a {level:.0f}% interval of the ratio of geometric means, B/A − 1); 1 s intervals "
     "are not treated as independent samples because consecutive seconds move together. A "
     "verdict other than 'no significant difference' needs an interval that excludes 0; "
-    "fewer than 2 values on a side gives 'undetermined'. Noise: the typical spread of one "
-    "value around its side's mean.")
+    "fewer than 2 values on a side gives 'undetermined'. A baseline mean below {floors} "
+    "or of 0 is 'too small to compare': a percentage of almost nothing is noise. Noise: the "
+    "typical spread of one value around its side's mean.")
+DIFF_NOTE = (
+    "Rows marked 'difference of means' had a value of 0 (or less) on a side, which has no "
+    "logarithm: "
+    "their interval is Welch's t-interval of mean(B) − mean(A), in % of A's mean, not an "
+    "interval of a ratio (it can pass −100%), and the change chart leaves them out.")
+IO_NOTE = (
+    "I/O profile: per device (data + WAL when one device holds both), IOPS, MB/s and "
+    "utilisation are averages over the measured windows of each side's iterations, weighted "
+    "by their length; the IOPS CV is σ/μ of all their 1 s samples pooled, left out below "
+    "{min_iops:g} IOPS. These describe the runs and carry no interval.")
+
+
+def method_note(confidence: float, metrics: list[MetricComparison], io: bool) -> str:
+    """The Method paragraph: what every row's interval is, and the fallbacks the table uses."""
+    floors = ", ".join(with_unit(f"{v:g}", u) for u, v in FLOORS.items())
+    parts = [METHOD_NOTE.format(level=100 * confidence, floors=floors)]
+    if any(m.method == WELCH_DIFF for m in metrics):
+        parts.append(DIFF_NOTE)
+    if io:
+        parts.append(IO_NOTE.format(min_iops=MIN_IOPS_FOR_CV))
+    return " ".join(parts)
+
 
 def _workload_metrics(runs: list[RunData]) -> tuple[MetricSpec, ...]:
     """The metrics the runs' workload declares (the first run's, when they differ)."""
@@ -47,24 +80,25 @@ def compare_runs(baseline: list[RunData], candidate: list[RunData], *,
         notes.append("the runs are of different workloads: " + ", ".join(sorted(workloads)))
     metrics: list[MetricComparison] = []
     declared = _workload_metrics(baseline)
-    for clients in _common_clients(baseline, candidate):
+    common = _common_clients(baseline, candidate)
+    for clients in common:
         a_its = _ok_iterations(baseline, clients)
         b_its = _ok_iterations(candidate, clients)
         for spec in declared:
             a = [i.metrics[spec.name] for i in a_its if spec.name in i.metrics]
             b = [i.metrics[spec.name] for i in b_its if spec.name in i.metrics]
             if a or b:
-                metrics.append(_compare(clients, spec.name, spec.unit, spec.direction,
-                                        "iteration", a, b, confidence))
-        if any(i.telemetry is not None for i in a_its + b_its):
-            for name, unit, direction in _TELEMETRY_METRICS:
-                a = [v for i in a_its if (v := _iteration_metric(i, name)) is not None]
-                b = [v for i in b_its if (v := _iteration_metric(i, name)) is not None]
-                if a or b:
-                    metrics.append(_compare(clients, name, unit, direction, "iteration", a, b,
-                                            confidence))
+                metrics.append(compare_values(clients, spec.name, spec.unit, spec.direction,
+                                              a, b, confidence, label=spec.label))
+        for m in _telemetry_metrics(a_its, b_its):
+            a = [v for i in a_its if (v := m.value(i.telemetry)) is not None]
+            b = [v for i in b_its if (v := m.value(i.telemetry)) is not None]
+            if a or b:
+                metrics.append(compare_values(clients, m.name, m.unit, 0, a, b, confidence,
+                                              label=m.label))
     if not any(m.metric == headline_metric(declared).name for m in metrics):
         notes.append("no client count was measured on both sides")
+    profiles = io_profiles(baseline, candidate, common)
     return Comparison(
         schema_version=SCHEMA_VERSION,
         baseline_label=baseline_label or _label(baseline),
@@ -72,20 +106,25 @@ def compare_runs(baseline: list[RunData], candidate: list[RunData], *,
         baseline_runs=[str(r.path) for r in baseline],
         candidate_runs=[str(r.path) for r in candidate], confidence=confidence,
         changes=settings_diff(baseline[-1].manifest, candidate[-1].manifest),
-        metrics=metrics, method_note=METHOD_NOTE.format(level=100 * confidence), notes=notes)
+        metrics=metrics, method_note=method_note(confidence, metrics, bool(profiles)),
+        notes=notes, io_profiles=profiles, headline_metric=headline_metric(declared).name)
 
 
-def _compare(clients: int, name: str, unit: str, direction: int, sample: str,
-             a: list[float], b: list[float], confidence: float) -> MetricComparison:
+def compare_values(clients: int, name: str, unit: str, direction: int, a: list[float],
+                   b: list[float], confidence: float = DEFAULT_CONFIDENCE, *,
+                   label: str = "", sample: str = "iteration") -> MetricComparison:
+    """One metric's row: each side's values (one per iteration), change, interval, verdict."""
     sa, sb = SampleStats.of(a), SampleStats.of(b)
-    est = estimate_change(sa.values, sb.values, direction=direction, confidence=confidence)
+    est = estimate_change(sa.values, sb.values, direction=direction, confidence=confidence,
+                          unit=unit)
     return MetricComparison(
         clients=clients, metric=name, unit=unit, direction=direction, sample=sample,
         baseline_n=sa.n, baseline_mean=sa.mean, baseline_stddev=sa.stddev,
         candidate_n=sb.n, candidate_mean=sb.mean, candidate_stddev=sb.stddev,
         change_pct=est.change_pct, ci_low_pct=est.low_pct, ci_high_pct=est.high_pct,
         noise_pct=est.noise_pct, df=est.df, method=est.method, verdict=est.verdict,
-        reason=est.reason, baseline_values=sa.values, candidate_values=sb.values)
+        reason=est.reason, baseline_values=sa.values, candidate_values=sb.values,
+        label=label or name)
 
 
 def _common_clients(a: list[RunData], b: list[RunData]) -> list[int]:
@@ -105,15 +144,50 @@ def _label(runs: list[RunData]) -> str:
 
 # ----- telemetry metrics, per iteration -----------------------------------------------
 
-_TELEMETRY_METRICS = (("cpu_busy_pct", "%", 0), ("data_write_iops", "IOPS", 0),
-                      ("data_read_iops", "IOPS", 0), ("wal_write_iops", "IOPS", 0),
-                      ("wal_mb_s", "MB/s", 0))
+@dataclass(frozen=True)
+class TelemetryMetric:
+    name: str
+    """Key in compare.json: cpu_busy_pct, data_wal_write_iops, wal_mb_s."""
+    label: str
+    unit: str
+    group: tuple[str, ...] = ()
+    """The device group of a device figure (the roles its device holds)."""
+    stat: str = ""
+    """The DeviceSummary figure: w_s or r_s."""
+
+    def value(self, t: TelemetrySummary | None) -> float | None:
+        if t is None:
+            return None
+        if self.name == "cpu_busy_pct":
+            return t.cpu.busy.avg
+        if self.name == "wal_mb_s":
+            return t.wal.bytes_per_s / 2**20 if t.wal.bytes_per_s is not None else None
+        device = role_devices(t).get(self.group)
+        return getattr(device, self.stat).avg if device is not None else None
 
 
-def _iteration_metric(it: IterationSummary, name: str) -> float | None:
-    if it.telemetry is None:
-        return None
-    return telemetry_metric(serde.to_dict(it.telemetry), name)
+def _telemetry_metrics(a_its: list[IterationSummary],
+                       b_its: list[IterationSummary]) -> list[TelemetryMetric]:
+    """CPU, then read and write IOPS per device (one row for a device that holds both the
+    data directory and the WAL: the same disk counted twice would be two identical rows),
+    then the WAL the server wrote."""
+    observed = [i.telemetry for i in a_its + b_its if i.telemetry is not None]
+    if not observed:
+        return []
+    devices: dict[tuple[str, ...], list[str]] = {}
+    for t in observed:
+        for key, dev in role_devices(t).items():
+            devices.setdefault(key, []).append(dev.device)
+    out = [TelemetryMetric("cpu_busy_pct", "CPU busy", "%")]
+    for key, names in devices.items():
+        where = group_label(key, names)
+        where = where[0].upper() + where[1:]
+        out += [TelemetryMetric(f"{group_prefix(key)}_write_iops", f"{where} write IOPS",
+                                "IOPS", key, "w_s"),
+                TelemetryMetric(f"{group_prefix(key)}_read_iops", f"{where} read IOPS",
+                                "IOPS", key, "r_s")]
+    out.append(TelemetryMetric("wal_mb_s", "WAL MB/s", "MB/s"))
+    return out
 
 
 def run_metric(run: RunData, name: str) -> float | None:

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
+from pgdyno.compare.io_profile import IoProfile
 from pgdyno.compare.settings_diff import SettingChange
+from pgdyno.compare.stats import WELCH_LOG
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+"""2: metrics carry a label, device metrics of a shared data + WAL device are one row
+(``data_wal_*``), ``too small to compare`` verdicts, and the I/O profile."""
 
 
 @dataclass
@@ -35,6 +40,26 @@ class MetricComparison:
     reason: str = ""
     baseline_values: list[float] = field(default_factory=list)
     candidate_values: list[float] = field(default_factory=list)
+    label: str = ""
+    """Words for readers: "TPS", "Latency p99", "Data + WAL (vda) write IOPS"."""
+
+    @property
+    def title(self) -> str:
+        """The label with its unit, as tables and charts show it: "Latency p99 (ms)"."""
+        return metric_title(self.label or self.metric, self.unit)
+
+    @property
+    def has_ratio_interval(self) -> bool:
+        """Whether the row has an interval of the ratio B/A (what the change chart draws)."""
+        return (self.method == WELCH_LOG and math.isfinite(self.ci_low_pct)
+                and math.isfinite(self.ci_high_pct))
+
+
+def metric_title(label: str, unit: str) -> str:
+    """``label (unit)``, unless the label already ends with its unit ("WAL MB/s")."""
+    if not unit or label.endswith(unit):
+        return label
+    return f"{label} ({unit})"
 
 
 @dataclass
@@ -50,6 +75,15 @@ class Comparison:
     metrics: list[MetricComparison]
     method_note: str
     notes: list[str] = field(default_factory=list)
+    io_profiles: list[IoProfile] = field(default_factory=list)
+    """Seed 000's I/O profile per client count and device (empty without telemetry)."""
+    headline_metric: str = "tps"
+    """The workload's headline figure (tps, nopm, events_per_s): the verdict lines."""
+
+    def chart_clients(self) -> int | None:
+        """The client count the plots show: the highest with a headline figure."""
+        counts = [m.clients for m in self.metrics if m.metric == self.headline_metric]
+        return max(counts) if counts else None
 
     def metric(self, name: str, clients: int | None = None) -> MetricComparison | None:
         for m in self.metrics:

@@ -1,4 +1,5 @@
-"""Comparison plots: TPS timelines on one axis, percentile curves, change bars with intervals."""
+"""Comparison plots: TPS timelines on one axis, percentile curves, change bars with intervals,
+and write IOPS over time of both sides (seed 000's checkpoint-storm picture)."""
 
 from __future__ import annotations
 
@@ -10,12 +11,14 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
+from pgdyno.compare.io_profile import IoProfile  # noqa: E402
 from pgdyno.compare.model import Comparison, MetricComparison  # noqa: E402
 from pgdyno.compare.runs import RunData  # noqa: E402
 from pgdyno.compare.stats import FASTER, HIGHER, LOWER, SLOWER  # noqa: E402
 
 DPI = 110
 COLOURS = {"A": "tab:blue", "B": "tab:orange"}
+LINE_STYLES = ("-", "--", ":", "-.")
 VERDICT_COLOURS = {FASTER: "tab:green", SLOWER: "tab:red", HIGHER: "tab:purple",
                    LOWER: "tab:purple"}
 
@@ -29,7 +32,8 @@ def comparison_plots(comparison: Comparison, baseline: list[RunData], candidate:
     for name, fig in (("tps_timelines", _timelines(baseline, candidate, clients, comparison)),
                       ("percentile_curves", _percentiles(baseline, candidate, clients,
                                                          comparison)),
-                      ("change_bars", _change_bars(comparison, clients))):
+                      ("change_bars", change_bars(comparison, clients)),
+                      ("write_iops_overlay", write_iops_overlay(comparison, clients))):
         if fig is None:
             continue
         fig.savefig(plots / f"{name}.png", dpi=DPI, bbox_inches="tight")
@@ -86,24 +90,81 @@ def _percentiles(a: list[RunData], b: list[RunData], clients: int, cmp: Comparis
     return fig
 
 
-def _change_bars(cmp: Comparison, clients: int):
+def change_bars(cmp: Comparison, clients: int):
+    """Bars of the rows with an interval of the ratio B/A only: a difference-of-means row
+    near zero (-450% … +317%) would squash every other bar; the report lists those under
+    the chart. An interval wider than the axis (two iterations give t = 12.7) is cut at the
+    edge with an arrow and its end written beside it, so it cannot squash the others either."""
     rows: list[MetricComparison] = [m for m in cmp.metrics
-                                    if m.clients in (clients, 0) and not math.isnan(m.change_pct)]
+                                    if m.clients in (clients, 0) and m.has_ratio_interval]
     if not rows:
         return None
+    low_edge, high_edge = chart_range(rows)
     fig, ax = plt.subplots(figsize=(8, 0.45 * len(rows) + 1.5))
     ys = list(range(len(rows)))[::-1]
     for y, m in zip(ys, rows, strict=True):
         colour = VERDICT_COLOURS.get(m.verdict, "tab:gray")
-        ax.barh(y, m.change_pct, color=colour, alpha=0.7)
-        if not math.isnan(m.ci_low_pct):
-            ax.errorbar(m.change_pct, y, xerr=[[m.change_pct - m.ci_low_pct],
-                                               [m.ci_high_pct - m.change_pct]],
-                        fmt="none", ecolor="black", capsize=4)
+        change = min(max(m.change_pct, low_edge), high_edge)
+        ax.barh(y, change, color=colour, alpha=0.7)
+        lo, hi = max(m.ci_low_pct, low_edge), min(m.ci_high_pct, high_edge)
+        ax.errorbar(change, y, xerr=[[max(change - lo, 0.0)], [max(hi - change, 0.0)]],
+                    fmt="none", ecolor="black", capsize=4)
+        for end, edge, marker, align in ((m.ci_high_pct, high_edge, ">", "right"),
+                                         (m.ci_low_pct, low_edge, "<", "left")):
+            if end != min(max(end, low_edge), high_edge):
+                ax.plot([edge], [y], marker=marker, color="black", ms=6)
+                ax.annotate(f"{end:+,.0f}%", (edge, y), xytext=(0, 7),
+                            textcoords="offset points", ha=align, fontsize=7)
+    ax.set_xlim(low_edge, high_edge)
     ax.axvline(0, color="black", lw=0.8)
-    ax.set_yticks(ys, [f"{m.metric}" + ("" if m.clients else " (run)") for m in rows])
-    ax.set(xlabel=f"change B vs A (%), bars: {100 * cmp.confidence:.0f}% interval",
+    ax.set_yticks(ys, [m.title + ("" if m.clients else " (whole runs)") for m in rows])
+    ax.set(xlabel=f"change B vs A (%), bars: {100 * cmp.confidence:.0f}% interval "
+           "(arrows: cut at the edge)",
            title=f"Change per metric, {clients} clients (green faster, red slower, "
-           "grey no significant difference or undetermined)")
+           "purple higher/lower, grey no significant difference)")
     ax.grid(alpha=0.3, axis="x")
+    return fig
+
+
+def chart_range(rows: list[MetricComparison]) -> tuple[float, float]:
+    """The chart's x range: every change, and the intervals up to three times the largest
+    change (at least ±50%); a ratio never goes below -100%."""
+    changes = [m.change_pct for m in rows]
+    reach = max(50.0, 3.0 * max(abs(c) for c in changes))
+    ends = [v for m in rows for v in (m.ci_low_pct, m.ci_high_pct) if abs(v) <= reach]
+    low = min([0.0, *changes, *ends])
+    high = max([0.0, *changes, *ends])
+    pad = 0.05 * (high - low or 1.0)
+    return max(low - pad, -105.0), high + pad
+
+
+def write_iops_overlay(cmp: Comparison, clients: int):
+    """Write IOPS second by second, one line per iteration of each run, both sides on one
+    axis per device: a checkpoint storm shows as spikes on one side only."""
+    profiles: list[IoProfile] = [p for p in cmp.io_profiles
+                                 if p.clients == clients and any(t.seconds for t in p.traces)]
+    if not profiles:
+        return None
+    fig, axes = plt.subplots(len(profiles), 1, figsize=(9, 3.6 * len(profiles)), squeeze=False)
+    for ax, profile in zip(axes[:, 0], profiles, strict=True):
+        several = {(t.side, t.run) for t in profile.traces if t.iteration > 1}
+        labels = {"A": cmp.baseline_label, "B": cmp.candidate_label}
+        # one colour per side, one line style per run of that side
+        styles: dict[tuple[str, str], str] = {}
+        for trace in profile.traces:
+            side_runs = sum(1 for side, _ in styles if side == trace.side)
+            style = styles.setdefault((trace.side, trace.run),
+                                      LINE_STYLES[side_runs % len(LINE_STYLES)])
+            name = f"{trace.side} ({labels[trace.side]}): {trace.run}"
+            if (trace.side, trace.run) in several:
+                name += f" #{trace.iteration}"
+            ax.plot(trace.seconds, trace.write_iops, lw=1.2, alpha=0.85, ls=style,
+                    color=COLOURS[trace.side], label=name)
+        ax.set(xlabel="seconds since the measured window's start (s)",
+               ylabel="write IOPS (writes/s)",
+               title=f"Write IOPS over time, {profile.group}, {clients} clients")
+        ax.set_ylim(bottom=0)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+    fig.tight_layout()
     return fig

@@ -7,11 +7,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from pgdyno import serde
+from pgdyno.compare.io_profile import IoFigure, IoProfile
 from pgdyno.compare.model import Comparison, MetricComparison
 from pgdyno.compare.plots import comparison_plots
 from pgdyno.compare.runs import RunData
 from pgdyno.compare.settings_diff import changes_block
-from pgdyno.compare.stats import UNDETERMINED
+from pgdyno.compare.stats import TOO_SMALL, UNDETERMINED, WELCH_DIFF
 from pgdyno.reports import html, markdown
 from pgdyno.reports.document import Document, Section, Table, fmt
 from pgdyno.results.rundir import safe_name, write_json_atomic
@@ -30,21 +31,24 @@ def interval(m: MetricComparison) -> str:
 
 
 def verdict_text(m: MetricComparison) -> str:
-    if m.verdict == UNDETERMINED:
-        return f"undetermined ({m.reason})"
-    noise = f"noise ±{m.noise_pct:.1f}%" if not math.isnan(m.noise_pct) else ""
-    return f"{m.verdict} ({noise})" if noise else m.verdict
+    if m.verdict in (UNDETERMINED, TOO_SMALL):
+        return f"{m.verdict} ({m.reason})" if m.reason else m.verdict
+    notes = [f"noise ±{m.noise_pct:.1f}%"] if not math.isnan(m.noise_pct) else []
+    if m.method == WELCH_DIFF:
+        notes.append("difference of means")
+    return f"{m.verdict} ({'; '.join(notes)})" if notes else m.verdict
 
 
 def headline(cmp: Comparison) -> list[str]:
     """One line per client count for the workload's headline figure: NOPM for TPROC-C
-    (measured by the database), TPS for pgbench workloads."""
+    (measured by the database), TPS for pgbench workloads, events/s for cpu."""
     lines = []
-    name = "nopm" if any(m.metric == "nopm" for m in cmp.metrics) else "tps"
+    name = cmp.headline_metric
     for m in cmp.metrics:
         if m.metric != name:
             continue
-        lines.append(f"{m.clients} clients: {name.upper()} {fmt(m.baseline_mean, 1)} → "
+        lines.append(f"{m.clients} clients: {m.label or name.upper()} "
+                     f"{fmt(m.baseline_mean, 1)} → "
                      f"{fmt(m.candidate_mean, 1)}, change {pct(m.change_pct)} "
                      f"{100 * cmp.confidence:.0f}% interval {interval(m)}: "
                      f"**{verdict_text(m)}**")
@@ -56,7 +60,7 @@ def metrics_table(cmp: Comparison, clients: int) -> Table:
     for m in cmp.metrics:
         if m.clients != clients:
             continue
-        rows.append([m.metric, _side(m.baseline_mean, m.baseline_stddev, m.baseline_n),
+        rows.append([m.title, _side(m.baseline_mean, m.baseline_stddev, m.baseline_n),
                      _side(m.candidate_mean, m.candidate_stddev, m.candidate_n),
                      pct(m.change_pct), interval(m), verdict_text(m)])
     label = f"{clients} clients" if clients else "Whole runs (one value per run)"
@@ -66,6 +70,76 @@ def metrics_table(cmp: Comparison, clients: int) -> Table:
 
 def _side(mean: float, sd: float, n: int) -> str:
     return f"{fmt(mean, 3)} ± {fmt(sd, 3)} ({n})"
+
+
+def change_chart_section(cmp: Comparison, images: dict[str, str]) -> Section:
+    """The change chart, and under it the rows it leaves out (no interval of a ratio)."""
+    clients = cmp.chart_clients()
+    rows = [m for m in cmp.metrics if m.clients in (clients, 0)]
+    left_out = [f"- {m.title}{_at(m, clients)}: {_why_not_charted(m)}"
+                for m in rows if not m.has_ratio_interval]
+    parts = []
+    if "change_bars" in images:
+        parts.append(f"![Change per metric with its interval]({images['change_bars']})")
+    else:
+        parts.append("No metric has an interval of a ratio B/A: there is no chart.")
+    if left_out:
+        parts.append("Not in the chart (no interval of a ratio B/A):\n\n" + "\n".join(left_out))
+    return Section("Change per metric", level=3, markdown="\n\n".join(parts))
+
+
+def _at(m: MetricComparison, clients: int | None) -> str:
+    return " (whole runs)" if m.clients == 0 and clients else ""
+
+
+def _why_not_charted(m: MetricComparison) -> str:
+    if m.method == WELCH_DIFF:
+        return (f"difference of means (a side has a value of 0 or less), change "
+                f"{pct(m.change_pct)}, "
+                f"interval {interval(m)}, {m.verdict}")
+    return verdict_text(m)
+
+
+def io_profile_section(cmp: Comparison, images: dict[str, str]) -> Section | None:
+    """Seed 000's I/O profile: one table per client count and device, then the overlay."""
+    if not cmp.io_profiles:
+        return None
+    section = Section("I/O profile", paragraphs=[
+        "What the disks did on each side over the measured windows (averages weighted by "
+        "window length; CV: σ/μ of the 1 s samples). A description of the runs: whether a "
+        "difference is more than noise is the metrics table's verdict."])
+    for profile in cmp.io_profiles:
+        section.tables.append(io_table(profile, cmp))
+    if "write_iops_overlay" in images:
+        section.images.append(("Write IOPS over time, both sides", images["write_iops_overlay"]))
+    return section
+
+
+def io_table(profile: IoProfile, cmp: Comparison) -> Table:
+    a, b = profile.baseline, profile.candidate
+    rows = [[f.label, _io_value(f, f.baseline, f.baseline_missing),
+             _io_value(f, f.candidate, f.candidate_missing), _io_change(f)]
+            for f in profile.figures]
+    caption = (f"{profile.group}, {profile.clients} clients: A {a.iterations} iteration(s), "
+               f"{a.seconds:.0f} s; B {b.iterations} iteration(s), {b.seconds:.0f} s")
+    return Table(["Metric", f"A: {cmp.baseline_label}", f"B: {cmp.candidate_label}", "Change"],
+                 rows, caption=caption)
+
+
+def _io_value(f: IoFigure, value: float | None, missing: str) -> str:
+    if value is None:
+        return missing or "–"
+    if f.unit == "IOPS":
+        return f"{value:,.0f}"
+    return f"{value:,.1f}" + ("%" if f.unit == "%" else "")
+
+
+def _io_change(f: IoFigure) -> str:
+    if f.change is None:
+        return f.change_note or "–"
+    if f.change_unit == "pts":
+        return f"{f.change:+.1f} pts"
+    return pct(f.change)
 
 
 def build_compare_document(cmp: Comparison, images: dict[str, str]) -> Document:
@@ -81,17 +155,25 @@ def build_compare_document(cmp: Comparison, images: dict[str, str]) -> Document:
     metrics = Section("Metrics")
     for clients in sorted({m.clients for m in cmp.metrics}, key=lambda c: (c == 0, c)):
         metrics.tables.append(metrics_table(cmp, clients))
-    for name, caption in (("change_bars", "Change per metric with its interval"),
-                          ("tps_timelines", "TPS over time, both sides"),
+    over_time = Section("Throughput and latency, both sides", level=3)
+    for name, caption in (("tps_timelines", "TPS over time, both sides"),
                           ("percentile_curves", "Latency percentile curves")):
         if name in images:
-            metrics.images.append((caption, images[name]))
+            over_time.images.append((caption, images[name]))
+    sections = [changes, verdict, metrics]
+    if cmp.chart_clients() is not None:
+        sections.append(change_chart_section(cmp, images))
+    if over_time.images:
+        sections.append(over_time)
+    io = io_profile_section(cmp, images)
+    if io is not None:
+        sections.append(io)
     method = Section("Method", paragraphs=[cmp.method_note])
     files = Section("Runs", tables=[Table(
         ["Side", "Run"], [["A", r] for r in cmp.baseline_runs]
         + [["B", r] for r in cmp.candidate_runs])])
     return Document(title=f"pgdyno compare: {cmp.baseline_label} vs {cmp.candidate_label}",
-                    sections=[changes, verdict, metrics, method, files])
+                    sections=[*sections, method, files])
 
 
 def write_comparison(cmp: Comparison, baseline: list[RunData], candidate: list[RunData],
@@ -99,9 +181,9 @@ def write_comparison(cmp: Comparison, baseline: list[RunData], candidate: list[R
     """compare.json, compare.md, compare.html and plots/ in ``out_dir``."""
     out_dir.mkdir(parents=True, exist_ok=True)
     write_json_atomic(out_dir / "compare.json", serde.to_dict(cmp))
-    counts = [m.clients for m in cmp.metrics if m.metric == "tps"]
-    images = (comparison_plots(cmp, baseline, candidate, max(counts), out_dir)
-              if counts else {})
+    clients = cmp.chart_clients()
+    images = (comparison_plots(cmp, baseline, candidate, clients, out_dir)
+              if clients is not None else {})
     doc = build_compare_document(cmp, images)
     (out_dir / "compare.md").write_text(markdown.render_document(doc))
     (out_dir / "compare.html").write_text(html.render_document(doc, out_dir))

@@ -3,13 +3,18 @@
 The server side comes from the effective settings each server reported
 (``pg_settings`` whose source is not the default), so a setting changed by any means shows,
 not only those pgdyno wrote. Values that differ on every start (port, socket directory)
-are not changes.
+are not changes, and neither is a setting written on one side at PostgreSQL's own default
+(``autovacuum = on``) and left out on the other: the server runs the same either way.
 """
 
 from __future__ import annotations
 
+import math
+import re
 from dataclasses import dataclass
 from typing import Any
+
+from pgdyno.config.pgcatalog import BOOL_WORDS, SettingsCatalogue, snapshot, unquote
 
 VOLATILE = frozenset({"port", "unix_socket_directories", "data_directory", "config_file",
                       "hba_file", "ident_file", "external_pid_file"})
@@ -39,10 +44,12 @@ def settings_diff(before: dict[str, Any], after: dict[str, Any]) -> list[Setting
                for m in (before, after))
     a_set, b_set = _settings(before, both), _settings(after, both)
     sources = b_cfg.get("sources") or {}
+    catalogue = _catalogue(before, after)
     for name in sorted(set(a_set) | set(b_set), key=str.lower):
-        old, new = a_set.get(name, DEFAULT), b_set.get(name, DEFAULT)
-        if old != new:
-            out.append(SettingChange("postgresql", name, old, new,
+        old, new = a_set.get(name), b_set.get(name)
+        if not same_setting(catalogue, name, old, new):
+            out.append(SettingChange("postgresql", name, DEFAULT if old is None else old,
+                                     DEFAULT if new is None else new,
                                      _short(sources.get(name, ""))))
     if a_cfg.get("name", "default") != b_cfg.get("name", "default"):
         out.append(SettingChange("config", "config", str(a_cfg.get("name", "default")),
@@ -75,6 +82,55 @@ def _settings(manifest: dict[str, Any], from_server: bool) -> dict[str, str]:
     else:
         values = (manifest.get("config") or {}).get("pg_settings") or {}
     return {k: str(v) for k, v in values.items() if k not in VOLATILE}
+
+
+def _catalogue(*manifests: dict[str, Any]) -> SettingsCatalogue | None:
+    """The settings catalogue of the runs' PostgreSQL major version, for the stock values
+    (None when no manifest says which version ran: every difference is then kept)."""
+    for m in manifests:
+        server = m.get("server") or {}
+        num = server.get("version_num")
+        match = re.match(r"\s*(\d+)", str(server.get("version") or ""))
+        major = int(num) // 10000 if num else int(match.group(1)) if match else None
+        if major:
+            return snapshot(major)
+    return None
+
+
+def same_setting(catalogue: SettingsCatalogue | None, name: str, a: str | None,
+                 b: str | None) -> bool:
+    """Whether two sides run a setting at the same value; None is "not set" (the stock
+    default), so ``None`` and an explicit default are the same."""
+    if a == b:
+        return True
+    spec = catalogue.spec(name) if catalogue is not None else None
+    if spec is None or (a is None and b is None):
+        return False
+    stock = spec.boot_val
+    if stock is None:
+        return False
+    left = _normal(catalogue, name, stock if a is None else a)
+    right = _normal(catalogue, name, stock if b is None else b)
+    if isinstance(left, float) and isinstance(right, float):
+        return math.isclose(left, right, rel_tol=1e-9, abs_tol=1e-12)
+    return left == right
+
+
+def _normal(catalogue: SettingsCatalogue, name: str, value: str) -> float | str:
+    """A value in comparable form: numbers in the setting's base unit, booleans on/off,
+    words lower-case. The server reports '16384 8kB' (value, then its unit); a config file
+    says '128MB'; the catalogue's stock value is bare ('16384')."""
+    spec = catalogue.spec(name)
+    text = unquote(value).strip()
+    if spec is not None and spec.unit and text.endswith(" " + spec.unit):
+        text = text[:-len(spec.unit) - 1].strip()
+    if spec is not None and spec.vartype in ("integer", "real"):
+        number = catalogue.base_units(name, text)
+        if number is not None:
+            return number
+    if spec is not None and spec.vartype in ("bool", "enum") and text.lower() in BOOL_WORDS:
+        return BOOL_WORDS[text.lower()]
+    return text.lower() if spec is not None and spec.vartype != "string" else text
 
 
 def changes_block(changes: list[SettingChange]) -> str:

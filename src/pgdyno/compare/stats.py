@@ -14,7 +14,11 @@ Why Welch on iterations, and not a bootstrap over 1 s intervals:
 - Welch does not assume equal variances or equal sizes: a candidate may be noisier.
 - For positive metrics (TPS, latencies) the test runs on logarithms, so the interval is an
   interval of the ratio B/A: symmetric for "faster" and "slower", and directly a change %.
-  Metrics that can be zero or negative fall back to the difference of means.
+  Metrics with a zero or negative value fall back to the difference of means, in % of A's
+  mean (``welch-diff``; the report says so on the row and in its Method paragraph).
+- A change in % of a near-zero baseline is noise however it is computed (0.4 against
+  0.13 IOPS gave an "interval" of -450% to +317%): below a floor per unit (10 IOPS, 1 MB/s,
+  1 % CPU) or at ~0 the verdict is "too small to compare", with no change and no interval.
 
 When an interval cannot be computed (fewer than two values on a side, no variation at
 all, NaN), the verdict is "undetermined", never a difference.
@@ -26,11 +30,45 @@ import math
 import statistics
 from dataclasses import dataclass, field
 
+from pgdyno.analysis.telemetry import MIN_IOPS_FOR_CV
+
 FASTER, SLOWER = "faster", "slower"
 HIGHER, LOWER = "higher", "lower"
 SAME = "no significant difference"
 UNDETERMINED = "undetermined"
+TOO_SMALL = "too small to compare"
 DEFAULT_CONFIDENCE = 0.95
+WELCH_LOG, WELCH_DIFF = "welch-log", "welch-diff"
+
+FLOORS: dict[str, float] = {"IOPS": MIN_IOPS_FOR_CV, "MB/s": 1.0, "%": 1.0}
+"""Baseline means below these (by unit) are too small for a change in %: a few stray I/Os
+or a sampler's own CPU, not the workload (the IOPS floor is the one below which the run
+report leaves out the IOPS CV)."""
+NEAR_ZERO = 1e-9
+"""A baseline mean this close to 0 makes a change in % undefined, whatever the unit."""
+
+
+def floor_for(unit: str) -> float:
+    """The smallest baseline mean a change in % is given for, in ``unit``."""
+    return FLOORS.get(unit, 0.0)
+
+
+def too_small(baseline_mean: float, unit: str) -> str:
+    """Why a change against ``baseline_mean`` is not worth a percentage ('' when it is)."""
+    floor = floor_for(unit)
+    if math.isnan(baseline_mean):
+        return ""
+    if abs(baseline_mean) <= NEAR_ZERO:
+        return "baseline mean is 0"
+    if baseline_mean < floor:
+        return (f"baseline mean {with_unit(f'{baseline_mean:.3g}', unit)} is below "
+                f"{with_unit(f'{floor:g}', unit)}")
+    return ""
+
+
+def with_unit(number: str, unit: str) -> str:
+    """'10 IOPS', '1 MB/s', but '1%'."""
+    return number + ("" if unit == "%" else " ") + unit if unit else number
 
 
 @dataclass
@@ -132,15 +170,19 @@ def welch(x: list[float], y: list[float]) -> tuple[float, float, float]:
 
 
 def estimate_change(baseline: list[float], candidate: list[float], *, direction: int = 1,
-                    confidence: float = DEFAULT_CONFIDENCE) -> ChangeEstimate:
+                    confidence: float = DEFAULT_CONFIDENCE, unit: str = "") -> ChangeEstimate:
     """Change of ``candidate`` against ``baseline`` and a verdict.
 
     ``direction``: +1 when higher is better (TPS), -1 when lower is better (latency),
-    0 when neither is (IOPS, CPU): the verdict then says higher/lower.
+    0 when neither is (IOPS, CPU): the verdict then says higher/lower. ``unit`` sets the
+    floor below which the baseline is too small to compare (see FLOORS).
     """
     a = SampleStats.of(baseline).values
     b = SampleStats.of(candidate).values
     nan = math.nan
+    why = too_small(statistics.fmean(a), unit) if a else ""
+    if why:
+        return ChangeEstimate(nan, nan, nan, nan, nan, "none", TOO_SMALL, why)
     if len(a) < 2 or len(b) < 2:
         return ChangeEstimate(_rough_change(a, b), nan, nan, nan, nan, "none", UNDETERMINED,
                               f"needs at least 2 values per side (have {len(a)} and {len(b)})")
@@ -156,15 +198,12 @@ def estimate_change(baseline: list[float], candidate: list[float], *, direction:
     if use_log:
         change, lo_pct, hi_pct = (100.0 * math.expm1(v) for v in (diff, low, high))
         noise = 100.0 * pooled_sd  # a log-scale sd is a relative spread
-        method = "welch-log"
+        method = WELCH_LOG
     else:
-        base = statistics.fmean(a)
-        if base == 0:
-            return ChangeEstimate(nan, nan, nan, nan, df, "welch-diff", UNDETERMINED,
-                                  "baseline mean is 0: a change in percent is undefined")
+        base = statistics.fmean(a)  # not ~0: too_small() returned above
         change, lo_pct, hi_pct = (100.0 * v / abs(base) for v in (diff, low, high))
         noise = 100.0 * pooled_sd / abs(base)
-        method = "welch-diff"
+        method = WELCH_DIFF
     return ChangeEstimate(change, lo_pct, hi_pct, noise, df, method,
                           verdict_for(lo_pct, hi_pct, direction))
 
