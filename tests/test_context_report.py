@@ -206,7 +206,7 @@ def test_key_findings_and_notes(context: Path) -> None:
     md = _report(context)
     assert "User note:" in md and "first run after reboot" in md
     findings = md[md.index("## 6. Key findings"):md.index("## 7.")]
-    assert "async: tps" in findings
+    assert "async: TPS (tx/s)" in findings
     res = CliRunner().invoke(app, ["journal", CONTEXT, "--results-dir", str(context)])
     assert res.exit_code == 0 and "first run after reboot" in res.output
 

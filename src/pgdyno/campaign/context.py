@@ -65,6 +65,18 @@ class PriceRow:
 
 
 @dataclass
+class Finding:
+    """One config's metric against the baseline config."""
+
+    config: str
+    comparison: MetricComparison
+
+    @property
+    def is_tps(self) -> bool:
+        return self.comparison.metric == "tps"
+
+
+@dataclass
 class WorkloadRow:
     """One workload on this hardware (seed 004's executive summary): its best run."""
 
@@ -86,7 +98,7 @@ class ContextReport:
     runs: list[RunData]
     best: RunData | None
     journal: list[JournalEntry]
-    findings: list[MetricComparison]
+    findings: list[Finding]
     baseline_label: str
     validation: ValidationResult | None
     scaling: ScalingCheck | None
@@ -267,13 +279,13 @@ def _best_config(runs: list[RunData]) -> tuple[RunData | None, list[RunData], fl
     return ranked[(len(ranked) - 1) // 2], group, tps
 
 
-def _findings(runs: list[RunData]) -> tuple[str, list[MetricComparison]]:
+def _findings(runs: list[RunData]) -> tuple[str, list[Finding]]:
     """Every other config against the baseline (``default`` when present, else the first)."""
     labels = config_labels(runs)
     if len(labels) < 2:
         return (labels[0] if labels else ""), []
     base = next((lab for lab in labels if lab == "default"), labels[0])
-    out: list[MetricComparison] = []
+    out: list[Finding] = []
     for label in labels:
         if label == base:
             continue
@@ -283,10 +295,8 @@ def _findings(runs: list[RunData]) -> tuple[str, list[MetricComparison]]:
             if not a or not b:
                 continue
             cmp = compare_runs(a, b, baseline_label=base, candidate_label=label)
-            for m in cmp.metrics:
-                if m.metric in ("tps", "latency_avg_ms", "latency_p99_ms"):
-                    m.metric = f"{label}: {m.metric}"
-                    out.append(m)
+            out += [Finding(label, m) for m in cmp.metrics
+                    if m.metric in ("tps", "latency_avg_ms", "latency_p99_ms")]
     return base, out
 
 

@@ -231,9 +231,9 @@ def _validation(rep: ContextReport) -> Section:
 
 def _key_findings(rep: ContextReport) -> Section:
     s = Section("6. Key findings")
-    rows = [[m.metric, str(m.clients or "run"), fmt(m.baseline_mean, 3),
+    rows = [[f"{f.config}: {m.title}", str(m.clients or "run"), fmt(m.baseline_mean, 3),
              fmt(m.candidate_mean, 3), pct(m.change_pct), interval(m), verdict_text(m)]
-            for m in rep.findings]
+            for f in rep.findings for m in [f.comparison]]
     if rows:
         s.paragraphs.append(f"Each config against **{rep.baseline_label}** (Welch interval on "
                             "per-iteration values, see `pgdyno compare`).")
@@ -241,9 +241,10 @@ def _key_findings(rep: ContextReport) -> Section:
                                "Interval", "Verdict"], rows))
     else:
         s.paragraphs.append("Only one config was measured: nothing to compare.")
-    for m in rep.findings:
-        if m.metric.endswith(": tps") and m.verdict in (FASTER, SLOWER):
-            s.paragraphs.append(f"- {m.metric.split(':')[0]} is **{m.verdict}** than "
+    for f in rep.findings:
+        m = f.comparison
+        if f.is_tps and m.verdict in (FASTER, SLOWER):
+            s.paragraphs.append(f"- {f.config} is **{m.verdict}** than "
                                 f"{rep.baseline_label} at {m.clients} clients: "
                                 f"{pct(m.change_pct)} TPS, interval {interval(m)}.")
     t = (rep.best.telemetry if rep.best else None) or {}
@@ -386,10 +387,11 @@ def _workload_of(rep: ContextReport, run_dir: str) -> str:
 def _recommendations(rep: ContextReport) -> Section:
     s = Section("11. Recommendations")
     recs: list[str] = []
-    faster = [m for m in rep.findings if m.metric.endswith(": tps") and m.verdict == FASTER]
-    slower = [m for m in rep.findings if m.metric.endswith(": tps") and m.verdict == SLOWER]
-    for m in sorted(faster, key=lambda m: -m.change_pct)[:1]:
-        label = m.metric.split(":")[0]
+    tps = [f for f in rep.findings if f.is_tps]
+    faster = [f for f in tps if f.comparison.verdict == FASTER]
+    slower = [f for f in tps if f.comparison.verdict == SLOWER]
+    for f in sorted(faster, key=lambda f: -f.comparison.change_pct)[:1]:
+        label, m = f.config, f.comparison
         recs.append(f"Use **{label}**: {pct(m.change_pct)} TPS over "
                     f"{rep.baseline_label} at {m.clients} clients (interval {interval(m)}).")
         risky = [k for k in DURABILITY if f"{k}=off" in label.replace(" ", "")]
@@ -398,8 +400,9 @@ def _recommendations(rep: ContextReport) -> Section:
                         "lose committed transactions" + (" or corrupt data" if "fsync" in risky
                                                          or "full_page_writes" in risky else "")
                         + "; use it only where that is acceptable.")
-    for m in slower:
-        recs.append(f"Avoid {m.metric.split(':')[0]}: {pct(m.change_pct)} TPS against "
+    for f in slower:
+        m = f.comparison
+        recs.append(f"Avoid {f.config}: {pct(m.change_pct)} TPS against "
                     f"{rep.baseline_label} (interval {interval(m)}).")
     if not faster and rep.findings:
         recs.append(f"No config beat {rep.baseline_label} beyond the noise: keep it, or "

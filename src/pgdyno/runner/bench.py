@@ -13,6 +13,7 @@ run. The workload (``pgdyno.workloads``) brings everything that differs.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,6 +28,7 @@ from rich.progress import (
 )
 
 from pgdyno import __version__, serde
+from pgdyno.config.sizing import PGDYNO_SESSIONS as CONNECTION_HEADROOM  # noqa: F401 (one rule)
 from pgdyno.errors import (
     PgdynoError,
     RunFailed,
@@ -54,7 +56,7 @@ from pgdyno.results.rundir import (
 from pgdyno.runner.environment import HostFacts, host_facts, server_facts
 from pgdyno.runner.lock import WorkdirLock, recover
 from pgdyno.runner.outcome import RunOutcome, describe_fit, fit_of, outcome_of
-from pgdyno.targets import Target, open_target
+from pgdyno.targets import ServerStartError, Target, open_target
 from pgdyno.workloads import registry
 from pgdyno.workloads.base import (
     Headline,
@@ -65,9 +67,6 @@ from pgdyno.workloads.base import (
     headline_of,
 )
 from pgdyno.workloads.engine.pgbench import checkpoint
-
-CONNECTION_HEADROOM = 15
-"""Connections beyond the clients: telemetry samplers, snapshots, reserved slots."""
 
 
 @dataclass
@@ -136,7 +135,8 @@ def run_bench(opts: BenchOptions, console: Console | None = None,
     except (PgdynoError, OSError) as exc:
         result.status, result.reason = "failed", str(exc)
         error = exc
-        if target is not None and target.kind != "dsn" and not target.is_running():
+        if (target is not None and target.kind != "dsn" and not target.is_running()
+                and not isinstance(exc.__cause__, ServerStartError)):
             result.reason += f"; server log: {target.log_tail(5)}"
     finally:
         try:
@@ -188,20 +188,22 @@ def resolve_settings(opts: BenchOptions, workload: Workload) -> tuple[dict[str, 
 
 
 def _make_room_for_clients(opts: BenchOptions, settings: dict[str, str], record: dict) -> None:
-    """Raise max_connections of a server pgdyno starts when the clients would not fit.
+    """Raise max_connections of a server pgdyno starts when the clients would not fit,
+    by the config engine's one rule (clients + pgdyno's sessions + reserved slots).
 
     Only when the config leaves max_connections alone (compliant TPROC-C at W = 30 runs 300
     terminals); a config that sets it too low is the user's choice and fails clearly."""
+    from pgdyno.config.pgcatalog import for_install
+    from pgdyno.config.sizing import connection_room
     from pgdyno.targets.local import BASE_SETTINGS
 
-    needed = max(opts.clients) + CONNECTION_HEADROOM
     if opts.target.kind == "dsn" or "max_connections" in settings:
         return
-    if needed > int(BASE_SETTINGS["max_connections"]):
-        settings["max_connections"] = str(needed)
-        record.setdefault("pg_settings", {})["max_connections"] = str(needed)
-        record.setdefault("sources", {})["max_connections"] = (
-            f"pgdyno: {max(opts.clients)} clients + {CONNECTION_HEADROOM} for its own sessions")
+    room = connection_room(max(opts.clients), for_install(open_target(opts.target).install))
+    if room.needed > int(BASE_SETTINGS["max_connections"]):
+        settings["max_connections"] = str(room.needed)
+        record.setdefault("pg_settings", {})["max_connections"] = str(room.needed)
+        record.setdefault("sources", {})["max_connections"] = f"pgdyno: {room.arithmetic()}"
 
 
 def _target_info(opts: BenchOptions, target: Target | None) -> TargetInfo | None:
@@ -234,11 +236,14 @@ def _start_with_rollback(target: Target, manifest: Manifest, plan: RunPlan) -> N
         target.write_settings(good)
         target.start()
         target.stop()
+        line = exc.line if isinstance(exc, ServerStartError) else str(exc)
         manifest.config_rollback = {"failed_config": config_name, "error": str(exc),
                                     "rolled_back_to": good_name}
         plan.notes.append(f"config {config_name} did not start; rolled back to {good_name}")
-        raise RunFailed(f"the server did not start with config {config_name} ({exc}); "
-                        f"rolled back to config {good_name}, which starts") from exc
+        log = f"\nserver log: {exc.log_path}" if isinstance(exc, ServerStartError) else ""
+        # The server's own line on a line of its own: the journal's root cause keeps it whole.
+        raise RunFailed(f"the server did not start with config {config_name} (rolled back "
+                        f"to config {good_name}, which starts):\n{line}{log}") from exc
     if target.kind != "dsn":
         target.remember_good_settings(config_name)
 
@@ -251,6 +256,8 @@ def _bring_up(ctx: RunContext, manifest: Manifest) -> None:
     _start_with_rollback(target, manifest, ctx.plan)
     ctx.conn = target.connection(ctx.opts.via)
     manifest.connection = ctx.conn.describe()
+    # The way it really connected (a --dsn naming a TCP host is TCP whatever --via says).
+    manifest.options = dataclasses.replace(manifest.options, via=ctx.conn.via)
     manifest.server = serde.to_dict(server_facts(target.admin_connection()))
 
 
