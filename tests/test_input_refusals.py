@@ -18,6 +18,18 @@ def _closed_port() -> int:
 
 
 @pytest.mark.parametrize("args", [
+    ["--iterations", "100000000000000000000"],
+    ["--iterations", "10000000000"],
+    ["--duration", "100000000000"],
+    ["--warmup", "99999999999"],
+    ["--max-tries", "100000000000"],
+    ["--clients", "100000"],
+    ["--rate", "inf"],
+    ["--rate", "nan"],
+    ["--latency-limit", "nan", "--rate", "10"],
+    ["--threads", "100000"],
+    ["--dataset-size", "100TB"],
+    ["--scale", "100000000"],
     ["--set", "no_such_setting=1"],
     ["--set", "shared_buffers=lots"],
     ["--set", "work_mem"],
@@ -25,8 +37,11 @@ def _closed_port() -> int:
 ])
 def test_rejected_input_leaves_no_clutter(tmp_path: Path, args: list[str]) -> None:
     results = tmp_path / "results"
-    out = run_cli(["bench", "tpcb", "--scale", "1", "--clients", "2", "--duration", "2",
-                   "--results-dir", str(results), "--no-progress", *args], tmp_path / "work")
+    defaults = {"--scale": "1", "--clients": "2", "--duration": "2"}
+    given = [a for k, v in defaults.items() if k not in args and not (
+        k == "--scale" and "--dataset-size" in args) for a in (k, v)]
+    out = run_cli(["bench", "tpcb", *given, "--results-dir", str(results), "--no-progress",
+                   *args], tmp_path / "work")
     assert out.returncode == 2, out.stderr
     lines = out.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("pgdyno: error:"), out.stderr

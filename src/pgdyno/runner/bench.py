@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import shutil
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,6 +30,7 @@ from rich.progress import (
 
 from pgdyno import __version__, serde
 from pgdyno.config.sizing import PGDYNO_SESSIONS as CONNECTION_HEADROOM  # noqa: F401 (one rule)
+from pgdyno.config.units import human_bytes
 from pgdyno.errors import (
     PgdynoError,
     RunFailed,
@@ -105,6 +107,8 @@ def run_bench(opts: BenchOptions, console: Console | None = None,
         # directory, no index row (a server pgdyno starts is different: a config that
         # does not start is a result, recorded with its rollback).
         target.start()
+    if target is not None and target.kind != "dsn":
+        _check_free_space(workload.dataset_bytes(opts), target.data_dir)
     lock = _lock_workdir(opts, target, console)
     try:
         run_dir = RunDirectory.create(opts.results_dir, context, opts.workload)
@@ -153,6 +157,29 @@ def run_bench(opts: BenchOptions, console: Console | None = None,
         raise RunFailed(f"run failed: {result.reason} (partial results in {run_dir.path})",
                         run_dir.path)
     return result
+
+
+SPACE_MARGIN = 1.2
+"""Free space a dataset needs beyond its estimated size: WAL written while it is built, and
+the estimate's own error."""
+
+
+def _check_free_space(dataset_bytes: int | None, data_dir: Path) -> None:
+    """Refuse, before anything is built, a dataset the data directory's filesystem cannot
+    hold (what is already in the cluster counts: a dataset may be reused or replaced)."""
+    if not dataset_bytes:
+        return
+    existing = data_dir
+    while not existing.exists():
+        existing = existing.parent
+    free = shutil.disk_usage(existing).free
+    held = sum(f.stat().st_size for f in data_dir.rglob("*") if f.is_file()) \
+        if data_dir.is_dir() else 0
+    needed = dataset_bytes * SPACE_MARGIN
+    if needed > free + held:
+        raise UsageError(f"the dataset needs about {human_bytes(int(needed))} and the "
+                         f"filesystem of {existing} has {human_bytes(free)} free; choose a "
+                         "smaller --scale/--dataset-size or another --workdir")
 
 
 def _lock_workdir(opts: BenchOptions, target: Target | None,

@@ -21,7 +21,7 @@ from pgdyno.results.manifest import BenchOptions
 from pgdyno.targets import TargetSpec, default_workdir
 from pgdyno.workloads import registry
 from pgdyno.workloads.base import cli_fields, cli_flag
-from pgdyno.workloads.checks import check_choice, check_positive, parse_int_list
+from pgdyno.workloads.checks import check_at_most, check_choice, check_positive, parse_int_list
 
 PROTOCOLS = ("simple", "extended", "prepared")
 CACHE_MODES = ("warm", "cold")
@@ -118,6 +118,19 @@ def defaults() -> dict[str, Any]:
             for o in all_options()}
 
 
+UPPER_LIMITS = (
+    ("duration", "--duration", 30 * 86_400, "30 days; pgbench's -T is a 32-bit count"),
+    ("warmup", "--warmup", 86_400, "one day"),
+    ("iterations", "--iterations", 1_000, "each is a full warm-up and measured window"),
+    ("threads", "--threads", 1_024, "pgbench threads"),
+    ("rate", "--rate", 10_000_000, "transactions per second"),
+    ("latency_limit", "--latency-limit", 3_600_000, "one hour, in ms"),
+    ("max_tries", "--max-tries", 10_000, "more retries than that is a livelock, not a result"),
+)
+"""Ceilings of the shared numeric options: a value above them is a typo, refused before it
+allocates a plan of 10^20 iterations or hands pgbench a time it cannot hold."""
+
+
 def build_options(workload: str, **kw: Any) -> BenchOptions:
     """Validate every option (``kw`` holds any subset, by Python name) into BenchOptions."""
     plugin = registry.get(workload)
@@ -125,12 +138,15 @@ def build_options(workload: str, **kw: Any) -> BenchOptions:
     _refuse_foreign_options(workload, values)
     clients = (parse_int_list(values["clients"], "--clients") if values["clients"] is not None
                else plugin.default_clients())
+    check_clients_fit(clients)
     for key, flag, zero_ok in (("duration", "--duration", False), ("warmup", "--warmup", True),
                                ("iterations", "--iterations", False),
                                ("threads", "--threads", False), ("rate", "--rate", False),
                                ("latency_limit", "--latency-limit", False),
                                ("max_tries", "--max-tries", True)):
         check_positive(values[key], flag, allow_zero=zero_ok)
+    for key, flag, limit, why in UPPER_LIMITS:
+        check_at_most(values[key], flag, limit, why)
     check_choice(values["protocol"], "--protocol", PROTOCOLS)
     check_choice(values["cache"], "--cache", CACHE_MODES)
     check_choice(values["via"], "--via", VIA)
@@ -154,6 +170,19 @@ def build_options(workload: str, **kw: Any) -> BenchOptions:
     given = {f.name: values[f.name] for f in cli_fields(plugin.options_type)
              if values.get(f.name) not in (None, False, (), [])}
     return plugin.options_from_cli(given, opts)
+
+
+def check_clients_fit(clients: tuple[int, ...]) -> None:
+    """pgbench holds one file descriptor per client plus three: more clients than the
+    process may open files fail only once the run has started."""
+    import resource
+
+    _soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    limit = hard - 3 if hard != resource.RLIM_INFINITY else None
+    if limit is not None and max(clients) > limit:
+        raise UsageError(f"--clients {max(clients)}: at most {limit:,} on this system (pgbench "
+                         f"needs one open file per client plus 3; the hard limit is {hard:,}, "
+                         "`ulimit -Hn`)")
 
 
 def _refuse_foreign_options(workload: str, values: dict[str, Any]) -> None:

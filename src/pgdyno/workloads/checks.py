@@ -19,6 +19,14 @@ def check_positive(value: float | None, option: str, allow_zero: bool = False) -
         raise UsageError(f"{option} {value:g}: must be {accepted}")
 
 
+def check_at_most(value: float | None, option: str, limit: float, why: str) -> None:
+    """Refuse a value above ``limit`` (and inf), saying why the limit exists."""
+    if value is None:
+        return
+    if math.isinf(value) or value > limit:
+        raise UsageError(f"{option} {value:g}: at most {limit:,g} ({why})")
+
+
 def check_choice(value: str, option: str, accepted: tuple[str, ...]) -> None:
     if value not in accepted:
         raise UsageError(f"{option} {value}: accepted values are {', '.join(accepted)}")
