@@ -60,13 +60,17 @@ COMMON: tuple[CliOption, ...] = (
                                  "tprocc and oltp: 10)", int | None),
     CliOption("cache", "warm", "warm | cold (restart and drop OS cache)", str),
     CliOption("via", "socket", "socket | tcp", str),
-    CliOption("force", False, "initialise even over tables pgdyno did not create", bool),
+    CliOption("force", False, "build beside tables pgdyno did not create (never over one "
+                              "with a workload table's name)", bool),
     CliOption("results_dir", Path("results"), "root of run directories", Path),
     CliOption("context", None, "context name (default HARDWARE--WORKLOAD)", str | None),
     CliOption("target", "embedded", "embedded | local (needs --pg-bin) | dsn", str),
     CliOption("workdir", None, "where pgdyno keeps its clusters", Path | None),
     CliOption("pg_bin", None, "directory of other PostgreSQL binaries", Path | None),
-    CliOption("dsn", None, "an existing server: never restarted or changed", str | None),
+    CliOption("dsn", None, "an existing server: never restarted or reconfigured; pgdyno "
+                           "creates the workload's tables and public.pgdyno_dataset in its "
+                           "database and refuses a database holding other tables unless "
+                           "--force", str | None),
     CliOption("wal_dir", None, "separate WAL directory (new clusters)", Path | None),
     CliOption("keep", False, "leave the embedded server running afterwards", bool),
     CliOption("config", "default", "default | pgtune | tuned | FILE", str),
