@@ -26,11 +26,19 @@ class HostTick:
     workload_ticks: dict[str, int] = field(default_factory=dict)
     """pid -> utime + stime (USER_HZ ticks) of each process of the benchmark: this
     process's descendants (pgbench, an embedded server) and the postmaster's tree."""
+    workload_io: dict[str, list[int]] = field(default_factory=dict)
+    """pid -> [bytes read from storage, bytes written] (/proc/PID/io) of the same processes,
+    where readable (another user's processes need root)."""
+    sampler_ticks: int | None = None
+    """utime + stime of pgdyno's own process (its samplers and run loop, every thread): the
+    benchmark's cost, not a neighbour's, though not part of ``workload_ticks``."""
+    sampler_io: list[int] | None = None
 
     @classmethod
     def from_raw(cls, raw: dict) -> HostTick:
         return cls(raw["t"], raw["mono"], raw["stat"], raw["diskstats"], raw["meminfo"],
-                   raw.get("workload_ticks") or {})
+                   raw.get("workload_ticks") or {}, raw.get("workload_io") or {},
+                   raw.get("sampler_ticks"), raw.get("sampler_io"))
 
 
 def workload_cores(prev: HostTick, cur: HostTick) -> float | None:
@@ -41,3 +49,41 @@ def workload_cores(prev: HostTick, cur: HostTick) -> float | None:
     used = sum(max(0, ticks - prev.workload_ticks[pid])
                for pid, ticks in cur.workload_ticks.items() if pid in prev.workload_ticks)
     return used / CLK_TCK / (cur.mono - prev.mono)
+
+
+def sampler_cores(prev: HostTick, cur: HostTick) -> float | None:
+    """CPU cores used by pgdyno's own process between two ticks (None: not recorded)."""
+    if prev.sampler_ticks is None or cur.sampler_ticks is None or cur.mono <= prev.mono:
+        return None
+    return max(0, cur.sampler_ticks - prev.sampler_ticks) / CLK_TCK / (cur.mono - prev.mono)
+
+
+@dataclass(frozen=True)
+class IoDelta:
+    """Bytes the benchmark's processes (and pgdyno's own) moved to or from storage between
+    two ticks."""
+
+    read: int
+    written: int
+    complete: bool
+    """Every process present at both ticks had its /proc/PID/io read at both."""
+
+
+def workload_io(prev: HostTick, cur: HostTick) -> IoDelta | None:
+    """The benchmark's storage I/O between two ticks, counted like its CPU (processes present
+    at both ticks); None when no I/O counters were recorded."""
+    if not cur.workload_io and cur.sampler_io is None:
+        return None
+    read = written = 0
+    complete = True
+    for pid in cur.workload_ticks.keys() & prev.workload_ticks.keys():
+        a, b = prev.workload_io.get(pid), cur.workload_io.get(pid)
+        if a is None or b is None:
+            complete = False
+            continue
+        read += max(0, b[0] - a[0])
+        written += max(0, b[1] - a[1])
+    if prev.sampler_io is not None and cur.sampler_io is not None:
+        read += max(0, cur.sampler_io[0] - prev.sampler_io[0])
+        written += max(0, cur.sampler_io[1] - prev.sampler_io[1])
+    return IoDelta(read, written, complete)

@@ -211,3 +211,21 @@ def hugepages_used(mem: dict[str, int]) -> int:
     """Huge pages in use, counting reserved ones (allocated to a mapping, not yet touched)."""
     return (mem.get("hugepages_total", 0) - mem.get("hugepages_free", 0)
             + mem.get("hugepages_rsvd", 0))
+
+
+def parse_proc_io(text: str) -> tuple[int, int] | None:
+    """(bytes read from storage, bytes written to storage) of one process from
+    /proc/PID/io; None when the fields are missing.
+
+    ``read_bytes`` counts reads the block layer had to do (page-cache hits are not in
+    it); ``write_bytes`` counts pages the process dirtied, less ``cancelled_write_bytes``
+    (pages truncated before they were written back)."""
+    fields: dict[str, int] = {}
+    for line in text.splitlines():
+        key, _, rest = line.partition(":")
+        if rest.strip().isdigit():
+            fields[key.strip()] = int(rest)
+    if "read_bytes" not in fields or "write_bytes" not in fields:
+        return None
+    return (fields["read_bytes"],
+            max(0, fields["write_bytes"] - fields.get("cancelled_write_bytes", 0)))

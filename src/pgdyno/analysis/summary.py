@@ -124,6 +124,13 @@ class IterationSummary:
     """The workload's declared figures for this iteration (tps, latency_p99_ms, nopm, qps,
     events_per_s...): what compare, campaigns and the run index read."""
     verdict: Verdict | None = None
+    contaminated: bool = False
+    """Other load on the host took a material share of the CPU or the disks during the
+    measured window (``telemetry.contamination``): the figures include another job's
+    effect. False when there is no telemetry to tell."""
+    contamination: str = ""
+    """The figure behind ``contaminated``: "other processes used 0.9 of 2 cores (45% of
+    busy CPU)"."""
 
 
 @dataclass
@@ -293,15 +300,20 @@ def histogram_bins(hist: LatencyHistogram, bins: int = 50) -> list[list[float]]:
 
 
 def stability_warnings(iterations: list[IterationSummary]) -> list[StabilityWarning]:
-    """Typed reasons to distrust a result; saved in summary.json, shown in the report."""
+    """Typed reasons to distrust a result; saved in summary.json, shown in the report.
+
+    Other load on the host comes first: it makes every other figure suspect."""
+    other_load: list[StabilityWarning] = []
     out: list[StabilityWarning] = []
     for it in iterations:
         label = f"{it.clients} clients, iteration {it.iteration}"
+        if it.contaminated:
+            other_load.append(StabilityWarning(
+                "other-load", f"{label}: {it.contamination} during the measured window",
+                "re-run on a quiet host (or with the other job stopped): these figures "
+                "include its effect"))
         if it.tps_mean and it.tps_stddev / it.tps_mean > HIGH_CV:
-            out.append(StabilityWarning(
-                "high-tps-cv", f"{label}: TPS varied by {100 * it.tps_stddev / it.tps_mean:.0f}% "
-                "(stddev/mean) between 1 s intervals",
-                "look for checkpoints or warm-up in the timeline; lengthen --warmup or --duration"))
+            out.append(_variation_warning(it, label))
         if it.failed:
             out.append(StabilityWarning(
                 "failures", f"{label}: {it.failed} transactions failed",
@@ -325,7 +337,56 @@ def stability_warnings(iterations: list[IterationSummary]) -> list[StabilityWarn
                 f"{clients} clients: the first iteration was "
                 f"{100 * (1 - first / statistics.median(rest)):.0f}% slower than the median "
                 "of the others", "the cache was cold: add --warmup"))
-    return out
+    return other_load + out
+
+
+SLOW_START_SHARE = 0.2
+"""A slow start: the first fifth of the window's intervals, on average, 20% (twice HIGH_CV)
+or more below the median of the rest."""
+
+
+def variation_causes(it: IterationSummary) -> list[tuple[str, str]]:
+    """(cause, advice) for an iteration whose TPS varied, from what was found in its window
+    only: other load when the host was contaminated, checkpoints when any overlapped the
+    window, warm-up when the first intervals are the low ones."""
+    causes = []
+    if it.contaminated:
+        causes.append((f"other load on the host ({it.contamination})",
+                       "re-run on a quiet host"))
+    ckpts = len(it.telemetry.checkpoints.events) if it.telemetry is not None else 0
+    if ckpts:
+        causes.append((f"{ckpts} checkpoint{'s' if ckpts > 1 else ''} in the window",
+                       "measure over whole checkpoint cycles (--duration) or spread them "
+                       "(max_wal_size, checkpoint_completion_target)"))
+    if slow_start(it.interval_tps):
+        causes.append(("the first intervals are the slow ones (warm-up)",
+                       "lengthen --warmup"))
+    return causes
+
+
+def slow_start(intervals: list[float]) -> bool:
+    if len(intervals) < 2:
+        return False
+    head = max(1, len(intervals) // 5)
+    rest = statistics.median(intervals[head:])
+    return rest > 0 and statistics.fmean(intervals[:head]) < (1 - SLOW_START_SHARE) * rest
+
+
+def _variation_warning(it: IterationSummary, label: str) -> StabilityWarning:
+    message = (f"{label}: TPS varied by {100 * it.tps_stddev / it.tps_mean:.0f}% "
+               "(stddev/mean) between 1 s intervals")
+    causes = variation_causes(it)
+    if causes:
+        return StabilityWarning("high-tps-cv", f"{message}; cause: "
+                                + "; ".join(c for c, _ in causes),
+                                "; ".join(a for _, a in causes))
+    if it.telemetry is None:
+        return StabilityWarning("high-tps-cv", f"{message}; no telemetry to tell the cause",
+                                "re-run with telemetry, which shows checkpoints and other "
+                                "load on the host")
+    return StabilityWarning("high-tps-cv", f"{message}; no other load, checkpoint or slow "
+                            "start in the window", "look at the timeline and the wait events "
+                            "for stalls; lengthen --duration")
 
 
 def five_second_table(timeline: list[TimelinePoint], window: int = 5) -> list[tuple[int, float]]:

@@ -18,7 +18,13 @@ from pathlib import Path
 
 from pgdyno import serde
 from pgdyno.analysis import procfs
-from pgdyno.analysis.hosttick import IDLE_PREFIXES, HostTick, workload_cores
+from pgdyno.analysis.hosttick import (
+    IDLE_PREFIXES,
+    HostTick,
+    sampler_cores,
+    workload_cores,
+    workload_io,
+)
 from pgdyno.results.rawfiles import read_csv, read_jsonl
 
 SCHEMA_VERSION = 1
@@ -66,6 +72,41 @@ class CpuSummary:
     run_queue: Stat = field(default_factory=Stat)
     """procs_running (includes the sampler itself, about 1)."""
     procs_blocked: Stat = field(default_factory=Stat)
+
+
+@dataclass
+class Contamination:
+    """Load on the host during the window that was not the benchmark's.
+
+    CPU: the time the CPUs spent in processes (usr + nice + sys, guests included) less the
+    benchmark's processes and pgdyno's own; the hypervisor's steal apart. Disk: the bytes
+    the run's data and WAL devices moved, less what the benchmark's processes read and
+    wrote (/proc/PID/io; writes count when dirtied, so the change in dirty and writeback
+    memory over the window is allowed for). ``contaminated`` when one of them is material
+    (see OTHER_* below): the run's figures then include another job's effect."""
+
+    contaminated: bool = False
+    finding: str = ""
+    """The figures that made it contaminated, e.g. "other processes used 0.9 of 2 cores
+    (45% of busy CPU)"; several are joined with "; "."""
+    cpu_attributed: bool = False
+    """The benchmark's processes were sampled, so the CPU figures below mean something."""
+    host_cores: int = 0
+    busy_cores: float = 0.0
+    benchmark_cores: float = 0.0
+    """The benchmark's processes and pgdyno's own (its samplers)."""
+    sampler_cores: float = 0.0
+    other_cores: float = 0.0
+    """CPU cores used by every other process on the host."""
+    other_share_of_busy_pct: float = 0.0
+    steal_cores: float = 0.0
+    io_attributed: bool = False
+    """The benchmark's processes' I/O counters were readable (root, or the same user)."""
+    device_mb_s: float = 0.0
+    """Read + written MB/s of the data and WAL devices."""
+    benchmark_io_mb_s: float = 0.0
+    other_io_mb_s: float = 0.0
+    other_io_share_pct: float = 0.0
 
 
 @dataclass
@@ -299,6 +340,8 @@ class TelemetrySummary:
     devices: list[DeviceSummary] = field(default_factory=list)
     roles: list[RoleInfo] = field(default_factory=list)
     memory: MemorySummary = field(default_factory=MemorySummary)
+    contamination: Contamination = field(default_factory=Contamination)
+    """Other load on the host during the window: read ``contamination.contaminated``."""
     waits: WaitSummary = field(default_factory=WaitSummary)
     checkpoints: CheckpointSummary = field(default_factory=CheckpointSummary)
     wal: WalSummary = field(default_factory=WalSummary)
@@ -455,6 +498,7 @@ def _host_summaries(summary: TelemetrySummary, ticks: list[HostTick], meta: dict
             role_of[info.device].append(info.role)
     summary.devices = _devices(disks, ticks, role_of)
     summary.memory = _memory(ticks)
+    summary.contamination = contamination(summary, ticks)
     s = summary.series
     s.host_t = [t.t for t in ticks[1:]]
     for prev, cur in zip(stats, stats[1:], strict=False):
@@ -493,6 +537,94 @@ def _cpu(stats: list[procfs.StatSnapshot], ticks: list[HostTick], meta: dict) ->
     out.run_queue = _stat([float(s.procs_running) for s in stats[1:]])
     out.procs_blocked = _stat([float(s.procs_blocked) for s in stats[1:]])
     return out
+
+
+# ===== other load on the host ===========================================================
+
+# Another job's load is material when it takes more than this share of what the host did
+# and at least this much in absolute terms (a fifth of the busy CPU moved TPS by half in
+# the runs of issue 11; a quarter core is well above the idle host's background).
+OTHER_SHARE_PCT = 20.0
+OTHER_MIN_CORES = 0.25
+# Below this the devices' unexplained traffic is housekeeping (journal commits, writeback
+# of older pages, the odd log line), not a job competing for the disk.
+OTHER_MIN_IO_MB_S = 5.0
+# The I/O comparison needs the benchmark's counters in nearly every interval.
+IO_COMPLETE_SHARE = 0.8
+
+
+def contamination(summary: TelemetrySummary, ticks: list[HostTick]) -> Contamination:
+    """Other processes' CPU and disk traffic over the window (see ``Contamination``)."""
+    out = Contamination()
+    cpu = summary.cpu
+    cores = cpu.online_cpus
+    if cpu.busy.avg is None or not cores or len(ticks) < 2:
+        return out
+    wall = ticks[-1].mono - ticks[0].mono
+    out.host_cores = cores
+    out.busy_cores = cpu.busy.avg / 100.0 * cores
+    out.steal_cores = (cpu.steal.avg or 0.0) / 100.0 * cores
+    findings = []
+    spans = [(b.mono - a.mono, workload_cores(a, b), sampler_cores(a, b))
+             for a, b in zip(ticks, ticks[1:], strict=False)]
+    if any(w is not None for _, w, _ in spans) and wall > 0:
+        # Core-seconds over the window, so the figures are ratios of totals as the CPU
+        # percentages are.
+        used = sum(dt * w for dt, w, _ in spans if w is not None)
+        mine = sum(dt * own for dt, _, own in spans if own is not None)
+        out.cpu_attributed = True
+        out.sampler_cores = mine / wall
+        out.benchmark_cores = (used + mine) / wall
+        # Interrupt work (irq, softirq) is not any process's and steal is the hypervisor's.
+        process_pct = cpu.busy.avg - (cpu.irq.avg or 0) - (cpu.soft.avg or 0) - (
+            cpu.steal.avg or 0)
+        out.other_cores = max(0.0, process_pct / 100.0 * cores - out.benchmark_cores)
+        if out.busy_cores > 0:
+            out.other_share_of_busy_pct = min(100.0, 100.0 * out.other_cores / out.busy_cores)
+        if (out.other_cores >= OTHER_MIN_CORES
+                and out.other_share_of_busy_pct > OTHER_SHARE_PCT):
+            findings.append(f"other processes used {out.other_cores:.1f} of {cores} cores "
+                            f"({out.other_share_of_busy_pct:.0f}% of busy CPU)")
+    if (out.busy_cores and out.steal_cores >= OTHER_MIN_CORES
+            and 100.0 * out.steal_cores / out.busy_cores > OTHER_SHARE_PCT):
+        findings.append(f"the hypervisor gave {out.steal_cores:.1f} of {cores} cores to other "
+                        f"machines (steal, {100 * out.steal_cores / out.busy_cores:.0f}% of "
+                        "busy CPU)")
+    findings += _other_io(out, summary, ticks, wall)
+    out.finding = "; ".join(findings)
+    out.contaminated = bool(findings)
+    return out
+
+
+def _other_io(out: Contamination, summary: TelemetrySummary, ticks: list[HostTick],
+              wall: float) -> list[str]:
+    """Fills the I/O figures; the finding when another job's disk traffic is material."""
+    devices = [d for d in summary.devices if d.roles]
+    deltas = [workload_io(a, b) for a, b in zip(ticks, ticks[1:], strict=False)]
+    known = [d for d in deltas if d is not None and d.complete]
+    if not devices or wall <= 0 or not deltas or len(known) < IO_COMPLETE_SHARE * len(deltas):
+        return []
+    out.io_attributed = True
+    ours_read = sum(d.read for d in deltas if d is not None) / MB
+    ours_written = sum(d.written for d in deltas if d is not None) / MB
+    dev_read = sum(d.read_mb for d in devices)
+    dev_written = sum(d.written_mb for d in devices)
+    # Pages dirtied before the window and written back during it are not ours to explain
+    # (nor anyone's in it); pages we dirtied that are still in memory never reached a device.
+    m0, m1 = procfs.parse_meminfo(ticks[0].meminfo), procfs.parse_meminfo(ticks[-1].meminfo)
+    pending = ((m1.get("dirty_kb", 0) + m1.get("writeback_kb", 0))
+               - (m0.get("dirty_kb", 0) + m0.get("writeback_kb", 0))) / 1024
+    other = max(0.0, dev_read - ours_read) + max(0.0, dev_written + pending - ours_written)
+    total = dev_read + dev_written
+    out.device_mb_s = total / wall
+    out.benchmark_io_mb_s = (ours_read + ours_written) / wall
+    out.other_io_mb_s = min(other, total) / wall
+    out.other_io_share_pct = 100.0 * min(other, total) / total if total > 0 else 0.0
+    if out.other_io_mb_s < OTHER_MIN_IO_MB_S or out.other_io_share_pct <= OTHER_SHARE_PCT:
+        return []
+    names = "+".join(d.device for d in devices)
+    return [f"other processes did {out.other_io_mb_s:.1f} MB/s of the {names} device's "
+            f"{out.device_mb_s:.1f} MB/s ({out.other_io_share_pct:.0f}%)"]
 
 
 def _devices(disks: list[dict[str, procfs.DiskCounters]], ticks: list[HostTick],

@@ -11,6 +11,13 @@ a wait can be a symptom of something else:
 - WAL waits during frequent WAL-forced checkpoints are largely full-page images, i.e. a
   consequence of the checkpoints: that part is credited to the checkpoint storm.
 
+Each class's evidence names that class's own wait events (``CLASS_EVENTS``, the same
+definition the scores use). Two findings qualify every class and lead the evidence: other
+load on the host (``TelemetrySummary.contamination``), and, for a paced workload (TPROC-C
+with keying and think times, ``Paced``), how far it reached its ideal rate: its terminals
+are idle by design, so at or above the threshold it keeps up (``keeps_up``) and below it
+the limiting resource is named, never the client.
+
 Scores are in [0, 1] (roughly "fraction of DB time explained"); the thresholds below were
 set from the verdict suite's runs on a 2-vCPU VM with a virtio disk (random 8 kB read
 ≈ 0.1 ms, write + fdatasync ≈ 0.19 ms), tests/test_verdict_bottlenecks.py, 10 s each:
@@ -47,7 +54,12 @@ LOCK = "lock"
 CLIENT = "client"
 CHECKPOINT_STORM = "checkpoint_storm"
 
+KEEPS_UP = "keeps_up"
+"""Primary of a paced run that reaches its ideal: the server is not the limit."""
+UNDETERMINED = "undetermined"
+
 LABELS = {
+    KEEPS_UP: "keeps up with the paced load (not saturated)",
     CPU: "CPU-bound",
     DATA_READS: "data-file reads",
     WAL: "WAL write/sync",
@@ -72,6 +84,8 @@ NEXT_STEPS = {
     CHECKPOINT_STORM: "Raise max_wal_size so checkpoints are started by checkpoint_timeout, "
                       "keep checkpoint_completion_target at 0.9, turn on wal_compression to "
                       "shrink full-page images.",
+    KEEPS_UP: "The server is not the limit at this load: add warehouses (with their "
+              "terminals) until real/ideal drops below the threshold to find its ceiling.",
 }
 
 # --- thresholds (see the module docstring for where the numbers come from) ---------------
@@ -102,6 +116,24 @@ CHECKPOINT_WRITE_EVENTS = {"datafilewrite", "datafileflush", "datafilesync", "ch
                            "checkpointdone", "checkpointdelaystart", "checkpointdelaycomplete"}
 
 
+@dataclass(frozen=True)
+class Paced:
+    """A paced workload: terminals sleep between transactions by design (TPROC-C's keying
+    and think times), so its sessions are idle most of the time whatever the server does.
+    Saturation is judged against the ideal rate, not by idle clients."""
+
+    real_over_ideal: float
+    """Achieved rate ÷ the rate the terminals offer with zero response time."""
+    threshold: float = 0.9
+    """At or above it the run keeps up with the offered load."""
+    rate: str = ""
+    """The figures in words for the evidence, e.g. "NOPM 1,164 of 1,286 ideal"."""
+
+    @property
+    def keeps_up(self) -> bool:
+        return self.real_over_ideal >= self.threshold
+
+
 @dataclass
 class Candidate:
     name: str
@@ -124,6 +156,8 @@ class Verdict:
     next_step: str = ""
     inputs: dict[str, float] = field(default_factory=dict)
     """The figures the scores were computed from, for the report and for audits."""
+    contaminated: bool = False
+    """Other load on the host during the window (its figure is the first evidence line)."""
 
     def to_dict(self) -> dict:
         return serde.to_dict(self)
@@ -142,6 +176,25 @@ def _norm(name: str) -> str:
 
 def _share(events: list[WaitShare], match) -> float:  # noqa: ANN001 - a predicate
     return sum(e.pct for e in events if match(e)) / 100.0
+
+
+# Which wait events belong to which class: one definition for the scores and the evidence.
+CLASS_EVENTS = {
+    CPU: lambda e: e.wait_class == "CPU",
+    DATA_READS: lambda e: e.wait_class == "IO" and _norm(e.event) in DATA_READ_EVENTS,
+    WAL: lambda e: e.wait_class in ("IO", "LWLock") and _norm(e.event) in WAL_EVENTS,
+    LOCK: lambda e: e.wait_class == "Lock" or (
+        e.wait_class == "LWLock" and _norm(e.event) in LOCK_LWLOCKS),
+    CLIENT: lambda e: e.wait_class == "Client",
+    CHECKPOINT_STORM: lambda e: e.wait_class in ("IO", "IPC")
+    and _norm(e.event) in CHECKPOINT_WRITE_EVENTS,
+}
+
+
+def class_events(events: list[WaitShare], name: str, n: int = 3) -> str:
+    """The top ``n`` wait events of one class with their shares of active time."""
+    own = [e for e in events if CLASS_EVENTS[name](e)][:n]
+    return ", ".join(f"{e.wait_class}:{e.event} {e.pct:.0f}%" for e in own) or "none sampled"
 
 
 def _ramp(value: float, low: float, high: float) -> float:
@@ -188,16 +241,12 @@ def _inputs(s: TelemetrySummary, clients: int, cpu_count: int) -> _Inputs:
         cores=cores,
         aas=s.waits.aas,
         sessions=float(max(clients, 1)),
-        cpu_share=_share(ev, lambda e: e.wait_class == "CPU"),
-        read_share=_share(ev, lambda e: e.wait_class == "IO"
-                          and _norm(e.event) in DATA_READ_EVENTS),
-        wal_share=_share(ev, lambda e: e.wait_class in ("IO", "LWLock")
-                         and _norm(e.event) in WAL_EVENTS),
-        lock_share=_share(ev, lambda e: e.wait_class == "Lock" or (
-            e.wait_class == "LWLock" and _norm(e.event) in LOCK_LWLOCKS)),
-        client_share=_share(ev, lambda e: e.wait_class == "Client"),
-        ckpt_write_share=_share(ev, lambda e: e.wait_class in ("IO", "IPC")
-                                and _norm(e.event) in CHECKPOINT_WRITE_EVENTS),
+        cpu_share=_share(ev, CLASS_EVENTS[CPU]),
+        read_share=_share(ev, CLASS_EVENTS[DATA_READS]),
+        wal_share=_share(ev, CLASS_EVENTS[WAL]),
+        lock_share=_share(ev, CLASS_EVENTS[LOCK]),
+        client_share=_share(ev, CLASS_EVENTS[CLIENT]),
+        ckpt_write_share=_share(ev, CLASS_EVENTS[CHECKPOINT_STORM]),
         # With full_page_writes each FPI carries up to one block; an estimate (holes and
         # wal_compression make it smaller) good enough to split WAL time by cause.
         fpi_bytes_share=min(1.0, fpi_bytes / wal_bytes) if wal_bytes > 0 else 0.0,
@@ -216,7 +265,11 @@ def _storm(s: TelemetrySummary) -> tuple[bool, float | None]:
     return frequent and ck.wal_triggered >= 2, mean_gap
 
 
-def decide_bottleneck(summary: TelemetrySummary, clients: int, cpu_count: int) -> Verdict:
+def decide_bottleneck(summary: TelemetrySummary, clients: int, cpu_count: int,
+                      paced: Paced | None = None) -> Verdict:
+    """The ranked classes and the primary one. ``paced``: the run's terminals sleep by
+    design; it keeps up (primary ``keeps_up``) at or above its threshold of the ideal rate,
+    and below it the limiting resource is named, never idle clients."""
     x = _inputs(summary, clients, cpu_count)
     storm, mean_gap = _storm(summary)
     # During a storm the FPI part of WAL time is the checkpoints' doing.
@@ -231,7 +284,9 @@ def decide_bottleneck(summary: TelemetrySummary, clients: int, cpu_count: int) -
         LOCK: x.lock_share,
         # Idle sessions (AAS well below the client count) plus active ones reading from the
         # client, discounted when the CPUs are saturated (then the client is starved too).
-        CLIENT: max(0.0, 1.0 - x.aas / x.sessions + x.client_share * x.aas / x.sessions)
+        # Paced terminals are idle by design: that says nothing about the client.
+        CLIENT: 0.0 if paced is not None else
+        max(0.0, 1.0 - x.aas / x.sessions + x.client_share * x.aas / x.sessions)
         * (1.0 - x.cpu_sat),
         CHECKPOINT_STORM: (wal_from_fpi + x.ckpt_write_share
                            + (0.25 if storm else 0.1 if summary.checkpoints.wal_triggered else 0)
@@ -239,21 +294,48 @@ def decide_bottleneck(summary: TelemetrySummary, clients: int, cpu_count: int) -
     }
     scores = {k: round(max(0.0, min(1.0, v)), 4) for k, v in scores.items()}
     evidence = _evidence(summary, x, storm, mean_gap)
+    if paced is not None:
+        evidence[CLIENT] = [f"paced terminals: {x.aas:.2f} of {x.sessions:g} sessions active "
+                            "on average, idle by design (keying and think times)"]
     ranked = sorted((Candidate(name, LABELS[name], score, evidence[name], NEXT_STEPS[name])
                      for name, score in scores.items()), key=lambda c: -c.score)
     top = ranked[0]
-    primary = top.name if top.score >= MIN_PRIMARY_SCORE else "undetermined"
-    return Verdict(
-        primary=primary,
-        label=LABELS.get(primary, "no dominant bottleneck"),
-        ranked=ranked,
-        evidence=top.evidence if primary != "undetermined" else [
+    inputs = {k: round(v, 4) for k, v in vars(x).items()} | {"storm": float(storm)}
+    first = _first_evidence(summary, paced)
+    if paced is not None:
+        inputs["real_over_ideal"] = round(paced.real_over_ideal, 4)
+    if paced is not None and paced.keeps_up:
+        primary, lines, step = KEEPS_UP, [
+            f"busiest class {top.label}: {top.evidence[0]}" if top.score > 0 else
+            "no wait class stands out"], NEXT_STEPS[KEEPS_UP]
+    elif top.score >= MIN_PRIMARY_SCORE:
+        primary, lines, step = top.name, top.evidence, top.next_step
+    else:
+        primary, lines, step = UNDETERMINED, [
             "no class explains more than "
-            f"{MIN_PRIMARY_SCORE:.0%} of the sessions' time; see the ranked list"],
-        next_step=top.next_step if primary != "undetermined" else
-        "Run longer or with more load: the telemetry shows no dominant limit.",
-        inputs={k: round(v, 4) for k, v in vars(x).items()} | {"storm": float(storm)},
-    )
+            f"{MIN_PRIMARY_SCORE:.0%} of the sessions' time; see the ranked list"], (
+            "Run longer or with more load: the telemetry shows no dominant limit.")
+    return Verdict(
+        primary=primary, label=LABELS.get(primary, "no dominant bottleneck"), ranked=ranked,
+        evidence=first + lines, next_step=step, inputs=inputs,
+        contaminated=summary.contamination.contaminated)
+
+
+def _first_evidence(summary: TelemetrySummary, paced: Paced | None) -> list[str]:
+    """What qualifies every other line: other load on the host, then the pacing."""
+    lines = []
+    c = summary.contamination
+    if c.contaminated:
+        lines.append(f"other load on the host: {c.finding}; the figures include its effect")
+    if paced is not None:
+        rate = f" ({paced.rate})" if paced.rate else ""
+        lines.append(
+            f"real/ideal {paced.real_over_ideal:.0%}{rate}: "
+            + (f"at or above {paced.threshold:.0%}, the server keeps up with the terminals"
+               if paced.keeps_up else
+               f"below {paced.threshold:.0%}, the system no longer keeps up with the "
+               "terminals"))
+    return lines
 
 
 def _pct(x: float) -> str:
@@ -278,7 +360,7 @@ def _evidence(s: TelemetrySummary, x: _Inputs, storm: bool,
                 f"w/s {dev.w_s.avg or 0:.0f} (w_await {dev.w_await_ms.avg or 0:.2f} ms), "
                 f"aqu-sz {dev.aqu_sz.avg or 0:.2f}")
 
-    top_events = ", ".join(f"{e.wait_class}:{e.event} {e.pct:.0f}%" for e in s.waits.by_event[:3])
+    ev = s.waits.by_event
     ck = s.checkpoints
     ck_line = (f"{ck.started} checkpoints started ({ck.timed} timed, {ck.requested} requested, "
                f"{ck.wal_triggered} forced by WAL volume), {ck.too_frequent_warnings} "
@@ -295,23 +377,28 @@ def _evidence(s: TelemetrySummary, x: _Inputs, storm: bool,
         CPU: [cpu_line, f"{_pct(x.cpu_share)} of active session time on CPU ({aas_line})",
               dev_line("data", data)],
         DATA_READS: [f"{_pct(x.read_share)} of active session time waiting on data-file reads "
-                     f"({aas_line})", dev_line("data", data),
+                     f"({class_events(ev, DATA_READS)}; {aas_line})", dev_line("data", data),
                      f"cache hit {s.database.cache_hit_pct or 0:.1f}%, "
                      f"{s.database.blks_read_per_s or 0:.0f} blocks read/s"]
                     + ([workers] if workers else []),
-        WAL: [f"{_pct(x.wal_share)} of active session time in WAL waits ({top_events})",
+        WAL: [f"{_pct(x.wal_share)} of active session time in WAL waits "
+              f"({class_events(ev, WAL)})",
               dev_line("wal", wal),
               f"{s.wal.syncs_per_s or 0:.0f} WAL syncs/s, "
               f"{(s.wal.bytes_per_s or 0) / 1e6:.1f} MB/s of WAL"]
              + ([f"{_pct(x.fpi_bytes_share)} of WAL bytes are full-page images caused by "
                  "checkpoints (credited to the checkpoint storm)"] if storm else []),
-        LOCK: [f"{_pct(x.lock_share)} of active session time waiting on locks ({top_events})",
+        LOCK: [f"{_pct(x.lock_share)} of active session time waiting on locks "
+               f"({class_events(ev, LOCK)})",
                aas_line, cpu_line],
         CLIENT: [f"{aas_line}: sessions active {_pct(min(1.0, x.aas / x.sessions))} of the "
                  "time", cpu_line,
-                 f"{_pct(x.client_share)} of active time in Client waits, "
+                 f"{_pct(x.client_share)} of active time in Client waits "
+                 f"({class_events(ev, CLIENT)}), "
                  f"{s.waits.idle_in_transaction_avg:.2f} sessions idle in transaction"],
         CHECKPOINT_STORM: [ck_line, fpi, cv,
+                           f"{_pct(x.ckpt_write_share)} of active session time in "
+                           f"checkpoint-related waits ({class_events(ev, CHECKPOINT_STORM)})",
                            f"checkpoint write {ck.write_s:.1f} s, sync {ck.sync_s:.1f} s; "
                            f"buffers written by checkpointer {ck.buffers_checkpoint or 0:.0f}, "
                            f"bgwriter {ck.buffers_bgwriter or 0:.0f}, "

@@ -34,13 +34,45 @@ def read_tick(roots: set[int] | None = None) -> HostTick:
     stat = procfs.keep_stat_lines((PROC / "stat").read_text())
     diskstats = (PROC / "diskstats").read_text()
     meminfo = (PROC / "meminfo").read_text()
-    workload = workload_ticks(roots) if roots else {}
-    return HostTick(t, mono, stat, diskstats, meminfo, workload)
+    if not roots:
+        return HostTick(t, mono, stat, diskstats, meminfo)
+    workload = workload_ticks(roots)
+    me = str(os.getpid())
+    return HostTick(t, mono, stat, diskstats, meminfo, workload, workload_io(workload),
+                    _process_ticks(me), _process_io(me))
+
+
+def workload_io(pids: dict[str, int]) -> dict[str, list[int]]:
+    """[bytes read, bytes written] of each of these processes whose /proc/PID/io is readable:
+    the benchmark's share of the devices' traffic, to tell a neighbour's I/O from ours."""
+    out = {}
+    for pid in pids:
+        io = _process_io(pid)
+        if io is not None:
+            out[pid] = io
+    return out
+
+
+def _process_io(pid: str) -> list[int] | None:
+    try:
+        parsed = procfs.parse_proc_io((PROC / pid / "io").read_text())
+    except OSError:  # exited, or another user's process without the rights to read it
+        return None
+    return list(parsed) if parsed is not None else None
+
+
+def _process_ticks(pid: str) -> int | None:
+    try:
+        fields = (PROC / pid / "stat").read_text().rsplit(")", 1)[1].split()
+        return int(fields[11]) + int(fields[12])
+    except (OSError, IndexError, ValueError):
+        return None
 
 
 def workload_ticks(roots: set[int]) -> dict[str, int]:
     """CPU ticks of every process in the trees rooted at ``roots`` (the sampler excluded:
-    its own cost is measured by bench/telemetry_overhead.py)."""
+    its own cost is recorded apart, as ``sampler_ticks``, and measured by
+    bench/telemetry_overhead.py)."""
     parent: dict[int, int] = {}
     cpu: dict[int, int] = {}
     for entry in PROC.iterdir():
@@ -71,6 +103,21 @@ def postmaster_pid(data_dir: Path | None) -> int | None:
         return int((Path(data_dir) / "postmaster.pid").read_text().splitlines()[0])
     except (OSError, ValueError, IndexError, TypeError):
         return None
+
+
+def local_postmaster(backend_pid: int | None) -> int | None:
+    """The postmaster of a server on this host, found from one of its backends' pid (as
+    ``pg_backend_pid()`` gives it over a DSN connection): the backend's parent, when both
+    are local ``postgres`` processes. None for a remote server or an unknown pid."""
+    if backend_pid is None:
+        return None
+    try:
+        comm = (PROC / str(backend_pid) / "comm").read_text().strip()
+        parent = int((PROC / str(backend_pid) / "stat").read_text().rsplit(")", 1)[1].split()[1])
+        parent_comm = (PROC / str(parent) / "comm").read_text().strip()
+    except (OSError, IndexError, ValueError):
+        return None
+    return parent if comm == parent_comm == "postgres" else None
 
 
 def disk_devices_of_interest(disks: dict[str, procfs.DiskCounters], keep: set[str]) -> list[str]:

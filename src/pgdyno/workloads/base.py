@@ -34,6 +34,7 @@ __all__ = ["BenchOptions", "NoOptions"]  # re-exported: workloads build their op
 
 if TYPE_CHECKING:
     from pgdyno.analysis.summary import IterationSummary, RunSummary
+    from pgdyno.analysis.verdict import Paced
     from pgdyno.reports.document import Section
     from pgdyno.results.rundir import IterationRecord, RunDirectory, RunPlan
     from pgdyno.targets import Target
@@ -270,14 +271,19 @@ class Workload(Protocol):
 
 
 def add_telemetry(summary: IterationSummary, it_dir: Path, duration_s: float,
-                  cpu_count: int) -> None:
-    """The iteration's telemetry over its measured window, and the bottleneck verdict (which
-    weighs the server's sessions, so a run without a server has none)."""
+                  cpu_count: int, paced: Paced | None = None) -> None:
+    """The iteration's telemetry over its measured window, whether other load on the host
+    contaminated it, and the bottleneck verdict (which weighs the server's sessions, so a
+    run without a server has none). ``paced``: the workload's terminals sleep by design
+    (TPROC-C's keying and think times); the verdict judges it against its ideal rate."""
     from pgdyno.analysis.telemetry import analyse_telemetry
     from pgdyno.analysis.verdict import decide_bottleneck
 
     if (it_dir / "telemetry" / "meta.json").exists():
         window = (summary.window_start_epoch, summary.window_start_epoch + duration_s)
         summary.telemetry = analyse_telemetry(it_dir, window)
+        other = summary.telemetry.contamination
+        summary.contaminated, summary.contamination = other.contaminated, other.finding
         if summary.telemetry.server_sampled:
-            summary.verdict = decide_bottleneck(summary.telemetry, summary.clients, cpu_count)
+            summary.verdict = decide_bottleneck(summary.telemetry, summary.clients, cpu_count,
+                                                paced=paced)

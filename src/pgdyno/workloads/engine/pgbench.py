@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import gzip
 import math
+import os
 import re
 import shutil
 import threading
@@ -35,6 +36,7 @@ from pgdyno.analysis.summary import (
     stability_warnings,
     summarise_iteration,
 )
+from pgdyno.analysis.verdict import Paced
 from pgdyno.errors import RunFailed
 from pgdyno.results.rundir import IterationRecord, RunDirectory, RunPlan, write_json_atomic
 from pgdyno.targets import ConnectionInfo, PgInstall
@@ -97,6 +99,9 @@ def checkpoint(conn: ConnectionInfo) -> None:
         db.execute("CHECKPOINT")
 
 
+CLIENTS_PER_CORE = (1, 2, 4)
+
+
 class PgbenchWorkload:
     """The pgbench engine's half of the Workload protocol; subclasses add their dataset."""
 
@@ -111,7 +116,10 @@ class PgbenchWorkload:
 
     # ----- hooks for subclasses -------------------------------------------------------
     def default_clients(self) -> tuple[int, ...]:
-        return (8,)
+        """A sweep from the cores (1, 2 and 4 clients per core): enough points for a peak
+        and the count where throughput stops growing, in a few minutes."""
+        cores = len(os.sched_getaffinity(0))
+        return tuple(cores * k for k in CLIENTS_PER_CORE)
 
     def validate(self, opts: BenchOptions) -> BenchOptions:
         return opts
@@ -152,6 +160,11 @@ class PgbenchWorkload:
     def window_metrics(self, plan: RunPlan, it_dir: Path) -> dict[str, float]:
         """Per-iteration figures of the workload's own (TPROC-C's NOPM), from raw files."""
         return {}
+
+    def pacing(self, plan: RunPlan, metrics: dict[str, float]) -> Paced | None:
+        """How far a paced workload (sleeps between transactions by design) reached its
+        ideal rate in one iteration, from its ``metrics``; None: not paced."""
+        return None
 
     def report_sections(self, summary: RunSummary, run_dir: RunDirectory, plan: RunPlan,
                         opts: BenchOptions) -> list:
@@ -233,7 +246,8 @@ class PgbenchWorkload:
                 pgbench_tps=record.pgbench_tps)
             it_dir = (run_dir.path / record.stdout_file).parent
             summary.metrics.update(self.window_metrics(plan, it_dir))
-            add_telemetry(summary, it_dir, opts.duration_s, cpu_count)
+            add_telemetry(summary, it_dir, opts.duration_s, cpu_count,
+                          paced=self.pacing(plan, summary.metrics))
             iterations.append(summary)
             parts.setdefault(record.clients, []).append((summary, stats))
         per_clients = [pool_client_count(c, parts[c], scripts)

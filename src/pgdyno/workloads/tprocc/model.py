@@ -235,7 +235,9 @@ class ThroughputMetrics(Serialisable):
     nopm: float
     tpm: float
     efficiency: float
-    """NOPM / (12.86 x warehouses): 1.0 is the most a compliant run can reach."""
+    """NOPM / (12.86 x warehouses): 1.0 is the most a compliant run at the specification's
+    keying and think times can reach. Reports show ``metrics.efficiency(nopm, W,
+    time_scale)`` of compliant runs only."""
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@ from typing import Any, ClassVar
 
 import psycopg
 
+from pgdyno.analysis.verdict import Paced
 from pgdyno.errors import UsageError
 from pgdyno.workloads.base import (
     HIGHER,
@@ -67,8 +68,11 @@ class Tprocc(PgbenchWorkload):
     default_max_tries: ClassVar[int] = RETRIES
     metrics: ClassVar[tuple[MetricSpec, ...]] = (
         MetricSpec("nopm", "NOPM", "new orders/min", HIGHER, headline=True),
+        MetricSpec("real_vs_ideal", "Real/ideal", "ratio", HIGHER),
         MetricSpec("tpm", "TPM", "transactions/min", HIGHER),
         dataclasses.replace(TPS, headline=False), *LATENCY_METRICS)
+    """In compliant mode ``real_vs_ideal`` is measured and the latency figures are the
+    server's response times (pgbench's would include the keying and think sleeps)."""
 
     # ----- options ------------------------------------------------------------------
     def options_from_cli(self, raw: dict[str, Any], opts: BenchOptions) -> BenchOptions:
@@ -185,10 +189,26 @@ class Tprocc(PgbenchWorkload):
 
         return window_metrics(plan, it_dir)
 
+    def pacing(self, plan, figures: dict[str, float]) -> Paced | None:
+        """Compliant mode paces the terminals: the verdict judges real/ideal, not idle
+        sessions."""
+        if not plan.parameters.get("keying_thinking") or "real_vs_ideal" not in figures:
+            return None
+        return Paced(real_over_ideal=figures["real_vs_ideal"],
+                     threshold=metrics.SATURATION_RATIO,
+                     rate=f"NOPM {figures['nopm']:,.0f} of {figures['ideal_nopm']:,.0f} ideal")
+
     def report_sections(self, summary, run_dir, plan, opts) -> list:
         from pgdyno.workloads.tprocc.report import tprocc_sections
 
         return tprocc_sections(summary, plan, run_dir.path)
+
+    def common_report(self, opts: BenchOptions | None = None) -> bool:
+        """Compliant runs have no common transaction sections: pgbench's TPS and latency
+        include the keying and think sleeps; the TPROC-C section brings NOPM, real/ideal
+        and the server's response times instead."""
+        return not (opts is not None and getattr(opts.workload_options, "keying_thinking",
+                                                 False))
 
     def build_sweep_report(self, sweep_dir: Path) -> None:
         from pgdyno.workloads.tprocc.sweep_report import build_sweep_report

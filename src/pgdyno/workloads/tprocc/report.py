@@ -17,6 +17,9 @@ import statistics
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
+
+from pgdyno.analysis.histogram import LatencyHistogram
 from pgdyno.analysis.summary import RunSummary
 from pgdyno.reports.document import Section, Table, fmt
 from pgdyno.reports.plots import plt, save_figure, series_style
@@ -62,24 +65,61 @@ def read_window(plan: RunPlan, it_dir: Path) -> Window | None:
     return Window(start=start, end=end, series=series)
 
 
+def compliant(plan: RunPlan) -> bool:
+    """Keying and think times on: terminals paced as TPC-C's, with an ideal to reach."""
+    return bool(plan.parameters.get("keying_thinking"))
+
+
 def window_metrics(plan: RunPlan, it_dir: Path) -> dict[str, float]:
-    """nopm, tpm, efficiency (and real/ideal and p90 response times in compliant mode)."""
+    """nopm and tpm; in compliant mode also efficiency (against the ceiling at the run's
+    time scale), the ideal NOPM and real/ideal, the p90 response time per type, and the
+    ``latency_*`` figures timed by the server (pgbench's include the keying and think
+    sleeps; NaN when the server log was not read, rather than those)."""
     window = read_window(plan, it_dir)
     if window is None:
         return {}
     warehouses = int(plan.parameters["warehouses"])
     metrics = tprocc.throughput(window.start, window.end, warehouses,
                                 window.own_transactions)
-    out = {"nopm": metrics.nopm, "tpm": metrics.tpm, "efficiency": metrics.efficiency,
+    out = {"nopm": metrics.nopm, "tpm": metrics.tpm,
            "new_orders": float(metrics.new_orders), "window_s": metrics.duration_s}
-    if plan.parameters.get("keying_thinking"):
-        mix = plan.parameters.get("mix")
-        ideal = tprocc.against_ideal(metrics, tprocc.Mix.parse(mix) if mix else None,
-                                     float(plan.parameters.get("time_scale", 1.0)))
-        out["ideal_nopm"], out["real_vs_ideal"] = ideal.ideal_nopm, ideal.ratio
-    for stats in pooled_response_stats([(it_dir, window)]):
+    if not compliant(plan):
+        return out
+    mix = plan.parameters.get("mix")
+    scale = float(plan.parameters.get("time_scale", 1.0))
+    ideal = tprocc.against_ideal(metrics, tprocc.Mix.parse(mix) if mix else None, scale)
+    out["efficiency"] = tprocc.efficiency(metrics.nopm, warehouses, scale)
+    out["ideal_nopm"], out["real_vs_ideal"] = ideal.ideal_nopm, ideal.ratio
+    samples = window_samples([(it_dir, window)])
+    for stats in response.stats_by_type(samples):
         out[f"rt_p90_ms_{stats.transaction}"] = stats.p90_ms
-    return out
+    return out | server_latency(samples)
+
+
+SERVER_LATENCY_KEYS = {"latency_p50_ms": 50.0, "latency_p90_ms": 90.0, "latency_p95_ms": 95.0,
+                       "latency_p99_ms": 99.0, "latency_p99.9_ms": 99.9}
+
+
+def server_latency(samples: list[response.ResponseSample]) -> dict[str, float]:
+    """The engine's latency figures (mean and nearest-rank percentiles) over every timed call
+    of every type: what a compliant run's transactions took on the server."""
+    histogram = LatencyHistogram()
+    # The log prints whole microseconds (3 decimals of ms), as pgbench's latencies.
+    histogram.add_array(np.rint(np.asarray([s.ms for s in samples], dtype=float) * 1000))
+    got = histogram.percentiles_us(tuple(SERVER_LATENCY_KEYS.values()))
+    return {"latency_avg_ms": histogram.mean_us / 1000} | {
+        key: got[p] / 1000 for key, p in SERVER_LATENCY_KEYS.items()}
+
+
+def window_samples(windows: list[tuple[Path, Window]]) -> list[response.ResponseSample]:
+    """The timed calls that finished inside these iterations' measured windows."""
+    samples: list[response.ResponseSample] = []
+    for it_dir, window in windows:
+        path = it_dir / response.RAW_FILE
+        if path.exists():
+            lo, hi = window.epochs
+            samples += [s for s in response.read_samples(path) if lo <= s.end_epoch < hi]
+    return samples
 
 
 def nopm_over_time(window: Window, warehouses: int) -> list[tuple[float, float]]:
@@ -92,44 +132,24 @@ def nopm_over_time(window: Window, warehouses: int) -> list[tuple[float, float]]
 
 def pooled_response_stats(windows: list[tuple[Path, Window]]) -> list[response.ResponseStats]:
     """Per-type response times over the measured windows of these iterations, pooled."""
-    samples: list[response.ResponseSample] = []
-    for it_dir, window in windows:
-        path = it_dir / response.RAW_FILE
-        if path.exists():
-            lo, hi = window.epochs
-            samples += [s for s in response.read_samples(path) if lo <= s.end_epoch < hi]
-    return response.stats_by_type(samples)
+    return response.stats_by_type(window_samples(windows))
 
 
 def tprocc_sections(summary: RunSummary, plan: RunPlan, run_dir: Path) -> list[Section]:
-    w = plan.parameters.get("warehouses")
-    rows = []
-    for it in summary.iterations:
-        e = it.metrics
-        rows.append([str(it.clients), str(it.iteration), fmt(e.get("nopm"), 0),
-                     fmt(e.get("tpm"), 0),
-                     fmt(100 * e["efficiency"] if "efficiency" in e else None, 1),
-                     fmt(e.get("real_vs_ideal"), 3), fmt(e.get("window_s"), 1)])
-    pooled = []
-    for clients in summary.client_counts:
-        nopms = [it.metrics["nopm"] for it in summary.iterations
-                 if it.clients == clients and "nopm" in it.metrics]
-        if nopms:
-            sd = statistics.stdev(nopms) if len(nopms) > 1 else math.nan
-            pooled.append([str(clients), fmt(statistics.fmean(nopms), 0), fmt(sd, 0),
-                           str(len(nopms))])
-    section = Section(
-        f"TPROC-C: {w} warehouses", paragraphs=[
-            "NOPM = new orders per minute from Δsum(d_next_o_id); TPM = Δ(xact_commit + "
-            "xact_rollback) per minute; both over the measured window, read from the database. "
-            "Efficiency = NOPM ÷ (12.86 × warehouses), the most a compliant run can reach. "
-            f"Mix {plan.parameters.get('mix')}, {_mode(plan)}."],
-        tables=[Table(["VUs", "Iteration", "NOPM", "TPM", "Efficiency %", "Real/ideal",
-                       "Window (s)"], rows),
-                Table(["VUs", "NOPM mean", "NOPM stddev", "Iterations"], pooled)])
+    """The run's TPROC-C section. Compliant runs lead with NOPM, real/ideal and the server's
+    p90 response times (pgbench's TPS and latency include the keying and think sleeps, so
+    the report's common transaction sections are left out for them); other runs lead with
+    NOPM and TPM, and have no efficiency or ideal, which only paced terminals define."""
+    w = int(plan.parameters["warehouses"])
     windows = iteration_windows(plan, run_dir)
-    section.tables += _interval_tables(windows, summary, int(w))
-    plot = _nopm_timeline(windows, int(w), run_dir / "plots" / "tprocc_nopm_timeline.png")
+    paced = compliant(plan)
+    section = Section(f"TPROC-C: {w} warehouse{'s' if w != 1 else ''}",
+                      paragraphs=[_about(plan, paced)])
+    section.tables.append(_headline_table(summary, windows, plan) if paced
+                          else _pooled_table(summary))
+    section.tables.append(_iteration_table(summary, paced))
+    section.tables += _interval_tables(windows, summary, w)
+    plot = _nopm_timeline(windows, w, run_dir / "plots" / "tprocc_nopm_timeline.png")
     if plot is not None:
         section.images.append(("NOPM over time (per snapshot interval, measured window)",
                                str(plot.relative_to(run_dir))))
@@ -143,6 +163,84 @@ def tprocc_sections(summary: RunSummary, plan: RunPlan, run_dir: Path) -> list[S
               str(c["checked"]), str(c["violations"])] for c in data["conditions"]],
             caption="TPC-C consistency conditions (clause 3.3.2) after the run"))
     return [section]
+
+
+def _about(plan: RunPlan, paced: bool) -> str:
+    text = ("NOPM = new orders per minute from Δsum(d_next_o_id); TPM = Δ(xact_commit + "
+            "xact_rollback) per minute; both over the measured window, read from the "
+            "database. ")
+    if paced:
+        scale = float(plan.parameters.get("time_scale", 1.0))
+        scaled = f" ÷ time scale {scale:g}" if scale != 1.0 else ""
+        text += ("Ideal NOPM = what 10 terminals per warehouse reach with zero response time "
+                 "under these keying and think times; real/ideal at or above "
+                 f"{tprocc.SATURATION_RATIO:.0%} means the system keeps up. Efficiency = "
+                 f"NOPM ÷ (12.86 × warehouses{scaled}). Response times are the server's "
+                 "duration of each call: pgbench's transaction latency includes the keying "
+                 "and think times in this mode, so its TPS and latency are not shown. ")
+    else:
+        text += ("Without keying and think times the terminals run flat out: there is no "
+                 "ideal line, so no efficiency or real/ideal. ")
+    return text + f"Mix {plan.parameters.get('mix')}, {_mode(plan)}."
+
+
+def _headline_table(summary: RunSummary, windows: IterationWindows, plan: RunPlan) -> Table:
+    """Per terminal count: NOPM, real/ideal and the server-timed p90 per transaction type."""
+    rows = []
+    for clients in summary.client_counts:
+        its = [it for it in summary.iterations if it.clients == clients and "nopm" in it.metrics]
+        if not its:
+            continue
+        nopms = [it.metrics["nopm"] for it in its]
+        ratios = [it.metrics["real_vs_ideal"] for it in its if "real_vs_ideal" in it.metrics]
+        ideal = next((it.metrics["ideal_nopm"] for it in its if "ideal_nopm" in it.metrics),
+                     None)
+        stats = {s.transaction: s for s in pooled_response_stats(
+            [v for (c, _), v in sorted(windows.items()) if c == clients])}
+        rows.append([str(clients), fmt(statistics.fmean(nopms), 0),
+                     fmt(statistics.stdev(nopms) if len(nopms) > 1 else None, 0),
+                     fmt(ideal, 0), fmt(statistics.fmean(ratios) if ratios else None, 3),
+                     *[fmt(stats[t].p90_ms) if t in stats else "–" for t in tprocc.TRANSACTIONS],
+                     fmt(statistics.fmean(it.metrics["tpm"] for it in its), 0), str(len(its))])
+    return Table(["Terminals", "NOPM", "NOPM stddev", "Ideal NOPM", "Real/ideal",
+                  *[f"p90 {SHORT[t]} ms" for t in tprocc.TRANSACTIONS], "TPM", "Iterations"],
+                 rows, caption="Result: NOPM against the ideal, and the 90th percentile "
+                 "response time the server measured per transaction type (NO New-Order, "
+                 "P Payment, OS Order-Status, D Delivery, SL Stock-Level)")
+
+
+SHORT = {"new_order": "NO", "payment": "P", "order_status": "OS", "delivery": "D",
+         "stock_level": "SL"}
+
+
+def _pooled_table(summary: RunSummary) -> Table:
+    rows = []
+    for clients in summary.client_counts:
+        its = [it for it in summary.iterations if it.clients == clients and "nopm" in it.metrics]
+        if its:
+            nopms = [it.metrics["nopm"] for it in its]
+            sd = statistics.stdev(nopms) if len(nopms) > 1 else math.nan
+            rows.append([str(clients), fmt(statistics.fmean(nopms), 0), fmt(sd, 0),
+                         fmt(statistics.fmean(it.metrics["tpm"] for it in its), 0),
+                         str(len(nopms))])
+    return Table(["VUs", "NOPM mean", "NOPM stddev", "TPM mean", "Iterations"], rows)
+
+
+def _iteration_table(summary: RunSummary, paced: bool) -> Table:
+    headers = ["Terminals" if paced else "VUs", "Iteration", "NOPM", "TPM"]
+    if paced:
+        headers += ["Real/ideal", "Efficiency %", "Latency avg (ms, server)",
+                    "p99 (ms, server)"]
+    rows = []
+    for it in summary.iterations:
+        e = it.metrics
+        row = [str(it.clients), str(it.iteration), fmt(e.get("nopm"), 0), fmt(e.get("tpm"), 0)]
+        if paced:
+            row += [fmt(e.get("real_vs_ideal"), 3),
+                    fmt(100 * e["efficiency"] if "efficiency" in e else None, 1),
+                    fmt(e.get("latency_avg_ms"), 3), fmt(e.get("latency_p99_ms"), 3)]
+        rows.append(row + [fmt(e.get("window_s"), 1)])
+    return Table(headers + ["Window (s)"], rows, caption="Per iteration")
 
 
 IterationWindows = dict[tuple[int, int], tuple[Path, Window]]

@@ -1,7 +1,7 @@
 """The report of a TPROC-C warehouse sweep (seed 003's real-vs-ideal tables), from its runs.
 
 One row per warehouse count and VU count: NOPM (mean and spread over iterations), TPM,
-efficiency, and in compliant mode the ideal NOPM, real/ideal and the 90th percentile
+and in compliant mode the ideal NOPM, real/ideal, efficiency and the 90th percentile
 response time of each transaction type, pooled over the iterations' measured windows.
 Every figure is read from the runs' own summaries and raw files, so the sweep report
 can always be rebuilt (``pgdyno report SWEEP_DIR``).
@@ -117,8 +117,10 @@ def _rows_of_run(run_dir: Path, warehouses: int, status: str,
             row.nopm_mean = statistics.fmean(nopms)
             row.nopm_stddev = statistics.stdev(nopms) if len(nopms) > 1 else None
             row.tpm_mean = statistics.fmean(e["tpm"] for e in extras)
-            row.efficiency = tprocc.efficiency(row.nopm_mean, warehouses)
         if _keying_thinking(record):
+            if row.nopm_mean is not None:  # only paced terminals have a ceiling
+                row.efficiency = tprocc.efficiency(row.nopm_mean, warehouses,
+                                                   _time_scale(record))
             row.ideal_nopm = tprocc.ideal_nopm(warehouses, tprocc.Mix.parse(mix) if mix else None,
                                                _time_scale(record))
             if row.nopm_mean is not None:
@@ -158,28 +160,31 @@ def sweep_document(summary: SweepSummary, record: SweepRecord,
     compliant = summary.keying_thinking
     headline = Section("Result", paragraphs=[_headline(summary)])
     types = [t for t in tprocc.TRANSACTIONS if any(t in r.p90_ms for r in summary.rows)]
-    headers = ["Warehouses", "VUs", "NOPM", "± sd", "TPM", "Efficiency %"]
+    headers = ["Warehouses", "VUs", "NOPM", "± sd", "TPM"]
     if compliant:
-        headers += ["Ideal NOPM", "Real/ideal", *[f"p90 {SHORT[t]} ms" for t in types]]
+        headers += ["Ideal NOPM", "Real/ideal", "Efficiency %",
+                    *[f"p90 {SHORT[t]} ms" for t in types]]
     headers += ["Consistency", "Status", "Run"]
     rows = []
     for r in summary.rows:
         row = [str(r.warehouses), str(r.clients), fmt(r.nopm_mean, 1), fmt(r.nopm_stddev, 1),
-               fmt(r.tpm_mean, 0), fmt(100 * r.efficiency if r.efficiency is not None else None,
-                                       1)]
+               fmt(r.tpm_mean, 0)]
         if compliant:
             row += [fmt(r.ideal_nopm, 1), fmt(r.real_vs_ideal, 3),
+                    fmt(100 * r.efficiency if r.efficiency is not None else None, 1),
                     *[fmt(r.p90_ms.get(t)) for t in types]]
         row += [r.consistency, r.status, f"../{r.run}/report.md" if r.run else "–"]
         rows.append(row)
     table = Section("Warehouse sweep", tables=[Table(headers, rows)], paragraphs=[
         "NOPM and TPM are means over each run's iterations (database-measured, as in the runs' "
-        "reports); efficiency = NOPM ÷ (12.86 × W)." + (
+        "reports)." + (
             f" Ideal NOPM = what 10 terminals per warehouse reach with zero response time under "
-            f"the keying and think times (× {summary.time_scale:g}); p90 columns are the "
+            f"the keying and think times (× {summary.time_scale:g}); efficiency = NOPM ÷ "
+            f"(12.86 × W ÷ {summary.time_scale:g}); p90 columns are the "
             "server's response time per transaction type (NO New-Order, P Payment, "
             "OS Order-Status, D Delivery, SL Stock-Level), pooled over the measured windows."
-            if compliant else "")])
+            if compliant else " Without keying and think times there is no ideal line, so "
+            "no efficiency or real/ideal.")])
     for caption, key in (("Real against ideal NOPM" if compliant else "NOPM by warehouses",
                           "nopm"),):
         if key in images:
