@@ -47,3 +47,17 @@ def test_rejected_input_leaves_no_clutter(tmp_path: Path, args: list[str]) -> No
     assert len(lines) == 1 and lines[0].startswith("pgdyno: error:"), out.stderr
     assert "run directory" not in lines[0]
     assert not results.exists(), sorted(str(p) for p in results.rglob("*"))
+
+
+@pytest.mark.parametrize("args", [
+    ["tprocc", "--warehouses", "100000000000000000000"],
+    ["tprocc", "--warehouses", "10,200000"],
+    ["tprocc", "--mix", ""],
+])
+def test_tprocc_input_is_refused_before_anything(tmp_path: Path, args: list[str]) -> None:
+    results = tmp_path / "results"
+    out = run_cli(["bench", *args, "--results-dir", str(results), "--no-progress"],
+                  tmp_path / "work")
+    assert out.returncode == 2, out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1, out.stderr
+    assert not results.exists()

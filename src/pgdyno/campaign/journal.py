@@ -184,7 +184,8 @@ def auto_notes(run: RunData, runs: list[RunData]) -> list[str]:
         notes.append(outlier)
     if run.summary is not None:
         notes += [f"{w.code}: {w.message}" for w in run.summary.warnings
-                  if w.code in ("high-tps-cv", "failures", "incomplete", "slow-first-iteration")]
+                  if w.code in ("other-load", "high-tps-cv", "failures", "incomplete",
+                                "slow-first-iteration")]
     notes += [str(n) for n in run.manifest.get("notes") or []]
     return notes
 

@@ -182,6 +182,19 @@ class TelemetryRecorder:
             if self._stop.wait(next_at - now):
                 return
 
+    def _dsn_postmaster(self) -> int | None:
+        """The postmaster of a --dsn server that runs on this host (found from a backend of
+        ours): its processes are the benchmark's, not other load."""
+        if self.conn is None or self.data_dir is not None:
+            return None
+        try:
+            with pg.connect(self.conn, self.sample_dbname) as pgconn:
+                backend = pgconn.execute("SELECT pg_backend_pid()").fetchone()[0]
+        except Exception as exc:  # noqa: BLE001 - a remote or unreachable server: no tree
+            self._error("host", exc)
+            return None
+        return host.local_postmaster(int(backend))
+
     def _host_loop(self) -> None:
         writers = host.HostWriters(self.out)
         keep = {name for res in self._roles.values() for name in res.chain}
@@ -189,7 +202,8 @@ class TelemetryRecorder:
         # server) and a local server's postmaster tree. Their CPU tells our load from a
         # neighbour's on a shared host.
         roots = {os.getpid()}
-        if (pm := host.postmaster_pid(self.data_dir)) is not None:
+        pm = host.postmaster_pid(self.data_dir) or self._dsn_postmaster()
+        if pm is not None:
             roots.add(pm)
         prev: HostTick | None = None
         try:

@@ -256,8 +256,9 @@ class Workload(Protocol):
         """Sections of its own, placed after the common throughput and latency ones."""
         ...
 
-    def common_report(self) -> bool:
-        """Whether the run report's transaction sections (TPS, latency, scripts) apply."""
+    def common_report(self, opts: BenchOptions | None = None) -> bool:
+        """Whether the run report's transaction sections (TPS, latency, scripts) apply to a
+        run with these options (a paced TPROC-C run's pgbench TPS counts its sleeps)."""
         ...
 
     def sweep_steps(self, opts: BenchOptions) -> list[tuple[int, BenchOptions]]:

@@ -115,11 +115,5 @@ def claim(conn: psycopg.Connection, workload: str, size_key: str, tables: list[s
 INCOMPLETE = "(incomplete)"
 
 
-def forget(conn: psycopg.Connection, workload: str) -> None:
-    """Drop the record before a rebuild, so a failed build is never taken as reusable."""
-    conn.execute(_CREATE_REGISTRY)
-    conn.execute(f"DELETE FROM public.{REGISTRY_TABLE} WHERE workload = %s", (workload,))
-
-
 def _qualify(table: str) -> str:
     return table if "." in table else f"public.{table}"

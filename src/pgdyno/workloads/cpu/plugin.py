@@ -178,7 +178,7 @@ class Cpu:
                           per_clients=per_clients, iterations=iterations,
                           warnings=stability_warnings(iterations))
 
-    def common_report(self) -> bool:
+    def common_report(self, opts: BenchOptions | None = None) -> bool:
         return False
 
     def report_sections(self, summary: RunSummary, run_dir: RunDirectory, plan: RunPlan,

@@ -177,7 +177,7 @@ class PgbenchWorkload:
     def build_sweep_report(self, sweep_dir: Path) -> None:
         raise NotImplementedError(f"{self.__class__.__name__} has no sweeps")
 
-    def common_report(self) -> bool:
+    def common_report(self, opts: BenchOptions | None = None) -> bool:
         return True
 
     # ----- one iteration --------------------------------------------------------------

@@ -16,14 +16,13 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import psycopg
 
 from pgdyno import __version__
-from pgdyno.errors import UsageError
 from pgdyno.targets.connection import ConnectionInfo
 from pgdyno.workloads import dataset
 from pgdyno.workloads.parallel import run_pool
@@ -53,12 +52,9 @@ def load(target: ConnectionInfo, options: LoadOptions,
             schema.install_functions(conn)
             return _reused(conn, options, workers)
         dataset.check_can_initialise(state, target.dbname, options.force)
-        _refuse_name_collisions(state.foreign_tables)
-        # Claim the tables before touching them, under a size that never matches: an
-        # interrupted load is then neither reused nor mistaken for foreign tables.
-        dataset.forget(conn, schema.WORKLOAD)
-        dataset.record(conn, schema.WORKLOAD, f"{options.size_key} (incomplete)",
-                       list(schema.TABLES), 0.0, __version__)
+        dataset.refuse_name_collisions(list(schema.TABLES), state, "TPROC-C's")
+        dataset.claim(conn, schema.WORKLOAD, options.size_key, list(schema.TABLES),
+                      __version__)
         schema.drop_tables(conn)
         schema.create_tables(conn, partitions)
         schema.install_functions(conn)
@@ -88,16 +84,6 @@ def _reused(conn: psycopg.Connection, options: LoadOptions, workers: int) -> Loa
     return LoadResult(schema_version=SCHEMA_VERSION, warehouses=options.warehouses,
                       reused=True, workers=workers, order_line_partitions=partitions, rows=0,
                       seconds=0.0, phase_seconds={}, load_c_last=schema.LOAD_C_LAST)
-
-
-def _refuse_name_collisions(foreign_tables: Sequence[str]) -> None:
-    """Even with --force, never drop a table of the user's that has one of our names."""
-    ours = {f"public.{t}" for t in schema.TABLES}
-    clashing = sorted(ours.intersection(foreign_tables))
-    if clashing:
-        raise UsageError(
-            f"the database already has tables named like TPROC-C's ({', '.join(clashing)}) "
-            "that pgdyno did not create; refusing to replace them: use another database")
 
 
 @dataclass

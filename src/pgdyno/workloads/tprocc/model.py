@@ -281,6 +281,10 @@ class ConsistencyReport(Serialisable):
 _SIZE_RE = re.compile(r"^\s*(\d+)\s*$")
 
 
+MAX_WAREHOUSES = 100_000
+"""HammerDB's own ceiling; ~100 MB a warehouse makes it about 10 TB."""
+
+
 def parse_warehouses(text: str) -> list[int]:
     """``10`` or ``10,20,30`` (a sweep) into positive warehouse counts."""
     values = []
@@ -288,5 +292,8 @@ def parse_warehouses(text: str) -> list[int]:
         match = _SIZE_RE.match(part)
         if not match or int(match.group(1)) < 1:
             raise UsageError(f"--warehouses {text}: expected positive integers such as 10,20,30")
+        if int(match.group(1)) > MAX_WAREHOUSES:
+            raise UsageError(f"--warehouses {text}: at most {MAX_WAREHOUSES:,} (about "
+                             f"{MAX_WAREHOUSES // 10:,} GB of data)")
         values.append(int(match.group(1)))
     return values
