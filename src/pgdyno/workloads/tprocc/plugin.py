@@ -86,7 +86,8 @@ class Tprocc(PgbenchWorkload):
         warehouses = sweep[0] if sweep else DEFAULT_WAREHOUSES
         check_positive(raw.get("time_scale", 1.0), "--time-scale")
         check_positive(raw.get("load_workers"), "--load-workers")
-        if raw.get("mix"):
+        # An empty --mix is a bad mix, not "none given".
+        if raw.get("mix") is not None:
             model.Mix.parse(raw["mix"])  # raises a one-line UsageError for a bad mix
         keying = bool(raw.get("keying_thinking"))
         clients = opts.clients
