@@ -91,6 +91,11 @@ def raw_devices(run: Path) -> tuple[dict[str, str], dict[str, RawDisk]]:
     ticks = [json.loads(line) for line in (tdir / "host_raw.jsonl").read_text().splitlines()
              if line.strip()]
     ticks = [t for t in ticks if start - slack <= t["t"] <= end + slack]
+    kept: list[dict] = []  # a tick under half an interval after the last is a partial one
+    for t in ticks:
+        if not kept or float(t["mono"]) - float(kept[-1]["mono"]) >= slack:
+            kept.append(t)
+    ticks = kept
     out = {}
     for device in set(roles.values()):
         # after the name: reads, merged, sectors read, ms, writes, merged, sectors written,

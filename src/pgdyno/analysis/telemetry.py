@@ -373,8 +373,13 @@ class TelemetrySummary:
 
 # ===== entry point ========================================================================
 
-def analyse_telemetry(raw_dir: Path, window: tuple[float, float] | None) -> TelemetrySummary:
-    """Summarise ``raw_dir/telemetry`` over ``window`` (epoch seconds; None = everything)."""
+def analyse_telemetry(raw_dir: Path, window: tuple[float, float] | None,
+                      series_from: float | None = None) -> TelemetrySummary:
+    """Summarise ``raw_dir/telemetry`` over ``window`` (epoch seconds; None = everything).
+
+    The figures cover the window; the time series (``summary.series``) start at
+    ``series_from`` when given (the iteration's start, warm-up included), so that plots put
+    every series on the same time axis as the iteration's TPS."""
     tdir = Path(raw_dir) / "telemetry"
     summary = TelemetrySummary()
     meta = _load_json(tdir / "meta.json")
@@ -401,11 +406,16 @@ def analyse_telemetry(raw_dir: Path, window: tuple[float, float] | None) -> Tele
     if len(ticks) >= 2:
         summary.duration_s = ticks[-1].t - ticks[0].t
         _host_summaries(summary, ticks, meta)
+        series_start = min(series_from, start) if series_from is not None else start
+        _host_series(summary, _host_ticks(tdir, series_start, end, interval_s))
     else:
         summary.notes.append("fewer than two host samples in the window")
     if summary.server_sampled:
         summary.waits, wait_t, wait_aas = _waits(tdir, start, end, meta)
         summary.series.wait_t, summary.series.wait_aas = wait_t, wait_aas
+        if series_from is not None and series_from < start:
+            _, wait_t, wait_aas = _waits(tdir, series_from, end, meta)
+            summary.series.wait_t, summary.series.wait_aas = wait_t, wait_aas
         _pg_stats(summary, tdir, start, end, interval_s)
         _checkpoint_log(summary, tdir, start, end)
     summary.smart = _smart(tdir)
@@ -482,10 +492,18 @@ def coefficient_of_variation(values: list[float], floor: float = 0.0) -> float |
 # ===== host ==============================================================================
 
 def _host_ticks(tdir: Path, start: float, end: float, interval_s: float) -> list[HostTick]:
+    """The window's host samples, partial intervals dropped: a tick less than half an
+    interval after the previous one (the final tick taken when the load stops) makes a
+    rate over a few milliseconds, a cliff in every plot and noise in every CV."""
     # A tick at most half an interval outside the window still describes the window's edge.
     slack = interval_s / 2
-    return [HostTick.from_raw(r) for r in read_jsonl(tdir / "host_raw.jsonl")
-            if _in_window(float(r["t"]), start, end, slack)]
+    ticks = [HostTick.from_raw(r) for r in read_jsonl(tdir / "host_raw.jsonl")
+             if _in_window(float(r["t"]), start, end, slack)]
+    kept: list[HostTick] = []
+    for tick in ticks:
+        if not kept or tick.mono - kept[-1].mono >= interval_s / 2:
+            kept.append(tick)
+    return kept
 
 
 def _host_summaries(summary: TelemetrySummary, ticks: list[HostTick], meta: dict) -> None:
@@ -499,6 +517,12 @@ def _host_summaries(summary: TelemetrySummary, ticks: list[HostTick], meta: dict
     summary.devices = _devices(disks, ticks, role_of)
     summary.memory = _memory(ticks)
     summary.contamination = contamination(summary, ticks)
+
+
+def _host_series(summary: TelemetrySummary, ticks: list[HostTick]) -> None:
+    """Per-interval CPU and disk rates over ``ticks`` (which may start before the window)."""
+    stats = [procfs.parse_proc_stat(t.stat) for t in ticks]
+    disks = [procfs.parse_diskstats(t.diskstats) for t in ticks]
     s = summary.series
     s.host_t = [t.t for t in ticks[1:]]
     for prev, cur in zip(stats, stats[1:], strict=False):

@@ -16,6 +16,7 @@ It describes the runs; whether a difference is more than noise is the metrics ta
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
@@ -184,9 +185,9 @@ def _side(obs: list[_Observation]) -> IoSide:
         setattr(side, attr, _weighted(obs, stat))
     reads, writes = [], []
     for o in obs:
-        series = o.telemetry.series
-        writes += series.disk_w_s.get(o.device.device, [])
-        reads += series.disk_r_s.get(o.device.device, [])
+        _times, w, r = _window_series(o)
+        writes += w
+        reads += r
     side.samples = len(writes)
     side.write_iops_cv = coefficient_of_variation(writes, MIN_IOPS_FOR_CV)
     side.read_iops_cv = coefficient_of_variation(reads, MIN_IOPS_FOR_CV)
@@ -240,9 +241,22 @@ def _as_pct(fraction: float | None) -> float | None:
 def _traces(side: str, obs: list[_Observation]) -> list[IoTrace]:
     out = []
     for o in obs:
-        series = o.telemetry.series
-        values = series.disk_w_s.get(o.device.device, [])
-        times = series.host_t[:len(values)]
+        times, values, _r = _window_series(o)
         out.append(IoTrace(side=side, run=o.run, iteration=o.iteration, device=o.device.device,
                            seconds=[t - o.window_start for t in times], write_iops=list(values)))
     return out
+
+
+def _window_series(o: _Observation) -> tuple[list[float], list[float], list[float]]:
+    """The device's per-second write and read rates inside the measured window (the series
+    start with the warm-up, for the run report's plots)."""
+    t = o.telemetry
+    series = t.series
+    w = series.disk_w_s.get(o.device.device, [])
+    r = series.disk_r_s.get(o.device.device, [])
+    start = t.window_start if t.window_start is not None else -math.inf
+    end = t.window_end if t.window_end is not None else math.inf
+    # A sample ends at host_t; half a second of slack matches the window's own edge ticks.
+    keep = [i for i, at in enumerate(series.host_t[:len(w)]) if start + 0.5 <= at <= end + 0.5]
+    return ([series.host_t[i] for i in keep], [w[i] for i in keep],
+            [r[i] for i in keep if i < len(r)])

@@ -282,7 +282,8 @@ def add_telemetry(summary: IterationSummary, it_dir: Path, duration_s: float,
 
     if (it_dir / "telemetry" / "meta.json").exists():
         window = (summary.window_start_epoch, summary.window_start_epoch + duration_s)
-        summary.telemetry = analyse_telemetry(it_dir, window)
+        summary.telemetry = analyse_telemetry(
+            it_dir, window, series_from=summary.window_start_epoch - summary.warmup_s)
         other = summary.telemetry.contamination
         summary.contaminated, summary.contamination = other.contaminated, other.finding
         if summary.telemetry.server_sampled:
