@@ -26,7 +26,7 @@ from pgdyno.analysis import telemetry as t
 from pgdyno.analysis.hosttick import CLK_TCK, HostTick, workload_io
 from pgdyno.analysis.summary import IterationSummary, LatencyStats, stability_warnings
 from pgdyno.analysis.telemetry import OTHER_MIN_CORES, OTHER_SHARE_PCT
-from tests.conftest import make_shared_dir, postgres_processes
+from tests.conftest import make_shared_dir, postgres_processes, run_cli
 
 # Rounding of per-process ticks (10 ms each) at the window's edges, and the half-interval
 # by which the sampler's window and the oracle's samples may differ.
@@ -157,8 +157,17 @@ def test_run_beside_a_cpu_hog_is_contaminated_by_its_share(own_workdir: Path) ->
     assert c["other_cores"] >= hog_cores - TOLERANCE_CORES, (c, hog_cores)
     assert summary["iterations"][0]["contaminated"], c
     assert "other processes used" in summary["iterations"][0]["contamination"]
-    md = (next(results.glob("*/select-only-*")) / "report.md").read_text()
+    run = next(results.glob("*/select-only-*"))
+    md = (run / "report.md").read_text()
     assert "other-load" in md and c["finding"] in md
+    # compare says so too, with the figure, for each side holding such an iteration.
+    out = run_cli(["compare", str(run), str(run), "--results-dir", str(results)], own_workdir)
+    assert out.returncode == 0, out.stderr
+    name = f"{run.parent.name}/{run.name}"
+    for side in ("A", "B"):
+        assert f"contaminated: {side} {name}, 2 clients #1: {c['finding']}" in out.stdout
+    report = next(results.glob("comparisons/*/compare.md")).read_text()
+    assert "**Contaminated**" in report and c["finding"] in report
 
 
 @pytest.mark.server

@@ -137,6 +137,8 @@ def compare(
     write_comparison(cmp, a_runs, b_runs, target)
     for line in headline(cmp):
         typer.echo(line.replace("**", ""))
+    for line in cmp.contaminated:
+        typer.echo(f"contaminated: {line}")
     typer.echo(f"report: {target / 'compare.md'}")
 
 

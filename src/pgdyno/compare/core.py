@@ -107,7 +107,15 @@ def compare_runs(baseline: list[RunData], candidate: list[RunData], *,
         candidate_runs=[str(r.path) for r in candidate], confidence=confidence,
         changes=settings_diff(baseline[-1].manifest, candidate[-1].manifest),
         metrics=metrics, method_note=method_note(confidence, metrics, bool(profiles)),
-        notes=notes, io_profiles=profiles, headline_metric=headline_metric(declared).name)
+        notes=notes, io_profiles=profiles, headline_metric=headline_metric(declared).name,
+        contaminated=_contaminated("A", baseline, common) + _contaminated("B", candidate, common))
+
+
+def _contaminated(side: str, runs: list[RunData], clients: list[int]) -> list[str]:
+    """The compared iterations that other load on the host disturbed, with the figure."""
+    return [f"{side} {run.name}, {it.clients} clients #{it.iteration}: {it.contamination}"
+            for run in runs for c in clients for it in run.iterations(c)
+            if it.status == "ok" and it.contaminated]
 
 
 def compare_values(clients: int, name: str, unit: str, direction: int, a: list[float],

@@ -79,6 +79,9 @@ class Comparison:
     """Seed 000's I/O profile per client count and device (empty without telemetry)."""
     headline_metric: str = "tps"
     """The workload's headline figure (tps, nopm, events_per_s): the verdict lines."""
+    contaminated: list[str] = field(default_factory=list)
+    """Iterations measured while other load took a material share of the host, with the
+    figure ("A run/…, 4 clients #2: other processes used 0.9 of 2 cores (45% of busy CPU)")."""
 
     def chart_clients(self) -> int | None:
         """The client count the plots show: the highest with a headline figure."""

@@ -151,6 +151,11 @@ def build_compare_document(cmp: Comparison, images: dict[str, str]) -> Document:
     verdict = Section("Verdict", paragraphs=[f"A (baseline): {cmp.baseline_label}; "
                                              f"B (candidate): {cmp.candidate_label}.",
                                              *headline(cmp)])
+    if cmp.contaminated:
+        verdict.paragraphs.append(
+            f"**Contaminated**: {len(cmp.contaminated)} compared iteration(s) ran while other "
+            "processes took a material share of the host, so a difference may be theirs, "
+            "not the configs': " + "; ".join(cmp.contaminated) + ".")
     verdict.paragraphs += [f"Note: {n}" for n in cmp.notes]
     metrics = Section("Metrics")
     for clients in sorted({m.clients for m in cmp.metrics}, key=lambda c: (c == 0, c)):

@@ -14,7 +14,7 @@ from typing import Any
 from pgdyno import serde
 from pgdyno.analysis.summary import ClientSummary, IterationSummary, RunSummary, load_summary
 from pgdyno.errors import UsageError
-from pgdyno.results.index import RunIndex
+from pgdyno.results.index import find_run
 from pgdyno.results.manifest import load_manifest, manifest_to_dict
 
 NOTES_FILE = "notes.md"
@@ -79,14 +79,20 @@ class RunData:
 
 
 def load_run(path: Path) -> RunData:
-    """A run from its directory; a damaged or unknown-version file is one clear line."""
+    """A run from its directory; a damaged or unknown-version file is one clear line.
+
+    A run without summary.json (its report was never built) loads with ``summary`` None;
+    a summary.json that is there but cannot be read is an error, a directory in its place
+    too."""
     path = Path(path)
-    if not (path / "manifest.json").is_file():
-        raise UsageError(f"{path}: not a pgdyno run directory (manifest.json is missing)")
+    manifest_path = path / "manifest.json"
+    if not (manifest_path.exists() or manifest_path.is_symlink()):
+        raise UsageError(f"{manifest_path}: missing; {path} is not a complete pgdyno run "
+                         "directory")
     manifest = manifest_to_dict(load_manifest(path))
     summary = None
     summary_path = path / "summary.json"
-    if summary_path.is_file():
+    if summary_path.exists() or summary_path.is_symlink():
         summary = load_summary(summary_path)
     return RunData(path=path, manifest=manifest, summary=summary,
                    telemetry=_telemetry(summary), notes=read_notes(path),
@@ -103,19 +109,11 @@ def _telemetry(summary: RunSummary | None) -> dict[str, Any] | None:
 
 
 def resolve_run(ref: str, results_dir: Path) -> Path:
-    """A run given as a directory, or as an id / suffix known to the results index."""
-    path = Path(ref)
-    if (path / "manifest.json").is_file():
-        return path
-    row = RunIndex(results_dir).get(ref)
-    if row is not None:
-        candidate = Path(row.run_id)
-        if not candidate.is_absolute():
-            candidate = results_dir / candidate
-        if (candidate / "manifest.json").is_file():
-            return candidate
-    raise UsageError(f"run {ref}: neither a run directory nor a run in {results_dir}; "
-                     "list runs with `pgdyno runs`")
+    """A run given as a directory, or as an id / suffix known to the results index; its
+    manifest is read, so that a damaged run is named before anything is done with it."""
+    path = find_run(ref, results_dir)
+    load_manifest(path)
+    return path
 
 
 def context_runs(results_dir: Path, context: str) -> list[RunData]:
@@ -135,7 +133,8 @@ def read_notes(path: Path) -> list[str]:
     file = Path(path) / NOTES_FILE
     if not file.is_file():
         return []
-    return [line[2:].strip() for line in file.read_text().splitlines()
+    # Edited by hand: a stray byte that is not UTF-8 must not make the run unreadable.
+    return [line[2:].strip() for line in file.read_text(errors="replace").splitlines()
             if line.startswith("- ") and line[2:].strip()]
 
 
@@ -144,10 +143,14 @@ def add_note(path: Path, text: str, stamp: str) -> Path:
     text = " ".join(text.split())
     if not text:
         raise UsageError("note: the text is empty")
-    if not file.exists():
-        file.write_text(f"# Notes on {Path(path).name}\n\nOne note per '- ' line; edit freely.\n\n")
-    with file.open("a") as fh:
-        fh.write(f"- {stamp}: {text}\n")
+    try:
+        if not file.exists():
+            file.write_text(f"# Notes on {Path(path).name}\n\nOne note per '- ' line; "
+                            "edit freely.\n\n")
+        with file.open("a") as fh:
+            fh.write(f"- {stamp}: {text}\n")
+    except OSError as exc:
+        raise UsageError(f"{file}: cannot add the note ({exc.strerror or exc})") from None
     return file
 
 
