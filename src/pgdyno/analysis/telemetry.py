@@ -978,8 +978,8 @@ def _hardware_limits(s: TelemetrySummary) -> list[HardwareLimit]:
         rows.append(HardwareLimit(
             f"{info.role} device {dev.device} busy time", 100.0, "%util", dev.util_pct.avg,
             dev.util_pct.peak, dev.util_pct.avg,
-            f"{(dev.r_s.avg or 0) + (dev.w_s.avg or 0):.0f} IOPS, "
-            f"{(dev.rmb_s.avg or 0) + (dev.wmb_s.avg or 0):.1f} MB/s, "
+            f"{(dev.r_s.avg or 0) + (dev.w_s.avg or 0):,.0f} IOPS, "
+            f"{(dev.rmb_s.avg or 0) + (dev.wmb_s.avg or 0):,.1f} MB/s, "
             f"aqu-sz {dev.aqu_sz.avg or 0:.2f}; IOPS limit unknown"))
     mem = s.memory
     if mem.mem_total_kb and mem.cached_kb.avg is not None:

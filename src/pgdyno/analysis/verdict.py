@@ -356,8 +356,8 @@ def _evidence(s: TelemetrySummary, x: _Inputs, storm: bool,
         if dev is None:
             return f"{role} device unknown"
         return (f"{role} device {dev.device} {dev.util_pct.avg or 0:.0f}% utilised, "
-                f"r/s {dev.r_s.avg or 0:.0f} (r_await {dev.r_await_ms.avg or 0:.2f} ms), "
-                f"w/s {dev.w_s.avg or 0:.0f} (w_await {dev.w_await_ms.avg or 0:.2f} ms), "
+                f"r/s {dev.r_s.avg or 0:,.0f} (r_await {dev.r_await_ms.avg or 0:,.2f} ms), "
+                f"w/s {dev.w_s.avg or 0:,.0f} (w_await {dev.w_await_ms.avg or 0:,.2f} ms), "
                 f"aqu-sz {dev.aqu_sz.avg or 0:.2f}")
 
     ev = s.waits.by_event
@@ -379,12 +379,12 @@ def _evidence(s: TelemetrySummary, x: _Inputs, storm: bool,
         DATA_READS: [f"{_pct(x.read_share)} of active session time waiting on data-file reads "
                      f"({class_events(ev, DATA_READS)}; {aas_line})", dev_line("data", data),
                      f"cache hit {s.database.cache_hit_pct or 0:.1f}%, "
-                     f"{s.database.blks_read_per_s or 0:.0f} blocks read/s"]
+                     f"{s.database.blks_read_per_s or 0:,.0f} blocks read/s"]
                     + ([workers] if workers else []),
         WAL: [f"{_pct(x.wal_share)} of active session time in WAL waits "
               f"({class_events(ev, WAL)})",
               dev_line("wal", wal),
-              f"{s.wal.syncs_per_s or 0:.0f} WAL syncs/s, "
+              f"{s.wal.syncs_per_s or 0:,.0f} WAL syncs/s, "
               f"{(s.wal.bytes_per_s or 0) / 1e6:.1f} MB/s of WAL"]
              + ([f"{_pct(x.fpi_bytes_share)} of WAL bytes are full-page images caused by "
                  "checkpoints (credited to the checkpoint storm)"] if storm else []),
@@ -400,7 +400,7 @@ def _evidence(s: TelemetrySummary, x: _Inputs, storm: bool,
                            f"{_pct(x.ckpt_write_share)} of active session time in "
                            f"checkpoint-related waits ({class_events(ev, CHECKPOINT_STORM)})",
                            f"checkpoint write {ck.write_s:.1f} s, sync {ck.sync_s:.1f} s; "
-                           f"buffers written by checkpointer {ck.buffers_checkpoint or 0:.0f}, "
-                           f"bgwriter {ck.buffers_bgwriter or 0:.0f}, "
-                           f"backends {ck.buffers_backend or 0:.0f}"],
+                           f"buffers written by checkpointer {ck.buffers_checkpoint or 0:,.0f}, "
+                           f"bgwriter {ck.buffers_bgwriter or 0:,.0f}, "
+                           f"backends {ck.buffers_backend or 0:,.0f}"],
     }
