@@ -115,3 +115,31 @@ def test_dsn_target_is_never_restarted_and_password_never_written(server, workdi
     assert "s3cret-pw" not in proc.stdout + proc.stderr
     refused = run_cli(["bench", "select-only", "--dsn", dsn, "--config", "tuned"], workdir)
     assert refused.returncode == 2 and "never changes" in refused.stderr
+
+
+def test_dsn_role_without_pg_checkpoint_runs_and_says_so(server, workdir: Path) -> None:
+    import psycopg
+
+    from pgdyno.runner.bench import NO_CHECKPOINT
+
+    admin = server.admin_connection().conninfo("postgres")
+    with psycopg.connect(admin, autocommit=True) as db:
+        db.execute("DROP DATABASE IF EXISTS plain_db WITH (FORCE)")
+        db.execute("DROP ROLE IF EXISTS plain_role")
+        db.execute("CREATE ROLE plain_role LOGIN")
+        db.execute("CREATE DATABASE plain_db OWNER plain_role")
+    try:
+        conn = server.connection()
+        results = make_shared_dir("pgdyno-results-")
+        dsn = f"host={conn.host} port={conn.port} user=plain_role dbname=plain_db"
+        proc = run_cli(["bench", "select-only", "--dsn", dsn, "--clients", "1", "--duration",
+                        "1", "--warmup", "0", "--iterations", "2", "--scale", "1",
+                        "--no-telemetry", "--no-progress", "--results-dir", str(results)],
+                       workdir)
+        assert proc.returncode == 0, proc.stderr
+        manifest = json.loads(next(results.glob("*/*/manifest.json")).read_text())
+        assert manifest["status"] == "ok" and manifest["notes"].count(NO_CHECKPOINT) == 1
+    finally:
+        with psycopg.connect(admin, autocommit=True) as db:
+            db.execute("DROP DATABASE IF EXISTS plain_db WITH (FORCE)")
+            db.execute("DROP ROLE IF EXISTS plain_role")

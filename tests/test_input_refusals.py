@@ -61,3 +61,27 @@ def test_tprocc_input_is_refused_before_anything(tmp_path: Path, args: list[str]
     assert out.returncode == 2, out.stderr
     assert len(out.stderr.strip().splitlines()) == 1, out.stderr
     assert not results.exists()
+
+
+@pytest.mark.parametrize(("body", "words"), [
+    ("\\set x random(1,\nSELECT 1;\n", ['syntax error in command "set"']),
+    ("\\sleepy 3\nSELECT 1;\n", ['invalid command in command "sleepy"']),
+    ("\\set aid random(1, :nosuch)\nSELECT :aid;\n", []),  # parses; fails only when run
+])
+def test_scripts_are_parsed_by_pgbench_before_anything(tmp_path: Path, body: str,
+                                                        words: list[str]) -> None:
+    script = tmp_path / "mine.sql"
+    script.write_text(body)
+    results = tmp_path / "results"
+    out = run_cli(["bench", "custom", "--script", str(script), "--results-dir", str(results),
+                   "--clients", "1", "--duration", "1", "--no-progress", "--scale", "1",
+                   "--dsn", f"host=127.0.0.1 port={_closed_port()} dbname=x user=x"],
+                  tmp_path / "work")
+    assert out.returncode == 2, out.stderr
+    (line,) = out.stderr.strip().splitlines()
+    if words:  # pgbench's own words, about the script
+        assert line.startswith("pgdyno: error: --script: pgbench refuses it: ")
+        assert str(script) in line and all(w in line for w in words), line
+    else:  # a script pgbench accepts goes on to the next check (here: the DSN)
+        assert "--dsn" in line and "cannot connect" in line, line
+    assert not results.exists()

@@ -226,6 +226,11 @@ class Workload(Protocol):
         it may adjust shared options (TPROC-C's --vus are the clients)."""
         ...
 
+    def check_with_target(self, opts: BenchOptions, install: PgInstall | None) -> None:
+        """Refuse input only the target's programs can judge (pgbench parsing a user's
+        script), before anything is created."""
+        ...
+
     def dataset_bytes(self, opts: BenchOptions) -> int | None:
         """Size of the dataset the run builds (the config engine sizes memory by it)."""
         ...

@@ -178,6 +178,9 @@ class Cpu:
                           per_clients=per_clients, iterations=iterations,
                           warnings=stability_warnings(iterations))
 
+    def check_with_target(self, opts: BenchOptions, install: object | None) -> None:
+        """Nothing to check against a server: sysbench is checked when it runs."""
+
     def common_report(self, opts: BenchOptions | None = None) -> bool:
         return False
 

@@ -18,6 +18,7 @@ import math
 import os
 import re
 import shutil
+import subprocess
 import threading
 import time
 from dataclasses import dataclass
@@ -37,7 +38,7 @@ from pgdyno.analysis.summary import (
     summarise_iteration,
 )
 from pgdyno.analysis.verdict import Paced
-from pgdyno.errors import RunFailed
+from pgdyno.errors import RunFailed, UsageError
 from pgdyno.results.rundir import IterationRecord, RunDirectory, RunPlan, write_json_atomic
 from pgdyno.targets import ConnectionInfo, PgInstall
 from pgdyno.workloads.base import (
@@ -73,6 +74,25 @@ class ScriptSpec:
         if self.builtin:
             return ["-b", f"{self.builtin}@{self.weight}"]
         return ["-f", f"{self.path}@{self.weight}"]
+
+
+NO_SERVER = "/nonexistent-pgdyno-parse-check"
+"""A socket directory that cannot exist: pgbench parses its scripts, then fails to connect."""
+
+
+def check_scripts(install: PgInstall, scripts: list[ScriptSpec]) -> None:
+    """Let pgbench itself parse the user's scripts (it does so before connecting) and
+    refuse them with its own message, in one line."""
+    args = [a for s in scripts for a in s.pgbench_args()]
+    cmd = [install.program("pgbench"), "-n", "-t", "1", *args, "-h", NO_SERVER, "-p", "1",
+           "pgdyno"]
+    try:
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=60, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise UsageError(f"--script: pgbench could not check the scripts ({exc})") from None
+    lines = [line.strip() for line in out.stderr.splitlines() if line.strip()]
+    if lines and NO_SERVER not in lines[0] and "could not create connection" not in lines[0]:
+        raise UsageError("--script: pgbench refuses it: " + " | ".join(lines[:3]))
 
 
 def pgbench_command(install: PgInstall, conn: ConnectionInfo, opts: BenchOptions,
@@ -121,8 +141,9 @@ class PgbenchWorkload:
         cores = len(os.sched_getaffinity(0))
         return tuple(cores * k for k in CLIENTS_PER_CORE)
 
-    def validate(self, opts: BenchOptions) -> BenchOptions:
-        return opts
+    def check_with_target(self, opts: BenchOptions, install: PgInstall | None) -> None:
+        """Input that only the target's programs can judge, checked before anything is
+        created (a UsageError when it is refused); nothing by default."""
 
     def dataset_bytes(self, opts: BenchOptions) -> int | None:
         return None

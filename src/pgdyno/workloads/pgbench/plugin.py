@@ -13,9 +13,10 @@ from typing import Any, ClassVar
 
 from pgdyno.config.sizing import PGBENCH_BYTES_PER_SCALE
 from pgdyno.errors import UsageError
+from pgdyno.targets import PgInstall
 from pgdyno.workloads.base import BenchOptions, Prepared, RunContext, option
 from pgdyno.workloads.checks import check_positive, exclusive, parse_size_option
-from pgdyno.workloads.engine.pgbench import PgbenchWorkload, ScriptSpec
+from pgdyno.workloads.engine.pgbench import PgbenchWorkload, ScriptSpec, check_scripts
 from pgdyno.workloads.pgbench.dataset import initialise
 
 DEFAULT_SCALE = 10
@@ -71,6 +72,13 @@ class PgbenchBuiltin(PgbenchWorkload):
             raise UsageError(f"workload {self.name} needs at least one --script FILE[@WEIGHT]")
         return dataclasses.replace(opts, workload_options=PgbenchOptions(scale=scale,
                                                                          script=scripts))
+
+    def check_with_target(self, opts: BenchOptions, install: PgInstall | None) -> None:
+        """pgbench itself parses the user's scripts (an invalid meta-command or expression
+        is refused in pgbench's words before a run directory exists)."""
+        user = [s for s in self.scripts(opts) if s.path is not None]
+        if user and install is not None:
+            check_scripts(install, user)
 
     def scripts(self, opts: BenchOptions) -> list[ScriptSpec]:
         specs = [parse_script(s) for s in opts.workload_options.script]
