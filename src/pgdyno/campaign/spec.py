@@ -28,20 +28,33 @@
 
 from __future__ import annotations
 
-import tomllib
+import types
+import typing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pgdyno.config.pgcatalog import for_install
+from pgdyno.config.profiles import catalogue_names, load_hardware
+from pgdyno.config.resolve import check_config_source
+from pgdyno.config.userfile import control_character, read_toml, toml_type
 from pgdyno.errors import UsageError
 from pgdyno.results.manifest import BenchOptions
-from pgdyno.runner.options import build_options, defaults
+from pgdyno.runner.options import all_options, build_options, defaults
+from pgdyno.targets import TargetSpec
+from pgdyno.targets.binaries import embedded_install, install_from_dir
+from pgdyno.targets.dsn import dsn_connection
+from pgdyno.targets.local import check_directory_option, check_owned_settings
+from pgdyno.workloads import registry
 
 CAMPAIGN_KEYS = {"name", "context", "results_dir", "hardware", "workloads", "clients", "repeat"}
 CONFIG_KEYS = {"label", "config", "set"}
 # Options a campaign decides itself, per cell.
 CELL_OWNED = {"workload", "clients", "config", "set_", "set", "context", "results_dir",
               "progress"}
+ACCEPTED_FILE = "a campaign TOML file with [campaign], [bench] and [[config]]"
+TABLES = {"campaign": "a table [campaign]", "bench": "a table [bench]",
+          "config": "an array of tables [[config]]"}
 
 
 @dataclass(frozen=True)
@@ -109,51 +122,170 @@ def bench_defaults() -> dict[str, Any]:
 
 
 def load_spec(path: Path, results_dir: Path | None = None) -> CampaignSpec:
-    try:
-        data = tomllib.loads(Path(path).read_text())
-    except FileNotFoundError:
-        raise UsageError(f"campaign {path}: no such file") from None
-    except tomllib.TOMLDecodeError as exc:
-        detail = " ".join(str(exc).split())
-        raise UsageError(f"campaign {path}: not valid TOML ({detail})") from None
-    unknown = set(data) - {"campaign", "bench", "config"}
-    if unknown:
-        raise UsageError(f"campaign {path}: unknown table(s) {', '.join(sorted(unknown))}; "
-                         "accepted: [campaign], [bench], [[config]]")
+    """Read and check a campaign file: every key's type and value, every config and
+    option, before anything is created (the journal is written only once this returns)."""
+    data = read_toml(path, f"campaign {path}", ACCEPTED_FILE)
+    _check_tables(data, path)
     camp = data.get("campaign", {})
     bad = set(camp) - CAMPAIGN_KEYS
     if bad:
         raise UsageError(f"campaign {path}: [campaign] {', '.join(sorted(bad))} unknown; "
                          f"accepted: {', '.join(sorted(CAMPAIGN_KEYS))}")
-    bench = data.get("bench", {})
-    allowed = set(bench_defaults()) - CELL_OWNED
-    bad = {k for k in bench if k.replace("-", "_") not in allowed}
-    if bad:
-        raise UsageError(f"campaign {path}: [bench] {', '.join(sorted(bad))} not accepted; "
-                         "workload, clients, config, set, context and results_dir belong to "
-                         "[campaign] or [[config]]")
+    bench = _bench(data.get("bench", {}), path)
     configs = [_config(c, path) for c in data.get("config", [{"label": "default"}])]
     labels = [c.label for c in configs]
     if len(set(labels)) != len(labels):
-        raise UsageError(f"campaign {path}: config labels must be unique ({', '.join(labels)})")
-    workloads = _str_list(camp.get("workloads", ["tpcb"]), "workloads", path)
-    clients = camp.get("clients", [8])
-    if isinstance(clients, int):
-        clients = [clients]
-    if not clients or not all(isinstance(c, int) and c > 0 for c in clients):
-        raise UsageError(f"campaign {path}: clients = {clients!r}; expected positive integers")
-    repeat = camp.get("repeat", 1)
-    if not isinstance(repeat, int) or repeat < 1:
-        raise UsageError(f"campaign {path}: repeat = {repeat!r}; expected an integer >= 1")
-    name = str(camp.get("name") or Path(path).stem)
+        raise UsageError(f"campaign {path}: config labels must be unique ({', '.join(labels)}); "
+                         "accepted: a different label for each [[config]]")
+    name = _dir_name(camp, "name", path) or Path(path).stem
+    given_dir = _optional_str(camp, "results_dir", path)
     spec = CampaignSpec(
-        name=name, path=Path(path), workloads=workloads, clients=list(clients), repeat=repeat,
-        configs=configs, bench=dict(bench), context=camp.get("context"),
-        results_dir=Path(results_dir or camp.get("results_dir", "results")),
-        hardware=camp.get("hardware"))
-    for cell in spec.cells()[:len(configs) * len(workloads)]:
-        spec.options_for(cell)  # validate every option before the first run starts
+        name=name, path=Path(path), workloads=_workloads(camp, path),
+        clients=_clients(camp, path), repeat=_repeat(camp, path), configs=configs,
+        bench=bench, context=_dir_name(camp, "context", path),
+        results_dir=Path(results_dir or given_dir or "results"),
+        hardware=_hardware(camp, path))
+    _check_options(spec)
     return spec
+
+
+# ----- tables and keys -------------------------------------------------------------------------
+
+def _check_tables(data: dict[str, Any], path: Path) -> None:
+    unknown = set(data) - set(TABLES)
+    if unknown:
+        raise UsageError(f"campaign {path}: unknown table(s) {', '.join(sorted(unknown))}; "
+                         "accepted: [campaign], [bench], [[config]]")
+    for key, accepted in TABLES.items():
+        if key not in data:
+            continue
+        value = data[key]
+        ok = (all(isinstance(v, dict) for v in value) if isinstance(value, list)
+              else False) if key == "config" else isinstance(value, dict)
+        if not ok:
+            raise UsageError(f"campaign {path}: {key} is {toml_type(value)}; accepted: "
+                             f"{accepted}")
+    if data.get("config") == []:
+        raise UsageError(f"campaign {path}: config is an empty array; accepted: one or more "
+                         "[[config]] tables (or none at all: the stock config)")
+
+
+def _wrong(path: Path, where: str, key: str, value: Any, accepted: str) -> UsageError:
+    shown = repr(value)
+    shown = shown if len(shown) <= 60 else shown[:57] + "..."
+    return UsageError(f"campaign {path}: {where} {key} = {shown} is {toml_type(value)}; "
+                      f"accepted: {accepted}")
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _optional_str(table: dict[str, Any], key: str, path: Path) -> str | None:
+    value = table.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value.strip() or control_character(value):
+        raise _wrong(path, "[campaign]", key, value, "a non-empty string on one line")
+    return value
+
+
+def _dir_name(table: dict[str, Any], key: str, path: Path) -> str | None:
+    """A name that becomes a directory of its own under the results directory."""
+    value = _optional_str(table, key, path)
+    if value is not None and ("/" in value or "\\" in value or value in (".", "..")):
+        raise UsageError(f"campaign {path}: [campaign] {key} = {value!r} would leave the "
+                         f"results directory; accepted: a name without / (e.g. tuning-1)")
+    return value
+
+
+def _workloads(camp: dict[str, Any], path: Path) -> list[str]:
+    value = camp.get("workloads", ["tpcb"])
+    if isinstance(value, str):
+        value = [value]
+    accepted = f"a list of one or more of {', '.join(registry.names())}"
+    if not isinstance(value, list) or not value:
+        raise _wrong(path, "[campaign]", "workloads", value, accepted)
+    for item in value:
+        if not isinstance(item, str) or item not in registry.WORKLOADS:
+            raise UsageError(f"campaign {path}: [campaign] workloads: {item!r} is not a "
+                             f"workload; accepted: {accepted}")
+    if len(set(value)) != len(value):
+        raise UsageError(f"campaign {path}: [campaign] workloads = {value!r} names one twice; "
+                         "accepted: each workload once")
+    return list(value)
+
+
+def _clients(camp: dict[str, Any], path: Path) -> list[int]:
+    value = camp.get("clients", [8])
+    if _is_int(value):
+        value = [value]
+    accepted = "a positive integer or a list of them, each once (e.g. [4, 16])"
+    if (not isinstance(value, list) or not value
+            or not all(_is_int(c) and c > 0 for c in value) or len(set(value)) != len(value)):
+        raise _wrong(path, "[campaign]", "clients", value, accepted)
+    return list(value)
+
+
+def _repeat(camp: dict[str, Any], path: Path) -> int:
+    value = camp.get("repeat", 1)
+    if not _is_int(value) or value < 1:
+        raise _wrong(path, "[campaign]", "repeat", value, "an integer >= 1")
+    return value
+
+
+def _hardware(camp: dict[str, Any], path: Path) -> str | None:
+    value = _optional_str(camp, "hardware", path)
+    if value is not None and value != "detect" and value not in catalogue_names():
+        try:
+            load_hardware(value)
+        except UsageError as exc:
+            raise UsageError(f"campaign {path}: [campaign] hardware: {exc}") from None
+    return value
+
+
+def _bench(table: dict[str, Any], path: Path) -> dict[str, Any]:
+    """[bench], keys as Python names, each value of its option's type."""
+    options = {o.name: o for o in all_options()}
+    allowed = set(bench_defaults()) - CELL_OWNED
+    out: dict[str, Any] = {}
+    for key, value in table.items():
+        name = key.replace("-", "_")
+        if name not in allowed:
+            raise UsageError(f"campaign {path}: [bench] {key} not accepted; workload, clients, "
+                             "config, set, context and results_dir belong to [campaign] or "
+                             "[[config]]; accepted: the long options of `pgdyno bench`")
+        if name in out:
+            raise UsageError(f"campaign {path}: [bench] {key} given twice (with - and _); "
+                             "accepted: one of them")
+        out[name] = _typed(value, options[name].type, key, path)
+    return out
+
+
+def _typed(value: Any, tp: Any, key: str, path: Path) -> Any:
+    """``value`` as option type ``tp`` takes it (TOML has no null, so None never comes)."""
+    kinds = [t for t in typing.get_args(tp) if t is not type(None)] if isinstance(
+        tp, types.UnionType) else [tp]
+    kind = kinds[0]
+    if kind is bool and isinstance(value, bool):
+        return value
+    if kind is int and _is_int(value):
+        return value
+    if kind is float and isinstance(value, int | float) and not isinstance(value, bool):
+        return float(value)
+    if kind is str and isinstance(value, str):
+        return value
+    if kind is str and _is_int(value):
+        return str(value)  # warehouses = 10 means "10"
+    if kind is Path and isinstance(value, str) and value:
+        return value
+    if typing.get_origin(kind) is list:
+        items = [value] if isinstance(value, str) else value
+        if isinstance(items, list) and all(isinstance(v, str) for v in items):
+            return list(items)
+    accepted = {bool: "true or false", int: "an integer", float: "a number", str: "a string",
+                Path: "a path (a string)"}.get(kind, "a list of strings")
+    raise _wrong(path, "[bench]", key, value, accepted)
 
 
 def _config(entry: dict[str, Any], path: Path) -> ConfigEntry:
@@ -161,8 +293,13 @@ def _config(entry: dict[str, Any], path: Path) -> ConfigEntry:
     if bad:
         raise UsageError(f"campaign {path}: [[config]] {', '.join(sorted(bad))} unknown; "
                          f"accepted: {', '.join(sorted(CONFIG_KEYS))}")
-    config = str(entry.get("config", "default"))
-    label = str(entry.get("label") or config)
+    for key in ("label", "config"):
+        value = entry.get(key)
+        if value is not None and (not isinstance(value, str) or not value.strip()
+                                  or control_character(value)):
+            raise _wrong(path, "[[config]]", key, value, "a non-empty string on one line")
+    config = entry.get("config", "default")
+    label = entry.get("label") or config
     sets = tuple(_str_list(entry.get("set", []), "set", path))
     return ConfigEntry(label=label, config=config, sets=sets)
 
@@ -171,5 +308,44 @@ def _str_list(value: Any, key: str, path: Path) -> list[str]:
     if isinstance(value, str):
         value = [value]
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise UsageError(f"campaign {path}: {key} = {value!r}; expected a list of strings")
+        raise _wrong(path, "[[config]]", key, value, "a list of strings such as "
+                     "[\"synchronous_commit=off\"]")
     return list(value)
+
+
+# ----- options, target and configs, as the runs will use them -----------------------------------
+
+def _check_options(spec: CampaignSpec) -> None:
+    """Every cell's options, the server they name and every config, as the first run would
+    check them: a mistake is found before the journal exists, not at cell 5."""
+    first: BenchOptions | None = None
+    for cell in spec.cells()[:len(spec.configs) * len(spec.workloads)]:
+        try:
+            opts = spec.options_for(cell)
+        except UsageError as exc:
+            raise UsageError(f"campaign {spec.path}: {cell.workload} [[config]] "
+                             f"{cell.config.label}: {exc}") from None
+        first = first or opts
+    assert first is not None  # workloads and configs are never empty
+    try:
+        _check_target(first.target, spec.configs)
+    except UsageError as exc:
+        raise UsageError(f"campaign {spec.path}: {exc}") from None
+
+
+def _check_target(target: TargetSpec, configs: list[ConfigEntry]) -> None:
+    if target.kind == "dsn":
+        dsn_connection(str(target.dsn))
+        return  # configs and sets with a DSN are refused by the options already
+    check_directory_option(target.workdir, "--workdir")
+    check_directory_option(target.wal_dir, "--wal-dir")
+    if all(c.config == "default" and not c.sets for c in configs):
+        return
+    install = install_from_dir(target.pg_bin) if target.pg_bin else embedded_install()
+    catalogue = for_install(install)
+    for entry in configs:
+        try:
+            check_owned_settings(check_config_source(entry.config, list(entry.sets),
+                                                     catalogue))
+        except UsageError as exc:
+            raise UsageError(f"[[config]] {entry.label}: {exc}") from None

@@ -20,12 +20,15 @@ from functools import lru_cache
 from importlib import resources
 
 from pgdyno.config.units import TIME_UNITS_MS, fmt_bytes, split_number, unit_scale
+from pgdyno.config.userfile import control_character
 from pgdyno.errors import UsageError
 
 SNAPSHOT_DIR = "pg_settings"
 BOOL_WORDS = {"on": "on", "off": "off", "true": "on", "false": "off", "yes": "on", "no": "off",
               "1": "on", "0": "off"}
 _BARE_WORD = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# A custom (extension) setting as the server's lexer reads a name: ident(.ident)+.
+_PLACEHOLDER = re.compile(r"^[A-Za-z_][A-Za-z0-9_$]*(\.[A-Za-z_][A-Za-z0-9_$]*)+$")
 
 
 @dataclass(frozen=True)
@@ -103,10 +106,17 @@ class SettingsCatalogue:
 
     def check(self, key: str, value: str, origin: str) -> str:
         """The value in postgresql.conf syntax, or a one-line UsageError naming origin and key."""
+        bad = control_character(str(value)) or control_character(unquote(value))
+        if bad is not None:
+            raise UsageError(f"{origin}: {key} value has a control character ({bad}); "
+                             "accepted: printable text on one line")
         spec = self.specs.get(key)
         if spec is None:
             if "." in key:
                 # an extension placeholder such as pg_stat_statements.max
+                if not _PLACEHOLDER.match(key):
+                    raise UsageError(f"{origin}: {key!r} is not a setting name; accepted: "
+                                     "extension.setting in letters, digits and _")
                 return quote_if_needed(unquote(value))
             close = difflib.get_close_matches(key, self.specs.keys(), n=3)
             hint = f"; did you mean {', '.join(close)}?" if close else ""
@@ -141,17 +151,36 @@ class SettingsCatalogue:
 
 
 def unquote(value: str) -> str:
+    """The value a postgresql.conf token means: a quoted string is read as the server's
+    lexer reads it ('' and \\' are a quote, \\\\ a backslash, \\n a newline, ...)."""
     text = str(value).strip()
     if len(text) >= 2 and text[0] == text[-1] == "'":
-        return text[1:-1].replace("''", "'")
+        return _CONF_ESCAPE.sub(_unescape, text[1:-1])
     return text
 
 
+# One pass, as the lexer reads a quoted string: '' or a backslash and what it escapes.
+_CONF_ESCAPE = re.compile(r"''|\\([0-7]{1,3}|.)", re.DOTALL)
+_CONF_ESCAPES = {"b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
+
+
+def _unescape(match: re.Match[str]) -> str:
+    code = match.group(1)
+    if code is None:
+        return "'"
+    if code[0] in "01234567":
+        return chr(int(code, 8))
+    return _CONF_ESCAPES.get(code, code)
+
+
 def quote_if_needed(text: str) -> str:
-    """Bare for numbers and identifiers, single-quoted otherwise (postgresql.conf syntax)."""
+    """Bare for numbers and identifiers, single-quoted otherwise (postgresql.conf syntax).
+
+    A backslash is doubled: the server's lexer reads backslash escapes inside quotes, so a
+    value ending in a backslash would otherwise leave the string unterminated."""
     if _BARE_WORD.match(text) or _is_float(text):
         return text
-    return "'" + text.replace("'", "''") + "'"
+    return "'" + text.replace("\\", "\\\\").replace("'", "''") + "'"
 
 
 def _is_float(text: str) -> bool:

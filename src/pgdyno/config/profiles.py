@@ -16,6 +16,7 @@ from pgdyno.config.detect import detect_profile
 from pgdyno.config.envfile import profile_from_env
 from pgdyno.config.hardware import STORAGE_KINDS, BlockDevice, HardwareProfile, Volume
 from pgdyno.config.units import parse_size
+from pgdyno.config.userfile import read_text, toml_type
 from pgdyno.errors import UsageError
 
 CATALOGUE_DIR = "catalogue"
@@ -40,12 +41,13 @@ def load_hardware(spec: str) -> HardwareProfile:
         text = resources.files("pgdyno.config").joinpath(CATALOGUE_DIR, f"{spec}.toml").read_text()
         return profile_from_toml(text, origin=f"catalogue {spec}", source=f"catalogue:{spec}")
     path = Path(spec)
-    if path.is_file():
-        if path.suffix == ".env" or path.name.endswith(".env"):
-            return profile_from_env(path.read_text(), origin=str(path))
-        return profile_from_toml(path.read_text(), origin=str(path), source=f"file:{path}")
-    raise UsageError(f"--hardware {spec}: no such profile or file; accepted: detect, "
-                     f"{', '.join(catalogue_names())}, or a .toml/.env file")
+    accepted = f"detect, {', '.join(catalogue_names())}, or a .toml/.env file"
+    if not path.exists():
+        raise UsageError(f"--hardware {spec}: no such profile or file; accepted: {accepted}")
+    text = read_text(path, f"--hardware {spec}", accepted)
+    if path.suffix == ".env" or path.name.endswith(".env"):
+        return profile_from_env(text, origin=str(path))
+    return profile_from_toml(text, origin=str(path), source=f"file:{path}")
 
 
 _SIZE_KEYS = {"ram": "ram_bytes", "size": "size_bytes"}
@@ -57,6 +59,9 @@ def profile_from_toml(text: str, origin: str, source: str = "") -> HardwareProfi
     except tomllib.TOMLDecodeError as exc:
         raise UsageError(f"{origin}: not valid TOML ({exc})") from None
     table = data.get("hardware", data)
+    if not isinstance(table, dict):
+        raise UsageError(f"{origin}: hardware is {toml_type(table)}; accepted: a table "
+                         "[hardware] (name, vcpus, ram, [data], [wal], ...)")
     try:
         fixed = _sizes_to_bytes(dict(table), origin)
         for vol in ("data", "wal"):

@@ -8,7 +8,6 @@ the settings ready for the server's include file with where each came from.
 
 from __future__ import annotations
 
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -32,6 +31,7 @@ from pgdyno.config.sizing import (
 )
 from pgdyno.config.tuned import tuned_settings
 from pgdyno.config.units import human_bytes
+from pgdyno.config.userfile import read_text, read_toml, toml_type
 from pgdyno.config.workloads import classify
 from pgdyno.errors import UsageError
 from pgdyno.serde import from_dict, to_dict
@@ -115,11 +115,7 @@ def build_plan(name: str, inputs: TuneInputs, catalogue: SettingsCatalogue) -> C
     if name == "tuned":
         plan.settings = tuned_settings(inputs, catalogue)
         return plan
-    path = Path(name)
-    if not path.is_file():
-        raise UsageError(f"--config {name}: no such config or file; accepted: "
-                         f"{', '.join(NAMED)} or a .toml/.env config file")
-    return _plan_from_file(path, inputs, catalogue)
+    return _plan_from_file(read_config_file(name), inputs, catalogue)
 
 
 GENERATED_SOURCES = ("pgtune", "tuned", "pgdyno")
@@ -157,35 +153,101 @@ def leave_room(plan: ConfigPlan, inputs: TuneInputs, catalogue: SettingsCatalogu
                      source=setting.source if setting else "pgdyno"))
 
 
-def _plan_from_file(path: Path, inputs: TuneInputs, catalogue: SettingsCatalogue) -> ConfigPlan:
+CONFIG_ACCEPTED = f"{', '.join(NAMED)} or a .toml/.env config file"
+CONFIG_TABLES = {"config": ("name", "base"), "postgresql": ()}
+
+
+@dataclass(frozen=True)
+class ConfigFile:
+    """A user's config file, read and type-checked: its values are still unvalidated text."""
+
+    path: Path
+    name: str
+    base: str
+    settings: tuple[Setting, ...]
+
+
+def read_config_file(name: str) -> ConfigFile:
+    """Read ``--config FILE`` (TOML or .env); every fault is one line naming file and key."""
+    path = Path(name)
+    label = f"--config {name}"
+    if not path.exists():
+        raise UsageError(f"{label}: no such config or file; accepted: {CONFIG_ACCEPTED}")
     origin = str(path)
     if path.suffix == ".env":
-        settings = settings_from_env(parse_env(path.read_text(), origin), origin)
-        plan = ConfigPlan(name=path.stem, inputs=inputs, catalogue=catalogue.source)
-        for s in settings:
-            plan.set(_with_default(s, catalogue))
-        return plan
-    try:
-        data = tomllib.loads(path.read_text())
-    except tomllib.TOMLDecodeError as exc:
-        raise UsageError(f"{origin}: not valid TOML ({' '.join(str(exc).split())})") from None
-    unknown = set(data) - {"config", "postgresql"}
-    if unknown:
-        raise UsageError(f"{origin}: unknown table(s) {', '.join(sorted(unknown))}; "
-                         "accepted: [config] (name, base) and [postgresql]")
+        text = read_text(path, label, CONFIG_ACCEPTED)
+        settings = settings_from_env(parse_env(text, origin), origin)
+        return ConfigFile(path, path.stem, "default", tuple(settings))
+    data = read_toml(path, label, CONFIG_ACCEPTED)
+    for key, value in data.items():
+        if key not in CONFIG_TABLES:
+            what = "table" if isinstance(value, dict) else "key"
+            raise UsageError(f"{origin}: unknown table(s) {key} (a top-level {what}); accepted: "
+                             "[config] (name, base) and [postgresql]")
+        if not isinstance(value, dict):
+            raise UsageError(f"{origin}: {key} is {toml_type(value)}; accepted: a table "
+                             f"[{key}]" + (" (name, base)" if key == "config" else ""))
     meta = data.get("config", {})
-    base = str(meta.get("base", "default"))
+    for key, value in meta.items():
+        if key not in CONFIG_TABLES["config"]:
+            raise UsageError(f"{origin}: [config] {key} unknown; accepted: name, base")
+        if not isinstance(value, str) or not value.strip():
+            raise UsageError(f"{origin}: [config] {key} is {toml_type(value)} ({value!r}); "
+                             "accepted: a non-empty string")
+    base = meta.get("base", "default")
     if base not in NAMED:
         raise UsageError(f"{origin}: [config] base = {base!r}; accepted: {', '.join(NAMED)}")
-    plan = build_plan(base, inputs, catalogue)
-    plan.name = str(meta.get("name", path.stem))
-    for key, value in data.get("postgresql", {}).items():
-        text = _toml_scalar(value)
-        plan.set(_with_default(Setting(group=pg_group(key), key="PG_" + key.upper(), name=key,
-                                       layer="postgresql", apply="pg", value=text,
-                                       rationale=f"set in {origin}", source=f"file:{origin}"),
-                               catalogue))
+    settings = tuple(
+        Setting(group=pg_group(key), key="PG_" + key.upper(), name=key, layer="postgresql",
+                apply="pg", value=text, rationale=f"set in {origin}", source=f"file:{origin}")
+        for key, text in _pg_values(data.get("postgresql", {}), origin))
+    return ConfigFile(path, meta.get("name", path.stem), base, settings)
+
+
+def _pg_values(table: dict[str, Any], origin: str) -> list[tuple[str, str]]:
+    """(setting, value text) of a [postgresql] table. A dotted key such as
+    ``pg_stat_statements.max = 1000`` arrives as a nested table: it names an extension's
+    setting, one level deep."""
+    out = []
+    for key, value in table.items():
+        if isinstance(value, dict):
+            for sub, inner in value.items():
+                out.append((f"{key}.{sub}", _pg_value(f"{key}.{sub}", inner, origin)))
+        else:
+            out.append((key, _pg_value(key, value, origin)))
+    return out
+
+
+def _pg_value(key: str, value: Any, origin: str) -> str:
+    if isinstance(value, str | int | float):  # bool is an int
+        return _toml_scalar(value)
+    raise UsageError(f"{origin}: [postgresql] {key} is {toml_type(value)}; accepted: a "
+                     "string, a number or a boolean (e.g. shared_buffers = \"4GB\")")
+
+
+def _plan_from_file(config: ConfigFile, inputs: TuneInputs,
+                    catalogue: SettingsCatalogue) -> ConfigPlan:
+    if config.path.suffix == ".env":
+        plan = ConfigPlan(name=config.name, inputs=inputs, catalogue=catalogue.source)
+    else:
+        plan = build_plan(config.base, inputs, catalogue)
+        plan.name = config.name
+    for setting in config.settings:
+        plan.set(_with_default(setting, catalogue))
     return plan
+
+
+def check_config_source(name: str, overrides: list[str],
+                        catalogue: SettingsCatalogue) -> dict[str, str]:
+    """Validate a config name or file and ``--set`` items without building the plan (no
+    hardware needed): what a campaign checks before its first run. Returns the settings
+    the file and the overrides give, in postgresql.conf syntax."""
+    given: list[Setting] = []
+    if name not in NAMED:
+        given += read_config_file(name).settings
+    given += [_override(item, catalogue) for item in overrides]
+    plan = ConfigPlan(name=name, inputs=None, settings=list(given))
+    return validate_plan(plan, catalogue)[0]
 
 
 def _toml_scalar(value: Any) -> str:

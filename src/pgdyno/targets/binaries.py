@@ -60,7 +60,15 @@ def _probe(bin_dir: Path, source: str) -> PgInstall:
     exe = bin_dir / "postgres"
     if not exe.is_file():
         raise TargetError(f"{exe} is missing")
-    out = subprocess.run([str(exe), "--version"], capture_output=True, text=True, check=False)
+    try:
+        out = subprocess.run([str(exe), "--version"], capture_output=True, text=True,
+                             check=False, timeout=30)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        # not executable, not a program for this machine, or hanging: not PostgreSQL
+        reason = exc.strerror if isinstance(exc, OSError) else "no answer in 30 s"
+        raise UsageError(f"{exe} --version cannot be run ({reason or exc}); accepted: the bin "
+                         "directory of a PostgreSQL installation, e.g. "
+                         "/usr/lib/postgresql/15/bin") from None
     match = re.search(r"\(PostgreSQL\)\s+(\d+(?:\.\d+)?)", out.stdout)
     if out.returncode != 0 or not match:
         raise TargetError(f"{exe} --version failed: {(out.stderr or out.stdout).strip()}")

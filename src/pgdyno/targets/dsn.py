@@ -30,20 +30,7 @@ class DsnServer:
     pid: int | None = None
 
     def __post_init__(self) -> None:
-        try:
-            params = conninfo_to_dict(self.dsn)
-        except psycopg.ProgrammingError as exc:
-            raise UsageError(f"--dsn: not a valid connection string ({_first_line(exc)}); "
-                             "expected e.g. postgresql://user@host:5432/dbname") from exc
-        self._conn = ConnectionInfo(
-            # hostaddr alone is a TCP address too; neither: libpq's default socket.
-            host=str(params.get("host") or params.get("hostaddr") or "/var/run/postgresql"),
-            port=int(params.get("port") or 5432),
-            user=str(params.get("user") or "postgres"),
-            dbname=str(params.get("dbname") or params.get("user") or "postgres"),
-            password=params.get("password"),
-            extra=tuple((k, str(params[k])) for k in SAFE_EXTRA_KEYS if k in params),
-        )
+        self._conn = dsn_connection(self.dsn)
 
     @property
     def effective_wal_dir(self) -> Path | None:
@@ -94,6 +81,38 @@ class DsnServer:
 
     def log_size(self) -> int:
         return 0
+
+
+def dsn_connection(dsn: str) -> ConnectionInfo:
+    """The one server a DSN names; a DSN pgdyno cannot use is a one-line UsageError
+    (the DSN itself is never repeated: it may hold a password)."""
+    try:
+        params = conninfo_to_dict(dsn)
+    except psycopg.ProgrammingError as exc:
+        raise UsageError(f"--dsn: not a valid connection string ({_first_line(exc)}); "
+                         "expected e.g. postgresql://user@host:5432/dbname") from exc
+    for key in ("host", "hostaddr", "port"):
+        if "," in str(params.get(key) or ""):
+            # libpq would try each in turn: the measured server would depend on which answers.
+            raise UsageError(f"--dsn: multi-host connection strings are not supported "
+                             f"({key} {params[key]}); accepted: one host and one port, "
+                             "e.g. postgresql://user@host:5432/dbname")
+    return ConnectionInfo(
+        # hostaddr alone is a TCP address too; neither: libpq's default socket.
+        host=str(params.get("host") or params.get("hostaddr") or "/var/run/postgresql"),
+        port=_port(str(params.get("port") or "5432")),
+        user=str(params.get("user") or "postgres"),
+        dbname=str(params.get("dbname") or params.get("user") or "postgres"),
+        password=params.get("password"),
+        extra=tuple((k, str(params[k])) for k in SAFE_EXTRA_KEYS if k in params),
+    )
+
+
+def _port(text: str) -> int:
+    if not text.strip().isdigit() or not 1 <= int(text) <= 65535:
+        raise UsageError(f"--dsn: port {text!r} is not a port number; accepted: a number "
+                         "from 1 to 65535, e.g. port=5432")
+    return int(text)
 
 
 def _first_line(exc: Exception) -> str:

@@ -31,6 +31,7 @@ from pathlib import Path
 
 import psycopg
 
+from pgdyno.config.pgcatalog import unquote
 from pgdyno.errors import TargetError, UsageError
 from pgdyno.targets.binaries import PgInstall, reachable_install
 from pgdyno.targets.connection import ConnectionInfo
@@ -55,6 +56,54 @@ BASE_SETTINGS: dict[str, str] = {
     "track_io_timing": "on",
     "max_connections": "300",
 }
+
+
+# Settings pgdyno sets itself on the servers it starts, and why a config may not: pgdyno
+# would no longer find the server, or would silently replace the value.
+OWNED_SETTINGS: dict[str, str] = {
+    "port": "pgdyno gives every start a free port of its own (postgres -p)",
+    "unix_socket_directories": "pgdyno connects through the socket directory it makes in "
+                               "the workdir",
+    "data_directory": "the cluster is the one pgdyno made in the workdir (--workdir)",
+    "config_file": "pgdyno writes the settings into the cluster's own configuration",
+    "hba_file": "pgdyno's sessions are authorised by the cluster's own pg_hba.conf",
+    "ident_file": "pgdyno's sessions are authorised by the cluster's own files",
+}
+# listen_addresses entries that include 127.0.0.1, where --via tcp connects.
+LOOPBACK = frozenset({"*", "0.0.0.0", "127.0.0.1", "localhost"})
+
+
+def check_owned_settings(settings: dict[str, str]) -> None:
+    """Refuse settings that would leave pgdyno unable to reach a server it starts."""
+    for name, why in OWNED_SETTINGS.items():
+        if name in settings:
+            raise UsageError(f"{name} = {settings[name]} (--config or --set): {why}; "
+                             f"accepted: a config without {name}")
+    if "listen_addresses" in settings:
+        value = settings["listen_addresses"]
+        addresses = {a.strip().lower() for a in unquote(value).split(",")}
+        if not addresses & LOOPBACK:
+            raise UsageError(
+                f"listen_addresses = {value} (--config or --set): --via tcp connects to the "
+                "servers pgdyno starts on 127.0.0.1; accepted: a list that includes "
+                "127.0.0.1, localhost, 0.0.0.0 or *")
+
+
+def check_directory_option(path: Path | None, flag: str) -> None:
+    """A directory option naming a file, or a path under a file, is refused before
+    anything is made (mkdir would fail only once the run directory exists)."""
+    if path is None:
+        return
+    path = Path(path)
+    accepted = "accepted: a directory, created if missing"
+    if path.exists() and not path.is_dir():
+        raise UsageError(f"{flag} {path}: is a file, not a directory; {accepted}")
+    for parent in path.absolute().parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise UsageError(f"{flag} {path}: {parent} is a file, not a directory; "
+                                 f"{accepted}")
+            return
 
 
 class ServerStartError(TargetError):
@@ -89,12 +138,22 @@ class LocalServer:
     kind = "embedded"
 
     def __post_init__(self) -> None:
+        # Everything the options decide is checked here, before a run creates anything.
+        check_directory_option(self.workdir, "--workdir")
+        check_directory_option(self.wal_dir, "--wal-dir")
+        check_owned_settings(self.settings)
         self.workdir = Path(self.workdir).absolute()
+        if self.wal_dir is not None:
+            self.wal_dir = Path(self.wal_dir).absolute()
         self.user = server_user()
         if not self.name:
             self.name = self._default_name()
         if self.install.source != "embedded":
             self.kind = "local"
+        if (self.data_dir / "PG_VERSION").exists():
+            self._check_existing_cluster()
+        else:
+            self._check_wal_dir_empty()
 
     # ----- paths -------------------------------------------------------------
     @property
@@ -159,13 +218,24 @@ class LocalServer:
         if self.wal_dir is not None:
             self._prepare_wal_dir()
 
+    def _check_wal_dir_empty(self) -> None:
+        """initdb --waldir needs an empty (or missing) directory."""
+        if self.wal_dir is None or not self.wal_dir.is_dir():
+            return
+        try:
+            used = any(self.wal_dir.iterdir())
+        except OSError as exc:
+            raise UsageError(f"--wal-dir {self.wal_dir}: cannot be read "
+                             f"({exc.strerror or exc}); accepted: an empty directory") from None
+        if used:
+            raise UsageError(f"--wal-dir {self.wal_dir}: directory is not empty; accepted: an "
+                             "empty directory (or a missing one, which pgdyno creates)")
+
     def _prepare_wal_dir(self) -> None:
         assert self.wal_dir is not None
-        self.wal_dir = self.wal_dir.absolute()
         if (self.data_dir / "PG_VERSION").exists():
             return
-        if self.wal_dir.exists() and any(self.wal_dir.iterdir()):
-            raise UsageError(f"--wal-dir {self.wal_dir}: directory is not empty; give an empty one")
+        self._check_wal_dir_empty()
         try:
             self.wal_dir.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
