@@ -30,6 +30,8 @@ def _closed_port() -> int:
     ["--threads", "100000"],
     ["--dataset-size", "100TB"],
     ["--scale", "100000000"],
+    ["--context", "../outside"],
+    ["--context", ".."],
     ["--set", "no_such_setting=1"],
     ["--set", "shared_buffers=lots"],
     ["--set", "work_mem"],

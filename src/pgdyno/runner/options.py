@@ -155,6 +155,10 @@ def build_options(workload: str, **kw: Any) -> BenchOptions:
     check_choice(values["cache"], "--cache", CACHE_MODES)
     check_choice(values["via"], "--via", VIA)
     check_choice(values["target"], "--target", TARGETS)
+    context = values["context"]
+    if context is not None and ("/" in context or context in ("", ".", "..")):
+        raise UsageError(f"--context {context!r}: would leave --results-dir; accepted: a name "
+                         "without /, e.g. box--tpcb")
     max_tries = values["max_tries"] if values["max_tries"] is not None else 1
     if (values["latency_limit"] is not None and values["rate"] is None
             and max_tries == 1 and plugin.default_max_tries == 1):
