@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import inspect
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -10,8 +12,8 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from pgdyno.errors import UsageError
-from pgdyno.results.index import RunIndex, find_run
+from pgdyno.errors import RunInterrupted, UsageError
+from pgdyno.results.index import RunIndex, run_manifests
 from pgdyno.results.rundir import STATUSES
 from pgdyno.workloads.checks import check_choice
 
@@ -94,10 +96,23 @@ def report(
         return
     if run_dir is None:
         raise UsageError("report needs a RUN_DIR, or --context NAME for a context report")
-    from pgdyno.runner.report import is_sweep, rebuild
+    from pgdyno.runner.report import rebuild, report_target
 
-    path = Path(run_dir) if is_sweep(Path(run_dir)) else find_run(run_dir, results_dir)
-    typer.echo(f"report: {rebuild(path)}")
+    target = report_target(run_dir, results_dir)
+    with _interrupted(f"report of {target} interrupted; each of its files is the previous "
+                      "one or the new one, whole: run `pgdyno report` again to finish", target):
+        typer.echo(f"report: {rebuild(target)}")
+
+
+@contextmanager
+def _interrupted(message: str, path: Path | None = None) -> Iterator[None]:
+    """Ctrl-C (or SIGTERM) as a RunInterrupted error: its exit code is the signal's (130)
+    and its line says what was left. (typer turns a KeyboardInterrupt it sees into a
+    returned exit code, which ``app(standalone_mode=False)`` hands back unnoticed: exit 0.)"""
+    try:
+        yield
+    except KeyboardInterrupt:
+        raise RunInterrupted(message, path) from None
 
 
 def runs(
@@ -105,10 +120,18 @@ def runs(
     workload: str | None = typer.Option(None), context: str | None = typer.Option(None),
     status: str | None = typer.Option(None, help="ok | failed | interrupted | running"),
     results_dir: Path = typer.Option(Path("results")), limit: int = typer.Option(50),
+    reindex: bool = typer.Option(False, "--reindex", help="rebuild the index from the run "
+                                 "directories (a damaged index is moved aside, not deleted)"),
 ) -> None:
     """List past runs from the results index, or show one."""
     if status is not None:
         check_choice(status, "--status", STATUSES)
+    if limit < 1:
+        raise UsageError(f"--limit {limit}: must be 1 or more")
+    if reindex:
+        with _interrupted("reindex interrupted; nothing was deleted: run `pgdyno runs "
+                          "--reindex` again to finish"):
+            _reindex(results_dir)
     index = RunIndex(results_dir)
     console = Console()
     if run_id is not None:
@@ -118,6 +141,11 @@ def runs(
         for key, value in row.__dict__.items():
             console.print(f"[bold]{key:>11}[/bold]  {value}")
         return
+    rows = index.query(workload=workload, context=context, status=status, limit=limit)
+    on_disk = [] if index.exists else run_manifests(results_dir)
+    if on_disk:
+        typer.echo(f"note: no index of runs at {index.path}; `pgdyno runs --reindex` builds "
+                   f"it from the {len(on_disk)} run directories there", err=True)
     table = Table()
     # The id in full, never cut: it is what `report`, `compare` and `note` take.
     table.add_column("run", no_wrap=True)
@@ -126,7 +154,7 @@ def runs(
     for header in ("headline", "p99 ms"):
         table.add_column(header, justify="right")
     table.add_column("PostgreSQL")
-    for row in index.query(workload=workload, context=context, status=status, limit=limit):
+    for row in rows:
         head = (f"{row.headline:,.0f} {row.headline_metric or ''}".strip()
                 if row.headline is not None else "–")
         table.add_row(row.run_id, row.status, row.config or "", row.dataset or "",
@@ -134,3 +162,14 @@ def runs(
                       f"{row.p99_ms:,.2f}" if row.p99_ms is not None else "–",
                       row.pg_version or "")
     console.print(table)
+
+
+def _reindex(results_dir: Path) -> None:
+    from pgdyno.runner.report import reindex
+
+    done = reindex(results_dir)
+    for problem in done.problems:
+        typer.echo(f"pgdyno: warning: {' '.join(problem.split())}", err=True)
+    moved = f"; the damaged index was moved to {done.damaged_index}" if done.damaged_index \
+        else ""
+    typer.echo(f"index rebuilt: {done.index}, {done.runs} run(s){moved}", err=True)

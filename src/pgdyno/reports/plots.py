@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import Any
 
 import matplotlib
 
@@ -13,6 +14,7 @@ import numpy as np  # noqa: E402
 from matplotlib.ticker import NullLocator  # noqa: E402
 
 from pgdyno.analysis.summary import IterationSummary, RunSummary, TimelinePoint  # noqa: E402
+from pgdyno.results.rundir import replacing  # noqa: E402
 
 DPI = 110
 MAX_TPS_BINS = 30
@@ -39,9 +41,20 @@ def make_plots(summary: RunSummary, plots_dir: Path) -> dict[str, str]:
 
 def save_figure(fig, path: Path) -> Path:
     """Write a figure as PNG (creating its folder) and free it."""
+    try:
+        save_png(fig, path, dpi=DPI, bbox_inches="tight")
+    finally:
+        plt.close(fig)
+    return path
+
+
+def save_png(fig, path: Path, **savefig: Any) -> Path:
+    """``fig.savefig`` through a temporary file renamed onto ``path``: an interrupted
+    rebuild leaves the old plot or the new one, never a truncated PNG."""
+    path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=DPI, bbox_inches="tight")
-    plt.close(fig)
+    with replacing(path) as tmp:
+        fig.savefig(tmp, format="png", **savefig)
     return path
 
 

@@ -13,7 +13,7 @@ from pgdyno.analysis.summary import IterationSummary, RunSummary
 from pgdyno.reports import html, markdown, plots
 from pgdyno.reports.document import RunView, Section, Table, build_document, count, fmt
 from pgdyno.reports.telemetry_sections import telemetry_markdown, telemetry_plots
-from pgdyno.results.rundir import RunDirectory
+from pgdyno.results.rundir import RunDirectory, write_text_atomic
 
 
 def write_run_report(summary: RunSummary, run: RunView, run_dir: RunDirectory,
@@ -21,13 +21,15 @@ def write_run_report(summary: RunSummary, run: RunView, run_dir: RunDirectory,
                      headline: tuple[str, str] = ("tps", "TPS")) -> None:
     """summary.json, plots/, report.md and report.html of one run; ``headline`` is the
     workload's headline metric (its key in the iterations' metrics, and its label)."""
+    # Every file goes through a temporary name and a rename: a Ctrl-C while rebuilding
+    # leaves each one old or new, whole (the plots too, in plots.save_png).
     run_dir.write_json("summary.json", serde.to_dict(summary))
     images = plots.make_plots(summary, run_dir.plots) if transactions else {}
     extra = workload_sections + telemetry_report_sections(summary, run_dir, transactions,
                                                           headline)
     doc = build_document(summary, run, images, extra, transactions)
-    (run_dir.path / "report.md").write_text(markdown.render_document(doc))
-    (run_dir.path / "report.html").write_text(html.render_document(doc, run_dir.path))
+    write_text_atomic(run_dir.path / "report.md", markdown.render_document(doc))
+    write_text_atomic(run_dir.path / "report.html", html.render_document(doc, run_dir.path))
 
 
 def telemetry_report_sections(summary: RunSummary, run_dir: RunDirectory,

@@ -43,6 +43,8 @@ def telemetry_plots(summary: TelemetrySummary, plots_dir: Path,
     matplotlib.use("Agg")  # no display; must precede pyplot
     import matplotlib.pyplot as plt
 
+    from pgdyno.reports.plots import save_png
+
     plots_dir = Path(plots_dir)
     plots_dir.mkdir(parents=True, exist_ok=True)
     axis = TimeAxis(_origin(summary, tps_timeline) if start is None else start, warmup_s,
@@ -62,9 +64,7 @@ def telemetry_plots(summary: TelemetrySummary, plots_dir: Path,
                 ax.set_xlim(0, axis.end - axis.origin if axis.end else None)
                 ax.grid(alpha=0.3)
                 fig.tight_layout()
-                path = plots_dir / f"{name}.png"
-                fig.savefig(path)
-                out[name] = path
+                out[name] = save_png(fig, plots_dir / f"{name}.png")
         finally:
             plt.close(fig)
     return out

@@ -127,44 +127,83 @@ def manifest_from_dict(data: Any, source: Path | str = "manifest.json") -> Manif
     """A Manifest from its JSON; workload options stay a plain dict here (the workload
     registry, above this layer, turns them into the plugin's dataclass)."""
     return from_versioned(Manifest, data, MANIFEST_SCHEMA_VERSION, source, "run manifest",
-                          "; rerun the benchmark with this version")
+                          version_advice="; rerun the benchmark with this version")
 
 
-def read_json_file(path: Path, what: str) -> Any:
-    """One JSON file of a run, or one line saying why it cannot be read."""
+def read_json_file(path: Path, what: str, advice: str = "") -> Any:
+    """The JSON of one file pgdyno reads, or one line naming the file and what is wrong
+    with it (missing, a directory, empty, binary, truncated, not JSON): the one loader of
+    every JSON file of a results directory. ``advice`` ends the line ("; rebuild it ...")."""
+    path = Path(path)
     try:
-        return json.loads(Path(path).read_text())
+        data = path.read_bytes()
     except FileNotFoundError:
-        raise UsageError(f"{path}: missing; not a complete pgdyno {what}") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        detail = " ".join(str(exc).split())
-        raise UsageError(f"{path}: cannot read the {what} ({detail})") from None
+        raise UsageError(f"{path}: missing; not a complete pgdyno {what}{advice}") from None
+    except IsADirectoryError:
+        raise UsageError(f"{path}: cannot read the {what}: a directory is where the file "
+                         f"should be{advice}") from None
+    except OSError as exc:
+        raise UsageError(f"{path}: cannot read the {what} ({exc.strerror or exc})") from None
+    try:
+        text = data.decode()
+    except UnicodeDecodeError:
+        raise UsageError(f"{path}: cannot read the {what}: binary data, not JSON text"
+                         f"{advice}") from None
+    return parse_json(text, path, what, advice)
 
+
+def parse_json(text: str, source: Path | str, what: str, advice: str = "") -> Any:
+    """``read_json_file`` of text already read: empty, truncated and invalid JSON each get
+    their own words, since "truncated" tells the user the file was cut (a full disk, a
+    crash) and "not valid JSON" that it was edited or overwritten."""
+    if not text.strip():
+        raise UsageError(f"{source}: cannot read the {what}: the file is empty{advice}")
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        # Text that ends before the JSON does, or inside a string, was cut short.
+        if exc.pos >= len(text.rstrip()) or exc.msg.startswith("Unterminated string"):
+            raise UsageError(f"{source}: cannot read the {what}: the file is truncated "
+                             f"(its JSON ends early, at line {exc.lineno}){advice}") from None
+        raise UsageError(f"{source}: cannot read the {what}: not valid JSON ({exc.msg} at "
+                         f"line {exc.lineno}, column {exc.colno}){advice}") from None
+    except RecursionError:  # "[[[[..." nested deeper than the parser goes
+        raise UsageError(f"{source}: cannot read the {what}: not valid JSON (nested too "
+                         f"deeply){advice}") from None
+
+
+_JSON_TYPES = {dict: "an object", list: "an array", str: "a string", int: "a number",
+               float: "a number", bool: "a boolean", type(None): "null"}
 
 T = TypeVar("T")
 
 
 def from_versioned(cls: type[T], data: Any, version: int, source: Path | str, what: str,
-                   advice: str = "") -> T:
+                   advice: str = "", version_advice: str = "") -> T:
     """``cls`` from a file's JSON, refused in one line when it is not an object, carries
-    another ``schema_version`` or does not fit the dataclass (a damaged file)."""
+    another ``schema_version`` or does not fit the dataclass (a damaged file).
+    ``version_advice`` ends the line of a file of another version (else ``advice``)."""
     if not isinstance(data, dict):
-        raise UsageError(f"{source}: not a pgdyno {what.split()[-1]} "
-                         "(expected a JSON object)")
+        held = _JSON_TYPES.get(type(data), type(data).__name__)
+        raise UsageError(f"{source}: not a pgdyno {what.split()[-1]} (the {what} is a JSON "
+                         f"object; this file holds {held}){advice}")
     found = data.get("schema_version")
+    if found is None:
+        raise UsageError(f"{source}: not a pgdyno {what.split()[-1]} (no schema_version)"
+                         f"{advice}")
     if found != version:
         raise UsageError(f"{source}: {what} schema_version {found!r} is not supported "
-                         f"(this pgdyno reads {version}){advice}")
+                         f"(this pgdyno reads {version}){version_advice or advice}")
     try:
         return serde.from_dict(cls, data)
-    except (KeyError, TypeError, ValueError) as exc:
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise UsageError(f"{source}: damaged {what} ({type(exc).__name__}: {exc}){advice}") \
             from None
 
 
 def read_versioned(cls: type[T], path: Path, version: int, what: str, advice: str = "") -> T:
-    """``from_versioned`` of the JSON file at ``path``."""
-    return from_versioned(cls, read_json_file(path, what), version, path, what, advice)
+    """``from_versioned`` of the JSON file at ``path``: how every versioned file is read."""
+    return from_versioned(cls, read_json_file(path, what, advice), version, path, what, advice)
 
 
 def load_manifest(run_dir: Path) -> Manifest:

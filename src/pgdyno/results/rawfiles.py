@@ -12,24 +12,37 @@ import json
 from collections.abc import Iterator
 from pathlib import Path
 
+from pgdyno.errors import UsageError
+
 
 def read_jsonl(path: Path) -> Iterator[dict]:
-    """Every complete JSON line; a torn last line (crash) is skipped."""
-    if not path.exists():
+    """Every complete JSON object line; a torn last line (crash) or a damaged one is
+    skipped (undecodable bytes included): each sample stands alone."""
+    if not _readable(path):
         return
-    with path.open() as fh:
+    with path.open(errors="replace") as fh:
         for line in fh:
             line = line.strip()
             if not line:
                 continue
             try:
-                yield json.loads(line)
-            except json.JSONDecodeError:
+                sample = json.loads(line)
+            except (json.JSONDecodeError, RecursionError):
                 continue
+            if isinstance(sample, dict):
+                yield sample
 
 
 def read_csv(path: Path) -> list[dict[str, str]]:
-    if not path.exists():
+    if not _readable(path):
         return []
-    with path.open(newline="") as fh:
+    with path.open(newline="", errors="replace") as fh:
         return list(csv.DictReader(fh))
+
+
+def _readable(path: Path) -> bool:
+    """False when absent (a sampler that did not run); a directory in its place is damage."""
+    if path.is_dir():
+        raise UsageError(f"{path}: cannot read the telemetry: a directory is where the file "
+                         "should be")
+    return path.exists()

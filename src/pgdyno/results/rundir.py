@@ -15,6 +15,8 @@ import json
 import os
 import socket
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -137,15 +139,49 @@ def new_stamped_dir(results_dir: Path, context: str, prefix: str) -> Path:
 
 def write_json_atomic(path: Path, data: Any) -> None:
     """Write through a temporary file and rename, so a crash never leaves half a file."""
-    text = json.dumps(data, indent=2, sort_keys=False, default=str)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    write_text_atomic(path, json.dumps(data, indent=2, sort_keys=False, default=str) + "\n")
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    """``path`` holds either its old content or ``text``, never part of it (Ctrl-C, crash)."""
+    with replacing(path) as tmp:
+        tmp.write_text(text)
+
+
+@contextmanager
+def replacing(path: Path) -> Iterator[Path]:
+    """A temporary file beside ``path`` for the block to write; renamed onto ``path`` when
+    the block ends, removed when it raises (a Ctrl-C too): readers of ``path`` see the old
+    file or the new one, whole."""
+    path = Path(path)
+    fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    tmp = Path(name)
     try:
-        with os.fdopen(fd, "w") as fh:
-            fh.write(text + "\n")
+        os.close(fd)
+        # mkstemp makes the file private (0600); results are read by others as before.
+        tmp.chmod(0o666 & ~_UMASK)
+        yield tmp
         os.replace(tmp, path)
     except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        tmp.unlink(missing_ok=True)
         raise
+
+
+def _umask() -> int:
+    """The process umask, read without changing it (os.umask would, for a moment, for
+    every thread: the telemetry samplers create files meanwhile)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+_UMASK = _umask()
 
 
 def hostname() -> str:

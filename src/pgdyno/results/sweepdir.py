@@ -52,12 +52,14 @@ class SweepRecord:
 
     @classmethod
     def load(cls, sweep_dir: Path) -> SweepRecord:
-        path = sweep_dir / SWEEP_FILE
-        if not path.is_file():
-            raise UsageError(f"{sweep_dir}: not a pgdyno sweep directory ({SWEEP_FILE} missing)")
+        path = Path(sweep_dir) / SWEEP_FILE
         data = read_json_file(path, "sweep record")
         if isinstance(data, dict) and data.get("schema_version") == 1:
-            data = _from_v1(data)
+            try:
+                data = _from_v1(data)
+            except (KeyError, TypeError, AttributeError) as exc:
+                raise UsageError(f"{path}: damaged sweep record ({type(exc).__name__}: "
+                                 f"{exc})") from None
         return from_versioned(cls, data, SCHEMA_VERSION, path, "sweep record")
 
 

@@ -3,31 +3,36 @@
 The workload that made the run summarises its raw files (``summarise``) and brings its own
 report sections; ``pgdyno.reports`` draws and writes them. A sweep directory's report is
 rebuilt from its runs, each of them first rebuilt when it has no summary yet.
+
+Also the run's row in the index of runs (``index_row``), made the same way by ``pgdyno
+bench`` and by ``pgdyno runs --reindex``, which rebuilds the index from the run directories.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from pgdyno.analysis.summary import RunSummary
+from pgdyno.analysis.summary import RunSummary, load_summary
 from pgdyno.errors import UsageError
 from pgdyno.reports.document import RunView
 from pgdyno.reports.run_report import write_run_report
-from pgdyno.results.manifest import load_manifest, manifest_to_dict
+from pgdyno.results.index import RunIndex, RunRow, find_run, run_manifests
+from pgdyno.results.manifest import Manifest, load_manifest, manifest_to_dict
 from pgdyno.results.rundir import RunDirectory
 from pgdyno.results.sweepdir import SWEEP_FILE, SweepRecord
 from pgdyno.runner.outcome import describe_fit
 from pgdyno.workloads import registry
-from pgdyno.workloads.base import headline_metric
+from pgdyno.workloads.base import Headline, Workload, headline_metric, headline_of
 
 
 def build_reports(path: Path) -> RunSummary:
     run_dir = RunDirectory(Path(path))
-    if not (run_dir.raw / "run.json").is_file():
-        raise UsageError(f"{path}: not a pgdyno run directory (raw/run.json is missing)")
-    manifest = registry.typed_manifest(load_manifest(run_dir.path))
+    manifest, workload = _read_manifest(run_dir.path)
     plan = run_dir.load_plan()
-    workload = registry.get(plan.workload)
+    if plan.workload != manifest.workload:
+        raise UsageError(f"{run_dir.raw / 'run.json'}: damaged run record (workload "
+                         f"{plan.workload!r}, but the manifest says {manifest.workload!r})")
     opts = manifest.options
     cpu_count = int(manifest.host.get("cpu_count") or 1)
     summary = workload.summarise(run_dir, plan, opts, manifest.status, cpu_count)
@@ -42,8 +47,24 @@ def build_reports(path: Path) -> RunSummary:
     return summary
 
 
+def _read_manifest(run_dir: Path) -> tuple[Manifest, Workload]:
+    """The manifest with its workload's options typed, and that workload; a manifest that
+    names an unknown workload or holds options it does not take is damaged, and named."""
+    manifest = load_manifest(run_dir)
+    path = run_dir / "manifest.json"
+    try:
+        workload = registry.get(manifest.workload)
+        return registry.typed_manifest(manifest), workload
+    except UsageError as exc:
+        raise UsageError(f"{path}: damaged run manifest ({exc})") from None
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise UsageError(f"{path}: damaged run manifest (options: {type(exc).__name__}: "
+                         f"{exc})") from None
+
+
 def is_sweep(path: Path) -> bool:
-    return (Path(path) / SWEEP_FILE).is_file()
+    """A sweep directory: its record is there (damaged or not: reading it says which)."""
+    return (Path(path) / SWEEP_FILE).exists()
 
 
 def build_sweep_reports(sweep_dir: Path) -> None:
@@ -57,13 +78,92 @@ def build_sweep_reports(sweep_dir: Path) -> None:
     registry.get(record.workload).build_sweep_report(sweep_dir)
 
 
+def report_target(ref: str, results_dir: Path) -> Path:
+    """What ``pgdyno report REF`` rebuilds: a sweep directory, or a run (a directory, or an
+    id ``pgdyno runs`` prints)."""
+    path = Path(ref)
+    if path.is_dir() and not (path / "raw").exists() and not is_sweep(path) \
+            and not (path / "manifest.json").exists():
+        raise UsageError(f"{path}: neither a pgdyno run directory ({path / 'manifest.json'} "
+                         f"is missing) nor a sweep directory ({path / SWEEP_FILE} is missing)")
+    return path if is_sweep(path) else find_run(ref, results_dir)
+
+
 def rebuild(path: Path) -> Path:
     """A run's or a sweep's report; returns the report.md written."""
     path = Path(path)
     if not path.is_dir():
         raise UsageError(f"{path}: no such run directory")
-    if is_sweep(path):
-        build_sweep_reports(path)
-    else:
-        build_reports(path)
+    try:
+        if is_sweep(path):
+            build_sweep_reports(path)
+        else:
+            build_reports(path)
+    except OSError as exc:  # a directory where summary.json goes, a full disk, ...
+        where = exc.filename2 or exc.filename or path
+        if isinstance(exc, IsADirectoryError):
+            raise UsageError(f"{where}: a directory is where the report's file should be; "
+                             "move it away and run `pgdyno report` again") from None
+        raise UsageError(f"{where}: {exc.strerror or exc} (rebuilding the report of "
+                         f"{path})") from None
     return path / "report.md"
+
+
+# ----- the index of runs ------------------------------------------------------------------
+
+def index_row(index: RunIndex, run_dir: Path, manifest: Manifest, workload: Workload,
+              head: Headline | None) -> RunRow:
+    """The run's row in the index: its headline once it has one (None while running)."""
+    spec = headline_metric(workload.metrics)
+    return RunRow(
+        run_id=index.run_id_for(run_dir), context=run_dir.parent.name,
+        workload=manifest.workload, status=manifest.status,
+        started_at=manifest.started_at, ended_at=manifest.ended_at,
+        config=manifest.config_name if workload.needs_server else None,
+        clients=",".join(str(c) for c in manifest.options.clients),
+        headline_metric=head.label if head else spec.label,
+        headline=head.value if head else None,
+        headline_unit=head.unit if head else spec.unit,
+        p99_ms=head.p99_ms if head else None,
+        dataset=workload.describe_dataset(manifest.options),
+        pg_version=(manifest.server or {}).get("version"))
+
+
+@dataclass
+class Reindexed:
+    index: Path
+    runs: int
+    damaged_index: Path | None
+    """Where the old index was moved, when it was damaged (None: absent or whole)."""
+    problems: list[str] = field(default_factory=list)
+    """One line per run directory not indexed, or indexed without its headline."""
+
+
+def reindex(results_dir: Path) -> Reindexed:
+    """The index rebuilt from every ``CONTEXT/RUN/manifest.json`` under ``results_dir``.
+
+    A run whose manifest cannot be read is left out, one whose summary cannot be read is
+    indexed without its headline; each is one line of ``problems``. Nothing is changed
+    until every run has been read."""
+    results_dir = Path(results_dir)
+    if not results_dir.is_dir():
+        raise UsageError(f"--results-dir {results_dir}: no such directory")
+    index = RunIndex(results_dir)
+    rows: list[RunRow] = []
+    problems: list[str] = []
+    for manifest_path in run_manifests(results_dir):
+        run_dir = manifest_path.parent
+        try:
+            manifest, workload = _read_manifest(run_dir)
+        except UsageError as exc:
+            problems.append(f"{exc}; not indexed")
+            continue
+        head = None
+        if (run_dir / "summary.json").exists():
+            try:
+                head = headline_of(load_summary(run_dir / "summary.json"), workload.metrics)
+            except UsageError as exc:
+                problems.append(f"{exc}; indexed without its headline")
+        rows.append(index_row(index, run_dir, manifest, workload, head))
+    moved = index.rebuild(rows)
+    return Reindexed(index=index.path, runs=len(rows), damaged_index=moved, problems=problems)

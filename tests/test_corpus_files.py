@@ -1,0 +1,328 @@
+"""Damaged files (issue 12): every command that reads a file of a results directory says,
+in one line naming the file, what is wrong with it, and exits 2; never a traceback.
+
+The corpus damages copies of two real runs (``pgdyno bench cpu``: no server needed), a sweep
+record beside them and their index, in every way a file gets damaged (a crash, a full disk,
+a hand edit, a newer pgdyno), and runs every command that reads that file. A run is also
+rebuilt (``pgdyno report``) while Ctrl-C interrupts it: each file it writes is then the old
+one or the new one, whole.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import re
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from pgdyno.results.sweepdir import SCHEMA_VERSION, SweepRecord, SweepStep
+from tests.conftest import run_cli
+
+BENCH = ["bench", "cpu", "--clients", "1", "--duration", "1", "--warmup", "1",
+         "--iterations", "1", "--no-telemetry", "--no-progress"]
+SWEEP = "cpu-sweep-20260101T000000Z"
+
+
+@pytest.fixture(scope="module")
+def pristine(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A results directory: two real runs, their index, and a sweep record beside them."""
+    root = tmp_path_factory.mktemp("corpus")
+    results = root / "results"
+    for _ in range(2):
+        out = run_cli([*BENCH, "--results-dir", str(results)], root)
+        assert out.returncode == 0, out.stderr
+    first = _runs(results)[0]
+    (first.parent / SWEEP).mkdir()
+    SweepRecord(schema_version=SCHEMA_VERSION, context=first.parent.name, status="ok",
+                started_at="2026-01-01T00:00:00Z", ended_at="2026-01-01T00:01:00Z",
+                config="default", workload="cpu", size_unit="threads",
+                steps=[SweepStep(size=1, clients=[1], run=first.name, status="ok")]
+                ).save(first.parent / SWEEP)
+    return results
+
+
+def _runs(results: Path) -> list[Path]:
+    runs = sorted(p.parent for p in results.glob("*/cpu-*/manifest.json"))
+    assert len(runs) == 2, runs
+    return runs
+
+
+# ----- the damage -------------------------------------------------------------------------
+
+def _missing(path: Path) -> None:
+    path.unlink()
+
+
+def _empty(path: Path) -> None:
+    path.write_bytes(b"")
+
+
+def _truncated(path: Path) -> None:
+    data = path.read_bytes()
+    path.write_bytes(data[:len(data) // 2])
+
+
+def _wrong_type(path: Path) -> None:
+    """Valid JSON of another type than the object every pgdyno file holds (in an index's
+    place: JSON text, which is not a database)."""
+    path.write_text(json.dumps(["a", "list", 1]))
+
+
+def _garbage(path: Path) -> None:
+    path.write_bytes(b"\xff\xfe\x00" + random.Random(12).randbytes(4096))
+
+
+def _directory(path: Path) -> None:
+    path.unlink()
+    (path / "x").mkdir(parents=True)
+
+
+def _unknown_schema(path: Path) -> None:
+    """The file as a newer pgdyno would write it."""
+    if path.suffix == ".sqlite":
+        with sqlite3.connect(path) as conn:
+            conn.execute("PRAGMA user_version = 99")
+        return
+    data = json.loads(path.read_text())
+    data["schema_version"] = 99
+    path.write_text(json.dumps(data))
+
+
+DAMAGE: dict[str, Callable[[Path], None]] = {
+    "missing": _missing, "empty": _empty, "truncated": _truncated, "wrong-type": _wrong_type,
+    "garbage": _garbage, "directory": _directory, "unknown-schema": _unknown_schema}
+WORDS = {  # what the line must say is wrong, besides naming the file
+    "missing": "missing", "empty": "empty", "truncated": "truncated",
+    "wrong-type": "not a pgdyno|not a database", "garbage": "binary data|not a database",
+    "directory": "directory", "unknown-schema": "schema_version 99 is not supported"}
+ALL = tuple(DAMAGE)
+
+# (file, command) -> the damage kinds after which the command must refuse: every pair
+# where the command reads the file. Left out, with the test that covers them instead:
+# compare of a run whose summary.json is missing (a run never reported; compare notes it),
+# runs without an index (nothing indexed yet: test_runs_without_an_index_offers_to_build_it),
+# report of a run whose summary.json is damaged but a file (report rewrites it:
+# test_report_rebuilds_a_damaged_summary).
+READERS: dict[tuple[str, str], tuple[str, ...]] = {
+    ("manifest.json", "report"): ALL,
+    ("manifest.json", "compare"): ALL,
+    ("manifest.json", "note"): ALL,
+    ("raw/run.json", "report"): ALL,
+    ("summary.json", "compare"): tuple(k for k in ALL if k != "missing"),
+    ("summary.json", "report"): ("directory",),
+    ("index.sqlite", "runs"): tuple(k for k in ALL if k != "missing"),
+    ("index.sqlite", "report"): ALL,
+    ("index.sqlite", "compare"): ALL,
+    ("index.sqlite", "note"): ALL,
+    ("sweep.json", "report"): ALL,
+}
+CASES = [(file, command, kind) for (file, command), kinds in READERS.items() for kind in kinds]
+
+
+def _command(command: str, file: str, results: Path, run_a: Path, run_b: Path) -> list[str]:
+    """The command line reading the damaged file: runs by directory, or by the id `pgdyno
+    runs` prints when the damaged file is the index."""
+    by_id = file == "index.sqlite"
+    a = f"{run_a.parent.name}/{run_a.name}" if by_id else str(run_a)
+    b = run_b.name if by_id else str(run_b)  # the id's suffix is accepted too
+    common = ["--results-dir", str(results)]
+    if command == "report":
+        return ["report", str(run_b.parent / SWEEP) if file == "sweep.json" else b, *common]
+    if command == "compare":
+        return ["compare", a, b, "--out", str(results.parent / "compare"), *common]
+    if command == "note":
+        return ["note", b, "looked at it", *common]
+    return ["runs", *common]
+
+
+def _damaged_file(file: str, results: Path, run_b: Path) -> Path:
+    if file == "index.sqlite":
+        return results / file
+    if file == "sweep.json":
+        return run_b.parent / SWEEP / file
+    return run_b / file
+
+
+@pytest.mark.parametrize("file, command, kind", CASES,
+                         ids=[f"{c}-{f}-{k}" for f, c, k in CASES])
+def test_damaged_file_is_one_line_naming_it(pristine: Path, tmp_path: Path, file: str,
+                                            command: str, kind: str) -> None:
+    results = tmp_path / "results"
+    shutil.copytree(pristine, results)
+    run_a, run_b = _runs(results)
+    damaged = _damaged_file(file, results, run_b)
+    DAMAGE[kind](damaged)
+    out = run_cli(_command(command, file, results, run_a, run_b), tmp_path)
+    assert "Traceback" not in out.stderr, out.stderr
+    lines = out.stderr.strip().splitlines()
+    assert out.returncode == 2, (out.returncode, out.stderr)
+    assert len(lines) == 1 and lines[0].startswith("pgdyno: error: "), out.stderr
+    assert str(damaged) in lines[0], lines[0]
+    assert re.search(WORDS[kind], lines[0], re.IGNORECASE), lines[0]
+    if file == "index.sqlite" and kind != "missing":
+        assert "pgdyno runs --reindex" in lines[0]  # the way out, offered
+
+
+def test_corpus_covers_every_file_and_command() -> None:
+    """Every damage kind, file and command of issue 12 is in the corpus."""
+    assert {k for _, _, k in CASES} == set(DAMAGE)
+    assert {f for f, _, _ in CASES} == {"manifest.json", "raw/run.json", "summary.json",
+                                        "index.sqlite", "sweep.json"}
+    assert {c for _, c, _ in CASES} == {"report", "compare", "runs", "note"}
+    assert len(CASES) == 69
+
+
+@pytest.mark.parametrize("kind", ["empty", "truncated", "wrong-type", "garbage",
+                                  "unknown-schema"])
+def test_report_rebuilds_a_damaged_summary(pristine: Path, tmp_path: Path, kind: str) -> None:
+    """summary.json is what `pgdyno report` writes: damaged, it is rebuilt from raw/, to the
+    very bytes of the summary the run wrote (no telemetry: nothing else varies)."""
+    results = tmp_path / "results"
+    shutil.copytree(pristine, results)
+    run = _runs(results)[1]
+    written = (run / "summary.json").read_bytes()
+    DAMAGE[kind](run / "summary.json")
+    out = run_cli(["report", str(run)], tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert (run / "summary.json").read_bytes() == written
+
+
+def test_runs_without_an_index_offers_to_build_it(pristine: Path, tmp_path: Path) -> None:
+    results = tmp_path / "results"
+    shutil.copytree(pristine, results)
+    (results / "index.sqlite").unlink()
+    out = run_cli(["runs", "--results-dir", str(results)], tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert out.stderr.strip().splitlines() == [
+        f"note: no index of runs at {results / 'index.sqlite'}; `pgdyno runs --reindex` "
+        "builds it from the 2 run directories there"]
+
+
+# ----- Ctrl-C while `pgdyno report` rewrites a run's files --------------------------------
+
+@pytest.fixture(scope="module")
+def telemetry_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A run with two client counts and host telemetry: its report draws several plots,
+    so rebuilding it takes a few seconds."""
+    root = tmp_path_factory.mktemp("interrupt")
+    results = root / "results"
+    out = run_cli(["bench", "cpu", "--clients", "1,2", "--duration", "1", "--warmup", "1",
+                   "--iterations", "1", "--no-progress", "--results-dir", str(results)], root)
+    assert out.returncode == 0, out.stderr
+    (run,) = (p.parent for p in results.glob("*/cpu-*/manifest.json"))
+    return run
+
+
+def _written(run: Path) -> list[Path]:
+    """The files `pgdyno report` writes."""
+    return [run / "report.md", run / "report.html", run / "summary.json",
+            *sorted((run / "plots").rglob("*.png"))]
+
+
+def _mark_old(run: Path, fresh: dict[Path, bytes]) -> dict[Path, bytes]:
+    """Give every written file a distinct old version (the fresh one with a mark that its
+    format allows), so that old and new can be told apart."""
+    old = {}
+    for path, data in fresh.items():
+        if path.suffix == ".json":
+            old[path] = json.dumps({**json.loads(data), "old": True}).encode()
+        elif path.suffix == ".html":
+            old[path] = data.replace(b"</html>", b"<!-- old --></html>")
+        else:  # Markdown; a PNG reader ignores bytes after the IEND chunk
+            old[path] = data + b"\nold\n"
+        path.write_bytes(old[path])
+    return old
+
+
+def _signature(paths: list[Path]) -> list[tuple[int, int, int] | None]:
+    return [(s.st_ino, s.st_size, s.st_mtime_ns) if (s := _stat(p)) else None for p in paths]
+
+
+def _stat(path: Path) -> os.stat_result | None:
+    try:
+        return path.stat()
+    except FileNotFoundError:
+        return None
+
+
+def test_report_rewrites_every_file_by_rename(telemetry_run: Path) -> None:
+    """A file written in place (truncated, then filled) is what an interruption leaves
+    half-written; a file renamed into place leaves the old inode whole. A hard link to
+    every file before the rebuild must still hold the old bytes after it."""
+    run = telemetry_run
+    out = run_cli(["report", str(run)], run.parents[2])
+    assert out.returncode == 0, out.stderr
+    fresh = {p: p.read_bytes() for p in _written(run)}
+    assert len(fresh) >= 5  # report.md/.html, summary.json, the events plot, 2 CPU plots
+    old = _mark_old(run, fresh)
+    links = run.parent / "links"
+    links.mkdir()
+    for i, path in enumerate(old):
+        os.link(path, links / str(i))
+    out = run_cli(["report", str(run)], run.parents[2])
+    assert out.returncode == 0, out.stderr
+    for i, (path, data) in enumerate(old.items()):
+        assert (links / str(i)).read_bytes() == data, f"{path} was rewritten in place"
+        assert path.read_bytes() == fresh[path], path
+        assert path.stat().st_mode & 0o777 == 0o644 & ~_umask(), path  # not mkstemp's 0600
+    shutil.rmtree(links)
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def test_ctrl_c_during_report_leaves_old_or_new_files(telemetry_run: Path) -> None:
+    """`pgdyno report RUN`, interrupted at several moments once it has begun to write:
+    exit 130, and each file is its old version or the complete new one, nothing left over."""
+    run = telemetry_run
+    out = run_cli(["report", str(run)], run.parents[2])
+    assert out.returncode == 0, out.stderr
+    fresh = {p: p.read_bytes() for p in _written(run)}
+    interrupted = 0
+    # The writing takes about half a second of the rebuild's two (plots, then the files).
+    for delay in (0.0, 0.05, 0.15, 0.3):
+        old = _mark_old(run, fresh)
+        paths = list(old)
+        before = _signature(paths)
+        proc = subprocess.Popen([sys.executable, "-m", "pgdyno", "report", str(run)],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                env={**os.environ, "PGDYNO_WORKDIR": str(run.parents[2])})
+        deadline = time.monotonic() + 120
+        # Signal once it writes (after its start-up, when pgdyno's handlers are in place).
+        while (proc.poll() is None and _signature(paths) == before
+               and not list(run.rglob(".*.tmp")) and time.monotonic() < deadline):
+            time.sleep(0.005)
+        time.sleep(delay)
+        alive = proc.poll() is None
+        if alive:
+            proc.send_signal(signal.SIGINT)
+        stdout, stderr = proc.communicate(timeout=120)
+        assert "Traceback" not in stderr, stderr
+        if "report: " in stdout:  # it had finished: the signal came at its exit, or later
+            assert proc.returncode in (0, 130, -signal.SIGINT), (proc.returncode, stderr)
+        else:
+            assert alive and proc.returncode == 130, (proc.returncode, stderr)
+            assert stderr.strip().splitlines() == [
+                f"pgdyno: error: report of {run} interrupted; each of its files is the "
+                "previous one or the new one, whole: run `pgdyno report` again to finish"]
+            interrupted += 1
+        for path in paths:
+            data = path.read_bytes()
+            assert data in (old[path], fresh[path]), f"{path}: neither old nor new (delay {delay})"
+        assert json.loads((run / "summary.json").read_text())["schema_version"] == 2
+        assert (run / "report.html").read_text().rstrip().endswith("</html>")
+        assert not list(run.rglob(".*.tmp")), "a temporary file was left behind"
+    assert interrupted, "no attempt was interrupted while it was writing"
