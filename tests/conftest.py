@@ -144,6 +144,50 @@ def run_cli(args: list[str], env_workdir: Path, timeout: float = 300,
                           text=True, env=env, timeout=timeout, **kw)
 
 
+def run_cli_here(args: list[str], env_workdir: Path, cwd: Path | None = None,
+                 env: dict[str, str] | None = None, **_kw):
+    """``pgdyno ARGS`` inside this process: the same entry point, exit code, stdout and
+    stderr as ``run_cli``, without a new interpreter's second of start-up. For the
+    bad-input corpora (hundreds of cases that fail before anything starts); a test that
+    signals or kills pgdyno needs ``run_cli``."""
+    import contextlib
+    import io
+    import os
+    import signal
+    import subprocess
+    import sys
+    import traceback
+
+    from pgdyno.cli import main, signals
+
+    out, err = io.StringIO(), io.StringIO()
+    saved_env, saved_argv, saved_cwd = dict(os.environ), sys.argv, os.getcwd()
+    saved_handlers = {s: signal.getsignal(s) for s in signals.HANDLED}
+    os.environ.update({"PGDYNO_WORKDIR": str(env_workdir), "COLUMNS": "120", **(env or {})})
+    sys.argv = ["pgdyno", *args]
+    code = 0
+    try:
+        if cwd is not None:
+            os.chdir(cwd)
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                main.run()
+            except SystemExit as exc:
+                code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+            except Exception:  # noqa: BLE001 - what a user would see: a traceback, exit 1
+                traceback.print_exc()
+                code = 1
+    finally:
+        os.chdir(saved_cwd)
+        sys.argv = saved_argv
+        os.environ.clear()
+        os.environ.update(saved_env)
+        for signum, handler in saved_handlers.items():
+            signal.signal(signum, handler)
+        signals.reset()
+    return subprocess.CompletedProcess(["pgdyno", *args], code, out.getvalue(), err.getvalue())
+
+
 def postgres_processes(fragment: str) -> list[int]:
     """PIDs of postgres processes whose command line mentions ``fragment``."""
     import psutil

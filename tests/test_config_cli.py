@@ -1,21 +1,21 @@
-"""`pgdyno detect` and `pgdyno tune` in a subprocess, as users run them."""
+"""`pgdyno detect` and `pgdyno tune` through the CLI's entry point, as users run them."""
 
 from __future__ import annotations
 
 import json
 import subprocess
-import sys
+import tempfile
 import tomllib
 from pathlib import Path
 
 import pytest
 
 from pgdyno.config.envfile import parse_env
+from tests.conftest import run_cli_here
 
 
 def pgdyno(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-c", "from pgdyno.cli.main import run; run()", *args],
-                          capture_output=True, text=True, timeout=120)
+    return run_cli_here(list(args), Path(tempfile.gettempdir()) / "pgdyno-config-cli")
 
 
 def error_lines(out: subprocess.CompletedProcess) -> list[str]:

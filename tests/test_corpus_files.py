@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 
 from pgdyno.results.sweepdir import SCHEMA_VERSION, SweepRecord, SweepStep
-from tests.conftest import run_cli
+from tests.conftest import run_cli, run_cli_here
 
 BENCH = ["bench", "cpu", "--clients", "1", "--duration", "1", "--warmup", "1",
          "--iterations", "1", "--no-telemetry", "--no-progress"]
@@ -39,7 +39,7 @@ def pristine(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("corpus")
     results = root / "results"
     for _ in range(2):
-        out = run_cli([*BENCH, "--results-dir", str(results)], root)
+        out = run_cli_here([*BENCH, "--results-dir", str(results)], root)
         assert out.returncode == 0, out.stderr
     first = _runs(results)[0]
     (first.parent / SWEEP).mkdir()
@@ -162,7 +162,7 @@ def test_damaged_file_is_one_line_naming_it(pristine: Path, tmp_path: Path, file
     run_a, run_b = _runs(results)
     damaged = _damaged_file(file, results, run_b)
     DAMAGE[kind](damaged)
-    out = run_cli(_command(command, file, results, run_a, run_b), tmp_path)
+    out = run_cli_here(_command(command, file, results, run_a, run_b), tmp_path)
     assert "Traceback" not in out.stderr, out.stderr
     lines = out.stderr.strip().splitlines()
     assert out.returncode == 2, (out.returncode, out.stderr)

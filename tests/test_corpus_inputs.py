@@ -19,7 +19,7 @@ import pytest
 from pgdyno.config.pgcatalog import quote_if_needed, unquote
 from pgdyno.targets.binaries import embedded_install
 from pgdyno.targets.osuser import server_user, unreachable_ancestor
-from tests.conftest import run_cli
+from tests.conftest import run_cli_here
 
 BENCH = ["bench", "tpcb", "--scale", "1", "--duration", "2", "--warmup", "0",
          "--iterations", "1", "--clients", "1", "--no-progress", "--results-dir", "res"]
@@ -266,7 +266,7 @@ def test_corpus_ids_are_unique() -> None:
 def test_bad_input_is_one_line_exit_2_and_creates_nothing(tmp_path: Path, case: Case) -> None:
     _write(tmp_path, case.files)
     before = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*"))
-    out = run_cli(case.args, tmp_path / "work", cwd=tmp_path, timeout=120)
+    out = run_cli_here(case.args, tmp_path / "work", cwd=tmp_path)
     assert "Traceback" not in out.stderr, out.stderr
     lines = out.stderr.strip().splitlines()
     assert out.returncode == 2, out.stderr

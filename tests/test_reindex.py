@@ -13,7 +13,7 @@ import pytest
 
 from pgdyno.errors import UsageError
 from pgdyno.results.index import INDEX_FILE, RunIndex, RunRow
-from tests.conftest import run_cli
+from tests.conftest import run_cli_here as run_cli
 
 BENCH = ["bench", "cpu", "--clients", "1", "--duration", "1", "--warmup", "1",
          "--iterations", "1", "--no-telemetry", "--no-progress"]

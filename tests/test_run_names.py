@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from tests.conftest import run_cli
+from tests.conftest import run_cli_here as run_cli
 
 
 def test_report_and_note_take_the_id_runs_prints(tmp_path: Path) -> None:

@@ -15,7 +15,7 @@ import pytest
 from pgdyno.runner.options import build_options, workload_options
 from pgdyno.workloads import registry
 from pgdyno.workloads.base import headline_metric
-from tests.conftest import run_cli
+from tests.conftest import run_cli_here as run_cli
 
 
 def test_bench_help_lists_every_registered_workload(tmp_path: Path) -> None:
@@ -80,7 +80,7 @@ def test_cpu_baseline_runs_without_a_server(tmp_path: Path) -> None:
     watcher = threading.Thread(target=watch, daemon=True)
     watcher.start()
     try:
-        out = run_cli(["bench", "cpu", "--clients", "1,2", "--duration", "3", "--warmup", "1",
+        out = run_cli(["bench", "cpu", "--clients", "1,2", "--duration", "2", "--warmup", "1",
                        "--iterations", "1", "--results-dir", str(tmp_path / "r"),
                        "--no-progress"], workdir)
     finally:

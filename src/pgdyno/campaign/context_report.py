@@ -23,7 +23,7 @@ from pgdyno.compare.render import interval, pct, verdict_text
 from pgdyno.compare.runs import RunData
 from pgdyno.compare.settings_diff import changes_block, settings_diff
 from pgdyno.compare.stats import FASTER, SLOWER
-from pgdyno.reports import html, markdown
+from pgdyno.reports import html
 from pgdyno.reports.document import Document, Section, Table, fmt
 from pgdyno.results.rundir import write_json_atomic
 
@@ -460,7 +460,6 @@ def journal_document(results_dir: Path, context: str) -> Document:
 def write_context_report(rep: ContextReport, out_dir: Path) -> Path:
     out_dir.mkdir(parents=True, exist_ok=True)
     doc = context_document(rep)
-    (out_dir / "context-report.md").write_text(markdown.render_document(doc))
-    (out_dir / "context-report.html").write_text(html.render_document(doc, out_dir))
+    html.write_document(doc, out_dir, "context-report")
     write_json_atomic(out_dir / "context-report.json", report_json(rep))
     return out_dir / "context-report.md"

@@ -65,7 +65,12 @@ def run() -> None:
 
 def _run() -> None:
     try:
-        app(standalone_mode=False)
+        code = app(standalone_mode=False)
+        # typer catches a Ctrl-C itself in non-standalone mode and returns its exit code.
+        if signals.first_signal() is not None:
+            fail("interrupted", signals.exit_code())
+        if isinstance(code, int) and code:
+            sys.exit(code)
     except RunInterrupted as exc:
         fail(str(exc), signals.exit_code(exc.exit_code))
     except PgdynoError as exc:

@@ -34,6 +34,11 @@ def settle() -> None:
             signal.signal(signum, signal.SIG_IGN)
 
 
+def reset() -> None:
+    """Forget a signal received (for a caller that runs pgdyno's CLI more than once)."""
+    _first.clear()
+
+
 def first_signal() -> int | None:
     return _first[0] if _first else None
 

@@ -13,7 +13,7 @@ from pgdyno.compare.plots import comparison_plots
 from pgdyno.compare.runs import RunData
 from pgdyno.compare.settings_diff import changes_block
 from pgdyno.compare.stats import TOO_SMALL, UNDETERMINED, WELCH_DIFF
-from pgdyno.reports import html, markdown
+from pgdyno.reports import html
 from pgdyno.reports.document import Document, Section, Table, fmt
 from pgdyno.results.rundir import safe_name, write_json_atomic
 
@@ -190,8 +190,7 @@ def write_comparison(cmp: Comparison, baseline: list[RunData], candidate: list[R
     images = (comparison_plots(cmp, baseline, candidate, clients, out_dir)
               if clients is not None else {})
     doc = build_compare_document(cmp, images)
-    (out_dir / "compare.md").write_text(markdown.render_document(doc))
-    (out_dir / "compare.html").write_text(html.render_document(doc, out_dir))
+    html.write_document(doc, out_dir, "compare")
     return out_dir
 
 

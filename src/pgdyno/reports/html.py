@@ -35,3 +35,16 @@ def render_document(doc: Document, base_dir: Path) -> str:
     # right" (markdown-it renders ---:); the Document's tables get class="num".
     return _ENV.get_template("report.html.j2").render(
         doc=doc, data_uri=data_uri, markdown_block=markdown_block)
+
+
+def write_document(doc: Document, out_dir: Path, stem: str = "report") -> Path:
+    """``<stem>.md`` and ``<stem>.html`` of ``doc`` in ``out_dir``, each replaced atomically
+    (an interrupted rebuild leaves the old file or the new one, never part of it); returns
+    the Markdown path."""
+    from pgdyno.reports import markdown
+    from pgdyno.results.rundir import write_text_atomic
+
+    md = out_dir / f"{stem}.md"
+    write_text_atomic(md, markdown.render_document(doc))
+    write_text_atomic(out_dir / f"{stem}.html", render_document(doc, out_dir))
+    return md

@@ -10,10 +10,10 @@ import re
 
 from pgdyno import serde
 from pgdyno.analysis.summary import IterationSummary, RunSummary
-from pgdyno.reports import html, markdown, plots
+from pgdyno.reports import html, plots
 from pgdyno.reports.document import RunView, Section, Table, build_document, count, fmt
 from pgdyno.reports.telemetry_sections import telemetry_markdown, telemetry_plots
-from pgdyno.results.rundir import RunDirectory, write_text_atomic
+from pgdyno.results.rundir import RunDirectory
 
 
 def write_run_report(summary: RunSummary, run: RunView, run_dir: RunDirectory,
@@ -28,8 +28,7 @@ def write_run_report(summary: RunSummary, run: RunView, run_dir: RunDirectory,
     extra = workload_sections + telemetry_report_sections(summary, run_dir, transactions,
                                                           headline)
     doc = build_document(summary, run, images, extra, transactions)
-    write_text_atomic(run_dir.path / "report.md", markdown.render_document(doc))
-    write_text_atomic(run_dir.path / "report.html", html.render_document(doc, run_dir.path))
+    html.write_document(doc, run_dir.path)
 
 
 def telemetry_report_sections(summary: RunSummary, run_dir: RunDirectory,

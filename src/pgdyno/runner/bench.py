@@ -39,7 +39,7 @@ from pgdyno.errors import (
     TargetError,
     UsageError,
 )
-from pgdyno.results.index import RunIndex, RunRow
+from pgdyno.results.index import RunIndex
 from pgdyno.results.manifest import (
     MANIFEST_SCHEMA_VERSION,
     BenchOptions,
@@ -58,6 +58,7 @@ from pgdyno.results.rundir import (
 from pgdyno.runner.environment import HostFacts, host_facts, server_facts
 from pgdyno.runner.lock import WorkdirLock, recover
 from pgdyno.runner.outcome import RunOutcome, describe_fit, fit_of, outcome_of
+from pgdyno.runner.report import index_row
 from pgdyno.targets import ServerStartError, Target, open_target
 from pgdyno.workloads import registry
 from pgdyno.workloads.base import (
@@ -65,7 +66,6 @@ from pgdyno.workloads.base import (
     RunContext,
     Step,
     Workload,
-    headline_metric,
     headline_of,
 )
 from pgdyno.workloads.engine.pgbench import checkpoint
@@ -110,6 +110,8 @@ def run_bench(opts: BenchOptions, console: Console | None = None,
         target.start()
     if target is not None and target.kind != "dsn":
         _check_free_space(workload.dataset_bytes(opts), target.data_dir)
+    index = RunIndex(opts.results_dir)
+    index.check()  # a damaged index is refused (with --reindex offered) before a run dir
     lock = _lock_workdir(opts, target, console)
     try:
         run_dir = RunDirectory.create(opts.results_dir, context, opts.workload)
@@ -128,7 +130,6 @@ def run_bench(opts: BenchOptions, console: Console | None = None,
     ctx = RunContext(opts=opts, run_dir=run_dir, plan=plan, commands=manifest.commands,
                      target=target)
     _save(run_dir, plan, manifest)
-    index = RunIndex(opts.results_dir)
     _index(index, run_dir, manifest, workload, None)
     result = BenchResult(run_dir=run_dir.path, status="running")
     error: Exception | None = None
@@ -479,19 +480,7 @@ def _finish(workload: Workload, ctx: RunContext, manifest: Manifest, result: Ben
 
 def _index(index: RunIndex, run_dir: RunDirectory, manifest: Manifest, workload: Workload,
            head: Headline | None) -> None:
-    """The run's row in the index: its headline once it has one (None while running)."""
-    index.upsert(RunRow(
-        run_id=index.run_id_for(run_dir.path), context=run_dir.path.parent.name,
-        workload=manifest.workload, status=manifest.status,
-        started_at=manifest.started_at, ended_at=manifest.ended_at,
-        config=manifest.config_name if workload.needs_server else None,
-        clients=",".join(str(c) for c in manifest.options.clients),
-        headline_metric=(head.label if head else headline_metric(workload.metrics).label),
-        headline=head.value if head else None,
-        headline_unit=head.unit if head else headline_metric(workload.metrics).unit,
-        p99_ms=head.p99_ms if head else None,
-        dataset=workload.describe_dataset(manifest.options),
-        pg_version=(manifest.server or {}).get("version")))
+    index.upsert(index_row(index, run_dir.path, manifest, workload, head))
 
 
 @contextlib.contextmanager

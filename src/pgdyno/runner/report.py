@@ -42,7 +42,7 @@ def build_reports(path: Path) -> RunSummary:
                    dataset=workload.describe_dataset(opts) + (f"; {fit}" if fit else ""))
     write_run_report(summary, view, run_dir,
                      workload.report_sections(summary, run_dir, plan, opts),
-                     transactions=workload.common_report(),
+                     transactions=workload.common_report(opts),
                      headline=(spec.name, spec.label))
     return summary
 

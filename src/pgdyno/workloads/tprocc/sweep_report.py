@@ -18,7 +18,7 @@ from pathlib import Path
 from matplotlib.ticker import MaxNLocator
 
 from pgdyno import serde
-from pgdyno.reports import html, markdown
+from pgdyno.reports import html
 from pgdyno.reports.document import Document, Section, Table, fmt
 from pgdyno.reports.plots import plt, save_figure
 from pgdyno.results.manifest import load_manifest
@@ -150,8 +150,7 @@ def build_sweep_report(sweep_dir: Path) -> SweepSummary:
     if plot is not None:
         images["nopm"] = str(plot.relative_to(sweep_dir))
     doc = sweep_document(summary, record, images)
-    (sweep_dir / "report.md").write_text(markdown.render_document(doc))
-    (sweep_dir / "report.html").write_text(html.render_document(doc, sweep_dir))
+    html.write_document(doc, sweep_dir)
     return summary
 
 
