@@ -143,3 +143,20 @@ def test_dsn_role_without_pg_checkpoint_runs_and_says_so(server, workdir: Path) 
         with psycopg.connect(admin, autocommit=True) as db:
             db.execute("DROP DATABASE IF EXISTS plain_db WITH (FORCE)")
             db.execute("DROP ROLE IF EXISTS plain_role")
+
+
+def test_dsn_clients_beyond_the_servers_connections_are_refused(server, workdir: Path) -> None:
+    import psycopg
+
+    conn = server.connection()
+    with psycopg.connect(conn.conninfo()) as db:
+        limit = int(db.execute("SHOW max_connections").fetchone()[0])
+    results = make_shared_dir("pgdyno-results-")
+    dsn = f"host={conn.host} port={conn.port} user={conn.user} dbname={conn.dbname}"
+    proc = run_cli(["bench", "select-only", "--dsn", dsn, "--clients", str(limit),
+                    "--duration", "1", "--no-progress", "--results-dir", str(results)], workdir)
+    assert proc.returncode == 2, proc.stderr
+    (line,) = proc.stderr.strip().splitlines()
+    assert f"--clients {limit}: this server accepts at most" in line
+    assert f"max_connections {limit}" in line
+    assert not any(results.iterdir())

@@ -108,6 +108,7 @@ def run_bench(opts: BenchOptions, console: Console | None = None,
         # directory, no index row (a server pgdyno starts is different: a config that
         # does not start is a result, recorded with its rollback).
         target.start()
+        _check_connection_room(opts, target)
     if target is not None and target.kind != "dsn":
         _check_free_space(workload.dataset_bytes(opts), target.data_dir)
     index = RunIndex(opts.results_dir)
@@ -159,6 +160,30 @@ def run_bench(opts: BenchOptions, console: Console | None = None,
         raise RunFailed(f"run failed: {result.reason} (partial results in {run_dir.path})",
                         run_dir.path)
     return result
+
+
+DSN_SESSIONS = 5
+"""Connections pgdyno opens on a --dsn server beside the clients: the wait-event and
+statistics samplers, CHECKPOINT, pgbench's setup connection, one spare."""
+
+
+def _check_connection_room(opts: BenchOptions, target: Target) -> None:
+    """Clients a --dsn server cannot accept are refused before anything is created."""
+    import psycopg
+
+    with psycopg.connect(target.admin_connection().conninfo(), autocommit=True) as db:
+        limit, reserved, in_use = db.execute(
+            "SELECT current_setting('max_connections')::int, "
+            "current_setting('superuser_reserved_connections')::int "
+            "+ coalesce(current_setting('reserved_connections', true)::int, 0), "
+            "(SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend')"
+        ).fetchone()
+    free = limit - reserved - (in_use - 1)  # our own connection closes before the run
+    if max(opts.clients) + DSN_SESSIONS > free:
+        raise UsageError(
+            f"--clients {max(opts.clients)}: this server accepts at most "
+            f"{max(0, free - DSN_SESSIONS)} (max_connections {limit}, {reserved} reserved, "
+            f"{in_use - 1} in use by others, {DSN_SESSIONS} for pgdyno's own sessions)")
 
 
 SPACE_MARGIN = 1.2
