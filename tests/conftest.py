@@ -213,3 +213,17 @@ def scratch_database(server: LocalServer, name: str) -> Iterator[ConnectionInfo]
     yield server.connection().with_dbname(name)
     with psycopg.connect(admin.conninfo("postgres"), autocommit=True) as conn:
         conn.execute(drop)
+
+
+CPU_RUN = ["bench", "cpu", "--clients", "1", "--duration", "1", "--warmup", "1",
+           "--iterations", "1", "--no-telemetry", "--no-progress"]
+"""The cheapest real run: no server, about 3 s (for tests about run directories)."""
+
+
+def cpu_runs(root: Path, count: int = 2) -> Path:
+    """``count`` real `pgdyno bench cpu` runs in ``root/results`` (with their index)."""
+    results = root / "results"
+    for _ in range(count):
+        out = run_cli_here([*CPU_RUN, "--results-dir", str(results)], root)
+        assert out.returncode == 0, out.stderr
+    return results

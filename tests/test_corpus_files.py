@@ -26,10 +26,8 @@ from pathlib import Path
 import pytest
 
 from pgdyno.results.sweepdir import SCHEMA_VERSION, SweepRecord, SweepStep
-from tests.conftest import run_cli, run_cli_here
+from tests.conftest import cpu_runs, run_cli, run_cli_here
 
-BENCH = ["bench", "cpu", "--clients", "1", "--duration", "1", "--warmup", "1",
-         "--iterations", "1", "--no-telemetry", "--no-progress"]
 SWEEP = "cpu-sweep-20260101T000000Z"
 
 
@@ -37,10 +35,7 @@ SWEEP = "cpu-sweep-20260101T000000Z"
 def pristine(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A results directory: two real runs, their index, and a sweep record beside them."""
     root = tmp_path_factory.mktemp("corpus")
-    results = root / "results"
-    for _ in range(2):
-        out = run_cli_here([*BENCH, "--results-dir", str(results)], root)
-        assert out.returncode == 0, out.stderr
+    results = cpu_runs(root)
     first = _runs(results)[0]
     (first.parent / SWEEP).mkdir()
     SweepRecord(schema_version=SCHEMA_VERSION, context=first.parent.name, status="ok",
@@ -293,7 +288,7 @@ def test_ctrl_c_during_report_leaves_old_or_new_files(telemetry_run: Path) -> No
     fresh = {p: p.read_bytes() for p in _written(run)}
     interrupted = 0
     # The writing takes about half a second of the rebuild's two (plots, then the files).
-    for delay in (0.0, 0.05, 0.15, 0.3):
+    for delay in (0.0, 0.02, 0.05, 0.1, 0.15, 0.3):
         old = _mark_old(run, fresh)
         paths = list(old)
         before = _signature(paths)

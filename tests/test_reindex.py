@@ -13,10 +13,9 @@ import pytest
 
 from pgdyno.errors import UsageError
 from pgdyno.results.index import INDEX_FILE, RunIndex, RunRow
+from tests.conftest import cpu_runs
 from tests.conftest import run_cli_here as run_cli
 
-BENCH = ["bench", "cpu", "--clients", "1", "--duration", "1", "--warmup", "1",
-         "--iterations", "1", "--no-telemetry", "--no-progress"]
 GARBAGE = b"\xff\xfe\x00" + random.Random(7).randbytes(3000)
 ASIDE = re.compile(r"index\.sqlite\.damaged-\d{8}T\d{6}Z(-\d+)?")
 
@@ -24,12 +23,7 @@ ASIDE = re.compile(r"index\.sqlite\.damaged-\d{8}T\d{6}Z(-\d+)?")
 @pytest.fixture(scope="module")
 def pristine(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Two real runs and the index `pgdyno bench` wrote for them."""
-    root = tmp_path_factory.mktemp("reindex")
-    results = root / "results"
-    for _ in range(2):
-        out = run_cli([*BENCH, "--results-dir", str(results)], root)
-        assert out.returncode == 0, out.stderr
-    return results
+    return cpu_runs(tmp_path_factory.mktemp("reindex"))
 
 
 @pytest.fixture

@@ -18,8 +18,6 @@ import dataclasses
 import fcntl
 import json
 import os
-import signal
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,9 +25,9 @@ from pgdyno.errors import UsageError
 from pgdyno.results.index import RunIndex
 from pgdyno.results.manifest import read_json_file
 from pgdyno.results.rundir import utc_now, write_json_atomic
+from pgdyno.targets.local import pid_alive, stop_postmaster
 
 LOCK_FILE = "pgdyno.lock"
-STOP_TIMEOUT_S = 30.0
 
 
 @dataclass
@@ -108,31 +106,10 @@ def stop_orphaned_servers(workdir: Path) -> list[int]:
             pid = int(pid_file.read_text().splitlines()[0])
         except (OSError, ValueError, IndexError):
             continue
-        if _alive(pid):
-            _stop(pid)
+        if pid_alive(pid):
+            stop_postmaster(pid)
             stopped.append(pid)
     return stopped
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def _stop(pid: int) -> None:
-    with contextlib.suppress(ProcessLookupError):
-        os.kill(pid, signal.SIGINT)  # fast shutdown
-    deadline = time.monotonic() + STOP_TIMEOUT_S
-    while time.monotonic() < deadline and _alive(pid):
-        time.sleep(0.05)
-    if _alive(pid):
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGQUIT)  # immediate shutdown
 
 
 def mark_killed(run_dir: Path, results_dir: Path, pid: int) -> bool:

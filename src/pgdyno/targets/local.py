@@ -379,20 +379,7 @@ class LocalServer:
         self.process = None
 
     def _stop_pid(self, pid: int, process: subprocess.Popen | None = None) -> None:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGINT)  # SIGINT = fast shutdown
-        deadline = time.monotonic() + STOP_TIMEOUT_S
-        while time.monotonic() < deadline:
-            if process is not None:
-                if process.poll() is not None:
-                    return
-            elif not _pid_alive(pid):
-                return
-            time.sleep(0.05)
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGQUIT)  # immediate shutdown
-        if process is not None:
-            process.wait(10)
+        stop_postmaster(pid, process)
 
     def restart(self) -> None:
         self.stop()
@@ -478,7 +465,26 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
-def _pid_alive(pid: int) -> bool:
+def stop_postmaster(pid: int, process: subprocess.Popen | None = None) -> None:
+    """Fast shutdown (SIGINT), then immediate (SIGQUIT) after STOP_TIMEOUT_S; ``process``
+    when it is our child (it must be waited for), else the pid is polled."""
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGINT)  # SIGINT = fast shutdown
+    deadline = time.monotonic() + STOP_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if process is not None:
+            if process.poll() is not None:
+                return
+        elif not pid_alive(pid):
+            return
+        time.sleep(0.05)
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGQUIT)  # immediate shutdown
+    if process is not None:
+        process.wait(10)
+
+
+def pid_alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
