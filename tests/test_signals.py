@@ -46,7 +46,9 @@ def _status(run: Path) -> str:
 
 
 def _instance(workdir: Path) -> str:
-    return str(workdir / "instances")
+    """The instance `pgdyno bench` uses (the session's `server` fixture runs another one
+    in the same workdir, and must survive these tests)."""
+    return str(workdir / "instances" / "pg18-embedded" / "data")
 
 
 @pytest.mark.parametrize(("signum", "code"), [(signal.SIGTERM, 143), (signal.SIGHUP, 129)])
@@ -78,7 +80,9 @@ def test_second_ctrl_c_does_not_abort_the_cleanup(workdir: Path) -> None:
     assert postgres_processes(_instance(workdir)) == []
 
 
-def test_killed_run_is_recovered_by_the_next_one(workdir: Path) -> None:
+def test_killed_run_is_recovered_by_the_next_one(server, workdir: Path) -> None:  # noqa: ANN001
+    """The killed run's server is stopped; another instance's (the `server` fixture's,
+    in the same workdir) is not the killed run's and keeps running."""
     results = make_shared_dir("pgdyno-signal-")
     proc = _start(workdir, results)
     killed = _wait_for_load(proc, results)
@@ -98,6 +102,7 @@ def test_killed_run_is_recovered_by_the_next_one(workdir: Path) -> None:
     assert index.get(index.run_id_for(killed)).status == "failed"
     assert not any(p in postgres_processes(_instance(workdir)) for p in orphans)
     assert postgres_processes(_instance(workdir)) == []
+    assert server.is_running() and server.data_dir != Path(_instance(workdir))
 
 
 def test_second_pgdyno_on_the_same_workdir_refuses(workdir: Path) -> None:

@@ -120,8 +120,8 @@ def run_bench(opts: BenchOptions, console: Console | None = None,
         if lock is not None:
             lock.release()
         raise
-    if lock is not None:
-        lock.hold_for(run_dir.path, opts.results_dir)
+    if lock is not None and target is not None:
+        lock.hold_for(run_dir.path, opts.results_dir, target.data_dir)
     plan = RunPlan(schema_version=PLAN_SCHEMA_VERSION, workload=opts.workload, context=context)
     manifest = Manifest(
         schema_version=MANIFEST_SCHEMA_VERSION, tool=ToolInfo("pgdyno", __version__),
@@ -218,7 +218,7 @@ def _lock_workdir(opts: BenchOptions, target: Target | None,
     lock = WorkdirLock(opts.target.workdir)
     previous = lock.acquire()
     if previous is not None:
-        for line in recover(previous, opts.target.workdir):
+        for line in recover(previous):
             console.print(f"[yellow]{line}[/yellow]")
     return lock
 

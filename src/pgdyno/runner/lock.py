@@ -36,6 +36,9 @@ class Holder:
     run_dir: str
     results_dir: str
     started_at: str
+    data_dir: str = ""
+    """The cluster the run used: the one server recovery may stop (others in the workdir,
+    such as a --keep server of another instance, are not the killed run's)."""
 
 
 class WorkdirLock:
@@ -61,10 +64,10 @@ class WorkdirLock:
         self._fd = fd
         return _read(fd)
 
-    def hold_for(self, run_dir: Path, results_dir: Path) -> None:
+    def hold_for(self, run_dir: Path, results_dir: Path, data_dir: Path) -> None:
         assert self._fd is not None
         record = {"pid": os.getpid(), "run_dir": str(run_dir), "results_dir": str(results_dir),
-                  "started_at": utc_now()}
+                  "started_at": utc_now(), "data_dir": str(data_dir)}
         os.ftruncate(self._fd, 0)
         os.pwrite(self._fd, json.dumps(record).encode(), 0)
 
@@ -84,32 +87,32 @@ def _read(fd: int) -> Holder | None:
     try:
         data = json.loads(os.pread(fd, size, 0))
         return Holder(pid=int(data["pid"]), run_dir=str(data["run_dir"]),
-                      results_dir=str(data["results_dir"]), started_at=str(data["started_at"]))
+                      results_dir=str(data["results_dir"]), started_at=str(data["started_at"]),
+                      data_dir=str(data.get("data_dir") or ""))
     except (ValueError, KeyError, TypeError):
         return None
 
 
-def recover(holder: Holder, workdir: Path) -> list[str]:
-    """After a killed pgdyno: stop the servers it left, mark its run failed; what was done."""
-    done = [f"stopped the server left running by a killed pgdyno (postmaster pid {pid})"
-            for pid in stop_orphaned_servers(workdir)]
+def recover(holder: Holder) -> list[str]:
+    """After a killed pgdyno: stop the server it left, mark its run failed; what was done."""
+    pid = stop_orphaned_server(Path(holder.data_dir)) if holder.data_dir else None
+    done = ([f"stopped the server left running by a killed pgdyno (postmaster pid {pid})"]
+            if pid is not None else [])
     if mark_killed(Path(holder.run_dir), Path(holder.results_dir), holder.pid):
         done.append(f"marked run {holder.run_dir} failed: pgdyno (pid {holder.pid}) was killed")
     return done
 
 
-def stop_orphaned_servers(workdir: Path) -> list[int]:
-    """Fast-shut-down every live postmaster of the workdir's instances; their pids."""
-    stopped = []
-    for pid_file in sorted((workdir / "instances").glob("*/data/postmaster.pid")):
-        try:
-            pid = int(pid_file.read_text().splitlines()[0])
-        except (OSError, ValueError, IndexError):
-            continue
-        if pid_alive(pid):
-            stop_postmaster(pid)
-            stopped.append(pid)
-    return stopped
+def stop_orphaned_server(data_dir: Path) -> int | None:
+    """Fast-shut-down the live postmaster of ``data_dir``, if any; its pid."""
+    try:
+        pid = int((data_dir / "postmaster.pid").read_text().splitlines()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+    if not pid_alive(pid):
+        return None
+    stop_postmaster(pid)
+    return pid
 
 
 def mark_killed(run_dir: Path, results_dir: Path, pid: int) -> bool:
