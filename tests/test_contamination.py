@@ -175,8 +175,12 @@ def test_run_without_the_hog_is_judged_by_the_same_rule(own_workdir: Path) -> No
     results = make_shared_dir("pgdyno-results-")
     summary, oracle, _ = _bench(own_workdir, results, hog=False)
     c = _check_against_oracle(summary, oracle)
-    # pgdyno's samplers are the benchmark's cost, measured apart from the other processes.
+    # pgdyno's samplers are the benchmark's cost, measured apart from the other processes,
+    # and the report states it.
     assert 0 < c["sampler_cores"] < 0.5 and c["benchmark_cores"] > c["sampler_cores"]
+    md = (max(results.glob("*/select-only-*")) / "report.md").read_text()
+    assert (f"pgdyno's samplers used {1000 * c['sampler_cores']:,.0f} ms of CPU per second"
+            in md)
 
 
 # ----- the arithmetic on constructed samples -----------------------------------------------

@@ -259,7 +259,22 @@ def _cpu_section(s: TelemetrySummary, plot_names: dict[str, str]) -> list[str]:
     rows.append(["run queue (procs_running)", _f(c.run_queue.avg), _f(c.run_queue.p95),
                  _n(c.run_queue.peak)])
     return lines + _table(["component", "avg", "p95", "peak"], rows) + _plot(
-        plot_names, PLOT_CPU, "CPU over time")
+        plot_names, PLOT_CPU, "CPU over time") + _whose_cpu(s)
+
+
+def _whose_cpu(s: TelemetrySummary) -> list[str]:
+    """Who used the busy CPU: the benchmark, pgdyno's own samplers (the harness's cost),
+    other processes (contamination)."""
+    x = s.contamination
+    if not x.cpu_attributed:
+        return []
+    rows = [["benchmark (server and client)", _f(x.benchmark_cores - x.sampler_cores, 2)],
+            ["pgdyno's samplers", _f(x.sampler_cores, 3)],
+            ["other processes", _f(x.other_cores, 2)],
+            ["busy in all", _f(x.busy_cores, 2)]]
+    return ["", f"Whose CPU, in cores: pgdyno's samplers used "
+                f"{1000 * x.sampler_cores:,.0f} ms of CPU per second.", ""] + _table(
+        ["process", "cores"], rows)
 
 
 def _dev_row(dev: DeviceSummary, roles: str) -> list[str]:
