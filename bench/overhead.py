@@ -50,9 +50,10 @@ def main() -> None:
     try:
         conn = server.connection()
         pgbench = server.install.program("pgbench")
-        subprocess.run([pgbench, *conn.client_args(), "-i", "-s", str(args.scale), "-I", "dtGvp",
-                        "-q", conn.dbname], check=True, capture_output=True)
         dsn = f"postgresql://{conn.user}@/{conn.dbname}?host={conn.host}&port={conn.port}"
+        # pgdyno builds the dataset (and records it), so its runs reuse what bare pgbench uses.
+        _pgdyno(work / "build", dsn, "select-only", 1, False,
+                argparse.Namespace(duration=1, scale=args.scale))
         for pair in range(1, args.pairs + 1):
             for workload, clients, telemetry in conditions:
                 bare = _bare(pgbench, conn, workload, clients, args.duration)
