@@ -51,16 +51,24 @@ def test_bad_input_one_line_exit_2(args: list[str], words: list[str], workdir: P
     _one_line_error(run_cli(args, workdir, cwd=Path(__file__).parent.parent), *words)
 
 
-@pytest.mark.server
-def test_refuses_foreign_tables_unless_forced(workdir: Path) -> None:
-    own = make_shared_dir("pgdyno-foreign-")
+def _workdir_with_user_tables(prefix: str, *statements: str) -> tuple[Path, LocalServer]:
+    """A workdir whose (stopped) cluster holds a user's own tables, made by ``statements``."""
+    own = make_shared_dir(prefix)
     server = LocalServer(install=embedded_install(), workdir=own)
     server.prepare()
     server.start()
     with psycopg.connect(server.connection().conninfo(), autocommit=True) as db:
-        db.execute("CREATE TABLE customer_data (id int)")
-        db.execute("INSERT INTO customer_data VALUES (42)")
+        for statement in statements:
+            db.execute(statement)
     server.stop()
+    return own, server
+
+
+@pytest.mark.server
+def test_refuses_foreign_tables_unless_forced(workdir: Path) -> None:
+    own, server = _workdir_with_user_tables(
+        "pgdyno-foreign-", "CREATE TABLE customer_data (id int)",
+        "INSERT INTO customer_data VALUES (42)")
     results = make_shared_dir("pgdyno-results-")
     refused = run_cli(["bench", "tpcb", *SHORT, "--results-dir", str(results)], own)
     _one_line_error(refused, "customer_data", "--force")
@@ -79,16 +87,10 @@ def test_refuses_foreign_tables_unless_forced(workdir: Path) -> None:
 @pytest.mark.server
 def test_force_never_replaces_a_users_table_with_a_workload_name(workdir: Path) -> None:
     """A user's `customer` (50 rows) and `pgbench_history` (one row) survive --force."""
-    own = make_shared_dir("pgdyno-collide-")
-    server = LocalServer(install=embedded_install(), workdir=own)
-    server.prepare()
-    server.start()
-    with psycopg.connect(server.connection().conninfo(), autocommit=True) as db:
-        db.execute("CREATE TABLE customer (id int, name text)")
-        db.execute("INSERT INTO customer SELECT g, 'c' || g FROM generate_series(1, 50) g")
-        db.execute("CREATE TABLE pgbench_history (note text)")
-        db.execute("INSERT INTO pgbench_history VALUES ('mine')")
-    server.stop()
+    own, server = _workdir_with_user_tables(
+        "pgdyno-collide-", "CREATE TABLE customer (id int, name text)",
+        "INSERT INTO customer SELECT g, 'c' || g FROM generate_series(1, 50) g",
+        "CREATE TABLE pgbench_history (note text)", "INSERT INTO pgbench_history VALUES ('mine')")
     results = make_shared_dir("pgdyno-results-")
     for args, table in ((["tpcb", "--scale", "1"], "public.pgbench_history"),
                         (["tprocc", "--warehouses", "1"], "public.customer")):
