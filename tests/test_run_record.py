@@ -114,3 +114,20 @@ def test_sweep_record_of_version_1_is_read_as_a_warehouse_sweep(tmp_path: Path) 
     (tmp_path / SWEEP_FILE).write_text(json.dumps({"schema_version": 9}))
     with pytest.raises(UsageError, match="schema_version 9 is not supported"):
         SweepRecord.load(tmp_path)
+
+
+@pytest.mark.parametrize(("module", "name"), [("validation", "validation.json"),
+                                              ("scaling", "scaling-check.json")])
+def test_campaign_records_are_read_through_the_versioned_loader(tmp_path: Path, module: str,
+                                                                name: str) -> None:
+    import importlib
+
+    mod = importlib.import_module(f"pgdyno.campaign.{module}")
+    loader = mod.load_validation if module == "validation" else mod.load_scaling
+    assert loader(tmp_path) is None  # none recorded
+    (tmp_path / name).write_text('{"schema_version": 1, "cores"')
+    with pytest.raises(UsageError, match=str(tmp_path / name)):
+        loader(tmp_path)
+    (tmp_path / name).write_text('{"schema_version": 7}')
+    with pytest.raises(UsageError, match="schema_version 7 is not supported"):
+        loader(tmp_path)

@@ -12,7 +12,6 @@ and a measured efficiency below 100% is not an artefact of the client.
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 import os
 import statistics
@@ -28,8 +27,12 @@ from pgdyno.compare.interleave import run_one
 from pgdyno.compare.runs import load_run
 from pgdyno.compare.stats import estimate_change
 from pgdyno.errors import RunFailed, UsageError
+from pgdyno.results.manifest import read_versioned
 from pgdyno.results.rundir import write_json_atomic
 from pgdyno.runner.options import BenchOptions
+
+SCHEMA_VERSION = 1
+"""Of the record this module writes beside its run (checked when it is read)."""
 
 SCALING_FILE = "scaling-check.json"
 
@@ -102,7 +105,7 @@ def run_scaling_check(base: BenchOptions, console: Console | None = None,
 
     data_dir = open_target(base.target).data_dir
     opts = dataclasses.replace(base, clients=(max(base.clients),))
-    check = ScalingCheck(schema_version=1, cores=[], run_dirs=[], tps=[],
+    check = ScalingCheck(schema_version=SCHEMA_VERSION, cores=[], run_dirs=[], tps=[],
                          clients=opts.clients[0], efficiency=None)
     # counterbalanced like compare (1 2 2 1 ...) so that drift does not favour one count
     order = [c for i in range(pairs) for c in (core_counts if i % 2 == 0
@@ -151,4 +154,4 @@ def load_scaling(run_dir: Path) -> ScalingCheck | None:
     path = Path(run_dir) / SCALING_FILE
     if not path.is_file():
         return None
-    return serde.from_dict(ScalingCheck, json.loads(path.read_text()))
+    return read_versioned(ScalingCheck, path, SCHEMA_VERSION, "scaling check")

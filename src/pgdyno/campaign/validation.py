@@ -18,7 +18,6 @@ recomputed from it; ``validation.json`` beside the run names the slices.
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 import subprocess
 from dataclasses import dataclass, field
@@ -27,11 +26,15 @@ from pathlib import Path
 from rich.console import Console
 
 from pgdyno import serde
-from pgdyno.analysis.summary import RunSummary, TimelinePoint
+from pgdyno.analysis.summary import TimelinePoint, load_summary
 from pgdyno.compare.interleave import run_one
 from pgdyno.errors import RunFailed, UsageError
+from pgdyno.results.manifest import read_versioned
 from pgdyno.results.rundir import write_json_atomic
 from pgdyno.runner.options import BenchOptions
+
+SCHEMA_VERSION = 1
+"""Of the record this module writes beside its run (checked when it is read)."""
 
 VALIDATION_FILE = "validation.json"
 
@@ -100,9 +103,9 @@ def drop_os_cache() -> tuple[bool, str]:
 
 
 def analyse_validation(run_dir: Path, os_cache_dropped: bool) -> ValidationResult:
-    summary = serde.from_dict(RunSummary, json.loads((run_dir / "summary.json").read_text()))
+    summary = load_summary(run_dir / "summary.json")
     its = sorted(summary.iterations, key=lambda i: i.iteration)
-    result = ValidationResult(schema_version=1, run_dir=str(run_dir),
+    result = ValidationResult(schema_version=SCHEMA_VERSION, run_dir=str(run_dir),
                               clients=its[0].clients if its else 0,
                               os_cache_dropped=os_cache_dropped)
     if len(its) < 3:
@@ -138,4 +141,4 @@ def load_validation(run_dir: Path) -> ValidationResult | None:
     path = Path(run_dir) / VALIDATION_FILE
     if not path.is_file():
         return None
-    return serde.from_dict(ValidationResult, json.loads(path.read_text()))
+    return read_versioned(ValidationResult, path, SCHEMA_VERSION, "validation record")
