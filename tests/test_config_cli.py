@@ -83,7 +83,7 @@ def md_rows(text: str) -> dict[str, list[str]]:
 
 def test_tune_on_this_host_is_consistent() -> None:
     """Issue 11, defect 4, as `pgdyno tune` prints it on this host."""
-    from pgdyno.runner.bench import CONNECTION_HEADROOM
+    from pgdyno.config.sizing import PGDYNO_SESSIONS as CONNECTION_HEADROOM
 
     out = pgdyno("tune", "--config", "tuned", "--connections", "2", "--pg-version", "18",
                  "--format", "md")

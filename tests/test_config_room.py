@@ -13,8 +13,8 @@ import pytest
 from pgdyno.config import load_hardware, resolve_config
 from pgdyno.config.pgcatalog import snapshot
 from pgdyno.config.resolve import NAMED
+from pgdyno.config.sizing import PGDYNO_SESSIONS as CONNECTION_HEADROOM
 from pgdyno.config.units import KB
-from pgdyno.runner.bench import CONNECTION_HEADROOM
 from pgdyno.targets.local import BASE_SETTINGS
 from tests.conftest import make_shared_dir, run_cli
 

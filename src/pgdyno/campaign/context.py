@@ -122,7 +122,12 @@ class ContextReport:
 def build_context(results_dir: Path, context: str, hardware: str | None = None,
                   against: str | None = None) -> ContextReport:
     runs = context_runs(results_dir, context)
-    cpu_baseline = _cpu_baseline(runs) or _cpu_baseline(_hardware_runs(results_dir, context))
+    # Every context on this hardware, read once: the CPU baseline and the overview use them.
+    siblings = {name: runs if name == context else context_runs(results_dir, name)
+                for name in hardware_contexts(results_dir, context)}
+    others = sorted((r for name, rs in siblings.items() if name != context for r in rs),
+                    key=lambda r: r.started_at)
+    cpu_baseline = _cpu_baseline(runs) or _cpu_baseline(others)
     # Configs are ranked by database throughput: a baseline without a server (cpu, fio)
     # measures the host, not a config.
     ok = [r for r in runs if r.status == "ok" and r.clients() is not None and _on_server(r)]
@@ -142,7 +147,7 @@ def build_context(results_dir: Path, context: str, hardware: str | None = None,
                            hardware=_hardware(hardware, runs), per_core_tps=per_core,
                            host_vcpus=host_vcpus, best_tps=best_tps, best_runs=best_runs,
                            cpu_baseline=cpu_baseline, ranked_on=ranked_on,
-                           hardware_overview=hardware_overview(results_dir, context))
+                           hardware_overview=hardware_overview(siblings))
     if left_out:
         report.notes.append(
             f"{left_out} finished run(s) with other workload parameters were not ranked: "
@@ -211,34 +216,26 @@ def like_with_like(runs: list[RunData]) -> tuple[list[RunData], str, int]:
     return chosen, describe_parameters(chosen[0]), len(runs) - len(chosen)
 
 
-def _hardware_runs(results_dir: Path, context: str) -> list[RunData]:
-    """The runs of the other contexts on this context's hardware (HARDWARE--*), oldest first:
-    a CPU baseline measured once (``pgdyno bench cpu``, context HARDWARE--cpu) serves all."""
+def hardware_contexts(results_dir: Path, context: str) -> list[str]:
+    """The contexts measured on this context's hardware (named HARDWARE--*); none for a
+    context not named that way. A CPU baseline measured once (``pgdyno bench cpu``, context
+    HARDWARE--cpu) serves them all."""
     if "--" not in context:
         return []
-    runs = [r for folder in _hardware_contexts(results_dir, context) if folder != context
-            for r in context_runs(results_dir, folder)]
-    return sorted(runs, key=lambda r: r.started_at)
-
-
-def _hardware_contexts(results_dir: Path, context: str) -> list[str]:
     hardware = context.split("--")[0]
     return [f.name for f in sorted(results_dir.glob(f"{hardware}--*")) if f.is_dir()]
 
 
-def hardware_overview(results_dir: Path, context: str) -> list[WorkloadRow]:
-    """Every workload measured on this context's hardware (contexts named HARDWARE--*): the
-    best finished run of each, headline, QPS, average latency and bottleneck."""
-    if "--" not in context:
-        return []
-    rows = [_best_of_context(results_dir, name)
-            for name in _hardware_contexts(results_dir, context)]
+def hardware_overview(siblings: dict[str, list[RunData]]) -> list[WorkloadRow]:
+    """Every workload measured on this hardware (its contexts' runs by name): the best
+    finished run of each, headline, QPS, average latency and bottleneck."""
+    rows = [_best_of_context(name, runs) for name, runs in siblings.items()]
     return [r for r in rows if r is not None]
 
 
-def _best_of_context(results_dir: Path, context: str) -> WorkloadRow | None:
+def _best_of_context(context: str, runs: list[RunData]) -> WorkloadRow | None:
     best: tuple[float, WorkloadRow] | None = None
-    for run in context_runs(results_dir, context):
+    for run in runs:
         if run.status != "ok" or run.summary is None or run.workload not in registry.names():
             continue
         workload = registry.get(run.workload)

@@ -60,7 +60,8 @@ def max_connections(plan: ConfigPlan, catalogue: SettingsCatalogue) -> int:
 
 PGDYNO_SESSIONS = 15
 """Connections pgdyno opens beside a benchmark's clients on the server under test: the
-telemetry sampler, snapshots, load workers (the runner's CONNECTION_HEADROOM)."""
+telemetry sampler, snapshots, load workers; the runner refuses a --dsn server without
+room for them too."""
 RESERVED_SLOT_SETTINGS = ("superuser_reserved_connections", "reserved_connections")
 """Slots PostgreSQL keeps out of max_connections for privileged roles: it refuses to start
 unless max_connections exceeds their sum."""

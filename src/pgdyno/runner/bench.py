@@ -29,7 +29,7 @@ from rich.progress import (
 )
 
 from pgdyno import __version__, serde
-from pgdyno.config.sizing import PGDYNO_SESSIONS as CONNECTION_HEADROOM  # noqa: F401 (one rule)
+from pgdyno.config.sizing import PGDYNO_SESSIONS
 from pgdyno.config.units import human_bytes
 from pgdyno.errors import (
     PgdynoError,
@@ -59,7 +59,7 @@ from pgdyno.runner.environment import HostFacts, host_facts, server_facts
 from pgdyno.runner.lock import WorkdirLock, recover
 from pgdyno.runner.outcome import RunOutcome, describe_fit, fit_of, outcome_of
 from pgdyno.runner.report import index_row
-from pgdyno.targets import ServerStartError, Target, open_target
+from pgdyno.targets import PgInstall, ServerStartError, Target, install_for, open_target
 from pgdyno.workloads import registry
 from pgdyno.workloads.base import (
     Headline,
@@ -99,9 +99,10 @@ def run_bench(opts: BenchOptions, console: Console | None = None,
     workload = registry.get(opts.workload)
     host = host_facts()
     context = context_of(opts, host)
-    settings, config_record = (resolve_settings(opts, workload) if workload.needs_server
-                               else ({}, {}))
-    target = open_target(opts.target, settings) if workload.needs_server else None
+    install = install_for(opts.target) if workload.needs_server else None
+    settings, config_record = (resolve_settings(opts, workload, install)
+                               if install is not None else ({}, {}))
+    target = open_target(opts.target, settings, install) if install is not None else None
     workload.check_with_target(opts, target.install if target is not None else None)
     if target is not None and target.kind == "dsn":
         # An unreachable server is bad input, found before anything is written: no run
@@ -162,11 +163,6 @@ def run_bench(opts: BenchOptions, console: Console | None = None,
     return result
 
 
-DSN_SESSIONS = 5
-"""Connections pgdyno opens on a --dsn server beside the clients: the wait-event and
-statistics samplers, CHECKPOINT, pgbench's setup connection, one spare."""
-
-
 def _check_connection_room(opts: BenchOptions, target: Target) -> None:
     """Clients a --dsn server cannot accept are refused before anything is created."""
     import psycopg
@@ -179,11 +175,11 @@ def _check_connection_room(opts: BenchOptions, target: Target) -> None:
             "(SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend')"
         ).fetchone()
     free = limit - reserved - (in_use - 1)  # our own connection closes before the run
-    if max(opts.clients) + DSN_SESSIONS > free:
+    if max(opts.clients) + PGDYNO_SESSIONS > free:
         raise UsageError(
             f"--clients {max(opts.clients)}: this server accepts at most "
-            f"{max(0, free - DSN_SESSIONS)} (max_connections {limit}, {reserved} reserved, "
-            f"{in_use - 1} in use by others, {DSN_SESSIONS} for pgdyno's own sessions)")
+            f"{max(0, free - PGDYNO_SESSIONS)} (max_connections {limit}, {reserved} reserved, "
+            f"{in_use - 1} in use by others, {PGDYNO_SESSIONS} for pgdyno's own sessions)")
 
 
 SPACE_MARGIN = 1.2
@@ -200,9 +196,12 @@ def _check_free_space(dataset_bytes: int | None, data_dir: Path) -> None:
     while not existing.exists():
         existing = existing.parent
     free = shutil.disk_usage(existing).free
+    needed = dataset_bytes * SPACE_MARGIN
+    if needed <= free:
+        return
+    # Only then walk the cluster: what it already holds may be reused or replaced.
     held = sum(f.stat().st_size for f in data_dir.rglob("*") if f.is_file()) \
         if data_dir.is_dir() else 0
-    needed = dataset_bytes * SPACE_MARGIN
     if needed > free + held:
         raise UsageError(f"the dataset needs about {human_bytes(int(needed))} and the "
                          f"filesystem of {existing} has {human_bytes(free)} free; choose a "
@@ -223,7 +222,8 @@ def _lock_workdir(opts: BenchOptions, target: Target | None,
     return lock
 
 
-def resolve_settings(opts: BenchOptions, workload: Workload) -> tuple[dict[str, str], dict]:
+def resolve_settings(opts: BenchOptions, workload: Workload,
+                     install: PgInstall) -> tuple[dict[str, str], dict]:
     """The PostgreSQL layer of the named config; stock PostgreSQL for ``default``."""
     if opts.config == "default" and not opts.sets:
         settings: dict[str, str] = {}
@@ -231,17 +231,17 @@ def resolve_settings(opts: BenchOptions, workload: Workload) -> tuple[dict[str, 
     else:
         from pgdyno.config import resolve_config  # the configuration engine
 
-        install = open_target(opts.target).install
         resolved = resolve_config(opts.config, list(opts.sets), install=install,
                                   workload=opts.workload, connections=max(opts.clients),
                                   dataset_bytes=workload.dataset_bytes(opts) or 0,
                                   tuning=workload.tuning)
         settings, record = dict(resolved.pg_settings), resolved.to_dict()
-    _make_room_for_clients(opts, settings, record)
+    _make_room_for_clients(opts, settings, record, install)
     return settings, record
 
 
-def _make_room_for_clients(opts: BenchOptions, settings: dict[str, str], record: dict) -> None:
+def _make_room_for_clients(opts: BenchOptions, settings: dict[str, str], record: dict,
+                           install: PgInstall) -> None:
     """Raise max_connections of a server pgdyno starts when the clients would not fit,
     by the config engine's one rule (clients + pgdyno's sessions + reserved slots).
 
@@ -253,7 +253,7 @@ def _make_room_for_clients(opts: BenchOptions, settings: dict[str, str], record:
 
     if opts.target.kind == "dsn" or "max_connections" in settings:
         return
-    room = connection_room(max(opts.clients), for_install(open_target(opts.target).install))
+    room = connection_room(max(opts.clients), for_install(install))
     if room.needed > int(BASE_SETTINGS["max_connections"]):
         settings["max_connections"] = str(room.needed)
         record.setdefault("pg_settings", {})["max_connections"] = str(room.needed)

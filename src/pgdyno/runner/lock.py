@@ -25,7 +25,7 @@ from pgdyno.errors import UsageError
 from pgdyno.results.index import RunIndex
 from pgdyno.results.manifest import read_json_file
 from pgdyno.results.rundir import utc_now, write_json_atomic
-from pgdyno.targets.local import pid_alive, stop_postmaster
+from pgdyno.targets.local import running_postmaster, stop_postmaster
 
 LOCK_FILE = "pgdyno.lock"
 
@@ -105,13 +105,9 @@ def recover(holder: Holder) -> list[str]:
 
 def stop_orphaned_server(data_dir: Path) -> int | None:
     """Fast-shut-down the live postmaster of ``data_dir``, if any; its pid."""
-    try:
-        pid = int((data_dir / "postmaster.pid").read_text().splitlines()[0])
-    except (OSError, ValueError, IndexError):
-        return None
-    if not pid_alive(pid):
-        return None
-    stop_postmaster(pid)
+    pid = running_postmaster(data_dir)
+    if pid is not None:
+        stop_postmaster(pid)
     return pid
 
 

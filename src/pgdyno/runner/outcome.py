@@ -14,6 +14,7 @@ from pathlib import Path
 
 from pgdyno.analysis.summary import IterationSummary, RunSummary
 from pgdyno.analysis.tdist import mean_interval
+from pgdyno.config.units import human_bytes
 from pgdyno.workloads.base import Headline
 
 SATURATION = 0.95
@@ -90,14 +91,10 @@ def describe_fit(dataset: dict) -> str:
     if not fit:
         return ""
     size, sb = dataset["size_bytes"], dataset["shared_buffers_bytes"]
-    text = f"{_mb(size)} in the database, shared_buffers {_mb(sb)}"
+    text = f"{human_bytes(size)} in the database, shared_buffers {human_bytes(sb)}"
     if dataset.get("available_bytes") is not None:
-        text += f", {_mb(dataset['available_bytes'])} memory available"
+        text += f", {human_bytes(dataset['available_bytes'])} memory available"
     return f"in {fit} ({text}): {FIT_MEANING[fit]}"
-
-
-def _mb(n: int) -> str:
-    return f"{n / 2**20:,.0f} MB" if n < 10 * 2**30 else f"{n / 2**30:,.1f} GB"
 
 
 def terminal_lines(outcome: RunOutcome, report: Path) -> list[str]:

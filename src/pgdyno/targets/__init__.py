@@ -17,7 +17,7 @@ from pgdyno.targets.dsn import DsnServer
 from pgdyno.targets.local import LocalServer, ServerStartError
 from pgdyno.targets.osuser import running_as_root
 
-__all__ = ["ConnectionInfo", "PgInstall", "ServerStartError", "Target", "TargetSpec",
+__all__ = ["ConnectionInfo", "PgInstall", "install_for", "ServerStartError", "Target", "TargetSpec",
            "default_workdir", "open_target"]
 
 
@@ -66,10 +66,16 @@ def default_workdir() -> Path:
     return Path(base) / "pgdyno"
 
 
-def open_target(spec: TargetSpec, settings: dict[str, str] | None = None) -> Target:
+def install_for(spec: TargetSpec) -> PgInstall:
+    """The binaries a target runs with (--pg-bin, else the embedded PostgreSQL 18); probing
+    them runs ``postgres --version``, so a caller that needs them twice keeps them."""
+    return install_from_dir(spec.pg_bin) if spec.pg_bin else embedded_install()
+
+
+def open_target(spec: TargetSpec, settings: dict[str, str] | None = None,
+                install: PgInstall | None = None) -> Target:
+    install = install or install_for(spec)
     if spec.dsn is not None:
-        install = install_from_dir(spec.pg_bin) if spec.pg_bin else embedded_install()
         return DsnServer(dsn=spec.dsn, install=install)
-    install = install_from_dir(spec.pg_bin) if spec.pg_bin else embedded_install()
     return LocalServer(install=install, workdir=spec.workdir, wal_dir=spec.wal_dir,
                        settings=dict(settings or {}))

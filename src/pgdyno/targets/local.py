@@ -318,17 +318,9 @@ class LocalServer:
 
     def _refuse_foreign_postmaster(self) -> None:
         """A postmaster left running from an earlier ``--keep`` run holds the data directory."""
-        pid_file = self.data_dir / "postmaster.pid"
-        if not pid_file.exists():
-            return
-        try:
-            pid = int(pid_file.read_text().splitlines()[0])
-            os.kill(pid, 0)
-        except (ValueError, IndexError, ProcessLookupError):
-            return  # stale file; postgres removes it itself
-        except PermissionError:
-            pass
-        self._stop_pid(pid)
+        pid = running_postmaster(self.data_dir)
+        if pid is not None:
+            self._stop_pid(pid)
 
     def _wait_ready(self, timeout_s: float) -> None:
         deadline = time.monotonic() + timeout_s
@@ -463,6 +455,16 @@ def _free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
+
+
+def running_postmaster(data_dir: Path) -> int | None:
+    """The live postmaster holding ``data_dir`` (None: none, or a stale postmaster.pid,
+    which postgres removes itself)."""
+    try:
+        pid = int((data_dir / "postmaster.pid").read_text().splitlines()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+    return pid if pid_alive(pid) else None
 
 
 def stop_postmaster(pid: int, process: subprocess.Popen | None = None) -> None:
