@@ -1,0 +1,162 @@
+"""The log tail against files written the way pgbench writes them: what it counts equals
+what was written, and past the cap the disk holds only what it has not read yet."""
+
+from __future__ import annotations
+
+import math
+import os
+import subprocess
+import sys
+import time
+from fractions import Fraction
+from pathlib import Path
+
+import numpy as np
+
+from pgdyno.analysis import hdr
+from pgdyno.analysis.per_second import LogLayout, read_seconds
+from pgdyno.workloads.engine.txtail import LogTail, punch_hole
+
+ORIGIN = 1_795_000_000.0
+RATE = 300_000  # transactions a second, over both files (more than pgbench makes here)
+LINES_PER_FILE = 300_000
+BLOCK = 15_000
+
+
+WRITER = """
+import sys
+import numpy as np
+import time
+path, source, thread, origin, rate, block, paced = sys.argv[1:8]
+latencies = np.load(source)
+thread, origin, rate, block = int(thread), float(origin), int(rate), int(block)
+started = time.monotonic()
+with open(path, "ab") as fh:
+    for lo in range(0, len(latencies), block):
+        if paced == "1":  # in real time: each file gets rate / 2 lines a second
+            time.sleep(max(0.0, started + lo / (rate / 2) - time.monotonic()))
+        lines = []
+        for i in range(lo, min(lo + block, len(latencies))):
+            end = origin + (2 * i + thread) / rate
+            sec = int(end)
+            lat = "failed" if latencies[i] < 0 else str(int(latencies[i]))
+            lines.append(f"{thread} {i} {lat} 0 {sec} {round((end - sec) * 1e6)}\\n")
+        fh.write("".join(lines).encode())
+        fh.flush()
+"""
+"""pgbench's line format, appended in blocks (as its stdio buffer does), by another process
+(as pgbench is: it does not share pgdyno's interpreter)."""
+
+
+def _allocated(paths: list[Path]) -> int:
+    return sum(p.stat().st_blocks * 512 for p in paths if p.exists())
+
+
+def _follow(tmp_path: Path, cap: int | None, paced: bool = False
+            ) -> tuple[LogTail, dict, int, int]:
+    rng = np.random.default_rng(3)
+    lat = [rng.lognormal(6, 0.8, LINES_PER_FILE).astype(np.int64) + 1 for _ in range(2)]
+    for arr in lat:
+        arr[rng.random(LINES_PER_FILE) < 0.001] = -1  # "failed"
+    tail = LogTail(tmp_path, "tx", ORIGIN, LogLayout(False, False), None, cap)
+    tail.start()
+    paths = [tmp_path / "tx.777", tmp_path / "tx.777.1"]
+    writers = []
+    for k, (path, arr) in enumerate(zip(paths, lat, strict=True)):
+        source = tmp_path.parent / f"{tmp_path.name}-lat{k}.npy"
+        np.save(source, arr)
+        writers.append(subprocess.Popen([sys.executable, "-c", WRITER, str(path), str(source),
+                                         str(k), str(ORIGIN), str(RATE), str(BLOCK),
+                                         "1" if paced else "0"]))
+    peak = 0
+    while any(w.poll() is None for w in writers):
+        peak = max(peak, _allocated(paths))
+        time.sleep(0.02)
+    assert all(w.returncode == 0 for w in writers)
+    written = sum(p.stat().st_size for p in paths)
+    result = tail.finish()
+    assert result.transactions == 2 * LINES_PER_FILE
+    return tail, {"lat": np.concatenate(lat), "result": result}, peak, written
+
+
+def test_counts_and_histograms_equal_what_was_written(tmp_path: Path) -> None:
+    _tail, got, _peak, _written = _follow(tmp_path, cap=0)
+    lat = got["lat"]
+    rows = read_seconds(tmp_path / "seconds.csv")
+    assert sum(r.ok for r in rows.values()) == int((lat >= 0).sum())
+    assert sum(r.failed for r in rows.values()) == int((lat < 0).sum())
+    # Transaction i of thread k ended at ORIGIN + (2i + k) / RATE: RATE a second.
+    per_second = {}
+    for r in rows.values():
+        per_second[r.second] = per_second.get(r.second, 0) + r.ok + r.failed
+    assert all(n == RATE for s, n in per_second.items() if s < max(per_second))
+    good = np.sort(lat[lat >= 0])
+    assert sum(r.latency_sum_us for r in rows.values()) == int(good.sum())
+    intervals = list(hdr.read_intervals(tmp_path / hdr.HLOG_NAME))
+    merged = hdr.merge(intervals, "script0")
+    assert merged.get_total_count() == good.size
+    for p in (50.0, 99.0, 99.9):
+        truth = int(good[math.ceil(Fraction(str(p)) * good.size / 100) - 1])
+        assert hdr.value_at_percentile(merged, p) == hdr.top_of_bucket(truth)
+
+
+def test_past_the_cap_the_disk_holds_only_the_unread_part(tmp_path: Path) -> None:
+    _tail, got, peak, written = _follow(tmp_path, cap=100_000, paced=True)
+    assert not got["result"].logs_kept
+    assert not list(tmp_path.glob("tx.*")), "dropped logs are deleted at the end"
+    assert written > 15 << 20
+    # Read every POLL_S in chunks of at most READ_BYTES: a few MB behind at most.
+    assert peak < written / 3, (peak, written)
+
+
+def test_under_the_cap_the_logs_are_kept_whole(tmp_path: Path) -> None:
+    _tail, got, _peak, written = _follow(tmp_path, cap=None)
+    assert got["result"].logs_kept
+    paths = sorted(tmp_path.glob("tx.*"))
+    assert sum(p.stat().st_size for p in paths) == written
+    assert _allocated(paths) >= written
+
+
+def test_punch_hole_frees_blocks_and_keeps_the_size(tmp_path: Path) -> None:
+    path = tmp_path / "f"
+    path.write_bytes(b"x" * (1 << 20))
+    assert punch_hole(path, 0, 512 << 10)
+    assert path.stat().st_size == 1 << 20
+    assert path.stat().st_blocks * 512 <= (512 << 10) + 4096
+    assert path.read_bytes()[: 512 << 10] == b"\0" * (512 << 10)
+
+
+def test_latency_above_an_hour_is_clamped_and_counted() -> None:
+    hist = hdr.new_histogram()
+    assert hdr.record(hist, np.array([5, hdr.HIGHEST_US * 2])) == 1
+    assert hist.get_total_count() == 2
+
+
+def test_vectorised_recording_equals_the_librarys() -> None:
+    rng = np.random.default_rng(11)
+    values = np.concatenate([
+        np.arange(0, 5000), rng.integers(0, hdr.HIGHEST_US, 20_000),
+        rng.lognormal(8, 3, 20_000).astype(np.int64), [2047, 2048, 4095, 4096, hdr.HIGHEST_US]])
+    values = np.minimum(values, hdr.HIGHEST_US)
+    ours, theirs = hdr.new_histogram(), hdr.new_histogram()
+    hdr.record(ours, values[:30_000])
+    hdr.record(ours, values[30_000:])
+    for v in values.tolist():
+        theirs.record_value(v)
+    assert list(ours.counts) == list(theirs.counts)
+    assert (ours.get_total_count(), ours.get_min_value(), ours.get_max_value()) == (
+        theirs.get_total_count(), theirs.get_min_value(), theirs.get_max_value())
+    assert ours.encode() == theirs.encode()
+
+
+def test_pgdyno_keeps_numpy_to_one_blas_thread() -> None:
+    """OpenBLAS's worker threads spin between calls: in a run they took 0.17 cores from the
+    server and pgbench. Importing pgdyno first leaves numpy one thread, whatever it does."""
+    program = ("import pgdyno, os, numpy as np\n"
+               "x = np.ones(1_000_000)\n"
+               "np.dot(x, x)\n"
+               "print(len(os.listdir('/proc/self/task')))\n")
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_NUM_THREADS")}
+    out = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True,
+                         env=env, timeout=60, check=True)
+    assert out.stdout.split() == ["1"], out.stdout

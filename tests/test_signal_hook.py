@@ -1,0 +1,27 @@
+"""A signal landing where Python cannot raise (a weakref callback) is kept, not printed."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+PROGRAM = """
+import os, signal, weakref
+from pgdyno.cli import signals
+signals.install()
+class Thing: pass
+thing = Thing()
+# The callback runs while the object is freed: the SIGINT handler's KeyboardInterrupt is
+# raised inside it, where Python can only report it as "Exception ignored".
+ref = weakref.ref(thing, lambda _: os.kill(os.getpid(), signal.SIGINT))
+del thing
+print(signals.first_signal(), signals.exit_code())
+"""
+
+
+def test_interrupt_in_a_weakref_callback_is_recorded_quietly() -> None:
+    out = subprocess.run([sys.executable, "-c", PROGRAM], capture_output=True, text=True,
+                         timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["2", "130"]  # recorded: the CLI ends with "interrupted"
+    assert "Traceback" not in out.stderr and "Exception ignored" not in out.stderr, out.stderr
