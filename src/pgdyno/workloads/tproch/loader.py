@@ -1,0 +1,496 @@
+"""Parallel TPROC-H loader: tpchgen-cli piped straight into COPY, no intermediate files.
+
+Phases, each a pool of independent jobs over ``workers`` connections, largest first:
+
+1. data: one job per table or table part. Each job runs
+   ``tpchgen-cli csv -s SF -T TABLE [--parts N --part K] --stdout`` and streams its
+   output into ``COPY table FROM STDIN (FORMAT csv, HEADER true)``. A table loaded whole
+   is truncated and copied with FREEZE in one transaction: its rows are written frozen
+   and all-visible, so the VACUUM after the load has nothing to do on it and no hint
+   bits are set (and WAL-logged, checksums being on by default) by the first readers.
+   Only tables too big for one worker's share are split into parts (see plan_parts);
+   region and nation come from one generator (each tpchgen-cli start costs about 0.8 s
+   of CPU building its text pool, whatever the table);
+2. keys: primary keys and indexes (schema.key_jobs);
+3. vacuum: VACUUM ANALYZE per table.
+
+A generator or COPY failure stops the load with one line: the other generators are
+killed and the other COPYs cancelled (their transactions roll back). The dataset is
+recorded in the registry only after all three phases succeed, so an interrupted load is
+never mistaken for a reusable one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+import queue
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Generator, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+import psycopg
+from psycopg import sql
+
+from pgdyno import __version__
+from pgdyno.errors import RunFailed, UsageError
+from pgdyno.targets.connection import ConnectionInfo
+from pgdyno.workloads import dataset
+from pgdyno.workloads.parallel import run_pool
+from pgdyno.workloads.tproch import schema
+from pgdyno.workloads.tproch.model import SCHEMA_VERSION, LoadOptions, LoadProgress, LoadResult
+
+ProgressCallback = Callable[[LoadProgress], None]
+
+GENERATOR = "tpchgen-cli"
+
+CSV_BYTES_PER_SF = {
+    "lineitem": 766_000_000,
+    "orders": 173_000_000,
+    "partsupp": 120_000_000,
+    "customer": 25_000_000,
+    "part": 24_000_000,
+    "supplier": 1_400_000,
+}
+"""tpchgen-cli's CSV output per unit of scale factor: the cost model of plan_parts."""
+
+FIXED_TABLES = ("region", "nation")
+"""Tiny tables whose size does not depend on SF: one generator writes both to files."""
+
+SPLIT_SHARE = 1.8
+"""Default LoadOptions.split_share (see plan_parts). A table copied in parts is not frozen:
+its first readers (the index builds) set a hint bit on every row, which checksums (on by
+default since PostgreSQL 18) turn into a full-page WAL image per page, and the VACUUM must
+visit every page again. At SF 1 on 2 cores that costs more than the parallelism gains:
+lineitem whole, about 19 s in all (data 13-14, keys 4.5, vacuum 0.5); lineitem in two
+parts, 23-31 s (data 15-20, keys 6-8, vacuum 2-4), with twice the WAL. Splitting pays only
+when the biggest table alone takes much longer than the others together, i.e. from about
+three or four workers (lineitem is 69% of the data): hence 1.8 x one worker's share."""
+
+MIN_PART_BYTES = 100_000_000
+"""The smallest part worth its own generator (about 2 s of COPY)."""
+
+CHUNK_BYTES = 1 << 20
+"""Bytes read from a generator and written to COPY at a time."""
+
+PROGRESS_INTERVAL_S = 0.5
+
+
+def default_workers() -> int:
+    """One loader connection per CPU this process may run on (cgroup/affinity-aware)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def tpchgen_program() -> str:
+    """tpchgen-cli of this Python environment (a pgdyno dependency), else one on PATH."""
+    beside = Path(sys.executable).parent / GENERATOR
+    if beside.is_file() and os.access(beside, os.X_OK):
+        return str(beside)
+    found = shutil.which(GENERATOR)
+    if found:
+        return found
+    raise UsageError(f"{GENERATOR} not found next to {sys.executable} nor on PATH; "
+                     "TPROC-H generates its data with it: pip install tpchgen-cli")
+
+
+def plan_parts(sf: float, workers: int, split_share: float | None = None) -> dict[str, int]:
+    """Parts per table: a table bigger than ``split_share`` of one worker's fair share of
+    the data is cut into parts of about that size, so that the workers finish together;
+    the others stay whole (and are copied with FREEZE). Parts are never smaller than
+    MIN_PART_BYTES: each generator start costs a fixed 0.8 s of CPU."""
+    share = SPLIT_SHARE if split_share is None else split_share
+    sizes = {table: size * sf for table, size in CSV_BYTES_PER_SF.items()}
+    chunk = max(share * sum(sizes.values()) / workers, MIN_PART_BYTES)
+    parts = {table: 1 for table in schema.DATA_TABLES}
+    for table, size in sizes.items():
+        if workers > 1 and size > chunk:
+            parts[table] = math.ceil(size / chunk)
+    return parts
+
+
+@dataclass(frozen=True)
+class CopyJob:
+    """One generator piped into one COPY (or, for the fixed tables, files into COPYs)."""
+
+    tables: tuple[str, ...]
+    part: int = 1
+    parts: int = 1
+    weight: float = 0.0
+
+    @property
+    def label(self) -> str:
+        name = "+".join(self.tables)
+        return name if self.parts == 1 else f"{name} part {self.part}/{self.parts}"
+
+    @property
+    def freeze(self) -> bool:
+        """A whole table: truncate and COPY FREEZE in one transaction."""
+        return self.parts == 1
+
+
+def data_jobs(sf: float, parts: dict[str, int]) -> list[CopyJob]:
+    """Every generator to run, largest first."""
+    jobs = [CopyJob(FIXED_TABLES)]
+    for table, size in CSV_BYTES_PER_SF.items():
+        n = parts.get(table, 1)
+        jobs += [CopyJob((table,), k, n, size * sf / n) for k in range(1, n + 1)]
+    jobs.sort(key=lambda job: job.weight, reverse=True)
+    return jobs
+
+
+def load(target: ConnectionInfo, options: LoadOptions,
+         progress: ProgressCallback | None = None) -> LoadResult:
+    """Build (or reuse) the TPROC-H dataset of ``options.scale_factor`` in ``target``."""
+    workers = options.workers or default_workers()
+    with psycopg.connect(target.conninfo(), autocommit=True) as conn:
+        state = dataset.inspect(conn, schema.WORKLOAD, options.size_key, list(schema.TABLES))
+        if state.reusable and not options.rebuild:
+            return _reused(options, workers)
+        program = tpchgen_program()
+        dataset.check_can_initialise(state, target.dbname, options.force)
+        dataset.refuse_name_collisions(list(schema.TABLES), state, "TPROC-H's")
+        dataset.claim(conn, schema.WORKLOAD, options.size_key, list(schema.TABLES),
+                      __version__)
+        schema.drop_tables(conn)
+        schema.create_tables(conn)
+
+    parts = plan_parts(options.scale_factor, workers, options.split_share)
+    loader = _Loader(target, options, workers, program, progress)
+    started = time.monotonic()
+    loader.run_data(data_jobs(options.scale_factor, parts))
+    loader.run_keys()
+    loader.run_vacuum()
+    seconds = time.monotonic() - started
+    loader.report("done")
+
+    with psycopg.connect(target.conninfo(), autocommit=True) as conn:
+        dataset.record(conn, schema.WORKLOAD, options.size_key, list(schema.TABLES),
+                       seconds, __version__)
+    total = sum(loader.table_rows.values())
+    return LoadResult(schema_version=SCHEMA_VERSION, scale_factor=options.scale_factor,
+                      reused=False, workers=workers, rows=dict(loader.table_rows),
+                      seconds=seconds, phase_seconds=loader.phase_seconds,
+                      rows_per_s=total / seconds if seconds > 0 else 0.0, parts=parts)
+
+
+def _reused(options: LoadOptions, workers: int) -> LoadResult:
+    return LoadResult(schema_version=SCHEMA_VERSION, scale_factor=options.scale_factor,
+                      reused=True, workers=workers, rows={}, seconds=0.0, phase_seconds={},
+                      rows_per_s=0.0)
+
+
+@dataclass
+class _Statement:
+    """A key or vacuum job for parallel.run_pool."""
+
+    statement: Any
+    params: tuple = ()
+
+
+class _Loader:
+    def __init__(self, target: ConnectionInfo, options: LoadOptions, workers: int,
+                 program: str, progress: ProgressCallback | None) -> None:
+        self.target = target
+        self.options = options
+        self.workers = workers
+        self.program = program
+        self.progress = progress
+        self.rows = 0
+        self.rows_total = sum(schema.approx_rows(options.scale_factor).values())
+        self.table_rows: dict[str, int] = {}
+        self.phase = "data"
+        self.steps_done = 0
+        self.steps_total = 0
+        self.started = time.monotonic()
+        self.phase_seconds: dict[str, float] = {}
+
+    def report(self, phase: str | None = None) -> None:
+        if self.progress is None:
+            return
+        self.progress(LoadProgress(
+            phase=phase or self.phase, rows=self.rows, rows_total=self.rows_total,
+            elapsed_s=time.monotonic() - self.started, steps_done=self.steps_done,
+            steps_total=self.steps_total))
+
+    # ----- phases ----------------------------------------------------------------------
+    def run_data(self, jobs: list[CopyJob]) -> None:
+        self._begin("data", len(jobs))
+        pool = _copy_pool(self.target, jobs, self.workers, self.program,
+                          self.options.scale_factor)
+        with contextlib.closing(pool):  # an exception here stops the pool at once
+            self._follow(pool)
+        self.table_rows = {t: self.table_rows.get(t, 0) for t in schema.DATA_TABLES}
+        self._end()
+
+    def _follow(self, pool: Iterator[int | _Done]) -> None:
+        last_report = time.monotonic()
+        for event in pool:
+            if isinstance(event, int):  # rows streamed so far by some generator
+                self.rows += event
+                if time.monotonic() - last_report < PROGRESS_INTERVAL_S:
+                    continue
+            else:
+                job, copied, streamed = event
+                self.rows += sum(copied.values()) - streamed
+                for table, rows in copied.items():
+                    self.table_rows[table] = self.table_rows.get(table, 0) + rows
+                self.steps_done += 1
+            last_report = time.monotonic()
+            self.report()
+
+    def run_keys(self) -> None:
+        jobs = [_Statement(job.statement) for job in schema.key_jobs(self.options.scale_factor)]
+        self._statements("keys", jobs)
+
+    def run_vacuum(self) -> None:
+        jobs = [_Statement(s) for s in schema.vacuum_statements(self.options.scale_factor)]
+        self._statements("vacuum", jobs)
+
+    # ----- helpers ---------------------------------------------------------------------
+    def _begin(self, phase: str, steps: int) -> None:
+        self.phase = phase
+        self.steps_done = 0
+        self.steps_total = steps
+        self.phase_started = time.monotonic()
+        self.report()
+
+    def _end(self) -> None:
+        self.phase_seconds[self.phase] = time.monotonic() - self.phase_started
+
+    def _statements(self, phase: str, jobs: list[_Statement]) -> None:
+        self._begin(phase, len(jobs))
+        try:
+            for _ in run_pool(self.target, jobs, min(self.workers, len(jobs)),
+                              self._maintenance_settings()):
+                self.steps_done += 1
+                self.report()
+        except psycopg.Error as exc:
+            raise RunFailed(f"TPROC-H load stopped in phase {phase}: "
+                            f"{_first_line(exc)}") from None
+        self._end()
+
+    def _maintenance_settings(self) -> dict[str, str]:
+        settings = {}
+        if self.options.maintenance_work_mem:
+            settings["maintenance_work_mem"] = self.options.maintenance_work_mem
+        if self.options.max_parallel_maintenance_workers is not None:
+            settings["max_parallel_maintenance_workers"] = str(
+                self.options.max_parallel_maintenance_workers)
+        return settings
+
+
+# ----- the data pool: generators piped into COPY --------------------------------------------
+
+_Done = tuple[CopyJob, dict[str, int], int]
+"""A finished job: rows copied per table, and newlines streamed (already reported)."""
+
+
+class _Stopped(Exception):
+    """The pool is stopping (another job failed, or the caller gave up)."""
+
+
+class _Generators:
+    """The running generators, so that a failure anywhere can kill all of them."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.running: set[subprocess.Popen] = set()
+        self.stopped = False
+
+    def start(self, cmd: list[str], stdout: Any, stderr: IO[bytes]) -> subprocess.Popen:
+        with self.lock:
+            if self.stopped:
+                raise _Stopped
+            proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=stdout,
+                                    stderr=stderr)
+            self.running.add(proc)
+            return proc
+
+    def finish(self, proc: subprocess.Popen) -> None:
+        with self.lock:
+            self.running.discard(proc)
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait()
+
+    def kill_all(self) -> None:
+        with self.lock:
+            self.stopped = True
+            for proc in self.running:
+                if proc.poll() is None:
+                    proc.kill()
+
+
+def _copy_pool(target: ConnectionInfo, jobs: list[CopyJob], workers: int, program: str,
+               sf: float) -> Generator[int | _Done, None, None]:
+    """Run ``jobs`` over ``workers`` connections; yield row counts as they stream and each
+    finished job. The first failure (or the caller's exception) kills every generator,
+    cancels every COPY and is raised here as one line."""
+    todo: queue.Queue[CopyJob] = queue.Queue()
+    for job in jobs:
+        todo.put(job)
+    events: queue.Queue[tuple[str, Any]] = queue.Queue()
+    generators = _Generators()
+    conns = [psycopg.connect(target.conninfo()) for _ in range(min(workers, len(jobs)))]
+
+    def work(conn: psycopg.Connection) -> None:
+        try:
+            while not generators.stopped:
+                try:
+                    job = todo.get_nowait()
+                except queue.Empty:
+                    break
+                copied, streamed = _run_job(conn, job, program, sf, generators,
+                                            lambda n: events.put(("rows", n)))
+                events.put(("done", (job, copied, streamed)))
+        except BaseException as exc:  # handed to the caller's thread
+            events.put(("error", exc))
+        events.put(("exit", None))
+
+    threads = [threading.Thread(target=work, args=(c,), daemon=True) for c in conns]
+    for thread in threads:
+        thread.start()
+    exited = 0
+    completed = False
+    try:
+        while exited < len(threads):
+            kind, value = events.get()
+            if kind == "error":
+                raise _one_line_error(value)
+            if kind == "exit":
+                exited += 1
+            else:
+                yield value
+        completed = True
+    finally:
+        if not completed:
+            generators.kill_all()
+            for conn in conns:
+                conn.cancel_safe()
+        for thread in threads:
+            thread.join()
+        for conn in conns:
+            conn.close()
+
+
+def _run_job(conn: psycopg.Connection, job: CopyJob, program: str, sf: float,
+             generators: _Generators, streamed: Callable[[int], None]) -> tuple[dict[str, int],
+                                                                                 int]:
+    """One job in one transaction: returns rows copied per table and newlines streamed."""
+    with conn.transaction():
+        if job.tables == FIXED_TABLES:
+            return _copy_fixed(conn, program, sf, generators), 0
+        return _copy_stream(conn, job, program, sf, generators, streamed)
+
+
+def _generator_command(program: str, sf: float, tables: tuple[str, ...], part: int,
+                       parts: int) -> list[str]:
+    cmd = [program, "csv", "--scale-factor", f"{sf:g}", "--tables", ",".join(tables),
+           "--num-threads", "1", "--quiet"]
+    if parts > 1:
+        cmd += ["--parts", str(parts), "--part", str(part)]
+    return cmd
+
+
+def _copy_statement(table: str, freeze: bool) -> sql.Composed:
+    options = "FORMAT csv, HEADER true" + (", FREEZE true" if freeze else "")
+    return sql.SQL("COPY {} FROM STDIN ({})").format(sql.Identifier(table), sql.SQL(options))
+
+
+def _truncate(conn: psycopg.Connection, table: str) -> None:
+    """Make the table new in this transaction, which COPY FREEZE requires."""
+    conn.execute(sql.SQL("TRUNCATE {}").format(sql.Identifier(table)))
+
+
+def _copy_stream(conn: psycopg.Connection, job: CopyJob, program: str, sf: float,
+                 generators: _Generators, streamed: Callable[[int], None]
+                 ) -> tuple[dict[str, int], int]:
+    (table,) = job.tables
+    if job.freeze:
+        _truncate(conn, table)
+    cmd = _generator_command(program, sf, job.tables, job.part, job.parts) + ["--stdout"]
+    lines = 0
+    header = 1  # the first line is the header, not a row
+    with tempfile.TemporaryFile() as errors:
+        proc = generators.start(cmd, subprocess.PIPE, errors)
+        try:
+            with conn.cursor() as cur:
+                with cur.copy(_copy_statement(table, job.freeze)) as copy:
+                    while chunk := proc.stdout.read(CHUNK_BYTES):
+                        if generators.stopped:
+                            raise _Stopped
+                        copy.write(chunk)
+                        count = chunk.count(b"\n") - header
+                        header = 0
+                        lines += count
+                        streamed(count)
+                    # Never end a COPY on the output of a generator that failed or was
+                    # killed: raising here aborts it and rolls the transaction back.
+                    _check_generator(proc, errors, job.label)
+                rows = cur.rowcount
+        finally:
+            proc.stdout.close()
+            generators.finish(proc)
+    return {table: rows}, lines
+
+
+def _copy_fixed(conn: psycopg.Connection, program: str, sf: float,
+                generators: _Generators) -> dict[str, int]:
+    """region and nation: one generator writes both (a few KB) to files, copied whole."""
+    copied = {}
+    with tempfile.TemporaryDirectory(prefix="pgdyno-tproch-") as tmp, \
+            tempfile.TemporaryFile() as errors:
+        cmd = _generator_command(program, sf, FIXED_TABLES, 1, 1) + ["--output-dir", tmp]
+        proc = generators.start(cmd, subprocess.DEVNULL, errors)
+        try:
+            proc.wait()
+            _check_generator(proc, errors, "+".join(FIXED_TABLES))
+        finally:
+            generators.finish(proc)
+        for table in FIXED_TABLES:
+            _truncate(conn, table)
+            with conn.cursor() as cur:
+                with cur.copy(_copy_statement(table, True)) as copy:
+                    copy.write(Path(tmp, f"{table}.csv").read_bytes())
+                copied[table] = cur.rowcount
+    return copied
+
+
+class _GeneratorFailed(Exception):
+    pass
+
+
+def _check_generator(proc: subprocess.Popen, errors: IO[bytes], label: str) -> None:
+    code = proc.wait()
+    if code == 0:
+        return
+    errors.seek(0)
+    said = [line.strip() for line in errors.read().decode(errors="replace").splitlines()
+            if line.strip()]
+    detail = said[-1] if said else ("killed" if code < 0 else "no message")
+    raise _GeneratorFailed(f"{GENERATOR} failed generating {label} (exit {code}): {detail}")
+
+
+def _one_line_error(exc: BaseException) -> BaseException:
+    """What the caller sees: one line for generator and database failures; anything else
+    (KeyboardInterrupt, a bug) unchanged."""
+    if isinstance(exc, _GeneratorFailed):
+        return RunFailed(f"TPROC-H load stopped: {exc}")
+    if isinstance(exc, psycopg.Error):
+        return RunFailed(f"TPROC-H load stopped: COPY failed: {_first_line(exc)}")
+    return exc
+
+
+def _first_line(exc: BaseException) -> str:
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]

@@ -1,0 +1,15 @@
+-- Q4 Order Priority Checking: orders of a quarter with a late lineitem, by priority.
+select
+    o_orderpriority,
+    count(*) as order_count
+from orders
+where o_orderdate >= {date}
+    and o_orderdate < {date} + interval '3' month
+    and exists (
+        select *
+        from lineitem
+        where l_orderkey = o_orderkey
+            and l_commitdate < l_receiptdate
+    )
+group by o_orderpriority
+order by o_orderpriority

@@ -1,0 +1,322 @@
+"""TPROC-H loading against a real server, checked against tpchgen-cli and DuckDB.
+
+The dataset is loaded at SF 0.01 by the loader (tables cut in parts, piped into COPY);
+the same scale factor is generated again here, whole, into CSV files that DuckDB reads
+on its own: row counts and per-table checksums must agree. Each test works in its own
+database of the shared server, dropped afterwards.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import duckdb
+import psutil
+import psycopg
+import pytest
+from psycopg import sql
+
+from pgdyno.errors import RunFailed, UsageError
+from pgdyno.targets.connection import ConnectionInfo
+from pgdyno.targets.local import LocalServer
+from pgdyno.workloads import dataset
+from pgdyno.workloads.tproch import schema
+from pgdyno.workloads.tproch.loader import CopyJob, data_jobs, load, plan_parts, tpchgen_program
+from pgdyno.workloads.tproch.model import LoadOptions, LoadProgress, LoadResult
+from tests.conftest import scratch_database
+
+SF = 0.01
+
+CHECKSUMS = {
+    "region": "count(*), md5(string_agg(r_comment, '|' ORDER BY r_regionkey))",
+    "nation": "count(*), sum(n_regionkey), md5(string_agg(rtrim(n_name), '|' "
+              "ORDER BY n_nationkey))",
+    "supplier": "count(*), sum(s_acctbal), sum(s_nationkey), "
+                "md5(string_agg(s_comment, '|' ORDER BY s_suppkey))",
+    "customer": "count(*), sum(c_acctbal), count(DISTINCT c_mktsegment), "
+                "md5(string_agg(c_address, '|' ORDER BY c_custkey))",
+    "part": "count(*), sum(p_retailprice), sum(p_size), "
+            "md5(string_agg(p_name, '|' ORDER BY p_partkey))",
+    "partsupp": "count(*), sum(ps_supplycost), sum(ps_availqty), count(DISTINCT ps_suppkey)",
+    "orders": "count(*), sum(o_totalprice), count(DISTINCT o_custkey), sum(o_orderkey), "
+              "min(o_orderdate), max(o_orderdate), "
+              "md5(string_agg(o_comment, '|' ORDER BY o_orderkey))",
+    "lineitem": "count(*), sum(l_extendedprice), sum(l_quantity), sum(l_discount), "
+                "sum(l_tax), count(DISTINCT l_orderkey), sum(l_partkey), sum(l_suppkey), "
+                "min(l_shipdate), max(l_receiptdate), "
+                "md5(string_agg(l_comment, '|' ORDER BY l_orderkey, l_linenumber))",
+}
+"""The same SQL runs in PostgreSQL and in DuckDB."""
+
+
+# ----- the independent oracle: tpchgen-cli's files read by DuckDB ---------------------------
+
+def generate_csv(directory: Path, sf: float) -> Path:
+    """Every table, whole, as tpchgen-cli writes them to files."""
+    subprocess.run([tpchgen_program(), "csv", "-s", f"{sf:g}", "-o", str(directory),
+                    "--quiet"], check=True, capture_output=True)
+    return directory
+
+
+def _duck_type(pg_type: str) -> str:
+    if pg_type.startswith(("char", "varchar")):
+        return "VARCHAR"
+    return pg_type.replace("numeric", "DECIMAL").upper()
+
+
+def duckdb_tables(csv_dir: Path) -> duckdb.DuckDBPyConnection:
+    """An in-memory DuckDB holding the eight tables read from ``csv_dir``."""
+    db = duckdb.connect()
+    for table in schema.DATA_TABLES:
+        columns = ", ".join(f"'{name}': '{_duck_type(kind)}'"
+                            for name, kind in schema.COLUMNS[table])
+        db.execute(f"CREATE TABLE {table} AS SELECT * FROM read_csv("
+                   f"'{csv_dir / (table + '.csv')}', header = true, columns = {{{columns}}})")
+    return db
+
+
+def pg_counts(target: ConnectionInfo) -> dict[str, int]:
+    with psycopg.connect(target.conninfo()) as conn:
+        return {t: conn.execute(sql.SQL("SELECT count(*) FROM {}").format(sql.Identifier(t)))
+                .fetchone()[0] for t in schema.DATA_TABLES}
+
+
+# ----- fixtures ----------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def csv_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return generate_csv(tmp_path_factory.mktemp("tpch"), SF)
+
+
+@pytest.fixture(scope="module")
+def loaded(server: LocalServer) -> Iterator[tuple[ConnectionInfo, LoadResult,
+                                                  list[LoadProgress]]]:
+    """SF 0.01 loaded once for the module, with the progress reports it produced."""
+    for target in scratch_database(server, "tproch_load"):
+        reports: list[LoadProgress] = []
+        result = load(target, LoadOptions(scale_factor=SF, workers=2), reports.append)
+        yield target, result, reports
+
+
+@pytest.fixture()
+def scratch_db(server: LocalServer) -> Iterator[ConnectionInfo]:
+    yield from scratch_database(server, "tproch_scratch")
+
+
+# ----- the loaded data ---------------------------------------------------------------------
+
+def test_row_counts_match_the_generator_and_the_specification(loaded, csv_dir: Path) -> None:
+    target, result, _ = loaded
+    counts = pg_counts(target)
+    for table in schema.DATA_TABLES:  # lines of the files, header excluded
+        with (csv_dir / f"{table}.csv").open("rb") as fh:
+            assert counts[table] == sum(1 for _ in fh) - 1, table
+    assert {t: counts[t] for t in schema.expected_rows(SF)} == {
+        "region": 5, "nation": 25, "supplier": 100, "customer": 1_500, "part": 2_000,
+        "partsupp": 8_000, "orders": 15_000}
+    low, high = schema.lineitem_range(SF)
+    assert low <= counts["lineitem"] <= high
+    assert counts["lineitem"] == pytest.approx(60_000, rel=0.02)
+    assert result.rows == counts
+    assert not result.reused and result.scale_factor == SF and result.workers == 2
+    assert set(result.phase_seconds) == {"data", "keys", "vacuum"}
+    assert result.rows_per_s == pytest.approx(sum(counts.values()) / result.seconds)
+    assert result.to_dict()["rows"]["lineitem"] == counts["lineitem"]
+
+
+def test_checksums_match_duckdb_over_the_same_generator_output(loaded, csv_dir: Path) -> None:
+    target, _, _ = loaded
+    duck = duckdb_tables(csv_dir)
+    with psycopg.connect(target.conninfo()) as conn:
+        for table, aggregates in CHECKSUMS.items():
+            query = f"SELECT {aggregates} FROM {table}"
+            assert conn.execute(query).fetchone() == duck.execute(query).fetchone(), table
+
+
+def test_keys_indexes_and_statistics_exist(loaded) -> None:
+    target, _, _ = loaded
+    with psycopg.connect(target.conninfo()) as conn:
+        keys = {row[0]: row[1] for row in conn.execute(
+            """SELECT conrelid::regclass::text, pg_get_constraintdef(oid)
+               FROM pg_constraint WHERE contype = 'p'""")}
+        indexes = {row[0] for row in conn.execute("SELECT indexname FROM pg_indexes")}
+        stats = conn.execute("""SELECT relname, last_analyze IS NOT NULL, last_vacuum IS NOT NULL,
+                                       (SELECT reltuples FROM pg_class c WHERE c.oid = relid)
+                                FROM pg_stat_user_tables WHERE relname = ANY(%s)""",
+                             (list(schema.DATA_TABLES),)).fetchall()
+    assert keys["lineitem"] == "PRIMARY KEY (l_orderkey, l_linenumber)"
+    assert keys["partsupp"] == "PRIMARY KEY (ps_partkey, ps_suppkey)"
+    assert set(schema.TABLES) <= set(keys)
+    assert set(schema.INDEXES) <= indexes
+    assert len(stats) == len(schema.DATA_TABLES)
+    for table, analysed, vacuumed, reltuples in stats:
+        assert analysed and vacuumed and reltuples > 0, table
+
+
+def test_progress_reports_cover_the_phases(loaded) -> None:
+    _, result, reports = loaded
+    phases = [r.phase for r in reports]
+    assert phases.index("data") < phases.index("keys") < phases.index("vacuum")
+    assert phases[-1] == "done"
+    data = [r for r in reports if r.phase == "data"]
+    assert data[-1].steps_done == data[-1].steps_total == len(data_jobs(SF, result.parts))
+    assert [r.rows for r in data] == sorted(r.rows for r in data)
+    final = reports[-1]
+    assert final.rows == sum(result.rows.values()) and final.rows_per_s > 0
+    assert final.rows_total == pytest.approx(final.rows, rel=0.02)  # lineitem estimated
+    assert [r.steps_done for r in reports if r.phase == "keys"][-1] == len(
+        schema.key_jobs(SF))
+
+
+def test_second_load_of_the_same_size_is_reused(loaded) -> None:
+    target, first, _ = loaded
+    started = time.monotonic()
+    again = load(target, LoadOptions(scale_factor=SF))
+    assert again.reused and again.rows == {} and time.monotonic() - started < 2
+    with psycopg.connect(target.conninfo()) as conn:
+        state = dataset.inspect(conn, schema.WORKLOAD, "sf=0.01", list(schema.TABLES))
+    assert state.reusable and state.recorded_size == "sf=0.01"
+    assert first.seconds > again.seconds
+
+
+# ----- refusals and failures ---------------------------------------------------------------
+
+def test_foreign_tables_refuse_the_load_unless_forced(scratch_db: ConnectionInfo) -> None:
+    with psycopg.connect(scratch_db.conninfo(), autocommit=True) as conn:
+        conn.execute("CREATE TABLE my_accounts (id int)")
+        conn.execute("INSERT INTO my_accounts VALUES (1)")
+    with pytest.raises(UsageError, match="my_accounts") as refused:
+        load(scratch_db, LoadOptions(scale_factor=SF))
+    assert "\n" not in str(refused.value)
+    result = load(scratch_db, LoadOptions(scale_factor=SF, force=True, workers=1))
+    assert not result.reused and result.rows["orders"] == 15_000
+    assert set(result.parts.values()) == {1}  # one worker: every table whole, frozen
+    with psycopg.connect(scratch_db.conninfo(), autocommit=True) as conn:
+        assert conn.execute("SELECT count(*) FROM my_accounts").fetchone() == (1,)
+        # Copied with FREEZE: every page is all-visible and all-frozen already.
+        conn.execute("CREATE EXTENSION pg_visibility")
+        for table in schema.DATA_TABLES:
+            pages, visible, frozen = conn.execute(
+                "SELECT pg_relation_size(%s) / 8192, * FROM pg_visibility_map_summary(%s)",
+                (table, table)).fetchone()
+            assert pages == visible == frozen > 0, table
+
+
+def test_force_never_replaces_a_foreign_table_with_our_name(scratch_db: ConnectionInfo) -> None:
+    with psycopg.connect(scratch_db.conninfo(), autocommit=True) as conn:
+        conn.execute("CREATE TABLE lineitem (precious text)")
+    with pytest.raises(UsageError, match="public.lineitem"):
+        load(scratch_db, LoadOptions(scale_factor=SF, force=True))
+    with psycopg.connect(scratch_db.conninfo()) as conn:
+        columns = [r[0] for r in conn.execute(
+            "SELECT attname FROM pg_attribute WHERE attrelid = 'lineitem'::regclass "
+            "AND attnum > 0")]
+    assert columns == ["precious"]
+
+
+def test_a_missing_tpchgen_cli_is_one_line(scratch_db: ConnectionInfo, tmp_path: Path,
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sys, "executable", str(tmp_path / "python"))
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(UsageError, match="pip install tpchgen-cli") as missing:
+        load(scratch_db, LoadOptions(scale_factor=SF))
+    assert "\n" not in str(missing.value)
+    with psycopg.connect(scratch_db.conninfo()) as conn:  # nothing was created
+        assert conn.execute("SELECT count(*) FROM pg_tables WHERE schemaname = 'public'"
+                            ).fetchone() == (0,)
+
+
+def _generators() -> list[psutil.Process]:
+    """tpchgen-cli processes started by this process (the test server's backends are
+    children too, and come and go while we look)."""
+    found = []
+    for proc in psutil.Process().children(recursive=True):
+        try:
+            if proc.name() == "tpchgen-cli":
+                found.append(proc)
+        except psutil.NoSuchProcess:
+            continue
+    return found
+
+
+def test_a_killed_generator_stops_the_load_in_one_line(scratch_db: ConnectionInfo) -> None:
+    killed: list[int] = []
+
+    def kill_one(report: LoadProgress) -> None:
+        if report.phase == "data" and report.rows > 0 and not killed:
+            for proc in _generators()[:1]:
+                proc.kill()
+                killed.append(proc.pid)
+
+    with pytest.raises(RunFailed) as failed:
+        load(scratch_db, LoadOptions(scale_factor=0.1, workers=2), kill_one)
+    message = str(failed.value)
+    assert killed and "\n" not in message
+    assert "tpchgen-cli failed generating" in message and "exit -9" in message
+    assert _generators() == []  # the other generator was killed too
+    with psycopg.connect(scratch_db.conninfo()) as conn:
+        state = dataset.inspect(conn, schema.WORKLOAD, "sf=0.1", list(schema.TABLES))
+        busy = conn.execute("""SELECT count(*) FROM pg_stat_activity
+                               WHERE datname = current_database()
+                                 AND pid <> pg_backend_pid()""").fetchone()[0]
+        lineitem = conn.execute("SELECT count(*) FROM lineitem").fetchone()[0]
+    assert not state.reusable and not state.foreign_tables and busy == 0
+    assert lineitem < schema.lineitem_range(0.1)[0]  # rolled back, or never complete
+    # The interrupted load is rebuilt without --force.
+    result = load(scratch_db, LoadOptions(scale_factor=SF))
+    assert not result.reused and pg_counts(scratch_db)["orders"] == 15_000
+
+
+def test_a_copy_error_stops_the_load_in_one_line(scratch_db: ConnectionInfo) -> None:
+    with psycopg.connect(scratch_db.conninfo(), autocommit=True) as conn:
+        conn.execute(sql.SQL("ALTER DATABASE {} SET statement_timeout = '300ms'").format(
+            sql.Identifier(scratch_db.dbname)))
+    with pytest.raises(RunFailed, match="COPY failed: canceling statement due to statement "
+                                        "timeout") as failed:
+        load(scratch_db, LoadOptions(scale_factor=0.01, workers=2))
+    assert "\n" not in str(failed.value)
+    assert _generators() == []
+
+
+# ----- sizes and plans ---------------------------------------------------------------------
+
+def test_sizes_and_scale_factors() -> None:
+    assert schema.expected_rows(1) == {
+        "region": 5, "nation": 25, "supplier": 10_000, "customer": 150_000, "part": 200_000,
+        "partsupp": 800_000, "orders": 1_500_000}
+    # What tpchgen-cli 4.0 wrote at this scale factor.
+    assert schema.expected_rows(0.0137) == {
+        "region": 5, "nation": 25, "supplier": 137, "customer": 2_055, "part": 2_740,
+        "partsupp": 10_960, "orders": 20_550}
+    assert schema.lineitem_range(1) == (1_500_000, 10_500_000)
+    assert schema.size_key(1) == "sf=1" and schema.size_key(0.01) == "sf=0.01"
+    assert LoadOptions(scale_factor=10).size_key == "sf=10"
+    for bad in (0, -1, 0.00001, 1e6, 0.001, 0.005):
+        with pytest.raises(UsageError, match="--scale-factor") as refused:
+            LoadOptions(scale_factor=bad)
+        assert "\n" not in str(refused.value)
+    # Below SF 0.024 dbgen's partsupp formula can repeat a supplier of a part.
+    with pytest.raises(UsageError, match="duplicate partsupp keys"):
+        schema.check_scale_factor(0.001)
+    assert schema.check_scale_factor(0.02) == 0.02
+    with pytest.raises(UsageError, match="--load-workers"):
+        LoadOptions(scale_factor=1, workers=0)
+
+
+def test_only_big_tables_are_cut_into_parts() -> None:
+    assert set(plan_parts(0.01, 2).values()) == {1}  # small: every table whole
+    assert set(plan_parts(10, 1).values()) == {1}  # one worker: nothing to balance
+    assert set(plan_parts(10, 2).values()) == {1}  # lineitem whole beats two unfrozen parts
+    assert plan_parts(10, 4)["lineitem"] == 2
+    parts = plan_parts(10, 16)
+    assert parts["lineitem"] > parts["orders"] > 1 and parts["customer"] == 1
+    jobs = data_jobs(10, parts)
+    assert jobs[-1] == CopyJob(("region", "nation"))
+    assert [j.weight for j in jobs] == sorted((j.weight for j in jobs), reverse=True)
+    assert sum(1 for j in jobs if j.tables == ("lineitem",)) == parts["lineitem"]
+    assert all(not j.freeze for j in jobs if j.tables == ("lineitem",))
+    assert CopyJob(("part",)).freeze
