@@ -1,0 +1,96 @@
+"""State files: everything a revert needs, under ``<workdir>/provision/state-<UTC>.json``.
+
+Written before the first change (with the previous value of every step the apply will
+touch) and rewritten, atomically, after each step: a crash or a kill mid-apply leaves a file
+that says exactly what was done, and `pgdyno provision revert` undoes that much.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import socket
+from datetime import UTC, datetime
+from pathlib import Path
+
+from pgdyno import __version__
+from pgdyno.errors import UsageError
+from pgdyno.provision.kinds import handler
+from pgdyno.provision.model import SCHEMA_VERSION, AppliedStep, ProvisionPlan, ProvisionState
+
+STATE_DIR = "provision"
+
+
+def state_dir(workdir: Path) -> Path:
+    return Path(workdir) / STATE_DIR
+
+
+def new_state(plan: ProvisionPlan, workdir: Path) -> ProvisionState:
+    """The state of an apply about to start: what each step will replace, read now."""
+    now = datetime.now(UTC)
+    steps = [AppliedStep(step=step, previous=handler(step).save(step)) for step in plan.ordered()]
+    state = ProvisionState(created=now.strftime("%Y-%m-%dT%H:%M:%SZ"), host=socket.gethostname(),
+                           kernel=platform.release(), config=plan.config,
+                           hardware=plan.hardware, steps=steps, pgdyno_version=__version__)
+    state.path = str(_free_name(state_dir(workdir), now.strftime("%Y%m%dT%H%M%SZ")))
+    return state
+
+
+def _free_name(directory: Path, stamp: str) -> Path:
+    directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+    path = directory / f"state-{stamp}.json"
+    n = 2
+    while path.exists():
+        path = directory / f"state-{stamp}-{n}.json"
+        n += 1
+    return path
+
+
+def write_state(state: ProvisionState) -> None:
+    """Replace the state file whole (a temporary beside it, then rename)."""
+    path = Path(state.path)
+    tmp = path.with_name(f".{path.name}.tmp")
+    with open(tmp, "w") as handle:
+        json.dump(state.to_dict(), handle, indent=2)
+        handle.write("\n")
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.chmod(tmp, 0o600)
+    os.replace(tmp, path)
+
+
+def load_state(path: Path) -> ProvisionState:
+    """A state file, or one line naming it and what is wrong."""
+    try:
+        data = json.loads(Path(path).read_text())
+    except FileNotFoundError:
+        raise UsageError(f"provision revert {path}: no such state file") from None
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"provision revert {path}: not a readable state file ({exc})") from None
+    if not isinstance(data, dict) or data.get("schema_version") != SCHEMA_VERSION \
+            or "steps" not in data:
+        raise UsageError(f"provision revert {path}: not a pgdyno provision state file "
+                         f"(schema_version {SCHEMA_VERSION} expected)")
+    try:
+        state = ProvisionState.from_dict(data)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise UsageError(f"provision revert {path}: damaged state file ({exc})") from None
+    state.path = str(path)
+    return state
+
+
+def latest_state(workdir: Path) -> Path:
+    """The newest state file still in effect (applied, or an apply that was cut short)."""
+    directory = state_dir(workdir)
+    files = sorted(directory.glob("state-*.json"), key=lambda p: p.stat().st_mtime,
+                   reverse=True) if directory.is_dir() else []
+    for path in files:
+        try:
+            status = json.loads(path.read_text()).get("status")
+        except (OSError, ValueError):
+            continue
+        if status in ("applied", "applying", "revert incomplete", "rollback incomplete"):
+            return path
+    raise UsageError(f"provision revert: no applied state file in {directory}; accepted: "
+                     "a STATE file path")
