@@ -6,6 +6,7 @@ Deliberately written without pgdyno's parser: plain line splitting, plain sortin
 from __future__ import annotations
 
 import gzip
+import json
 import math
 from dataclasses import dataclass
 from fractions import Fraction
@@ -28,7 +29,23 @@ class Recomputed:
         return float(ordered[rank - 1])
 
 
-def recompute(log_files: list[Path], warmup_s: float, duration_s: int) -> Recomputed:
+def origin_of(run: Path, clients: int, iteration: int) -> float:
+    """The iteration's time origin (pgbench's launch) as run.json recorded it."""
+    plan = json.loads((run / "raw" / "run.json").read_text())
+    return next(r["origin_epoch"] for r in plan["records"]
+                if r["clients"] == clients and r["iteration"] == iteration)
+
+
+def recompute_iteration(run: Path, it: dict, warmup_s: float, duration_s: int) -> Recomputed:
+    """``recompute`` of a summary's iteration, with its logs and origin."""
+    return recompute([run / f for f in it["log_files"]], warmup_s, duration_s,
+                     origin_of(run, it["clients"], it["iteration"]))
+
+
+def recompute(log_files: list[Path], warmup_s: float, duration_s: int,
+              origin: float | None = None) -> Recomputed:
+    """The measured window starts ``warmup_s`` after ``origin`` (pgbench's launch), or after
+    the earliest transaction start when no origin is given."""
     rows = []
     for path in log_files:
         with gzip.open(path, "rt") as fh:
@@ -38,7 +55,8 @@ def recompute(log_files: list[Path], warmup_s: float, duration_s: int) -> Recomp
         ends.append(int(r[4]) + int(r[5]) / 1e6)
         lats.append(int(r[2]) if r[2].isdigit() else None)
         scripts.append(int(r[3]))
-    start = min(e - (lat or 0) / 1e6 for e, lat in zip(ends, lats, strict=True))
+    start = origin if origin is not None else min(
+        e - (lat or 0) / 1e6 for e, lat in zip(ends, lats, strict=True))
     window = start + warmup_s
     interval = [0] * duration_s
     kept, failed, per_script = [], 0, {}

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import make_shared_dir, run_cli
-from tests.recompute import recompute
+from tests.recompute import recompute_iteration
 
 pytestmark = pytest.mark.server  # every test here starts PostgreSQL
 
@@ -40,7 +40,7 @@ def test_scripts_rate_and_tcp(workdir: Path, tmp_path: Path) -> None:
     assert "(tcp)" in manifest["connection"]
     assert any("-h 127.0.0.1" in c and "-R 300" in c for c in manifest["commands"])
     it = summary["iterations"][0]
-    raw = recompute([run / f for f in it["log_files"]], warmup_s=0, duration_s=3)
+    raw = recompute_iteration(run, it, warmup_s=0, duration_s=3)
     scripts = {s["name"]: s for s in it["scripts"]}
     assert set(scripts) == {"simple-update", "lookup"}
     assert scripts["simple-update"]["transactions"] == raw.per_script[0]

@@ -34,7 +34,8 @@ def test_summary_equals_independent_recomputation(sweep_run: Path) -> None:
     plan = json.loads((sweep_run / "raw" / "run.json").read_text())
     assert len(summary["iterations"]) == 4
     for it, record in zip(summary["iterations"], plan["records"], strict=True):
-        raw = recompute([sweep_run / f for f in record["log_files"]], warmup_s=1, duration_s=3)
+        raw = recompute([sweep_run / f for f in record["log_files"]], warmup_s=1, duration_s=3,
+                        origin=record["origin_epoch"])
         assert it["transactions"] == raw.transactions > 0
         assert it["interval_tps"] == raw.interval_tps
         assert math.isclose(it["tps_mean"], statistics.fmean(raw.interval_tps))

@@ -168,7 +168,9 @@ def test_renderers_and_env_export_import() -> None:
     assert "ALTER SYSTEM SET shared_buffers = '8GB';" in sql
     sysctl = RENDERERS["sysctl"](r)
     assert "vm.swappiness = 1" in sysctl and "shared_buffers" not in sysctl.split("#")[0]
-    script = RENDERERS["script"](r)
+    from pgdyno.provision.script import script_for
+
+    script = script_for(r)
     assert script.startswith("#!/bin/sh") and 'APPLY="${APPLY:-0}"' in script
     md = RENDERERS["md"](r)
     assert "### " in md and "| PG_SHARED_BUFFERS | 8GB | 128MB |" in md and "## Sizing" in md

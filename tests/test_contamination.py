@@ -177,10 +177,12 @@ def test_run_without_the_hog_is_judged_by_the_same_rule(own_workdir: Path) -> No
     c = _check_against_oracle(summary, oracle)
     # pgdyno's samplers are the benchmark's cost, measured apart from the other processes,
     # and the report states it.
-    assert 0 < c["sampler_cores"] < 0.5 and c["benchmark_cores"] > c["sampler_cores"]
+    # Measured: 0.03 cores at 105,000 TPS (log reader and samplers); 0.22 while a spinning
+    # OpenBLAS thread was counted with them.
+    assert 0 < c["sampler_cores"] < 0.1 and c["benchmark_cores"] > c["sampler_cores"]
     md = (max(results.glob("*/select-only-*")) / "report.md").read_text()
-    assert (f"pgdyno's samplers used {1000 * c['sampler_cores']:,.0f} ms of CPU per second"
-            in md)
+    assert (f"pgdyno's samplers and log reader used {1000 * c['sampler_cores']:,.0f} ms of CPU "
+            "per second" in md)
 
 
 # ----- the arithmetic on constructed samples -----------------------------------------------

@@ -28,6 +28,8 @@ def _closed_port() -> int:
     ["--rate", "nan"],
     ["--latency-limit", "nan", "--rate", "10"],
     ["--threads", "100000"],
+    ["--tx-logs", "lots"],
+    ["--tx-logs", "-5"],
     ["--dataset-size", "100TB"],
     ["--scale", "100000000"],
     ["--context", "../outside"],
@@ -55,6 +57,17 @@ def test_rejected_input_leaves_no_clutter(tmp_path: Path, args: list[str]) -> No
     ["tprocc", "--warehouses", "100000000000000000000"],
     ["tprocc", "--warehouses", "10,200000"],
     ["tprocc", "--mix", ""],
+    ["tproch", "--scale-factor", "0"],
+    ["tproch", "--scale-factor", "0.001"],
+    ["tproch", "--scale-factor", "1", "--dataset-size", "3GB"],
+    ["tproch", "--tests", "speed"],
+    ["tproch", "--queries", "23"],
+    ["tproch", "--queries", "5-3"],
+    ["tproch", "--query-timeout", "soon"],
+    ["tproch", "--query-timeout", "0s"],
+    ["tproch", "--streams", "0"],
+    ["tproch", "--seed", "-1"],
+    ["tpcb", "--streams", "2"],
 ])
 def test_tprocc_input_is_refused_before_anything(tmp_path: Path, args: list[str]) -> None:
     results = tmp_path / "results"
@@ -87,3 +100,12 @@ def test_scripts_are_parsed_by_pgbench_before_anything(tmp_path: Path, body: str
     else:  # a script pgbench accepts goes on to the next check (here: the DSN)
         assert "--dsn" in line and "cannot connect" in line, line
     assert not results.exists()
+
+
+@pytest.mark.parametrize(("given", "cap"), [("all", None), ("none", 0), ("1000", 1000),
+                                            ("2_000_000", 2_000_000), (None, 1_000_000)])
+def test_tx_logs_values(given: str | None, cap: int | None) -> None:
+    from pgdyno.runner.options import parse_tx_logs
+
+    assert parse_tx_logs(given) == cap
+

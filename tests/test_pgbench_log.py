@@ -59,3 +59,23 @@ def test_histogram_percentiles_match_numpy_on_random_data() -> None:
         assert got == ordered[rank - 1]
     assert math.isclose(hist.mean_us, values.mean())
     assert math.isclose(hist.stddev_us, values.std(), rel_tol=1e-9)
+
+
+def test_aggregate_lines_of_pgbench_18() -> None:
+    """Two lines pgbench 18 wrote with -R 500 --aggregate-interval 1 (recorded here)."""
+    from pgdyno.analysis.per_second import ALL_SCRIPTS, aggregate_rows
+
+    data = (b"1795425385 154 37602 11009614 34 843 16686 2198418 5 463 0 0 0 0 0\n"
+            b"1795425386 251 64341 22710903 67 2285 28582 3685584 10 523 3 2 5 1 1\n")
+    rows, first = aggregate_rows(data, None)
+    assert first == 1795425385 and [r.second for r in rows] == [0, 1]
+    second = rows[1]
+    assert (second.script, second.ok, second.latency_sum_us, second.latency_sumsq_us,
+            second.latency_min_us, second.latency_max_us) == (ALL_SCRIPTS, 251, 64341,
+                                                              22710903, 67, 2285)
+    assert (second.lag_sum_us, second.lag_max_us, second.skipped, second.retried,
+            second.retries, second.serialization, second.deadlock, second.failed) == (
+        28582, 523, 3, 2, 5, 1, 1, 2)
+    # A later chunk of the same thread keeps counting from its first interval.
+    more, _ = aggregate_rows(b"1795425390 0 0 0 0 0 0 0 0 0 0 0 0 0 0\n", first)
+    assert more[0].second == 5 and more[0].latency_min_us == -1

@@ -353,7 +353,7 @@ def test_dsn_run_report_against_the_server(server, workdir: Path) -> None:  # no
     import psycopg
 
     from tests.conftest import make_shared_dir, run_cli
-    from tests.recompute import recompute
+    from tests.recompute import recompute_iteration
 
     tcp = server.connection("tcp")
     results = make_shared_dir("pgdyno-results-")
@@ -377,7 +377,7 @@ def test_dsn_run_report_against_the_server(server, workdir: Path) -> None:  # no
                 assert shown[name].replace(" ", "") == show, name
     summary = json.loads((run / "summary.json").read_text())
     it = summary["iterations"][0]
-    raw = recompute([run / f for f in it["log_files"]], warmup_s=1, duration_s=2)
+    raw = recompute_iteration(run, it, warmup_s=1, duration_s=2)
     overview = markdown_table(md, "| Clients | TPS |")
     assert overview[2][5] == f"{raw.transactions:,}"
     assert "plots/tps_histogram.png" in md and (run / "plots" / "tps_histogram.png").exists()

@@ -136,7 +136,7 @@ def test_summary_and_verdict_json_round_trip(recorded) -> None:  # noqa: ANN001
     assert back == s
     v = decide_bottleneck(s, clients=2, cpu_count=2)
     vback = Verdict.from_dict(json.loads(json.dumps(v.to_dict())))
-    assert vback == v and len(v.ranked) == 6 and v.evidence and v.next_step
+    assert vback == v and len(v.ranked) == 7 and v.evidence and v.next_step
 
 
 def test_round_trip_covers_every_field() -> None:

@@ -37,6 +37,12 @@ class LatencyHistogram:
     n: int = 0
     total_us: float = 0.0
     total_sq_us: float = 0.0
+    bucketed: bool = False
+    """The counts are HdrHistogram buckets (keyed by each bucket's top), not exact values:
+    percentiles are within ``hdr.RELATIVE_PRECISION`` above the exact ones."""
+    exact_min_us: float | None = None
+    exact_max_us: float | None = None
+    """Known exactly even when the counts are bucketed (kept per second)."""
 
     def add_array(self, latencies_us: np.ndarray) -> None:
         if latencies_us.size == 0:
@@ -45,15 +51,23 @@ class LatencyHistogram:
         uniq, cnt = np.unique(values, return_counts=True)
         self.counts.update(dict(zip(uniq.tolist(), cnt.tolist(), strict=True)))
         self.n += int(values.size)
+        if self.exact_min_us is not None:
+            self.exact_min_us = min(self.exact_min_us, float(uniq[0]))
+        if self.exact_max_us is not None:
+            self.exact_max_us = max(self.exact_max_us, float(uniq[-1]))
         as_float = values.astype(np.float64)
         self.total_us += float(as_float.sum())
-        self.total_sq_us += float(np.dot(as_float, as_float))
+        self.total_sq_us += float(np.square(as_float).sum())
 
     def merge(self, other: LatencyHistogram) -> None:
+        if other.n and (self.bucketed or other.bucketed):
+            self.exact_min_us = _extreme(min, self.min_us if self.n else None, other.min_us)
+            self.exact_max_us = _extreme(max, self.max_us if self.n else None, other.max_us)
         self.counts.update(other.counts)
         self.n += other.n
         self.total_us += other.total_us
         self.total_sq_us += other.total_sq_us
+        self.bucketed = self.bucketed or other.bucketed
 
     @property
     def mean_us(self) -> float:
@@ -73,7 +87,7 @@ class LatencyHistogram:
         return values, counts
 
     def percentiles_us(self, ps: tuple[float, ...] = PERCENTILES) -> dict[float, float]:
-        if not self.n:
+        if not self.n or not self.counts:  # no counts: moments only (pgbench's aggregates)
             return {p: math.nan for p in ps}
         values, counts = self.sorted_arrays()
         cumulative = np.cumsum(counts)
@@ -85,18 +99,26 @@ class LatencyHistogram:
 
     @property
     def min_us(self) -> float:
+        if self.exact_min_us is not None:
+            return self.exact_min_us
         return float(min(self.counts)) if self.counts else math.nan
 
     @property
     def max_us(self) -> float:
+        if self.exact_max_us is not None:
+            return self.exact_max_us
         return float(max(self.counts)) if self.counts else math.nan
 
     def percentile_curve(self, points: int = 200) -> list[tuple[float, float]]:
         """(percentile, latency µs) pairs, dense towards the tail (for the percentile plot)."""
-        if not self.n:
+        if not self.n or not self.counts:
             return []
         # 1 - 10^-x spacing puts as many points between p99 and p99.99 as between p0 and p90.
         xs = np.linspace(0.0, 4.0, points)
         ps = tuple(float(min(100.0 * (1 - 10 ** (-x)), 100.0)) for x in xs)
         got = self.percentiles_us(ps)
         return [(p, got[p]) for p in ps]
+
+
+def _extreme(pick, mine: float | None, theirs: float) -> float:
+    return theirs if mine is None or math.isnan(mine) else pick(mine, theirs)

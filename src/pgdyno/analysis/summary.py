@@ -1,7 +1,8 @@
 """The numbers of a pgbench run: per iteration, per client count (pooled), and warnings.
 
-Everything here is computed from ``LogStats`` (which comes from raw logs), so a
-summary can always be rebuilt from the run directory's ``raw/`` folder.
+Everything here is computed from ``LogStats`` (which comes from the per-second data and,
+when kept, the per-transaction logs), so a summary can always be rebuilt from the run
+directory's ``raw/`` folder.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from pgdyno.analysis.histogram import PERCENTILES, LatencyHistogram
-from pgdyno.analysis.pgbench_log import LogStats, ScriptStats
+from pgdyno.analysis.pgbench_log import AGGREGATE, EXACT, HISTOGRAM, LogStats, ScriptStats
 from pgdyno.analysis.telemetry import TelemetrySummary
 from pgdyno.analysis.verdict import Verdict
 from pgdyno.results.manifest import read_versioned
@@ -73,7 +74,7 @@ class TimelinePoint:
     tps: float
     latency_mean_ms: float
     latency_p99_ms: float
-    """Approximate (5% bins): good for lining up with checkpoints, not for tables."""
+    """From the second's HdrHistogram (3 significant digits)."""
     latency_max_ms: float
     failed: int
     measured: bool
@@ -118,6 +119,9 @@ class IterationSummary:
     log_files: list[str]
     pgbench_tps: float | None = None
     """tps as pgbench printed it (includes the warm-up): a cross-check, not a result."""
+    latency_source: str = EXACT
+    """Where the latency percentiles come from: the per-transaction logs (exact) or the
+    per-second HdrHistograms (within 0.1% above)."""
     telemetry: TelemetrySummary | None = None
     """Host and server telemetry over the measured window (None when sampling was off)."""
     metrics: dict[str, float] = field(default_factory=dict)
@@ -131,6 +135,9 @@ class IterationSummary:
     contamination: str = ""
     """The figure behind ``contaminated``: "other processes used 0.9 of 2 cores (45% of
     busy CPU)"."""
+    samples: dict[str, list[float]] = field(default_factory=dict)
+    """Finer samples of a metric than one per iteration (TPROC-H: one geometric mean per
+    query stream): compare's interval is computed over these when both sides have them."""
 
 
 @dataclass
@@ -156,6 +163,7 @@ class ClientSummary:
     """[bin start ms, bin end ms, transactions]; 50 equal bins up to p99.9, then the rest."""
     percentile_curve: list[list[float]] = field(default_factory=list)
     """[percentile, latency ms], dense towards the tail."""
+    latency_source: str = EXACT
 
 
 @dataclass
@@ -200,6 +208,7 @@ def summarise_iteration(stats: LogStats, *, clients: int, iteration: int, status
         lag=LatencyStats.from_histogram(o.lag_histogram) if o.lag_histogram.n else None,
         scripts=_script_summaries(stats.per_script, scripts, stats.duration_s),
         timeline=_timeline(stats), log_files=log_files, pgbench_tps=pgbench_tps,
+        latency_source=stats.latency_source,
     )
     summary.metrics = transaction_metrics(summary)
     return summary
@@ -209,13 +218,15 @@ def transaction_metrics(it: IterationSummary) -> dict[str, float]:
     """TPS and latency figures under the names the pgbench engine declares."""
     out = {"tps": it.tps_mean, "latency_avg_ms": it.latency.mean_ms}
     for key in ("p50", "p90", "p95", "p99", "p99.9"):
-        out[f"latency_{key}_ms"] = it.latency.percentiles_ms.get(key, math.nan)
+        value = it.latency.percentiles_ms.get(key, math.nan)
+        if not math.isnan(value):  # none without percentiles (--tx-logs aggregate)
+            out[f"latency_{key}_ms"] = value
     return out
 
 
 def _script_summaries(per_script: dict[int, ScriptStats], scripts: list[ScriptInfo],
                       seconds: float) -> list[ScriptSummary]:
-    if len(scripts) < 2:
+    if len(scripts) < 2 or not per_script:  # none: pgbench aggregated the scripts together
         return []
     out = []
     for no, info in enumerate(scripts):
@@ -230,7 +241,7 @@ def _script_summaries(per_script: dict[int, ScriptStats], scripts: list[ScriptIn
 
 def _timeline(stats: LogStats) -> list[TimelinePoint]:
     last = int(np.nonzero(stats.timeline_ok + stats.timeline_failed)[0].max(initial=-1))
-    p99 = stats.timeline_percentile_us(99.0)
+    p99 = stats.timeline_p99_us
     points = []
     for sec in range(last + 1):
         n = int(stats.timeline_ok[sec])
@@ -277,12 +288,14 @@ def pool_client_count(clients: int, parts: list[tuple[IterationSummary, LogStats
         scripts=_script_summaries(per_script, scripts, seconds),
         latency_histogram=histogram_bins(hist),
         percentile_curve=[[p, _ms(v)] for p, v in hist.percentile_curve()],
+        latency_source=(EXACT if not hist.bucketed else HISTOGRAM if hist.counts
+                        else AGGREGATE),
     )
 
 
 def histogram_bins(hist: LatencyHistogram, bins: int = 50) -> list[list[float]]:
     """Equal-width bins from the minimum to p99.9, and one last bin for the tail beyond."""
-    if not hist.n:
+    if not hist.n or not hist.counts:
         return []
     values, counts = hist.sorted_arrays()
     low, high = float(values[0]), hist.percentiles_us((99.9,))[99.9]

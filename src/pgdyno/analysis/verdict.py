@@ -53,6 +53,7 @@ WAL = "wal"
 LOCK = "lock"
 CLIENT = "client"
 CHECKPOINT_STORM = "checkpoint_storm"
+STORAGE = "storage"
 
 KEEPS_UP = "keeps_up"
 """Primary of a paced run that reaches its ideal: the server is not the limit."""
@@ -66,6 +67,7 @@ LABELS = {
     LOCK: "lock contention",
     CLIENT: "client/network-bound",
     CHECKPOINT_STORM: "checkpoint storm",
+    STORAGE: "storage-bound (device at its measured capacity)",
 }
 
 NEXT_STEPS = {
@@ -84,6 +86,10 @@ NEXT_STEPS = {
     CHECKPOINT_STORM: "Raise max_wal_size so checkpoints are started by checkpoint_timeout, "
                       "keep checkpoint_completion_target at 0.9, turn on wal_compression to "
                       "shrink full-page images.",
+    STORAGE: "The device is at the ceiling fio measured: spread data and WAL over more or "
+             "faster devices, or cut the I/O (a working set that fits shared_buffers and the "
+             "page cache, fewer checkpoints, wal_compression); tuning the server alone "
+             "cannot raise the ceiling.",
     KEEPS_UP: "The server is not the limit at this load: add warehouses (with their "
               "terminals) until real/ideal drops below the threshold to find its ceiling.",
 }
@@ -104,6 +110,15 @@ STORM_INTERVAL_S = 30.0
 # runs 14-24%.
 OWN_SHARE_LOW_PCT = 5.0
 OWN_SHARE_HIGH_PCT = 20.0
+# A device is storage-bound from 90% of the capacity fio measured on it (the issue's rule:
+# %util says little on devices that serve requests in parallel); the score ramps up from
+# 60%. It is weighted by the DB time spent waiting on I/O (reads, WAL, checkpoint writes)
+# plus a margin, so that a saturated device outranks the I/O wait class it explains, and a
+# busy device behind CPU-bound sessions does not. Measured on a loop device throttled to
+# 300 write IOPS with cgroup io.max (tests/test_fio_capacity.py).
+STORAGE_USE_LOW = 0.6
+STORAGE_USE_HIGH = 0.9
+STORAGE_IO_MARGIN = 0.1
 # Below this score nothing explains enough of the DB time to name a bottleneck.
 MIN_PRIMARY_SCORE = 0.15
 
@@ -219,6 +234,8 @@ class _Inputs:
     client_share: float
     ckpt_write_share: float
     fpi_bytes_share: float
+    storage_use: float = 0.0
+    """The highest use of a role device against its measured capacity (0..1+; 0: none)."""
 
 
 def _inputs(s: TelemetrySummary, clients: int, cpu_count: int) -> _Inputs:
@@ -250,7 +267,15 @@ def _inputs(s: TelemetrySummary, clients: int, cpu_count: int) -> _Inputs:
         # With full_page_writes each FPI carries up to one block; an estimate (holes and
         # wal_compression make it smaller) good enough to split WAL time by cause.
         fpi_bytes_share=min(1.0, fpi_bytes / wal_bytes) if wal_bytes > 0 else 0.0,
+        storage_use=max((limit.pct_avg / 100.0 for limit in _measured_limits(s)),
+                        default=0.0),
     )
+
+
+def _measured_limits(s: TelemetrySummary) -> list:
+    """Hardware-limit rows of role devices read against the host's measured capacity."""
+    return [x for x in s.hardware_limits if x.basis == "measured" and x.pct_avg is not None
+            and x.kind in ("read_iops", "write_iops", "iops", "mib_s")]
 
 
 def _storm(s: TelemetrySummary) -> tuple[bool, float | None]:
@@ -275,6 +300,10 @@ def decide_bottleneck(summary: TelemetrySummary, clients: int, cpu_count: int,
     # During a storm the FPI part of WAL time is the checkpoints' doing.
     wal_from_fpi = x.wal_share * x.fpi_bytes_share if storm else 0.0
     scores = {
+        # First: on a tie (both at 1.0) the saturated device is the cause of the I/O waits
+        # it ties with, and the stable sort below keeps it ahead.
+        STORAGE: _ramp(x.storage_use, STORAGE_USE_LOW, STORAGE_USE_HIGH)
+        * min(1.0, x.read_share + x.wal_share + x.ckpt_write_share + STORAGE_IO_MARGIN),
         # On a saturated host a session "reading from the client" waits for a client that
         # is itself short of CPU (pgbench shares the cores): that time is CPU time too.
         # The select-only run showed 40% CPU + 60% Client:ClientRead with 100% busy CPUs.
@@ -374,6 +403,7 @@ def _evidence(s: TelemetrySummary, x: _Inputs, storm: bool,
     workers = (f"io workers busy {s.waits.io_workers_busy_avg:.2f} on average"
                if s.waits.io_workers else "")
     return {
+        STORAGE: _storage_evidence(s, x),
         CPU: [cpu_line, f"{_pct(x.cpu_share)} of active session time on CPU ({aas_line})",
               dev_line("data", data)],
         DATA_READS: [f"{_pct(x.read_share)} of active session time waiting on data-file reads "
@@ -404,3 +434,21 @@ def _evidence(s: TelemetrySummary, x: _Inputs, storm: bool,
                            f"bgwriter {ck.buffers_bgwriter or 0:,.0f}, "
                            f"backends {ck.buffers_backend or 0:,.0f}"],
     }
+
+
+def _storage_evidence(s: TelemetrySummary, x: _Inputs) -> list[str]:
+    limits = sorted(_measured_limits(s), key=lambda limit: -(limit.pct_avg or 0))
+    if not limits:
+        return ["no measured capacity for the run's devices (run `pgdyno bench fio` first)"]
+    top = limits[0]
+    lines = [f"{top.resource}: {top.used_avg:,.0f} of {top.capacity:,.0f} {top.unit} "
+             f"({top.pct_avg:.0f}%), {top.note}"]
+    util = next((u for u in s.hardware_limits if u.kind == "util" and u.device == top.device),
+                None)
+    if util is not None and util.used_avg is not None:
+        lines.append(f"%util {util.used_avg:.0f}% on {top.device}: the busy-time figure "
+                     "understates a device that serves requests in parallel")
+    lines.append(f"{_pct(x.read_share + x.wal_share + x.ckpt_write_share)} of active session "
+                 f"time waiting on I/O (reads {_pct(x.read_share)}, WAL {_pct(x.wal_share)}, "
+                 f"checkpoint writes {_pct(x.ckpt_write_share)})")
+    return lines

@@ -5,6 +5,9 @@ carrying the run it came from: the best config, every config against the baselin
 journal, the validation and scaling checks, and prices projected from the TPS per vCPU
 (adjusted by the CPU baseline, ``pgdyno bench cpu``, when the context holds one and the
 instance's profile has its own per-core figure).
+Configs are ranked on each run's headline (``journal.headline``): pooled TPS for workloads
+with per-client rows, else the workload's declared headline metric in its direction (the
+lowest TPROC-H geometric mean of query times wins); prices and the projection need a TPS.
 Nothing here measures or renders: :mod:`pgdyno.campaign.context_report` turns the figures
 into the report's Markdown, HTML and JSON files.
 """
@@ -18,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from pgdyno import serde
-from pgdyno.campaign.journal import JournalEntry, build_journal
+from pgdyno.campaign.journal import Headline, JournalEntry, build_journal, headline
 from pgdyno.campaign.scaling import ScalingCheck, load_scaling
 from pgdyno.campaign.validation import ValidationResult, load_validation
 from pgdyno.compare.core import compare_runs
@@ -70,6 +73,8 @@ class Finding:
 
     config: str
     comparison: MetricComparison
+    headline: bool = False
+    """The comparison of the runs' headline metric (TPS, or the workload's declared one)."""
 
     @property
     def is_tps(self) -> bool:
@@ -109,7 +114,11 @@ class ContextReport:
     cpu_baseline: CpuBaseline | None = None
     best_tps: float | None = None
     """Mean TPS of the best config's runs (one value per run, at its best client count):
-    a config's typical result, not its luckiest run."""
+    a config's typical result, not its luckiest run. None when the headline is not TPS."""
+    best_value: float | None = None
+    """The same mean of the best config's runs on their headline metric, whatever it is."""
+    best_headline: Headline | None = None
+    """The best (median) run's headline: which metric, its label, unit and direction."""
     best_runs: list[RunData] = field(default_factory=list)
     prices: list[PriceRow] = field(default_factory=list)
     against: ContextReport | None = None
@@ -128,12 +137,15 @@ def build_context(results_dir: Path, context: str, hardware: str | None = None,
     others = sorted((r for name, rs in siblings.items() if name != context for r in rs),
                     key=lambda r: r.started_at)
     cpu_baseline = _cpu_baseline(runs) or _cpu_baseline(others)
-    # Configs are ranked by database throughput: a baseline without a server (cpu, fio)
-    # measures the host, not a config.
-    ok = [r for r in runs if r.status == "ok" and r.clients() is not None and _on_server(r)]
+    # Configs are ranked on their runs' headline (database throughput, or the workload's
+    # declared figure): a baseline without a server (cpu, fio) measures the host, not a
+    # config.
+    ok = [r for r in runs if r.status == "ok" and headline(r) is not None and _on_server(r)]
     regular = [r for r in ok if not r.role.get("validation") and not r.role.get("scaling_check")]
     comparable, ranked_on, left_out = like_with_like(regular or ok)
-    best, best_runs, best_tps = _best_config(comparable)
+    best, best_runs, best_value = _best_config(comparable)
+    best_head = headline(best) if best is not None else None
+    best_tps = best_value if best_head is not None and best_head.is_tps else None
     baseline_label, findings = _findings(comparable)
     validation = next((v for r in reversed(runs) if (v := load_validation(r.path))), None)
     scaling = next((s for r in reversed(runs) if (s := load_scaling(r.path))), None)
@@ -146,6 +158,7 @@ def build_context(results_dir: Path, context: str, hardware: str | None = None,
                            validation=validation, scaling=scaling,
                            hardware=_hardware(hardware, runs), per_core_tps=per_core,
                            host_vcpus=host_vcpus, best_tps=best_tps, best_runs=best_runs,
+                           best_value=best_value, best_headline=best_head,
                            cpu_baseline=cpu_baseline, ranked_on=ranked_on,
                            hardware_overview=hardware_overview(siblings))
     if left_out:
@@ -180,7 +193,7 @@ def _cpu_baseline(runs: list[RunData]) -> CpuBaseline | None:
 
 
 def parameters_key(run: RunData) -> str:
-    """What must match for two runs' TPS to be comparable: the workload and its options
+    """What must match for two runs' headlines to be comparable: the workload and its options
     (scale, warehouses, mix...), the client counts, the measured and warm-up seconds, the
     rate."""
     o = run.manifest.get("options") or {}
@@ -261,19 +274,24 @@ def _best_of_context(context: str, runs: list[RunData]) -> WorkloadRow | None:
 
 
 def _best_config(runs: list[RunData]) -> tuple[RunData | None, list[RunData], float | None]:
-    """The config with the highest mean TPS over its runs, and its median run."""
+    """The config with the best mean headline over its runs (the highest TPS, the lowest
+    TPROC-H geometric mean: the metric's direction), its runs and that mean, and its
+    median run. ``runs`` share one workload and its parameters (``like_with_like``)."""
+    heads = {id(r): h for r in runs if (h := headline(r)) is not None}
     by_label: dict[str, list[RunData]] = {}
     for r in runs:
-        by_label.setdefault(r.label, []).append(r)
+        if id(r) in heads:
+            by_label.setdefault(r.label, []).append(r)
     if not by_label:
         return None, [], None
-    def mean_tps(group: list[RunData]) -> float:
-        return statistics.fmean(r.clients().tps_mean for r in group)
-    label = max(by_label, key=lambda k: mean_tps(by_label[k]))
+    def mean(group: list[RunData]) -> float:
+        return statistics.fmean(heads[id(r)].value for r in group)
+    def score(group: list[RunData]) -> float:
+        return (heads[id(group[0])].direction or 1) * mean(group)
+    label = max(by_label, key=lambda k: score(by_label[k]))
     group = by_label[label]
-    tps = mean_tps(group)
-    ranked = sorted(group, key=lambda r: r.clients().tps_mean)
-    return ranked[(len(ranked) - 1) // 2], group, tps
+    ranked = sorted(group, key=lambda r: heads[id(r)].value)
+    return ranked[(len(ranked) - 1) // 2], group, mean(group)
 
 
 def _findings(runs: list[RunData]) -> tuple[str, list[Finding]]:
@@ -292,8 +310,13 @@ def _findings(runs: list[RunData]) -> tuple[str, list[Finding]]:
             if not a or not b:
                 continue
             cmp = compare_runs(a, b, baseline_label=base, candidate_label=label)
-            out += [Finding(label, m) for m in cmp.metrics
-                    if m.metric in ("tps", "latency_avg_ms", "latency_p99_ms")]
+            head = headline(a[0])
+            if head is None or head.is_tps:
+                wanted: tuple[str, ...] = ("tps", "latency_avg_ms", "latency_p99_ms")
+            else:
+                wanted = (head.metric,)
+            out += [Finding(label, m, headline=m.metric == (head.metric if head else "tps"))
+                    for m in cmp.metrics if m.metric in wanted]
     return base, out
 
 
@@ -383,6 +406,9 @@ def report_json(rep: ContextReport) -> dict[str, Any]:
         "runs": [str(r.path) for r in rep.runs],
         "best_run": str(rep.best.path) if rep.best else None,
         "per_core_tps": rep.per_core_tps, "host_vcpus": rep.host_vcpus,
+        "headline": ({"metric": h.metric, "label": h.label, "unit": h.unit,
+                      "direction": h.direction, "best_config_mean": rep.best_value}
+                     if (h := rep.best_headline) is not None else None),
         "cpu_baseline": serde.to_dict(rep.cpu_baseline) if rep.cpu_baseline else None,
         "ranked_on": rep.ranked_on,
         "hardware_overview": serde.to_dict(rep.hardware_overview),

@@ -13,19 +13,21 @@ from pathlib import Path
 from pgdyno.campaign.context import (
     BASELINE_PRIME,
     ContextReport,
+    Finding,
     config_labels,
     journal_context,
     report_json,
 )
-from pgdyno.campaign.journal import headline
+from pgdyno.campaign.journal import better_words, headline, prose
 from pgdyno.campaign.scaling import ScalingCheck
 from pgdyno.compare.render import interval, pct, verdict_text
 from pgdyno.compare.runs import RunData
 from pgdyno.compare.settings_diff import changes_block, settings_diff
 from pgdyno.compare.stats import FASTER, SLOWER
 from pgdyno.reports import html
-from pgdyno.reports.document import Document, Section, Table, fmt
+from pgdyno.reports.document import Document, Section, Table, figure, fmt
 from pgdyno.results.rundir import write_json_atomic
+from pgdyno.workloads import registry
 
 DURABILITY = ("fsync", "synchronous_commit", "full_page_writes")
 """Settings that, turned off, trade crash safety for speed: recommending such a config
@@ -65,21 +67,43 @@ def _summary(rep: ContextReport) -> Section:
         s.paragraphs.append("No validation run in this context: `pgdyno validate WORKLOAD "
                             "--context NAME` measures cold and warm cache.")
     rows = []
+    others: dict[tuple[str, str, str], list[list[str]]] = {}
+    """Runs whose headline is not pooled TPS, by (metric, label, unit): a table each."""
     for label in config_labels(rep.runs):
         for r in rep.runs:
             h = headline(r)
-            if r.label == label and h is not None and r.status == "ok":
+            if r.label != label or h is None or r.status != "ok":
+                continue
+            if h.is_tps:
                 rows.append([label, r.path.name, str(h.clients), fmt(h.tps, 1),
                              fmt(h.latency_avg_ms, 3), fmt(h.latency_stddev_ms, 3),
                              fmt(h.latency_p99_ms, 3), str(h.transactions), str(h.failed)])
-    s.tables.append(Table(["Config", "Run", "Clients", "TPS", "Latency avg (ms)",
-                           "Latency stddev (ms)", "p99 (ms)", "Transactions", "Failed"], rows,
-                          caption="Headline results: per run, the client count with the "
-                                  "highest TPS (summary.json per_clients)"))
+            else:
+                n = sum(1 for it in r.iterations(h.clients)
+                        if it.status == "ok" and h.metric in it.metrics)
+                others.setdefault((h.metric, h.label, h.unit), []).append(
+                    [label, r.path.name, r.workload, str(h.clients), figure(h.value), str(n)])
+    if rows or not others:
+        s.tables.append(Table(["Config", "Run", "Clients", "TPS", "Latency avg (ms)",
+                               "Latency stddev (ms)", "p99 (ms)", "Transactions", "Failed"],
+                              rows, caption="Headline results: per run, the client count "
+                                            "with the highest TPS (summary.json per_clients)"))
+    for (metric, label, unit), table in others.items():
+        better = _direction_words(metric, table)
+        s.tables.append(Table(
+            ["Config", "Run", "Workload", "Clients", f"{label} ({unit})", "Iterations"], table,
+            caption=f"Headline results: per run, the client count with the best "
+                    f"{prose(label)} ({better}; the mean of summary.json iterations' "
+                    f"metrics[\"{metric}\"])"))
     if rep.best is not None:
         names = ", ".join(r.path.name for r in rep.best_runs)
+        h = rep.best_headline
+        if h is None or h.is_tps:
+            result = f"**{fmt(rep.best_tps, 1)} TPS**"
+        else:
+            result = f"{h.prose_label} **{h.amount(rep.best_value)}** ({h.better})"
         s.paragraphs.append(
-            f"Best config: **{rep.best.label}**, **{fmt(rep.best_tps, 1)} TPS**: the mean of "
+            f"Best config: **{rep.best.label}**, {result}: the mean of "
             f"its {len(rep.best_runs)} run(s) above ({names}); its median run "
             f"{rep.best.path.name} stands for it below. Configs are ranked like with like, "
             f"over runs of {rep.ranked_on}.")
@@ -89,9 +113,42 @@ def _summary(rep: ContextReport) -> Section:
     return s
 
 
+def _direction_words(metric: str, table: list[list[str]]) -> str:
+    """"lower is better" for the metric of a headline table (its first run's workload)."""
+    workload = table[0][2] if table else ""
+    if workload not in registry.names():
+        return "direction unknown"
+    return better_words(next((m.direction for m in registry.get(workload).metrics
+                              if m.name == metric), 1))
+
+
+def _not_throughput(rep: ContextReport) -> str:
+    """Why a TPS-only figure is missing: the ranked workload's headline is something else
+    ('' when the headline is TPS or there is no ranked run)."""
+    h = rep.best_headline
+    if rep.best is None or h is None or h.is_tps:
+        return ""
+    return (f"{rep.best.workload}'s headline is the {h.prose_label} ({h.unit}, {h.better}), "
+            "not a throughput in TPS")
+
+
+def _host_only(rep: ContextReport) -> str:
+    """Why no config is ranked in a context whose finished runs measure the host only
+    (fio, cpu), '' otherwise."""
+    if rep.best is not None:
+        return ""
+    host = sorted({r.workload for r in rep.runs if r.status == "ok"
+                   and r.workload in registry.names()
+                   and not registry.get(r.workload).needs_server})
+    if not host:
+        return ""
+    return (f"the finished runs here ({', '.join(host)}) measure the host, not a PostgreSQL "
+            "config")
+
+
 def _hardware_table(rep: ContextReport) -> Table:
     """Seed 004's opening table: every workload measured on this hardware."""
-    rows = [[w.workload, f"{fmt(w.headline_value, 1)} {w.headline_unit}",
+    rows = [[w.workload, f"{figure(w.headline_value)} {w.headline_unit}",
              fmt(w.qps, 1) if w.qps is not None else "–",
              fmt(w.latency_avg_ms, 3) if w.latency_avg_ms is not None else "–",
              w.bottleneck or "–", str(w.clients), f"{w.context}/{Path(w.run).name}"]
@@ -162,6 +219,8 @@ def _sizing(rep: ContextReport) -> Section:
     else:
         s.paragraphs.append("No sizing math: the best run's config was not produced by the "
                             "config engine (use --config pgtune|tuned|FILE).")
+    if _not_throughput(rep):
+        s.paragraphs.append(f"No TPS per vCPU: {_not_throughput(rep)}.")
     if rep.per_core_tps is not None:
         s.preformatted.append(
             f"CPU: {fmt(rep.best_tps, 1)} TPS / {rep.host_vcpus} vCPU "
@@ -187,15 +246,20 @@ def _journal(rep: ContextReport) -> Section:
     for e in rep.journal:
         body = [f"Run {e.number}: {e.label} ({e.status})", f"Date: {e.started_at}",
                 f"Run: {e.run}"]
-        if e.headline is not None:
-            h = e.headline
+        h = e.headline
+        if h is not None and h.is_tps:
             body.append(f"TPS {fmt(h.tps, 1)} at {h.clients} clients, latency "
                         f"{fmt(h.latency_avg_ms, 3)} ms (stddev {fmt(h.latency_stddev_ms, 3)})")
+        elif h is not None:
+            body.append(f"{h.label} {h.amount()} at {h.clients} clients")
         if e.previous is not None:
             body.append(f"Changes since run {e.previous}:\n{changes_block(e.changes)}")
-            if e.tps_change_pct is not None:
-                body.append(f"TPS change vs run {e.previous}: {pct(e.tps_change_pct)} "
-                            f"({e.tps_verdict or 'no interval'})")
+            if e.change_pct is not None and h is not None and h.is_tps:
+                body.append(f"TPS change vs run {e.previous}: {pct(e.change_pct)} "
+                            f"({e.change_verdict or 'no interval'})")
+            elif e.change_pct is not None and h is not None:
+                body.append(f"{h.label} change vs run {e.previous}: {pct(e.change_pct)} "
+                            f"({h.better}; {e.change_verdict or 'no interval'})")
         if e.timeline:
             body.append(f"Timeline (iteration 1, {e.timeline_block_s} s means):\n" + "\n".join(
                 f"{end:>4}s: {tps:>10,.0f} TPS" for end, tps in e.timeline))
@@ -231,22 +295,28 @@ def _validation(rep: ContextReport) -> Section:
 
 def _key_findings(rep: ContextReport) -> Section:
     s = Section("6. Key findings")
-    rows = [[f"{f.config}: {m.title}", str(m.clients or "run"), fmt(m.baseline_mean, 3),
-             fmt(m.candidate_mean, 3), pct(m.change_pct), interval(m), verdict_text(m)]
+    rows = [[f"{f.config}: {m.title}", str(m.clients or "run"), _value(f, m.baseline_mean),
+             _value(f, m.candidate_mean), pct(m.change_pct), interval(m), verdict_text(m)]
             for f in rep.findings for m in [f.comparison]]
     if rows:
+        values = "per-iteration values" if all(f.comparison.sample == "iteration"
+                                               for f in rep.findings) else (
+            "per-iteration values, or per-stream ones where the workload has streams")
         s.paragraphs.append(f"Each config against **{rep.baseline_label}** (Welch interval on "
-                            "per-iteration values, see `pgdyno compare`).")
+                            f"{values}, see `pgdyno compare`).")
         s.tables.append(Table(["Config: metric", "Clients", "Baseline", "Config", "Change",
                                "Interval", "Verdict"], rows))
+    elif _host_only(rep):
+        s.paragraphs.append(f"No configs to compare: {_host_only(rep)}.")
     else:
         s.paragraphs.append("Only one config was measured: nothing to compare.")
     for f in rep.findings:
         m = f.comparison
-        if f.is_tps and m.verdict in (FASTER, SLOWER):
+        if f.headline and m.verdict in (FASTER, SLOWER):
+            what = "TPS" if f.is_tps else f"{prose(m.label)} ({better_words(m.direction)})"
             s.paragraphs.append(f"- {f.config} is **{m.verdict}** than "
                                 f"{rep.baseline_label} at {m.clients} clients: "
-                                f"{pct(m.change_pct)} TPS, interval {interval(m)}.")
+                                f"{pct(m.change_pct)} {what}, interval {interval(m)}.")
     t = (rep.best.telemetry if rep.best else None) or {}
     busy = ((t.get("cpu") or {}).get("busy") or {}).get("avg")
     if busy is not None:
@@ -254,10 +324,18 @@ def _key_findings(rep: ContextReport) -> Section:
     return s
 
 
+def _value(f: Finding, value: float) -> str:
+    """A finding's mean: TPS and latency as ever, other headlines with the decimals their
+    size needs (a 0.0093 s geometric mean, not "0.009")."""
+    return fmt(value, 3) if f.is_tps or f.comparison.unit == "ms" else figure(value)
+
+
 def _price_performance(rep: ContextReport) -> Section:
     s = Section("7. Price/performance")
     if not rep.prices:
-        s.paragraphs.append("No measured TPS to price.")
+        why = _not_throughput(rep) or _host_only(rep)
+        s.paragraphs.append(f"Does not apply: {why}; prices are projected from TPS per vCPU."
+                            if why else "No measured TPS to price.")
         return s
     rows = []
     for p in rep.prices:
@@ -297,9 +375,16 @@ def _against(rep: ContextReport) -> Section:
     s.paragraphs.append(f"Best run of `{other.context}` → best run of `{rep.context}`.")
     s.tables.append(Table(["Layer", "Setting", other.context, rep.context],
                           [[c.layer, c.name, c.before, c.after] for c in changes]))
-    a, b = other.best_tps, rep.best_tps
+    ha, hb = other.best_headline, rep.best_headline
+    if ha is None or hb is None or ha.is_tps or hb.is_tps or ha.metric != hb.metric:
+        a, b = other.best_tps, rep.best_tps
+        first = ["TPS", fmt(a, 1), fmt(b, 1), f"{b / a:.2f}" if a and b is not None else "–"]
+    else:
+        a, b = other.best_value, rep.best_value
+        first = [f"{hb.label} ({hb.unit}, {hb.better})", figure(a), figure(b),
+                 f"{b / a:.2f}" if a and b is not None else "–"]
     s.tables.append(Table(["Metric", other.context, rep.context, "Ratio"], [
-        ["TPS", fmt(a, 1), fmt(b, 1), f"{b / a:.2f}" if a else "–"],
+        first,
         ["vCPU", str(other.host_vcpus), str(rep.host_vcpus),
          f"{rep.host_vcpus / other.host_vcpus:.2f}" if other.host_vcpus else "–"]]))
     return s
@@ -313,17 +398,26 @@ def _hardware_limits(rep: ContextReport) -> Section:
         s.paragraphs.append("No telemetry in the best run (run without --no-telemetry to get "
                             "CPU, IOPS and bandwidth against their limits).")
         return s
-    s.tables.append(Table(["Resource", "Limit", "Used avg", "Used peak", "% of limit", "Note"],
-                          [[x.get("resource", ""), f"{fmt(x.get('capacity'))} {x.get('unit')}",
-                            fmt(x.get("used_avg")), fmt(x.get("used_peak")),
-                            fmt(x.get("pct_avg"), 1), x.get("note", "")] for x in limits]))
+    s.tables.append(Table(
+        ["Resource", "Limit", "Basis", "Used avg", "Used peak", "% of limit", "Note"],
+        [[x.get("resource", ""), f"{fmt(x.get('capacity'))} {x.get('unit')}",
+          x.get("basis") or "–", fmt(x.get("used_avg")), fmt(x.get("used_peak")),
+          fmt(x.get("pct_avg"), 1), x.get("note", "")] for x in limits],
+        caption="Basis: measured = the host's fio baseline (`pgdyno bench fio`), catalogue = "
+                "the hardware profile's published figure; – = the resource's own bound"))
+    if not any(x.get("basis") == "measured" for x in limits):
+        s.paragraphs.append("The devices' IOPS and bandwidth limits are not measured on this "
+                            "host: `pgdyno bench fio` measures them, and later runs read "
+                            "their figures against them.")
     return s
 
 
 def _scaling(rep: ContextReport) -> Section:
     s = Section("10. Scaling projection")
     if rep.per_core_tps is None:
-        s.paragraphs.append("No finished run.")
+        why = _not_throughput(rep) or _host_only(rep)
+        s.paragraphs.append(f"Does not apply: {why}; the projection scales TPS per vCPU."
+                            if why else "No finished run.")
         return s
     s.paragraphs.append(
         f"Assumption: throughput grows linearly with vCPUs at the measured "
@@ -387,12 +481,13 @@ def _workload_of(rep: ContextReport, run_dir: str) -> str:
 def _recommendations(rep: ContextReport) -> Section:
     s = Section("11. Recommendations")
     recs: list[str] = []
-    tps = [f for f in rep.findings if f.is_tps]
-    faster = [f for f in tps if f.comparison.verdict == FASTER]
-    slower = [f for f in tps if f.comparison.verdict == SLOWER]
-    for f in sorted(faster, key=lambda f: -f.comparison.change_pct)[:1]:
+    heads = [f for f in rep.findings if f.headline]
+    faster = [f for f in heads if f.comparison.verdict == FASTER]
+    slower = [f for f in heads if f.comparison.verdict == SLOWER]
+    for f in sorted(faster,
+                    key=lambda f: -(f.comparison.direction or 1) * f.comparison.change_pct)[:1]:
         label, m = f.config, f.comparison
-        recs.append(f"Use **{label}**: {pct(m.change_pct)} TPS over "
+        recs.append(f"Use **{label}**: {pct(m.change_pct)} {_what(f)} over "
                     f"{rep.baseline_label} at {m.clients} clients (interval {interval(m)}).")
         risky = [k for k in DURABILITY if f"{k}=off" in label.replace(" ", "")]
         if risky:
@@ -402,7 +497,7 @@ def _recommendations(rep: ContextReport) -> Section:
                         + "; use it only where that is acceptable.")
     for f in slower:
         m = f.comparison
-        recs.append(f"Avoid {f.config}: {pct(m.change_pct)} TPS against "
+        recs.append(f"Avoid {f.config}: {pct(m.change_pct)} {_what(f)} against "
                     f"{rep.baseline_label} (interval {interval(m)}).")
     if not faster and rep.findings:
         recs.append(f"No config beat {rep.baseline_label} beyond the noise: keep it, or "
@@ -410,7 +505,7 @@ def _recommendations(rep: ContextReport) -> Section:
     for e in rep.journal:
         if e.status == "failed":
             recs.append(f"Do not reuse run {e.number}'s changes ({e.label}): {e.root_cause}")
-    if rep.best is not None:
+    if rep.best is not None and rep.best_tps is not None:
         tps = rep.best_tps
         recs.append(f"This size: sustained load under ~{fmt(HEADROOM * tps, 0)} TPS "
                     f"({100 * HEADROOM:.0f}% of the best config's mean {fmt(tps, 0)}); move up a "
@@ -436,6 +531,11 @@ def _recommendations(rep: ContextReport) -> Section:
     return s
 
 
+def _what(f: Finding) -> str:
+    """The measure a recommendation names: "TPS", or another headline's label."""
+    return "TPS" if f.is_tps else prose(f.comparison.label)
+
+
 def _references(rep: ContextReport) -> Section:
     rows = [[str(i), r.label, r.status, str(r.path / "summary.json"),
              str(r.path / "report.md") if (r.path / "report.md").exists() else "–"]
@@ -444,8 +544,10 @@ def _references(rep: ContextReport) -> Section:
         ["Run", "Config", "Status", "Summary", "Report"], rows)])
     if rep.best is not None:
         server = rep.best.manifest.get("server") or {}
+        engine = (registry.get(rep.best.workload).engine
+                  if rep.best.workload in registry.names() else "?")
         s.paragraphs.append(f"PostgreSQL {server.get('version', '–')}; workload "
-                            f"{rep.best.workload} (pgbench).")
+                            f"{rep.best.workload} ({engine}).")
     return s
 
 

@@ -1,8 +1,10 @@
 """The journal of a context, generated from its runs (seed 002's "Benchmark Journal").
 
-Every run in start order: what changed since the run before, its headline figures, a 5 s
-timeline, the notes pgdyno can find by itself (warm-up incomplete, checkpoint during the
-run, outlier, stability warnings), the user's notes (``pgdyno note``), and for failed runs
+Every run in start order: what changed since the run before, its headline figures (pooled TPS
+and latency for workloads with per-client rows: pgbench, TPROC-C, cpu; else the workload's
+declared headline metric, such as TPROC-H's geometric mean of query times), a 5 s timeline,
+the notes pgdyno can find by itself (warm-up incomplete, checkpoint during the run, outlier,
+stability warnings), the user's notes (``pgdyno note``), and for failed runs
 the root cause the run recorded and whether the next run rolled the change back.
 """
 
@@ -17,7 +19,11 @@ from pgdyno.analysis.summary import five_second_table
 from pgdyno.compare.core import compare_runs
 from pgdyno.compare.runs import RunData
 from pgdyno.compare.settings_diff import SettingChange, settings_diff
+from pgdyno.compare.stats import SLOWER
+from pgdyno.reports.document import figure
 from pgdyno.targets.local import NOT_THE_CAUSE  # pgdyno's own connection attempts' FATALs
+from pgdyno.workloads import registry
+from pgdyno.workloads.base import HIGHER, LOWER, headline_of
 
 WARMUP_SHORTFALL = 0.85
 """The first part of a measured window below 85% of the rest: the warm-up was too short."""
@@ -27,14 +33,55 @@ OUTLIER_Z = 3.5
 
 @dataclass
 class Headline:
+    """A run's headline figure at its best client count.
+
+    Runs with pooled per-client rows (pgbench workloads, TPROC-C, cpu) have TPS: the mean
+    over every 1 s interval (summary.json per_clients[].tps_mean), with pooled latency and
+    counts. Runs without (TPROC-H, fio) have their workload's declared headline metric:
+    the best client count's mean over its iterations (``headline_of``), e.g. TPROC-H's
+    geometric mean of query times, where lower is better."""
+
     clients: int
-    tps: float
-    """Mean over every 1 s interval (summary.json per_clients[].tps_mean)."""
-    latency_avg_ms: float
-    latency_stddev_ms: float
-    latency_p99_ms: float
-    transactions: int
-    failed: int
+    value: float
+    metric: str = "tps"
+    label: str = "TPS"
+    unit: str = "tx/s"
+    direction: int = HIGHER
+    latency_avg_ms: float = math.nan
+    latency_stddev_ms: float = math.nan
+    latency_p99_ms: float = math.nan
+    transactions: int | None = None
+    failed: int | None = None
+
+    @property
+    def is_tps(self) -> bool:
+        """The pooled TPS of a run with per-client rows (a throughput to price, project and
+        plan capacity with)."""
+        return self.metric == "tps"
+
+    @property
+    def tps(self) -> float:
+        return self.value if self.is_tps else math.nan
+
+    @property
+    def score(self) -> float:
+        """The value signed so that more is better (for ranking whatever the direction)."""
+        return (self.direction or HIGHER) * self.value
+
+    @property
+    def better(self) -> str:
+        return better_words(self.direction)
+
+    @property
+    def prose_label(self) -> str:
+        return prose(self.label)
+
+    def amount(self, value: float | None = None) -> str:
+        """A value of this figure with its unit: "1,234 TPS", "0.0123 s"."""
+        value = self.value if value is None else value
+        if self.is_tps:
+            return f"{value:,.0f} TPS"
+        return f"{figure(value)} {self.unit}".strip()
 
 
 @dataclass
@@ -49,9 +96,12 @@ class JournalEntry:
     changes: list[SettingChange] = field(default_factory=list)
     """Since the previous run of the same workload."""
     previous: int | None = None
-    tps_change_pct: float | None = None
-    tps_verdict: str = ""
-    """From a comparison with the previous run (needs >= 2 iterations each)."""
+    change_pct: float | None = None
+    """The headline figure's change against the previous run, in % of the previous value
+    (raw: for a lower-is-better figure a negative change is an improvement)."""
+    change_verdict: str = ""
+    """From a comparison with the previous run on the headline metric (needs >= 2 values
+    each): faster/slower honour the metric's direction."""
     timeline: list[tuple[int, float]] = field(default_factory=list)
     """(end second, mean TPS) per block of ``timeline_block_s`` (5 s; 1 s for short runs)."""
     timeline_block_s: int = 5
@@ -146,14 +196,37 @@ def _first_clause(reason: str) -> str:
         else head
 
 
+def better_words(direction: int) -> str:
+    """"lower is better" / "higher is better" ("no direction" for a plain description)."""
+    return {HIGHER: "higher is better", LOWER: "lower is better"}.get(direction,
+                                                                     "no direction")
+
+
+def prose(label: str) -> str:
+    """A metric's label inside a sentence: "geometric mean of query times", but "TPS"."""
+    return label[:1].lower() + label[1:] if label[1:2].islower() else label
+
+
 def headline(run: RunData) -> Headline | None:
+    """The run's pooled TPS when it has per-client rows, else its workload's declared
+    headline metric (None without a summary, a known workload or a measured value)."""
     c = run.clients()
-    if c is None:
+    if c is not None:
+        return Headline(clients=c.clients, value=c.tps_mean,
+                        latency_avg_ms=c.latency.mean_ms,
+                        latency_stddev_ms=c.latency.stddev_ms,
+                        latency_p99_ms=c.latency.percentiles_ms.get("p99", math.nan),
+                        transactions=c.transactions, failed=c.failed)
+    if run.summary is None or run.workload not in registry.names():
         return None
-    return Headline(clients=c.clients, tps=c.tps_mean, latency_avg_ms=c.latency.mean_ms,
-                    latency_stddev_ms=c.latency.stddev_ms,
-                    latency_p99_ms=c.latency.percentiles_ms.get("p99", math.nan),
-                    transactions=c.transactions, failed=c.failed)
+    metrics = registry.get(run.workload).metrics
+    h = headline_of(run.summary, metrics)
+    if h is None:
+        return None
+    direction = next((m.direction for m in metrics if m.name == h.metric), HIGHER)
+    return Headline(clients=h.clients, value=h.value, metric=h.metric, label=h.label,
+                    unit=h.unit, direction=direction,
+                    latency_p99_ms=math.nan if h.p99_ms is None else h.p99_ms)
 
 
 def _previous(runs: list[RunData], index: int) -> int | None:
@@ -165,13 +238,14 @@ def _previous(runs: list[RunData], index: int) -> int | None:
 
 def _against_previous(entry: JournalEntry, prev: RunData, run: RunData) -> None:
     a, b = headline(prev), headline(run)
-    if a is None or b is None or a.clients != b.clients or not a.tps:
+    if a is None or b is None or a.clients != b.clients or a.metric != b.metric \
+            or not a.value:
         return
-    entry.tps_change_pct = 100.0 * (b.tps / a.tps - 1.0)
+    entry.change_pct = 100.0 * (b.value / a.value - 1.0)
     cmp = compare_runs([prev], [run])
-    m = cmp.metric("tps", a.clients)
+    m = cmp.metric(a.metric, a.clients)
     if m is not None:
-        entry.tps_verdict = m.verdict if m.verdict != "undetermined" else (
+        entry.change_verdict = m.verdict if m.verdict != "undetermined" else (
             f"undetermined: {m.reason}")
 
 
@@ -228,19 +302,24 @@ def _outlier_note(run: RunData, runs: list[RunData]) -> str:
     mine = headline(run)
     if mine is None:
         return ""
-    peers = [h.tps for r in runs
+    peers = [h.value for r in runs
              if r.label == run.label and r.workload == run.workload and r.status == "ok"
-             and (h := headline(r)) is not None and h.clients == mine.clients]
+             and (h := headline(r)) is not None and h.clients == mine.clients
+             and h.metric == mine.metric]
     if len(peers) < 3:
         return ""
     med = statistics.median(peers)
     mad = statistics.median(abs(p - med) for p in peers)
     if mad == 0:
         return ""
-    z = 0.6745 * (mine.tps - med) / mad
+    z = 0.6745 * (mine.value - med) / mad
     if abs(z) > OUTLIER_Z:
-        return (f"outlier: {mine.tps:,.0f} TPS against a median of {med:,.0f} over "
-                f"{len(peers)} runs of {run.label} (robust z {z:+.1f})")
+        if mine.is_tps:
+            return (f"outlier: {mine.tps:,.0f} TPS against a median of {med:,.0f} over "
+                    f"{len(peers)} runs of {run.label} (robust z {z:+.1f})")
+        return (f"outlier: {mine.prose_label} {mine.amount()} against a median of "
+                f"{mine.amount(med)} over {len(peers)} runs of {run.label} (robust z "
+                f"{z:+.1f}, {mine.better})")
     return ""
 
 
@@ -255,7 +334,7 @@ def _rollbacks(entries: list[JournalEntry], runs: list[RunData]) -> None:
     """After a failed or slower run, the next run going back to an earlier run's settings."""
     for i in range(1, len(entries) - 1):
         bad = entries[i]
-        if bad.status == "ok" and bad.tps_verdict != "slower":
+        if bad.status == "ok" and bad.change_verdict != SLOWER:
             continue
         after = _pg_state(runs[i + 1])
         if after == _pg_state(runs[i]):

@@ -89,6 +89,10 @@ def tune(
         return
     if fmt == "table":
         Console(width=160).print(render_table(resolved))
+    elif fmt == "script":
+        from pgdyno.provision.script import script_for
+
+        typer.echo(script_for(resolved), nl=False)
     else:
         typer.echo(RENDERERS[fmt](resolved), nl=False)
 

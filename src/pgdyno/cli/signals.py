@@ -23,6 +23,16 @@ _first: list[int] = []
 def install() -> None:
     for signum in HANDLED:
         signal.signal(signum, _on_signal)
+    sys.unraisablehook = _quiet_interruption
+
+
+def _quiet_interruption(unraisable) -> None:  # noqa: ANN001 - sys.UnraisableHookArgs
+    """A signal whose exception lands in a callback Python cannot raise from (a weakref's
+    or a finaliser's) is not lost: it is recorded, and the CLI ends with "interrupted" once
+    the command returns. Printing the swallowed traceback would only alarm."""
+    if isinstance(unraisable.exc_value, KeyboardInterrupt):  # Terminated is one too
+        return
+    sys.__unraisablehook__(unraisable)
 
 
 def settle() -> None:

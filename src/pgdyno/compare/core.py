@@ -19,7 +19,7 @@ from pgdyno.compare.stats import (
     with_unit,
 )
 from pgdyno.errors import UsageError
-from pgdyno.workloads.base import MetricSpec, headline_metric
+from pgdyno.workloads.base import MetricSpec, Workload, headline_metric
 
 METHOD_NOTE = (
     "Each value is one iteration (a separate run of the load started after a CHECKPOINT). "
@@ -53,11 +53,16 @@ def method_note(confidence: float, metrics: list[MetricComparison], io: bool) ->
     return " ".join(parts)
 
 
-def _workload_metrics(runs: list[RunData]) -> tuple[MetricSpec, ...]:
-    """The metrics the runs' workload declares (the first run's, when they differ)."""
+def _workload(runs: list[RunData]) -> Workload:
+    """The runs' workload plugin (the first run's, when they differ)."""
     from pgdyno.workloads import registry
 
-    return registry.get(runs[0].workload).metrics
+    return registry.get(runs[0].workload)
+
+
+def _workload_metrics(runs: list[RunData]) -> tuple[MetricSpec, ...]:
+    """The metrics the runs' workload declares."""
+    return _workload(runs).metrics
 
 
 def compare_runs(baseline: list[RunData], candidate: list[RunData], *,
@@ -85,11 +90,11 @@ def compare_runs(baseline: list[RunData], candidate: list[RunData], *,
         a_its = _ok_iterations(baseline, clients)
         b_its = _ok_iterations(candidate, clients)
         for spec in declared:
-            a = [i.metrics[spec.name] for i in a_its if spec.name in i.metrics]
-            b = [i.metrics[spec.name] for i in b_its if spec.name in i.metrics]
+            (a, b), sample = _values(spec.name, a_its, b_its)
             if a or b:
                 metrics.append(compare_values(clients, spec.name, spec.unit, spec.direction,
-                                              a, b, confidence, label=spec.label))
+                                              a, b, confidence, label=spec.label,
+                                              sample=sample))
         for m in _telemetry_metrics(a_its, b_its):
             a = [v for i in a_its if (v := m.value(i.telemetry)) is not None]
             b = [v for i in b_its if (v := m.value(i.telemetry)) is not None]
@@ -99,6 +104,9 @@ def compare_runs(baseline: list[RunData], candidate: list[RunData], *,
     if not any(m.metric == headline_metric(declared).name for m in metrics):
         notes.append("no client count was measured on both sides")
     profiles = io_profiles(baseline, candidate, common)
+    detail = (_workload(baseline).compare_detail([r.path for r in baseline],
+                                                 [r.path for r in candidate])
+              if len(workloads) == 1 else {})
     return Comparison(
         schema_version=SCHEMA_VERSION,
         baseline_label=baseline_label or _label(baseline),
@@ -108,7 +116,8 @@ def compare_runs(baseline: list[RunData], candidate: list[RunData], *,
         changes=settings_diff(baseline[-1].manifest, candidate[-1].manifest),
         metrics=metrics, method_note=method_note(confidence, metrics, bool(profiles)),
         notes=notes, io_profiles=profiles, headline_metric=headline_metric(declared).name,
-        contaminated=_contaminated("A", baseline, common) + _contaminated("B", candidate, common))
+        contaminated=_contaminated("A", baseline, common) + _contaminated("B", candidate, common),
+        workload_detail=detail)
 
 
 def _contaminated(side: str, runs: list[RunData], clients: list[int]) -> list[str]:
@@ -135,9 +144,23 @@ def compare_values(clients: int, name: str, unit: str, direction: int, a: list[f
         label=label or name)
 
 
+def _values(name: str, a_its: list[IterationSummary], b_its: list[IterationSummary]
+            ) -> tuple[tuple[list[float], list[float]], str]:
+    """A metric's values on each side: the iterations' finer samples when every compared
+    iteration has them (TPROC-H's per-stream geometric means), else one per iteration."""
+    its = a_its + b_its
+    if its and all(name in i.samples for i in its):
+        return ([v for i in a_its for v in i.samples[name]],
+                [v for i in b_its for v in i.samples[name]]), "stream"
+    return ([i.metrics[name] for i in a_its if name in i.metrics],
+            [i.metrics[name] for i in b_its if name in i.metrics]), "iteration"
+
+
 def _common_clients(a: list[RunData], b: list[RunData]) -> list[int]:
+    # From the iterations, not per_clients: workloads without a pooled row (fio) still
+    # have client counts whose iterations carry metrics.
     def counts(runs: list[RunData]) -> set[int]:
-        return {c.clients for r in runs if r.summary for c in r.summary.per_clients}
+        return {it.clients for r in runs if r.summary for it in r.summary.iterations}
     return sorted(counts(a) & counts(b))
 
 

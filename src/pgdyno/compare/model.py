@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import Any
 
 from pgdyno.compare.io_profile import IoProfile
 from pgdyno.compare.settings_diff import SettingChange
@@ -23,7 +24,8 @@ class MetricComparison:
     direction: int
     """+1 higher is better, -1 lower is better, 0 neither."""
     sample: str
-    """What one value is: ``iteration`` (one pgbench run) or ``run`` (a whole run)."""
+    """What one value is: ``iteration`` (one pgbench run), ``stream`` (one TPROC-H query
+    stream) or ``run`` (a whole run)."""
     baseline_n: int
     baseline_mean: float
     baseline_stddev: float
@@ -82,6 +84,9 @@ class Comparison:
     contaminated: list[str] = field(default_factory=list)
     """Iterations measured while other load took a material share of the host, with the
     figure ("A run/…, 4 clients #2: other processes used 0.9 of 2 cores (45% of busy CPU)")."""
+    workload_detail: dict[str, Any] = field(default_factory=dict)
+    """What the runs' workload compares beyond its metrics (TPROC-H: per-query speedup and
+    plan changes), from its ``compare_detail``; rendered by its ``compare_sections``."""
 
     def chart_clients(self) -> int | None:
         """The client count the plots show: the highest with a headline figure."""

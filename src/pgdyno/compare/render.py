@@ -142,7 +142,8 @@ def _io_change(f: IoFigure) -> str:
     return pct(f.change)
 
 
-def build_compare_document(cmp: Comparison, images: dict[str, str]) -> Document:
+def build_compare_document(cmp: Comparison, images: dict[str, str],
+                           workload_sections: list[Section] | None = None) -> Document:
     changes = Section("What changed (A → B)", preformatted=[changes_block(cmp.changes)])
     if cmp.changes:
         changes.tables.append(Table(["Layer", "Setting", "A", "B", "Source of B's value"],
@@ -165,7 +166,7 @@ def build_compare_document(cmp: Comparison, images: dict[str, str]) -> Document:
                           ("percentile_curves", "Latency percentile curves")):
         if name in images:
             over_time.images.append((caption, images[name]))
-    sections = [changes, verdict, metrics]
+    sections = [changes, verdict, metrics, *(workload_sections or [])]
     if cmp.chart_clients() is not None:
         sections.append(change_chart_section(cmp, images))
     if over_time.images:
@@ -189,9 +190,18 @@ def write_comparison(cmp: Comparison, baseline: list[RunData], candidate: list[R
     clients = cmp.chart_clients()
     images = (comparison_plots(cmp, baseline, candidate, clients, out_dir)
               if clients is not None else {})
-    doc = build_compare_document(cmp, images)
+    doc = build_compare_document(cmp, images, _workload_sections(cmp, baseline, out_dir))
     html.write_document(doc, out_dir, "compare")
     return out_dir
+
+
+def _workload_sections(cmp: Comparison, baseline: list[RunData],
+                       out_dir: Path) -> list[Section]:
+    if not cmp.workload_detail or not baseline:
+        return []
+    from pgdyno.workloads import registry
+
+    return registry.get(baseline[0].workload).compare_sections(cmp.workload_detail, out_dir)
 
 
 def default_out_dir(results_dir: Path, a: RunData, b: RunData) -> Path:

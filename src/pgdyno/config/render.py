@@ -1,6 +1,6 @@
 """Renderers of a resolved config: table, Markdown, postgresql.conf, ALTER SYSTEM, sysctl.d,
-.env and the provisioning script. Each takes the computed plan and returns text (the table
-renderer returns a rich renderable); none computes anything itself.
+.env (the provisioning script comes from pgdyno.provision's plan). Each takes the computed
+plan and returns text (the table renderer returns a rich renderable); none computes anything.
 """
 
 from __future__ import annotations
@@ -14,6 +14,11 @@ from pgdyno.config.pgcatalog import unquote
 from pgdyno.config.resolve import ResolvedConfig
 
 FORMATS = ("table", "md", "conf", "sql", "sysctl", "env", "script")
+
+
+def header_lines(resolved: ResolvedConfig) -> list[str]:
+    """The config, hardware, workload and catalogue, one line each (every format's header)."""
+    return _header(resolved)
 
 
 def _header(resolved: ResolvedConfig) -> list[str]:
@@ -138,63 +143,7 @@ def render_env(resolved: ResolvedConfig) -> str:
     return plan_to_env(plan)
 
 
-def render_script(resolved: ResolvedConfig) -> str:
-    """A shell plan: prints every step, applies only with APPLY=1, saves the old values first."""
-    plan = resolved.plan
-    out = ["#!/bin/sh", *[f"# {line}" for line in _header(resolved)],
-           "# Provisioning plan. Dry run by default: every step is printed, nothing changes.",
-           "# APPLY=1 sh this-file applies it; the previous values are saved to $BACKUP first.",
-           "set -eu", 'APPLY="${APPLY:-0}"',
-           'BACKUP="${BACKUP:-/var/tmp/pgdyno-provision-backup-$(date +%s).sh}"',
-           'step() { echo "+ $*"; if [ "$APPLY" = 1 ]; then sh -c "$*"; fi; }',
-           'save() { if [ "$APPLY" = 1 ]; then echo "$1" >> "$BACKUP"; fi; }', ""]
-    if plan is None:
-        return "\n".join(out) + "\n"
-    sysctls = [s for s in plan.settings if s.apply == "sysctl"]
-    if sysctls:
-        out.append("# OS: kernel settings")
-        for s in sysctls:
-            out.append(f'save "sysctl -w {s.name}=\\"$(sysctl -n {s.name} 2>/dev/null)\\""')
-            out.append(f"step 'sysctl -w {s.name}=\"{s.value}\"'")
-        out.append("")
-    for s in plan.settings:
-        if s.apply == "sysfs" and s.name == "transparent_hugepage":
-            path = "/sys/kernel/mm/transparent_hugepage/enabled"
-            out.append(f'save "echo $(sed \'s/.*\\[\\(.*\\)\\].*/\\1/\' {path}) > {path}"')
-            out.append(f"step 'echo {s.value} > {path}'")
-    limits = [s for s in plan.settings if s.apply == "limits"]
-    if limits:
-        body = "\\n".join(f"postgres - {s.name} {s.value}" for s in limits)
-        out.append(f"step 'printf \"{body}\\n\" > /etc/security/limits.d/60-pgdyno.conf'")
-    hw = plan.inputs.hardware if plan.inputs else None
-    for role in ("data", "wal"):
-        vol = (hw.data_volume if role == "data" else hw.wal_volume) if hw else None
-        dev = (vol.device if vol else "").removeprefix("/dev/")
-        rows = [s for s in plan.settings if s.group == f"block_{role}" and s.apply == "sysfs"]
-        if not rows:
-            continue
-        out.append(f"# storage: {role} device {dev or '(unknown: set DEV_' + role.upper() + ')'}")
-        out.append(f'DEV_{role.upper()}="${{DEV_{role.upper()}:-{dev}}}"')
-        for s in rows:
-            path = f"/sys/block/$DEV_{role.upper()}/queue/{s.name}"
-            out.append(f'[ -n "$DEV_{role.upper()}" ] && save "echo $(cat {path}) > {path}"'
-                       " || true")
-            out.append(f'[ -n "$DEV_{role.upper()}" ] && step "echo {s.value} > {path}" || true')
-    mounts = [s for s in plan.settings if s.apply in ("mount", "mkfs", "mdadm") and s.value]
-    if mounts:
-        out.append("# storage layout (RAID, filesystem, mount options): destructive, not run here")
-        out += [f"# {s.key}={s.value}  ({s.rationale})" for s in mounts]
-    if resolved.pg_settings:
-        target = '"${PGDATA:-/var/lib/postgresql/data}/pgdyno-tuned.conf"'
-        out.append("# PostgreSQL: an include file (add include_if_exists = 'pgdyno-tuned.conf')")
-        out.append(f"echo \"+ write {len(resolved.pg_settings)} settings to\" {target}")
-        out.append(f'if [ "$APPLY" = 1 ]; then cat > {target} <<\'PGDYNO_EOF\'')
-        out += [f"{k} = {v}" for k, v in resolved.pg_settings.items()]
-        out += ["PGDYNO_EOF", "fi"]
-    out.append('[ "$APPLY" = 1 ] && echo "previous values saved in $BACKUP" || '
-               'echo "dry run: nothing changed (APPLY=1 to apply)"')
-    return "\n".join(out) + "\n"
-
-
 RENDERERS = {"md": render_md, "conf": render_conf, "sql": render_sql, "sysctl": render_sysctl,
-             "env": render_env, "script": render_script}
+             "env": render_env}
+"""``script`` is not here: the provisioning script is rendered from `pgdyno provision`'s plan
+(pgdyno.provision.script), so the script and `provision apply` are one set of steps."""

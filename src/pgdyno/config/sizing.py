@@ -238,15 +238,25 @@ def compute_sizing(plan: ConfigPlan, inputs: TuneInputs, catalogue: SettingsCata
     return lines
 
 
-def _io_lines(inputs: TuneInputs) -> list[SizingLine]:
+def _io_lines(inputs: TuneInputs, results_dir: Path | None = None) -> list[SizingLine]:
+    """The I/O budget per volume: the host's measured capacity (``pgdyno bench fio``) for a
+    detected profile when there is one, else the catalogue's figures, each labelled."""
     hw = inputs.hardware
+    measured = _measured_capacity(hw, results_dir or MEASURED_RESULTS_DIR)
     lines = []
     for role, vol in (("data", hw.data_volume), ("WAL", hw.wal_volume)):
         if role == "WAL" and not hw.separate_wal:
             lines.append(SizingLine("io", "WAL volume", "shares the data volume", "-"))
             continue
-        iops = f"{vol.iops:,}" if vol.iops else "unknown (run the fio baseline)"
-        bw = f"{vol.bandwidth_mb_s:g} MB/s" if vol.bandwidth_mb_s else "unknown"
+        cap = _capacity_for(vol.device, measured)
+        if cap is not None:
+            lines.append(SizingLine(
+                "io", f"{role} volume", f"{vol.kind}, {cap.device}: measured "
+                f"{cap.measured_at[:10]} by pgdyno bench fio (4 KiB random at peak, 1 MiB "
+                "sequential)", _measured_text(cap)))
+            continue
+        iops = f"{vol.iops:,} (catalogue)" if vol.iops else "unknown (run the fio baseline)"
+        bw = f"{vol.bandwidth_mb_s:g} MB/s (catalogue)" if vol.bandwidth_mb_s else "unknown"
         lines.append(SizingLine("io", f"{role} volume", f"{vol.kind}, {vol.disk_count} device(s)",
                                 f"{iops} IOPS, {bw}"))
     if hw.ebs_gbps:
@@ -261,3 +271,40 @@ def _io_lines(inputs: TuneInputs) -> list[SizingLine]:
         lines.append(SizingLine("io", "WAL write rate at CPU-bound TPS",
                                 f"{tps:,.0f} TPS x ~8 kB x 1.2", f"{wal_mb_s:,.0f} MB/s"))
     return lines
+
+
+MEASURED_RESULTS_DIR = Path("results")
+"""Where ``pgdyno bench fio`` keeps the host's capacity by default (its --results-dir)."""
+
+
+def _measured_capacity(hw, results_dir: Path) -> list:  # noqa: ANN001 - a HardwareProfile
+    """The host's measured devices, for a profile detected on this host only."""
+    from pgdyno.errors import UsageError
+    from pgdyno.results.capacity import load_capacity, store_path
+
+    if hw.source != "detect":
+        return []
+    try:
+        store = load_capacity(store_path(results_dir))
+    except UsageError:
+        return []  # a damaged store: the catalogue figures, labelled as such
+    return list(store.devices) if store is not None else []
+
+
+def _capacity_for(device: str, measured: list):  # noqa: ANN202, ANN001
+    """The measured entry of a volume's device (/dev/vda) or of a partition of it (vda1)."""
+    name = Path(device).name if device else ""
+    if not name:
+        return None
+    for cap in measured:
+        rest = cap.device[len(name):] if cap.device.startswith(name) else None
+        if rest is not None and (rest == "" or rest.lstrip("p").isdigit()):
+            return cap
+    return None
+
+
+def _measured_text(cap) -> str:  # noqa: ANN001 - a DeviceCapacity
+    def n(value: float | None, unit: str) -> str:
+        return f"{value:,.0f} {unit}" if value else f"– {unit}"
+    return (f"{n(cap.read_iops_peak, 'read IOPS')}, {n(cap.write_iops_peak, 'write IOPS')}, "
+            f"{n(cap.read_mib_s, 'MiB/s read')}, {n(cap.write_mib_s, 'MiB/s write')} (measured)")

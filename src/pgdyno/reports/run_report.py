@@ -11,7 +11,14 @@ import re
 from pgdyno import serde
 from pgdyno.analysis.summary import IterationSummary, RunSummary
 from pgdyno.reports import html, plots
-from pgdyno.reports.document import RunView, Section, Table, build_document, count, fmt
+from pgdyno.reports.document import (
+    RunView,
+    Section,
+    Table,
+    build_document,
+    count,
+    figure,
+)
 from pgdyno.reports.telemetry_sections import telemetry_markdown, telemetry_plots
 from pgdyno.results.rundir import RunDirectory
 
@@ -50,7 +57,7 @@ def telemetry_report_sections(summary: RunSummary, run_dir: RunDirectory,
     rows = []
     for it in observed:
         v = it.verdict
-        rows.append([count(it.clients), str(it.iteration), fmt(value(it), 1),
+        rows.append([count(it.clients), str(it.iteration), figure(value(it)),
                      v.label if v else "–", (v.evidence[0] if v and v.evidence else "")])
     sections = [Section("Bottleneck verdicts", tables=[Table(
         ["Clients", "Iteration", metric_label, "Verdict", "Main evidence"], rows)])]

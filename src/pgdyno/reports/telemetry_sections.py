@@ -269,10 +269,10 @@ def _whose_cpu(s: TelemetrySummary) -> list[str]:
     if not x.cpu_attributed:
         return []
     rows = [["benchmark (server and client)", _f(x.benchmark_cores - x.sampler_cores, 2)],
-            ["pgdyno's samplers", _f(x.sampler_cores, 3)],
+            ["pgdyno (samplers and log reader)", _f(x.sampler_cores, 3)],
             ["other processes", _f(x.other_cores, 2)],
             ["busy in all", _f(x.busy_cores, 2)]]
-    return ["", f"Whose CPU, in cores: pgdyno's samplers used "
+    return ["", f"Whose CPU, in cores: pgdyno's samplers and log reader used "
                 f"{1000 * x.sampler_cores:,.0f} ms of CPU per second.", ""] + _table(
         ["process", "cores"], rows)
 
@@ -458,6 +458,8 @@ def _smart_section(s: TelemetrySummary) -> list[str]:
                      f"{_f(d.percent_used_before, 0)} → {_f(d.percent_used_after, 0)}"
                      + ("%" if d.percent_used_after is not None else ""),
                      f"{_n(d.media_errors_after)} / {_n(d.throttle_events)}"])
+    endurance = [f"- {d.device}: {d.endurance}" for d in s.smart if d.endurance]
     return ["## Drive health (SMART, before → after)", ""] + _table(
         ["device", "temperature", "host reads GB", "host writes GB", "percentage used",
-         "media errors / throttle events"], rows)
+         "media errors / throttle events"], rows) + (["", "Endurance:", "", *endurance]
+                                                     if endurance else [])

@@ -60,6 +60,14 @@ class IterationRecord:
     ended_at: str | None = None
     pgbench_tps: float | None = None
     note: str = ""
+    origin_epoch: float | None = None
+    """Epoch at which pgbench was launched: second 0 of the iteration (None: recorded before
+    pgdyno kept it; the earliest transaction start in the logs is used)."""
+    latency_files: list[str] = field(default_factory=list)
+    """The per-second data (seconds.csv, latency.hlog), kept whatever the run's length."""
+    transactions_logged: int = 0
+    log_reader_cpu_s: float | None = None
+    """CPU seconds pgdyno's log reader used during the iteration."""
 
 
 @dataclass

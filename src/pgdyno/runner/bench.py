@@ -39,6 +39,7 @@ from pgdyno.errors import (
     TargetError,
     UsageError,
 )
+from pgdyno.results.capacity import freeze_into
 from pgdyno.results.index import RunIndex
 from pgdyno.results.manifest import (
     MANIFEST_SCHEMA_VERSION,
@@ -55,7 +56,7 @@ from pgdyno.results.rundir import (
     RunPlan,
     utc_now,
 )
-from pgdyno.runner.environment import HostFacts, host_facts, server_facts
+from pgdyno.runner.environment import HostFacts, host_facts, server_facts, storage_facts
 from pgdyno.runner.lock import WorkdirLock, recover
 from pgdyno.runner.outcome import RunOutcome, describe_fit, fit_of, outcome_of
 from pgdyno.runner.report import index_row
@@ -104,6 +105,7 @@ def run_bench(opts: BenchOptions, console: Console | None = None,
                                if install is not None else ({}, {}))
     target = open_target(opts.target, settings, install) if install is not None else None
     workload.check_with_target(opts, target.install if target is not None else None)
+    host.storage = storage_facts(_measured_directories(opts, workload, target))
     if target is not None and target.kind == "dsn":
         # An unreachable server is bad input, found before anything is written: no run
         # directory, no index row (a server pgdyno starts is different: a config that
@@ -161,6 +163,18 @@ def run_bench(opts: BenchOptions, console: Console | None = None,
         raise RunFailed(f"run failed: {result.reason} (partial results in {run_dir.path})",
                         run_dir.path)
     return result
+
+
+def _measured_directories(opts: BenchOptions, workload: Workload,
+                          target: Target | None) -> dict[str, Path]:
+    """Role -> directory whose devices the run's environment table names: the data and WAL
+    directories of a server pgdyno manages, and those the workload measures itself."""
+    dirs: dict[str, Path] = {}
+    if target is not None and target.kind != "dsn":
+        dirs["data"] = target.data_dir
+        dirs["wal"] = opts.target.wal_dir or target.data_dir / "pg_wal"
+    dirs.update(workload.storage_directories(opts))
+    return dirs
 
 
 def _check_connection_room(opts: BenchOptions, target: Target) -> None:
@@ -466,6 +480,10 @@ def _start_telemetry(ctx: RunContext, it_dir: Path):
         # queries then stay out of the workload database's counters (TPM).
         sample_dbname="postgres" if local else None)
     recorder.start()
+    with contextlib.suppress(Exception):  # evidence, never the result
+        # The host's measured storage capacity (pgdyno bench fio) as it is now, kept with
+        # the iteration so a rebuilt report reads the limits it was measured against.
+        freeze_into(ctx.opts.results_dir, it_dir / "telemetry")
     return recorder
 
 

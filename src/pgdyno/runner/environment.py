@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import os
 import platform
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from pathlib import Path
 
 import psutil
 import psycopg
 
 from pgdyno.results.rundir import hostname
 from pgdyno.targets import ConnectionInfo
+from pgdyno.telemetry.devices import storage_identity
 
 
 @dataclass
@@ -23,6 +25,20 @@ class HostFacts:
     """CPUs this process may run on (affinity), which cgroup cpusets also restrict."""
     ram_bytes: int
     python: str
+    storage: list[StorageFact] = field(default_factory=list)
+    """The devices under the run's directories (data, WAL, fio's targets), by role."""
+
+
+@dataclass
+class StorageFact:
+    """One device under a directory of the run: what the environment table shows."""
+
+    role: str
+    path: str
+    device: str
+    summary: str
+    """One line: model, firmware, capacity, rotational, scheduler, queue settings, members
+    (``DeviceIdentity.describe``)."""
 
 
 @dataclass
@@ -34,12 +50,32 @@ class ServerFacts:
     """Every setting whose source is not the built-in default, with its unit."""
 
 
-def host_facts() -> HostFacts:
+def host_facts(directories: dict[str, Path] | None = None) -> HostFacts:
+    """The machine; with ``directories`` (role -> path), the devices under them too."""
     return HostFacts(
         hostname=hostname(), kernel=platform.release(), os=platform.platform(),
         cpu_model=_cpu_model(), cpu_count=len(os.sched_getaffinity(0)),
         ram_bytes=psutil.virtual_memory().total, python=platform.python_version(),
+        storage=storage_facts(directories or {}),
     )
+
+
+def storage_facts(directories: dict[str, Path]) -> list[StorageFact]:
+    """Each role's chain of devices (a directory that does not exist yet: its nearest
+    existing parent, where it will be created). A device met twice is listed once."""
+    facts: list[StorageFact] = []
+    seen: set[str] = set()
+    for role, path in directories.items():
+        existing = Path(path)
+        while not existing.exists() and existing != existing.parent:
+            existing = existing.parent
+        for ident in storage_identity(existing):
+            if ident.name in seen:
+                continue
+            seen.add(ident.name)
+            facts.append(StorageFact(role=role, path=str(path), device=ident.name,
+                                     summary=ident.describe()))
+    return facts
 
 
 def _cpu_model() -> str:

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from pgdyno.errors import UsageError
-from pgdyno.results.manifest import BenchOptions
+from pgdyno.results.manifest import DEFAULT_TX_LOG_CAP, BenchOptions
 from pgdyno.targets import TargetSpec, default_workdir
 from pgdyno.workloads import registry
 from pgdyno.workloads.base import cli_fields, cli_flag
@@ -76,6 +76,10 @@ COMMON: tuple[CliOption, ...] = (
     CliOption("config", "default", "default | pgtune | tuned | FILE", str),
     CliOption("set_", (), "key=value override, repeatable", list[str], flag="--set"),
     CliOption("telemetry", True, "sample CPU, disks, waits, checkpoints", bool),
+    CliOption("tx_logs", str(DEFAULT_TX_LOG_CAP), "keep pgbench's per-transaction logs for "
+              "iterations of up to N transactions, or all | none (per-second counts and "
+              "latency histograms are kept always); aggregate: pgbench logs only per-second "
+              "aggregates (no percentiles, no logging cost)", str),
     CliOption("progress", True, "show progress bars", bool),
 )
 
@@ -164,7 +168,7 @@ def build_options(workload: str, **kw: Any) -> BenchOptions:
             and max_tries == 1 and plugin.default_max_tries == 1):
         raise UsageError("--latency-limit needs --rate (fixed-rate mode) or --max-tries")
     target = target_spec(values) if plugin.needs_server else TargetSpec(
-        workdir=values["workdir"] or default_workdir())
+        workdir=values["workdir"] or default_workdir(), wal_dir=values["wal_dir"])
     opts = BenchOptions(
         workload=workload, clients=clients, threads=values["threads"],
         duration_s=values["duration"], warmup_s=values["warmup"],
@@ -174,10 +178,39 @@ def build_options(workload: str, **kw: Any) -> BenchOptions:
         cache=values["cache"], via=values["via"], force=values["force"],
         results_dir=Path(values["results_dir"]), context=values["context"], target=target,
         config=values["config"], sets=tuple(values["set_"] or ()),
-        telemetry=values["telemetry"], show_progress=values["progress"])
-    given = {f.name: values[f.name] for f in cli_fields(plugin.options_type)
-             if values.get(f.name) not in (None, False, (), [])}
+        telemetry=values["telemetry"], tx_log_cap=parse_tx_logs(values["tx_logs"]),
+        tx_aggregate_only=_aggregate_only(values),
+        show_progress=values["progress"])
+    # Given means not None, not a false flag, not an empty list: a 0 is given (--ramp 0).
+    given = {f.name: v for f in cli_fields(plugin.options_type)
+             if (v := values.get(f.name)) is not None and v is not False and v not in ((), [])}
     return plugin.options_from_cli(given, opts)
+
+
+def _aggregate_only(values: dict[str, Any]) -> bool:
+    aggregate = str(values["tx_logs"]).strip().lower() == "aggregate"
+    if aggregate and values["latency_limit"] is not None:
+        raise UsageError("--tx-logs aggregate counts no late transactions: drop "
+                         "--latency-limit, or keep pgbench's per-transaction logs")
+    return aggregate
+
+
+def parse_tx_logs(value: str | int | None) -> int | None:
+    """--tx-logs: a transaction count, ``all`` (None: no cap), ``none`` or ``aggregate``
+    (0: no per-transaction log kept)."""
+    text = str(value if value is not None else DEFAULT_TX_LOG_CAP).strip().lower()
+    if text == "all":
+        return None
+    if text in ("none", "aggregate"):
+        return 0
+    try:
+        cap = int(text.replace("_", "").replace(",", ""))
+    except ValueError:
+        cap = -1
+    if cap < 0:
+        raise UsageError(f"--tx-logs {value!r}: accepted: a number of transactions (e.g. "
+                         "1000000), all, none, aggregate")
+    return cap
 
 
 def check_clients_fit(clients: tuple[int, ...]) -> None:

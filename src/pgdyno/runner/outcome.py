@@ -15,6 +15,7 @@ from pathlib import Path
 from pgdyno.analysis.summary import IterationSummary, RunSummary
 from pgdyno.analysis.tdist import mean_interval
 from pgdyno.config.units import human_bytes
+from pgdyno.reports.document import figure
 from pgdyno.workloads.base import Headline
 
 SATURATION = 0.95
@@ -97,12 +98,19 @@ def describe_fit(dataset: dict) -> str:
     return f"in {fit} ({text}): {FIT_MEANING[fit]}"
 
 
+def _number(value: float) -> str:
+    """One decimal for throughput figures; small ones (a TPROC-H geometric mean in
+    seconds) with the decimals they need."""
+    return f"{value:,.1f}" if abs(value) >= 10 else figure(value)
+
+
 def terminal_lines(outcome: RunOutcome, report: Path) -> list[str]:
     h = outcome.headline
-    value = f"{h.label}: {h.value:,.1f} {h.unit} at {h.clients} clients"
+    value = f"{h.label}: {_number(h.value)} {h.unit} at {h.clients} clients"
     if outcome.interval is not None:
         low, high = outcome.interval
-        value += f" (95% interval {low:,.1f} to {high:,.1f} over {outcome.iterations} iterations)"
+        value += (f" (95% interval {_number(low)} to {_number(high)} over "
+                  f"{outcome.iterations} iterations)")
     else:
         value += f" ({outcome.iterations} iteration{'s' if outcome.iterations != 1 else ''}: "
         value += "no interval; --iterations 3 gives one)"

@@ -116,3 +116,197 @@ def _mount_of(path: Path) -> tuple[str, str, str] | None:
 def is_virtual(name: str) -> bool:
     """Devices that cannot have SMART data of their own."""
     return name.startswith(("loop", "ram", "zram", "dm-", "md", "nbd", "vd", "xvd"))
+
+
+# ----- whether a device is in use (before anything writes to it raw) ----------------------
+
+SWAPS = Path("/proc/swaps")
+
+
+def block_device_name(path: str | Path) -> str | None:
+    """The kernel's name (``sdb``, ``nvme1n1``, ``loop3``) of a block device node; None when
+    ``path`` is not one."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    import stat
+
+    if not stat.S_ISBLK(st.st_mode):
+        return None
+    return _name_of(os.major(st.st_rdev), os.minor(st.st_rdev))
+
+
+def partitions_of(name: str) -> list[str]:
+    """The device's partitions (``sdb1``, ``nvme0n1p2``): directories of its sysfs entry that
+    have a ``partition`` file."""
+    sys_dir = SYS_CLASS_BLOCK / name
+    return sorted(p.name for p in sys_dir.iterdir() if (p / "partition").exists()) \
+        if sys_dir.is_dir() else []
+
+
+def device_users(name: str) -> list[str]:
+    """What uses the device or one of its partitions: mounts, swap, and holders (a
+    device-mapper or md device built on it). Empty: nothing the kernel knows of."""
+    names = [name, *partitions_of(name)]
+    numbers = {_number_of(n): n for n in names}
+    users = []
+    try:
+        lines = MOUNTINFO.read_text().splitlines()
+    except OSError:
+        lines = []
+    for line in lines:
+        left, _, right = line.partition(" - ")
+        fields, tail = left.split(), right.split()
+        if len(fields) < 5:
+            continue
+        source = os.path.realpath(tail[1]) if len(tail) > 1 and tail[1].startswith("/dev/") \
+            else ""
+        owner = numbers.get(fields[2]) or next(
+            (n for n in names if source == f"/dev/{n}"), None)
+        if owner is not None:
+            users.append(f"/dev/{owner} is mounted on {fields[4].replace(chr(92) + '040', ' ')}")
+    try:
+        swaps = SWAPS.read_text().splitlines()[1:]
+    except OSError:
+        swaps = []
+    for line in swaps:
+        path = line.split()[0] if line.split() else ""
+        if os.path.realpath(path) in {f"/dev/{n}" for n in names}:
+            users.append(f"{path} is in use as swap")
+    for n in names:
+        holders = sorted(p.name for p in (SYS_CLASS_BLOCK / n / "holders").glob("*"))
+        if holders:
+            users.append(f"/dev/{n} is held by {', '.join(holders)} (device-mapper, md or LVM)")
+    return users
+
+
+def _number_of(name: str) -> str:
+    try:
+        return (SYS_CLASS_BLOCK / name / "dev").read_text().strip()
+    except OSError:
+        return ""
+
+
+def size_bytes(name: str) -> int | None:
+    """The device's size from sysfs (always in 512-byte sectors)."""
+    try:
+        return int((SYS_CLASS_BLOCK / name / "size").read_text()) * 512
+    except (OSError, ValueError):
+        return None
+
+
+# ----- identity ---------------------------------------------------------------------------
+
+NVME_TIMEOUT_S = 10.0
+
+
+@dataclass
+class DeviceIdentity:
+    """What a block device is, as a run's environment table records it (sysfs, and
+    ``nvme id-ctrl`` for NVMe namespaces)."""
+
+    name: str
+    model: str = ""
+    firmware: str = ""
+    size_bytes: int | None = None
+    rotational: bool | None = None
+    scheduler: str = ""
+    nr_requests: int | None = None
+    read_ahead_kb: int | None = None
+    max_sectors_kb: int | None = None
+    kind: str = ""
+    """``nvme``, ``loop`` (with its backing file), ``md``, ``dm``, ``partition``, ``disk``."""
+    members: list[str] = field(default_factory=list)
+    """md/dm members, a partition's disk, a loop device's backing file."""
+
+    def describe(self) -> str:
+        """One line for the environment table."""
+        parts = [self.model or self.kind or "block device"]
+        if self.firmware:
+            parts.append(f"firmware {self.firmware}")
+        if self.size_bytes:
+            parts.append(f"{self.size_bytes / 1e9:,.1f} GB")
+        if self.rotational is not None:
+            parts.append("rotational" if self.rotational else "non-rotational")
+        if self.scheduler:
+            parts.append(f"scheduler {self.scheduler}")
+        queue = [f"{k} {v}" for k, v in (("nr_requests", self.nr_requests),
+                                         ("read_ahead_kb", self.read_ahead_kb),
+                                         ("max_sectors_kb", self.max_sectors_kb)) if v]
+        parts += queue
+        if self.members:
+            parts.append(f"on {', '.join(self.members)}")
+        return f"{self.name}: " + ", ".join(parts)
+
+
+def device_identity(name: str) -> DeviceIdentity:
+    """Never raises: what sysfs does not say stays empty."""
+    sys_dir = SYS_CLASS_BLOCK / name
+    ident = DeviceIdentity(name=name, size_bytes=size_bytes(name))
+    queue_owner = sys_dir
+    if (sys_dir / "partition").exists():
+        disk = sys_dir.resolve().parent.name
+        ident.kind, ident.members, queue_owner = "partition", [disk], SYS_CLASS_BLOCK / disk
+    elif (sys_dir / "loop" / "backing_file").exists():
+        ident.kind = "loop"
+        ident.members = [_read(sys_dir / "loop" / "backing_file")]
+    elif (sys_dir / "md").exists() or (sys_dir / "dm").exists():
+        ident.kind = "md" if (sys_dir / "md").exists() else "dm"
+        level = _read(sys_dir / "md" / "level") or _read(sys_dir / "dm" / "name")
+        ident.model = f"{ident.kind} {level}".strip()
+        ident.members = sorted(p.name for p in (sys_dir / "slaves").glob("*"))
+    else:
+        ident.kind = "nvme" if name.startswith("nvme") else "disk"
+    device = queue_owner / "device"
+    ident.model = ident.model or " ".join(
+        filter(None, (_read(device / "vendor"), _read(device / "model")))).strip()
+    ident.firmware = _read(device / "firmware_rev") or _read(device / "rev")
+    queue = queue_owner / "queue"
+    rotational = _read(queue / "rotational")
+    ident.rotational = rotational == "1" if rotational in ("0", "1") else None
+    sched = _read(queue / "scheduler")
+    ident.scheduler = sched[sched.find("[") + 1:sched.find("]")] if "[" in sched else sched
+    ident.nr_requests = _read_int(queue / "nr_requests")
+    ident.read_ahead_kb = _read_int(queue / "read_ahead_kb")
+    ident.max_sectors_kb = _read_int(queue / "max_sectors_kb")
+    if ident.kind == "nvme":
+        _nvme_id_ctrl(ident)
+    return ident
+
+
+def _nvme_id_ctrl(ident: DeviceIdentity) -> None:
+    """Model and firmware as the controller states them (``nvme id-ctrl -o json``: mn, fr)."""
+    import json
+    import shutil
+    import subprocess
+
+    if shutil.which("nvme") is None:
+        return
+    try:
+        proc = subprocess.run(["nvme", "id-ctrl", f"/dev/{ident.name}", "-o", "json"],
+                              capture_output=True, text=True, timeout=NVME_TIMEOUT_S,
+                              check=False)
+        data = json.loads(proc.stdout) if proc.returncode == 0 else {}
+    except (OSError, subprocess.SubprocessError, ValueError):
+        return
+    ident.model = str(data.get("mn", "")).strip() or ident.model
+    ident.firmware = str(data.get("fr", "")).strip() or ident.firmware
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text().strip()
+    except OSError:
+        return ""
+
+
+def _read_int(path: Path) -> int | None:
+    text = _read(path)
+    return int(text) if text.lstrip("-").isdigit() else None
+
+
+def storage_identity(path: Path | str) -> list[DeviceIdentity]:
+    """Every device under ``path``, top first (its chain: partition, md/dm, members)."""
+    res = resolve_path(path)
+    return [device_identity(name) for name in res.chain]

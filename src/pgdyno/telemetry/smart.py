@@ -35,6 +35,13 @@ class SmartReading:
     warning_temp_time_min: int | None = None
     critical_temp_time_min: int | None = None
     thermal_throttle_events: int | None = None
+    """T1 + T2 transitions (kept for older readers; the two are below, separately)."""
+    thermal_t1_transitions: int | None = None
+    """Thermal management temperature 1 transitions: light throttling."""
+    thermal_t2_transitions: int | None = None
+    """Thermal management temperature 2 transitions: heavy throttling."""
+    thermal_t1_time_s: int | None = None
+    thermal_t2_time_s: int | None = None
     power_on_hours: int | None = None
     raw: dict = field(default_factory=dict)
     """The tool's own JSON, kept so every figure above can be checked."""
@@ -70,10 +77,15 @@ def _run_json(cmd: list[str]) -> dict:
 
 def _nvme(device: str) -> SmartReading:
     # The namespace (nvme0n1) is accepted; the controller answers for it.
-    data = _run_json(["nvme", "smart-log", f"/dev/{device}", "-o", "json"])
+    return parse_nvme_smart_log(device, _run_json(["nvme", "smart-log", f"/dev/{device}",
+                                                   "-o", "json"]))
+
+
+def parse_nvme_smart_log(device: str, data: dict) -> SmartReading:
+    """``nvme smart-log -o json``: temperature in Kelvin, data units of 512,000 bytes."""
     if "temperature" not in data:
         return SmartReading(device, False, "nvme smart-log returned no health data", raw=data)
-    throttles = sum(int(data.get(k, 0)) for k in ("thm_temp1_trans_count", "thm_temp2_trans_count"))
+    t1, t2 = _int(data.get("thm_temp1_trans_count")), _int(data.get("thm_temp2_trans_count"))
     return SmartReading(
         device, True, "nvme smart-log",
         temperature_c=float(data["temperature"]) - KELVIN_OFFSET,
@@ -86,16 +98,25 @@ def _nvme(device: str) -> SmartReading:
         critical_warning=_int(data.get("critical_warning")),
         warning_temp_time_min=_int(data.get("warning_temp_time")),
         critical_temp_time_min=_int(data.get("critical_comp_time")),
-        thermal_throttle_events=throttles,
+        thermal_throttle_events=_sum(t1, t2),
+        thermal_t1_transitions=t1, thermal_t2_transitions=t2,
+        thermal_t1_time_s=_int(data.get("thm_temp1_total_time")),
+        thermal_t2_time_s=_int(data.get("thm_temp2_total_time")),
         power_on_hours=_int(data.get("power_on_hours")),
         raw=data,
     )
 
 
 def _smartctl(device: str) -> SmartReading:
-    data = _run_json(["smartctl", "--json", "-a", f"/dev/{device}"])
+    return parse_smartctl(device, _run_json(["smartctl", "--json", "-a", f"/dev/{device}"]))
+
+
+def parse_smartctl(device: str, data: dict) -> SmartReading:
+    """``smartctl --json -a``: the NVMe health log in °C, or an ATA drive's attributes."""
     nvme = data.get("nvme_smart_health_information_log")
     if nvme:
+        t1 = _int(nvme.get("thermal_temp1_transition_count"))
+        t2 = _int(nvme.get("thermal_temp2_transition_count"))
         return SmartReading(
             device, True, "smartctl (NVMe log)",
             temperature_c=_num(nvme.get("temperature")),
@@ -108,6 +129,10 @@ def _smartctl(device: str) -> SmartReading:
             critical_warning=_int(nvme.get("critical_warning")),
             warning_temp_time_min=_int(nvme.get("warning_temp_time")),
             critical_temp_time_min=_int(nvme.get("critical_comp_time")),
+            thermal_throttle_events=_sum(t1, t2),
+            thermal_t1_transitions=t1, thermal_t2_transitions=t2,
+            thermal_t1_time_s=_int(nvme.get("thermal_temp1_total_time")),
+            thermal_t2_time_s=_int(nvme.get("thermal_temp2_total_time")),
             power_on_hours=_int(nvme.get("power_on_hours")),
             raw=data,
         )
@@ -121,12 +146,28 @@ def _smartctl(device: str) -> SmartReading:
     return SmartReading(
         device, True, "smartctl (ATA attributes)",
         temperature_c=_num(temp),
+        percent_used=_ata_percent_used(data),
         host_read_bytes=_attr_bytes(attrs.get("Total_LBAs_Read"), lba),
         host_written_bytes=_attr_bytes(attrs.get("Total_LBAs_Written"), lba),
         media_errors=_attr_raw(attrs.get("Reported_Uncorrect")),
         power_on_hours=_int(data.get("power_on_time", {}).get("hours")),
         raw=data,
     )
+
+
+def _ata_percent_used(data: dict) -> float | None:
+    """ATA device statistics (page 7): "Percentage Used Endurance Indicator", when the
+    drive keeps it; vendor attributes differ too much to guess from."""
+    for page in data.get("ata_device_statistics", {}).get("pages", []):
+        for entry in page.get("table", []):
+            if entry.get("name") == "Percentage Used Endurance Indicator":
+                return _num(entry.get("value"))
+    return None
+
+
+def _sum(*values: int | None) -> int | None:
+    known = [v for v in values if v is not None]
+    return sum(known) if known else None
 
 
 def _num(value: object) -> float | None:

@@ -231,6 +231,11 @@ class Workload(Protocol):
         script), before anything is created."""
         ...
 
+    def storage_directories(self, opts: BenchOptions) -> dict[str, Path]:
+        """Role -> directory this workload measures itself (fio's), for the environment
+        table's device rows; the runner adds a managed server's data and WAL."""
+        ...
+
     def dataset_bytes(self, opts: BenchOptions) -> int | None:
         """Size of the dataset the run builds (the config engine sizes memory by it)."""
         ...
@@ -274,6 +279,26 @@ class Workload(Protocol):
     def build_sweep_report(self, sweep_dir: Path) -> None:
         """The report of a sweep directory, from its runs' summaries."""
         ...
+
+    def compare_detail(self, baseline: list[Path], candidate: list[Path]) -> dict[str, Any]:
+        """What ``pgdyno compare`` shows of this workload beyond the declared metrics, from
+        the two sides' run directories (TPROC-H: per-query speedup and plan changes), as
+        plain data kept in compare.json; empty: nothing."""
+        ...
+
+    def compare_sections(self, detail: dict[str, Any], out_dir: Path) -> list[Section]:
+        """The comparison's sections (and plots under ``out_dir``) from ``detail``."""
+        ...
+
+
+class NoCompareDetail:
+    """For workloads whose declared metrics say all ``compare`` has to say."""
+
+    def compare_detail(self, baseline: list[Path], candidate: list[Path]) -> dict[str, Any]:
+        return {}
+
+    def compare_sections(self, detail: dict[str, Any], out_dir: Path) -> list[Section]:
+        return []
 
 
 def add_telemetry(summary: IterationSummary, it_dir: Path, duration_s: float,

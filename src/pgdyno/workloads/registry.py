@@ -10,15 +10,19 @@ from pgdyno.errors import UsageError
 from pgdyno.results.manifest import BenchOptions, Manifest
 from pgdyno.workloads.base import Workload
 from pgdyno.workloads.cpu.plugin import Cpu
+from pgdyno.workloads.fio.plugin import Fio
 from pgdyno.workloads.oltp.plugin import OltpReadOnly, OltpReadWrite
 from pgdyno.workloads.pgbench.plugin import Custom, SelectOnly, SimpleUpdate, Tpcb
 from pgdyno.workloads.tprocc.plugin import Tprocc
+from pgdyno.workloads.tproch.plugin import Tproch
 
 WORKLOADS: dict[str, Workload] = {w.name: w for w in (
     Tpcb(), SimpleUpdate(), SelectOnly(), Custom(),
     Tprocc(),
+    Tproch(),
     OltpReadOnly(), OltpReadWrite(),
     Cpu(),
+    Fio(),
 )}
 
 

@@ -41,6 +41,7 @@ from pgdyno.workloads.base import (
     BenchOptions,
     IterationProgress,
     MetricSpec,
+    NoCompareDetail,
     Prepared,
     RunContext,
     Step,
@@ -60,7 +61,7 @@ class CpuOptions:
     max_prime: int = option(20000, "cpu: sysbench --cpu-max-prime (work per event)")
 
 
-class Cpu:
+class Cpu(NoCompareDetail):
     name: ClassVar[str] = "cpu"
     description: ClassVar[str] = "the host's CPU baseline: sysbench cpu (events/s per core)"
     needs_server: ClassVar[bool] = False
@@ -91,6 +92,9 @@ class Cpu:
 
     def dataset_bytes(self, opts: BenchOptions) -> int | None:
         return None
+
+    def storage_directories(self, opts: BenchOptions) -> dict[str, Path]:
+        return {}
 
     def describe_dataset(self, opts: BenchOptions) -> str:
         return f"primes up to {opts.workload_options.max_prime:,} per event"

@@ -2,12 +2,14 @@
 
 ``PgbenchWorkload`` is the base of every workload whose engine is pgbench (the built-ins,
 user scripts, TPROC-C, sysbench-style OLTP). It runs pgbench with per-transaction logs
-(``-l``) and ``-P 1`` progress, warm-up and measured window in one invocation, keeps stdout,
-stderr and the gzip'd logs under ``raw/pgbench/<clients>-<iteration>/``, and summarises the
-logs into TPS and exact latency percentiles. A subclass brings its dataset (``prepare``),
-its scripts, and optionally database snapshots at the window's edges (``open_session`` /
-``snapshot``), settings for pgbench's sessions, figures of its own per iteration
-(``window_metrics``) and report sections.
+(``-l``) and ``-P 1`` progress, warm-up and measured window in one invocation. While it
+runs, ``txtail`` turns its logs into per-second counts and latency histograms (bounded raw
+data, kept always); the logs themselves are kept, gzip'd, up to ``--tx-logs`` transactions
+an iteration. stdout, stderr and all of it stay under ``raw/pgbench/<clients>-<iteration>/``
+and are summarised into TPS and latency percentiles (exact from kept logs). A subclass
+brings its dataset (``prepare``), its scripts, and optionally database snapshots at the
+window's edges (``open_session`` / ``snapshot``), settings for pgbench's sessions, figures of
+its own per iteration (``window_metrics``) and report sections.
 """
 
 from __future__ import annotations
@@ -27,7 +29,9 @@ from typing import Any, ClassVar
 
 import psycopg
 
-from pgdyno.analysis.pgbench_log import LogStats, summarise_logs
+from pgdyno.analysis import hdr
+from pgdyno.analysis.per_second import SECONDS_NAME, LogLayout
+from pgdyno.analysis.pgbench_log import LogStats, read_kept_seconds, stats_of, summarise_logs
 from pgdyno.analysis.summary import (
     SCHEMA_VERSION,
     IterationSummary,
@@ -47,6 +51,7 @@ from pgdyno.workloads.base import (
     BenchOptions,
     IterationProgress,
     MetricSpec,
+    NoCompareDetail,
     NoOptions,
     Prepared,
     RunContext,
@@ -54,6 +59,7 @@ from pgdyno.workloads.base import (
     add_telemetry,
 )
 from pgdyno.workloads.engine.process import last_error_line, run_program
+from pgdyno.workloads.engine.txtail import LogTail, TailResult
 
 _PROGRESS = re.compile(r"^progress: (?P<t>[\d.]+) s, (?P<tps>[\d.]+) tps, lat (?P<lat>[\d.]+) ms")
 _TPS = re.compile(r"^tps = (?P<tps>[\d.]+)", re.MULTILINE)
@@ -98,10 +104,16 @@ def check_scripts(install: PgInstall, scripts: list[ScriptSpec]) -> None:
 def pgbench_command(install: PgInstall, conn: ConnectionInfo, opts: BenchOptions,
                     scripts: list[ScriptSpec], clients: int, log_prefix: Path) -> list[str]:
     """pgbench for one iteration: warm-up plus measured window in one -T."""
+    seconds = opts.warmup_s + opts.duration_s
+    logging = ["-l", "--log-prefix", str(log_prefix)]
+    if opts.tx_aggregate_only:
+        # Each thread's intervals start when the thread does, a few ms after the launch:
+        # one more second keeps the window's last interval whole.
+        seconds += 1
+        logging += ["--aggregate-interval", "1"]
     cmd = [install.program("pgbench"), *conn.client_args(),
-           "-c", str(clients), "-j", str(opts.threads_for(clients)),
-           "-T", str(opts.warmup_s + opts.duration_s),
-           "-P", "1", "-l", "--log-prefix", str(log_prefix), "-M", opts.protocol]
+           "-c", str(clients), "-j", str(opts.threads_for(clients)), "-T", str(seconds),
+           "-P", "1", *logging, "-M", opts.protocol]
     if opts.rate_tps is not None:
         cmd += ["-R", f"{opts.rate_tps:g}"]
     if opts.latency_limit_ms is not None:
@@ -122,7 +134,7 @@ def checkpoint(conn: ConnectionInfo) -> None:
 CLIENTS_PER_CORE = (1, 2, 4)
 
 
-class PgbenchWorkload:
+class PgbenchWorkload(NoCompareDetail):
     """The pgbench engine's half of the Workload protocol; subclasses add their dataset."""
 
     engine: ClassVar[str] = "pgbench"
@@ -147,6 +159,9 @@ class PgbenchWorkload:
 
     def dataset_bytes(self, opts: BenchOptions) -> int | None:
         return None
+
+    def storage_directories(self, opts: BenchOptions) -> dict[str, Path]:
+        return {}
 
     def describe_dataset(self, opts: BenchOptions) -> str:
         return ""
@@ -229,7 +244,12 @@ class PgbenchWorkload:
                 progress(t, f"{phase} {float(match['tps']):,.0f} tps, "
                             f"{float(match['lat']):.2f} ms")
 
+        layout = LogLayout(has_lag=opts.has_lag_column, has_retries=opts.has_retries_column)
+        tail = LogTail(it_dir, "tx", time.time(), layout, opts.latency_limit_ms, opts.tx_log_cap,
+                       aggregate=opts.tx_aggregate_only)
+        record.origin_epoch = tail.origin_epoch
         try:
+            tail.start()
             window.start()
             outcome = run_program(cmd, it_dir / "stdout.txt", it_dir / "stderr.txt", env=env,
                                   watch="stderr", on_line=on_line)
@@ -238,7 +258,7 @@ class PgbenchWorkload:
                 window.finish()
             with contextlib.suppress(Exception):  # evidence, never the result
                 self.collect(ctx, it_dir, log_offset)
-            compress_logs(it_dir, ctx.run_dir.path, record.log_files)
+            keep_bounded_logs(tail.finish(), it_dir, ctx.run_dir.path, record)
         record.returncode = outcome.returncode
         match = _TPS.search((it_dir / "stdout.txt").read_text(errors="replace"))
         record.pgbench_tps = float(match["tps"]) if match else None
@@ -254,13 +274,9 @@ class PgbenchWorkload:
         parts: dict[int, list[tuple[IterationSummary, LogStats]]] = {}
         iterations = []
         for record in plan.records:
-            paths = [run_dir.path / f for f in record.log_files]
-            if not paths:
+            stats = iteration_stats(run_dir.path, record, opts)
+            if stats is None:
                 continue
-            stats = summarise_logs(paths, warmup_s=opts.warmup_s, duration_s=opts.duration_s,
-                                   has_lag=opts.has_lag_column,
-                                   has_retries=opts.has_retries_column,
-                                   latency_limit_ms=opts.latency_limit_ms)
             summary = summarise_iteration(
                 stats, clients=record.clients, iteration=record.iteration,
                 status=record.status, scripts=scripts, log_files=record.log_files,
@@ -339,6 +355,38 @@ class WindowSnapshots:
         if self.points:
             write_json_atomic(self.path, {**self.points, "interval_s": self.interval_s,
                                           "series": self.series})
+
+
+def keep_bounded_logs(result: TailResult, it_dir: Path, root: Path,
+                      record: IterationRecord) -> None:
+    """What the log tail kept, into the iteration record; the logs gzipped when kept."""
+    record.latency_files = [str((it_dir / name).relative_to(root))
+                            for name in (SECONDS_NAME, hdr.HLOG_NAME) if (it_dir / name).exists()]
+    record.transactions_logged = result.transactions
+    record.log_reader_cpu_s = result.cpu_s
+    if result.note:
+        record.note = "; ".join(filter(None, [record.note, result.note]))
+    if result.logs_kept:
+        compress_logs(it_dir, root, record.log_files)
+
+
+def iteration_stats(root: Path, record: IterationRecord, opts: BenchOptions
+                    ) -> LogStats | None:
+    """One iteration's statistics from its raw files: exact from the per-transaction logs
+    when they are all there, else from the per-second files; None when it left neither."""
+    logs = [root / f for f in record.log_files]
+    # Aggregate logs (--tx-logs aggregate) hold seconds, not transactions: the seconds file.
+    kept = bool(logs) and all(p.exists() for p in logs) and not opts.tx_aggregate_only
+    if kept:
+        return summarise_logs(logs, warmup_s=opts.warmup_s, duration_s=opts.duration_s,
+                              has_lag=opts.has_lag_column, has_retries=opts.has_retries_column,
+                              latency_limit_ms=opts.latency_limit_ms,
+                              origin_epoch=record.origin_epoch)
+    if record.origin_epoch is None or not record.latency_files:
+        return None
+    directory = (root / record.latency_files[0]).parent
+    return stats_of(read_kept_seconds(directory, record.origin_epoch),
+                    warmup_s=opts.warmup_s, duration_s=opts.duration_s)
 
 
 def compress_logs(it_dir: Path, root: Path, out: list[str]) -> None:

@@ -8,13 +8,15 @@ small for large warehouse counts.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from importlib import resources
 
 import psycopg
 from psycopg import sql
 
 from pgdyno.errors import UsageError
+from pgdyno.workloads.keys import KeyJob
+from pgdyno.workloads.keys import index as _index
+from pgdyno.workloads.keys import primary_key as _pk
 
 WORKLOAD = "tprocc"
 """The name the dataset is recorded under (pgdyno_dataset.workload)."""
@@ -54,15 +56,6 @@ CREATE TABLE order_line (
     ol_amount      numeric(6, 2),
     ol_dist_info   char(24)
 )"""
-
-
-@dataclass(frozen=True)
-class KeyJob:
-    """One key or index to build after the data; ``weight`` orders jobs largest first."""
-
-    table: str
-    statement: sql.Composed
-    weight: float
 
 
 def auto_partitions(warehouses: int) -> int:
@@ -112,19 +105,6 @@ def install_functions(conn: psycopg.Connection) -> None:
     """(Re)create the loader and transaction functions; safe to call before every run."""
     conn.execute(sql_text("loader.sql"))
     conn.execute(sql_text("transactions.sql"))
-
-
-def _pk(table: str, columns: tuple[str, ...], weight: float) -> KeyJob:
-    statement = sql.SQL("ALTER TABLE {} ADD PRIMARY KEY ({})").format(
-        sql.Identifier(table), sql.SQL(", ").join(map(sql.Identifier, columns)))
-    return KeyJob(table, statement, weight)
-
-
-def _index(table: str, name: str, columns: tuple[str, ...], weight: float) -> KeyJob:
-    statement = sql.SQL("CREATE INDEX {} ON {} ({})").format(
-        sql.Identifier(name), sql.Identifier(table),
-        sql.SQL(", ").join(map(sql.Identifier, columns)))
-    return KeyJob(table, statement, weight)
 
 
 ORDER_LINE_KEY = ("ol_w_id", "ol_d_id", "ol_o_id", "ol_number")
