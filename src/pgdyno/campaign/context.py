@@ -21,12 +21,19 @@ from pathlib import Path
 from typing import Any
 
 from pgdyno import serde
-from pgdyno.campaign.journal import Headline, JournalEntry, build_journal, headline
+from pgdyno.campaign.journal import (
+    Headline,
+    JournalEntry,
+    build_journal,
+    headline,
+    place_os_events,
+)
 from pgdyno.campaign.scaling import ScalingCheck, load_scaling
 from pgdyno.campaign.validation import ValidationResult, load_validation
 from pgdyno.compare.core import compare_runs
 from pgdyno.compare.model import MetricComparison
 from pgdyno.compare.runs import RunData, context_runs
+from pgdyno.provision.journal import ProvisionEvent, read_events
 from pgdyno.runner.outcome import outcome_of
 from pgdyno.workloads import registry
 from pgdyno.workloads.base import CPU_BASELINE_METRIC, headline_of
@@ -126,6 +133,8 @@ class ContextReport:
     ranked_on: str = ""
     """The workload parameters the configs were ranked at (like with like)."""
     hardware_overview: list[WorkloadRow] = field(default_factory=list)
+    os_events_after: list[ProvisionEvent] = field(default_factory=list)
+    """OS changes (provision apply, verify, revert) after the last run started."""
 
 
 def build_context(results_dir: Path, context: str, hardware: str | None = None,
@@ -153,7 +162,10 @@ def build_context(results_dir: Path, context: str, hardware: str | None = None,
     if best is not None and best.role.get("server_cpus"):  # a pinned scaling-check run
         host_vcpus = len(best.role["server_cpus"])
     per_core = best_tps / host_vcpus if best_tps and host_vcpus else None
-    report = ContextReport(context=context, runs=runs, best=best, journal=build_journal(runs),
+    os_events = read_events(results_dir, context)
+    report = ContextReport(context=context, runs=runs, best=best,
+                           journal=build_journal(runs, os_events),
+                           os_events_after=place_os_events(runs, os_events)[1],
                            findings=findings, baseline_label=baseline_label,
                            validation=validation, scaling=scaling,
                            hardware=_hardware(hardware, runs), per_core_tps=per_core,
@@ -394,9 +406,12 @@ def journal_context(results_dir: Path, context: str) -> ContextReport:
     """A report holding only the runs and their journal (``pgdyno journal CONTEXT``): the
     journal shows no findings or prices, and computing them runs a comparison per config."""
     runs = context_runs(results_dir, context)
-    return ContextReport(context=context, runs=runs, best=None, journal=build_journal(runs),
+    os_events = read_events(results_dir, context)
+    return ContextReport(context=context, runs=runs, best=None,
+                         journal=build_journal(runs, os_events),
                          findings=[], baseline_label="", validation=None, scaling=None,
-                         hardware=None, per_core_tps=None, host_vcpus=None)
+                         hardware=None, per_core_tps=None, host_vcpus=None,
+                         os_events_after=place_os_events(runs, os_events)[1])
 
 
 def report_json(rep: ContextReport) -> dict[str, Any]:

@@ -18,7 +18,7 @@ from pgdyno.campaign.context import (
     journal_context,
     report_json,
 )
-from pgdyno.campaign.journal import better_words, headline, prose
+from pgdyno.campaign.journal import better_words, headline, os_event_line, prose
 from pgdyno.campaign.scaling import ScalingCheck
 from pgdyno.compare.render import interval, pct, verdict_text
 from pgdyno.compare.runs import RunData
@@ -244,8 +244,9 @@ def _sizing(rep: ContextReport) -> Section:
 def _journal(rep: ContextReport) -> Section:
     s = Section("4. Benchmark journal")
     for e in rep.journal:
-        body = [f"Run {e.number}: {e.label} ({e.status})", f"Date: {e.started_at}",
-                f"Run: {e.run}"]
+        body = [f"OS: {os_event_line(ev)}" for ev in e.os_events]
+        body += [f"Run {e.number}: {e.label} ({e.status})", f"Date: {e.started_at}",
+                 f"Run: {e.run}"]
         h = e.headline
         if h is not None and h.is_tps:
             body.append(f"TPS {fmt(h.tps, 1)} at {h.clients} clients, latency "
@@ -270,6 +271,10 @@ def _journal(rep: ContextReport) -> Section:
         if e.rollback:
             body.append(f"Action: {e.rollback}")
         s.preformatted.append("\n".join(body))
+    if rep.os_events_after:
+        last = f"After run {rep.journal[-1].number}" if rep.journal else "OS changes"
+        s.preformatted.append("\n".join([f"{last}:"] + [f"OS: {os_event_line(ev)}"
+                                                        for ev in rep.os_events_after]))
     if not rep.journal:
         s.paragraphs.append("No runs.")
     return s

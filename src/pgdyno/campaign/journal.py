@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 import re
 import statistics
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from pgdyno.analysis.summary import five_second_table
@@ -20,6 +21,7 @@ from pgdyno.compare.core import compare_runs
 from pgdyno.compare.runs import RunData
 from pgdyno.compare.settings_diff import SettingChange, settings_diff
 from pgdyno.compare.stats import SLOWER
+from pgdyno.provision.journal import ProvisionEvent
 from pgdyno.reports.document import figure
 from pgdyno.targets.local import NOT_THE_CAUSE  # pgdyno's own connection attempts' FATALs
 from pgdyno.workloads import registry
@@ -109,10 +111,17 @@ class JournalEntry:
     user_notes: list[str] = field(default_factory=list)
     root_cause: str = ""
     rollback: str = ""
+    os_events: list[ProvisionEvent] = field(default_factory=list)
+    """OS changes (provision apply, verify, revert) made since the previous run started:
+    the machine this run measured."""
 
 
-def build_journal(runs: list[RunData]) -> list[JournalEntry]:
+def build_journal(runs: list[RunData],
+                  os_events: Sequence[ProvisionEvent] = ()) -> list[JournalEntry]:
+    """The runs' entries; ``os_events`` are placed before the first run started after them
+    (those after the last run: ``os_events_after``)."""
     entries: list[JournalEntry] = []
+    before_run, _ = place_os_events(runs, os_events)
     for number, run in enumerate(runs, start=1):
         prev_idx = _previous(runs, number - 1)
         entry = JournalEntry(number=number, run=run.name, started_at=run.started_at,
@@ -132,12 +141,30 @@ def build_journal(runs: list[RunData]) -> list[JournalEntry]:
                 entry.timeline = five_second_table(its[0].timeline, block)
                 entry.timeline_block_s = block
         entry.notes = auto_notes(run, runs)
+        entry.os_events = before_run[number - 1]
         if run.status != "ok":
             entry.root_cause = root_cause(str(run.manifest.get("reason") or
                                               f"status {run.status}"))
         entries.append(entry)
     _rollbacks(entries, runs)
     return entries
+
+
+def place_os_events(runs: list[RunData], events: Sequence[ProvisionEvent]
+                    ) -> tuple[list[list[ProvisionEvent]], list[ProvisionEvent]]:
+    """Each event with the first run that started at or after it (times are UTC ISO 8601,
+    so they order as text); the events after the last run's start, apart."""
+    before_run: list[list[ProvisionEvent]] = [[] for _ in runs]
+    after: list[ProvisionEvent] = []
+    for event in sorted(events, key=lambda e: e.time):
+        index = next((i for i, r in enumerate(runs) if r.started_at >= event.time), None)
+        (after if index is None else before_run[index]).append(event)
+    return before_run, after
+
+
+def os_event_line(event: ProvisionEvent) -> str:
+    """One journal line: ``2026-11-23T10:00:00Z provision apply (exit 0): applied ...``."""
+    return f"{event.time} provision {event.action} (exit {event.exit_status}): {event.summary}"
 
 
 SERIOUS_MARKERS = ("PANIC:", "FATAL:", "ERROR:")

@@ -10,9 +10,11 @@ marked ``interrupted`` by the run loop).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,8 +30,10 @@ from rich.progress import (
 )
 
 from pgdyno.campaign.spec import CampaignSpec, Cell
-from pgdyno.errors import PgdynoError, RunError, RunInterrupted
+from pgdyno.errors import PgdynoError, RunError, RunInterrupted, UsageError
+from pgdyno.provision.state import write_state
 from pgdyno.redact import redact, redact_values
+from pgdyno.results.manifest import BenchOptions
 from pgdyno.results.rundir import utc_now
 
 JOURNAL = "journal.jsonl"
@@ -91,10 +95,13 @@ def estimate_seconds(spec: CampaignSpec, cells: int) -> float:
 
 
 def run_campaign(spec: CampaignSpec, console: Console | None = None,
-                 show_progress: bool = True, retry_failed: bool = False) -> CampaignOutcome:
+                 show_progress: bool = True, retry_failed: bool = False,
+                 allow_os_changes: bool = False) -> CampaignOutcome:
     console = console or Console(stderr=True)
     journal = journal_path(spec)
+    check_os_changes(spec, allow_os_changes)
     spec.journal_dir.mkdir(parents=True, exist_ok=True)
+    revert_leftovers(journal, console)
     if spec.path.is_file():
         # The copy is the campaign as run, minus any DSN password it holds.
         (spec.journal_dir / "campaign.toml").write_text(redact(spec.path.read_text()))
@@ -138,11 +145,14 @@ def _run_cell(spec: CampaignSpec, cell: Cell, journal: Path, outcome: CampaignOu
     role = {"campaign": spec.name, "cell": cell.key, "label": cell.config.label,
             "repetition": cell.repetition, "config": cell.config.config,
             "sets": list(cell.config.sets), "hardware": spec.hardware}
+    if cell.config.os:
+        role["os"] = dict(cell.config.os)
     append_event(journal, {"event": "run-start", "cell": cell.key})
     started = time.monotonic()
     status, reason, run_dir = "ok", "", None
     try:
-        run_dir = run_bench(opts, Console(stderr=True, quiet=True), role=role).run_dir
+        with os_settings(spec, cell, opts, journal):
+            run_dir = run_bench(opts, Console(stderr=True, quiet=True), role=role).run_dir
     except RunInterrupted as exc:
         _finish(journal, cell, "interrupted", str(exc), exc.run_dir, started)
         raise
@@ -161,6 +171,116 @@ def _run_cell(spec: CampaignSpec, cell: Cell, journal: Path, outcome: CampaignOu
         console.print(f"[red]{cell.key} failed:[/red] {reason}")
     if run_dir is not None:
         outcome.run_dirs[cell.key] = str(run_dir)
+
+
+# ----- OS settings of a cell ([config.os]) ------------------------------------------------------
+
+def check_os_changes(spec: CampaignSpec, allowed: bool) -> None:
+    """A campaign that changes the OS runs only when the user said so, and as root."""
+    from pgdyno.provision import NeedsRoot
+    from pgdyno.provision.system import is_root
+
+    changing = [c.label for c in spec.configs if c.os]
+    if not changing:
+        return
+    if not allowed:
+        raise UsageError(f"campaign {spec.path}: [[config]] {', '.join(changing)} change OS "
+                         "settings ([config.os]); accepted: pgdyno campaign --allow-os-changes "
+                         "(applied before each of their cells, reverted after; needs root)")
+    if not is_root():
+        raise NeedsRoot(f"campaign {spec.path}: [config.os] needs root (euid {os.geteuid()}) "
+                        "to change kernel settings; run it as root or remove [config.os]")
+
+
+@contextlib.contextmanager
+def os_settings(spec: CampaignSpec, cell: Cell, opts: BenchOptions,
+                journal: Path) -> Iterator[None]:
+    """The cell's OS settings applied around its run and reverted after, whatever happens;
+    both in the campaign's journal and in the context's provision events."""
+    if not cell.config.os:
+        yield
+        return
+    from pgdyno.provision import apply_settings
+    from pgdyno.runner.bench import context_of
+    from pgdyno.targets import default_workdir
+
+    context = context_of(opts)
+    workdir = opts.target.workdir or default_workdir()
+    settings = dict(cell.config.os)
+    shown = ", ".join(f"{k}={v}" for k, v in cell.config.os)
+    try:
+        state = apply_settings(settings, workdir, origin=f"[[config]] {cell.config.label}")
+    except PgdynoError as exc:
+        _provision_event(spec, context, "apply", exc.exit_code, f"{cell.key}: {exc}")
+        raise
+    if state is None:  # everything already at target: nothing to undo
+        append_event(journal, {"event": "os-apply", "cell": cell.key, "changed": 0})
+        yield
+        return
+    state.context = context
+    write_state(state)
+    append_event(journal, {"event": "os-apply", "cell": cell.key, "state": state.path,
+                           "changed": len(state.steps)})
+    _provision_event(spec, context, "apply", 0, f"{cell.key}: applied {shown}",
+                     state.path, len(state.steps))
+    try:
+        yield
+    finally:
+        _revert(journal, state.path, cell.key, spec, context)
+
+
+def _revert(journal: Path, state_file: str, cell_key: str, spec: CampaignSpec | None,
+            context: str) -> None:
+    from pgdyno.provision import revert
+
+    try:
+        report = revert(state_file)
+        summary = f"{cell_key}: restored {'; '.join(report.restored) or 'nothing'}"
+        code = 0 if not report.failed else 1
+        if report.failed:
+            summary += f"; could not restore: {'; '.join(report.failed)}"
+    except PgdynoError as exc:
+        summary, code = f"{cell_key}: {exc}", exc.exit_code
+    append_event(journal, {"event": "os-revert", "cell": cell_key, "state": state_file,
+                           "status": "ok" if code == 0 else "failed", "summary": summary})
+    if spec is not None and context:
+        _provision_event(spec, context, "revert", code, summary, state_file)
+    if code != 0:
+        raise RunError(f"campaign: OS settings of {cell_key} not reverted: {summary}; "
+                       f"pgdyno provision revert {state_file}")
+
+
+def revert_leftovers(journal: Path, console: Console) -> None:
+    """An earlier campaign process that died inside a cell with OS settings left them
+    applied: revert them before anything runs (its state file says what to restore)."""
+    from pgdyno.provision.state import load_state
+
+    pending: dict[str, str] = {}
+    for ev in read_journal(journal):
+        if ev.get("event") == "os-apply" and ev.get("state"):
+            pending[ev["state"]] = ev.get("cell", "")
+        elif ev.get("event") == "os-revert":
+            pending.pop(ev.get("state", ""), None)
+    for state_file, cell_key in pending.items():
+        try:
+            state = load_state(Path(state_file))
+        except PgdynoError:
+            continue
+        if state.status in ("reverted", "rolled back"):
+            continue
+        console.print(f"campaign: reverting the OS settings {cell_key} left applied "
+                      f"({state_file})")
+        _revert(journal, state_file, cell_key, None, state.context)
+
+
+def _provision_event(spec: CampaignSpec, context: str, action: str, code: int, summary: str,
+                     state_file: str = "", changed: int = 0) -> None:
+    from pgdyno.provision import record_event
+
+    with contextlib.suppress(OSError):  # the journal line is a record, never a failure
+        record_event(spec.results_dir, context, action, exit_status=code, summary=summary,
+                     state_file=state_file, changed=changed, config=f"campaign {spec.name}",
+                     hardware=spec.hardware or "")
 
 
 def _finish(journal: Path, cell: Cell, status: str, reason: str, run_dir: Path | None,

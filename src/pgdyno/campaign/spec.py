@@ -24,6 +24,12 @@
     label = "async-commit"
     config = "default"           # default | pgtune | tuned | FILE
     set = ["synchronous_commit=off"]
+
+    [[config]]
+    label = "dirty-4"
+    [config.os]                  # OS settings of this config's cells (needs root and
+    "vm.dirty_ratio" = 4         # `pgdyno campaign --allow-os-changes`): applied before
+                                 # each cell, reverted after (pgdyno.provision)
 """
 
 from __future__ import annotations
@@ -48,7 +54,7 @@ from pgdyno.targets.local import check_directory_option, check_owned_settings
 from pgdyno.workloads import registry
 
 CAMPAIGN_KEYS = {"name", "context", "results_dir", "hardware", "workloads", "clients", "repeat"}
-CONFIG_KEYS = {"label", "config", "set"}
+CONFIG_KEYS = {"label", "config", "set", "os"}
 # Options a campaign decides itself, per cell.
 CELL_OWNED = {"workload", "clients", "config", "set_", "set", "context", "results_dir",
               "progress"}
@@ -62,6 +68,8 @@ class ConfigEntry:
     label: str
     config: str = "default"
     sets: tuple[str, ...] = ()
+    os: tuple[tuple[str, str], ...] = ()
+    """``[config.os]``: OS settings (sysctl names or `tune --format env` keys) and values."""
 
 
 @dataclass(frozen=True)
@@ -301,7 +309,38 @@ def _config(entry: dict[str, Any], path: Path) -> ConfigEntry:
     config = entry.get("config", "default")
     label = entry.get("label") or config
     sets = tuple(_str_list(entry.get("set", []), "set", path))
-    return ConfigEntry(label=label, config=config, sets=sets)
+    return ConfigEntry(label=label, config=config, sets=sets,
+                       os=_os_settings(entry.get("os", {}), label, path))
+
+
+def _os_settings(table: Any, label: str, path: Path) -> tuple[tuple[str, str], ...]:
+    """``[config.os]`` as (key, value) text pairs, each checked against the live system
+    (unknown keys, storage layout and settings that would change nothing here refused)."""
+    from pgdyno.provision import check_settings
+
+    where = f"campaign {path}: [[config]] {label} [config.os]"
+    if not isinstance(table, dict):
+        raise _wrong(path, f"[[config]] {label}", "os", table,
+                     "a table [config.os] of OS settings (\"vm.dirty_ratio\" = 4)")
+    pairs = []
+    for key, value in table.items():
+        if isinstance(value, bool):
+            value = "1" if value else "0"
+        if not isinstance(value, str | int | float) or isinstance(value, str) and (
+                not value.strip() or control_character(value)):
+            raise _wrong(path, f"[[config]] {label} [config.os]", key, value,
+                         "a number or a string on one line")
+        pairs.append((str(key), str(value)))
+    if pairs:
+        plan = check_settings(dict(pairs), origin=where)
+        skipped = [k for st in plan.steps if st.status == "skipped" for k in st.keys]
+        if skipped:
+            raise UsageError(f"{where} {', '.join(skipped)}: would change nothing here "
+                             "(no device named); accepted: sysctls and transparent huge pages")
+        # As the kernel names them (vm.dirty_ratio, not VM_DIRTY_RATIO): the names runs
+        # record the live values under, so a cell's setting and its reading line up.
+        pairs = [(st.target, st.value) for st in plan.steps]
+    return tuple(pairs)
 
 
 def _str_list(value: Any, key: str, path: Path) -> list[str]:

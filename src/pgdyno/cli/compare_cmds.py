@@ -152,6 +152,9 @@ def campaign(
     file: Path = typer.Argument(..., help="campaign TOML file"),
     results_dir: Path | None = typer.Option(None, help="overrides [campaign] results_dir"),
     retry_failed: bool = typer.Option(False, help="run failed cells again on resume"),
+    allow_os_changes: bool = typer.Option(
+        False, help="apply [config.os] settings before their cells and revert them after "
+        "(root)"),
     progress: bool = PROGRESS,
 ) -> None:
     """Run a campaign (configs × workloads × clients × repetitions); resumable."""
@@ -160,7 +163,7 @@ def campaign(
 
     spec = load_spec(file, results_dir)
     outcome = run_campaign(spec, Console(stderr=True), show_progress=progress,
-                           retry_failed=retry_failed)
+                           retry_failed=retry_failed, allow_os_changes=allow_os_changes)
     typer.echo(f"ran {len(outcome.ran)}, skipped {len(outcome.skipped)} already done, "
                f"failed {len(outcome.failed)}")
     typer.echo(f"journal: {outcome.journal}")

@@ -21,12 +21,13 @@ VOLATILE = frozenset({"port", "unix_socket_directories", "data_directory", "conf
 OPTION_KEYS = ("workload", "scale", "clients", "duration_s", "warmup_s", "iterations",
                "protocol", "rate_tps", "latency_limit_ms", "max_tries", "cache", "via")
 DEFAULT = "(default)"
+MACHINE = "(as the machine was)"
 
 
 @dataclass
 class SettingChange:
     layer: str
-    """postgresql, config, benchmark, server or host."""
+    """postgresql, config, benchmark, server, os (a campaign cell's [config.os]) or host."""
     name: str
     before: str
     after: str
@@ -63,6 +64,11 @@ def settings_diff(before: dict[str, Any], after: dict[str, Any]) -> list[Setting
     if a_srv.get("version") and b_srv.get("version") and a_srv["version"] != b_srv["version"]:
         out.append(SettingChange("server", "PostgreSQL", _text(a_srv.get("version")),
                                  _text(b_srv.get("version"))))
+    a_os, b_os = _os_settings(before), _os_settings(after)
+    for key in sorted(set(a_os) | set(b_os)):
+        if a_os.get(key) != b_os.get(key):
+            out.append(SettingChange("os", key, _text(a_os.get(key, MACHINE)),
+                                     _text(b_os.get(key, MACHINE))))
     a_host, b_host = before.get("host") or {}, after.get("host") or {}
     for key in ("hostname", "cpu_count", "ram_bytes", "kernel", "cpu_model"):
         if a_host.get(key) != b_host.get(key):
@@ -74,6 +80,14 @@ def settings_diff(before: dict[str, Any], after: dict[str, Any]) -> list[Setting
             out.append(SettingChange("target", key, _text(a_tgt.get(key)),
                                      _text(b_tgt.get(key))))
     return out
+
+
+def _os_settings(manifest: dict[str, Any]) -> dict[str, str]:
+    """The kernel settings the run started under (read live), and those a campaign cell
+    applied ([config.os]) that the live reading does not cover."""
+    applied = {k: str(v) for k, v in ((manifest.get("role") or {}).get("os") or {}).items()}
+    live = (manifest.get("host") or {}).get("kernel_settings") or {}
+    return {**applied, **{k: str(v) for k, v in live.items()}}
 
 
 def _settings(manifest: dict[str, Any], from_server: bool) -> dict[str, str]:

@@ -20,8 +20,9 @@ from pgdyno.provision.verify import drift, drifted
 
 __all__ = ["ApplyFailed", "ApplyOptions", "CannotHere", "NeedsRoot", "PlanOptions",
            "ProvisionEvent", "ProvisionPlan", "ProvisionState", "RevertReport", "apply_plan",
-           "apply_settings", "drift", "drifted", "plan_for_config", "plan_from_settings",
-           "plan_settings", "read_events", "record_event", "revert", "revert_state"]
+           "apply_settings", "check_settings", "drift", "drifted", "plan_for_config",
+           "plan_from_settings", "plan_settings", "read_events", "record_event", "revert",
+           "revert_state"]
 
 CAMPAIGN_KINDS = frozenset({"sysctl", "hugepages", "thp", "queue"})
 """What a campaign cell may change: live, reversible values only (no files, no devices)."""
@@ -54,15 +55,26 @@ def apply_settings(settings: dict[str, str], workdir: Path, *,
 
     Refuses (UsageError) storage layout keys (mkfs, mount, RAID): a cell may only change
     values that one write restores. Raises NeedsRoot, ApplyFailed (rolled back) as apply."""
+    plan = check_settings(settings, data_devices=data_devices, wal_devices=wal_devices,
+                          persist=persist, origin=origin)
+    return apply_plan(plan, workdir)
+
+
+def check_settings(settings: dict[str, str], *, data_devices: tuple[str, ...] = (),
+                   wal_devices: tuple[str, ...] = (), persist: bool = False,
+                   origin: str = "[config.os]") -> ProvisionPlan:
+    """The plan of a campaign cell's OS settings, refused (UsageError) for unknown keys and
+    for storage layout (mkfs, mount, RAID): a cell may only change values that one write
+    restores. Reads the live values; changes nothing."""
     plan = plan_settings(settings, data_devices=data_devices, wal_devices=wal_devices,
                          persist=persist, origin=origin)
-    layout = [s for s in plan.ordered() if s.kind not in CAMPAIGN_KINDS and not persist]
+    layout = [s for s in plan.steps if s.kind not in CAMPAIGN_KINDS and not persist]
     if layout:
         keys = ", ".join(k for s in layout for k in s.keys)
         raise UsageError(f"{origin} {keys}: storage layout is not a per-cell setting; "
                          "accepted: sysctls, transparent huge pages, block queue settings "
                          "(use pgdyno provision apply for the layout)")
-    return apply_plan(plan, workdir)
+    return plan
 
 
 def revert(state: ProvisionState | Path | str) -> RevertReport:

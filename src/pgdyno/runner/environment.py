@@ -27,6 +27,18 @@ class HostFacts:
     python: str
     storage: list[StorageFact] = field(default_factory=list)
     """The devices under the run's directories (data, WAL, fio's targets), by role."""
+    kernel_settings: dict[str, str] = field(default_factory=dict)
+    """The kernel settings that shape a database's I/O and memory, read live when the run
+    started (KERNEL_SETTINGS): what an OS change (provision, [config.os]) left in place."""
+
+
+KERNEL_SETTINGS = (
+    "vm.dirty_ratio", "vm.dirty_background_ratio", "vm.dirty_bytes",
+    "vm.dirty_background_bytes", "vm.dirty_expire_centisecs", "vm.dirty_writeback_centisecs",
+    "vm.swappiness", "vm.overcommit_memory", "vm.overcommit_ratio", "vm.nr_hugepages",
+    "vm.zone_reclaim_mode", "vm.min_free_kbytes", "kernel.numa_balancing")
+THP_FILES = {"transparent_hugepage": "/sys/kernel/mm/transparent_hugepage/enabled",
+             "transparent_hugepage.defrag": "/sys/kernel/mm/transparent_hugepage/defrag"}
 
 
 @dataclass
@@ -56,8 +68,29 @@ def host_facts(directories: dict[str, Path] | None = None) -> HostFacts:
         hostname=hostname(), kernel=platform.release(), os=platform.platform(),
         cpu_model=_cpu_model(), cpu_count=len(os.sched_getaffinity(0)),
         ram_bytes=psutil.virtual_memory().total, python=platform.python_version(),
-        storage=storage_facts(directories or {}),
+        storage=storage_facts(directories or {}), kernel_settings=kernel_settings(),
     )
+
+
+def kernel_settings(extra: tuple[str, ...] = ()) -> dict[str, str]:
+    """KERNEL_SETTINGS (and ``extra`` sysctl names) with transparent huge pages, as the
+    kernel reports them now; a setting this kernel lacks is left out."""
+    out: dict[str, str] = {}
+    for name in (*KERNEL_SETTINGS, *extra):
+        path = Path("/proc/sys") / name.replace(".", "/")
+        try:
+            out[name] = " ".join(path.read_text().split())
+        except OSError:
+            continue
+    for name, file in THP_FILES.items():
+        try:
+            text = Path(file).read_text()
+        except OSError:
+            continue
+        chosen = [w.strip("[]") for w in text.split() if w.startswith("[")]
+        if chosen:
+            out[name] = chosen[0]
+    return out
 
 
 def storage_facts(directories: dict[str, Path]) -> list[StorageFact]:
