@@ -20,7 +20,7 @@ DETECT_FORMATS = ("table", "toml", "json", "env")
 def register(app: typer.Typer) -> None:
     """Add the configuration commands to the main app."""
     app.command("detect")(detect)
-    app.command("tune")(tune)
+    app.command("tune")(_tune_command())
 
 
 def detect(
@@ -188,3 +188,139 @@ def _profile_table(profile) -> Table:
 def _choice(option: str, value: str, accepted: tuple[str, ...]) -> None:
     if value not in accepted:
         raise UsageError(f"{option} {value}: accepted: {', '.join(accepted)}")
+
+
+# ----- tune --search ----------------------------------------------------------------------
+
+SEARCH_BENCH_DEFAULTS = {"duration": 30, "warmup": 10, "iterations": 1}
+"""A search trial is a short run with a warm-up; the bench defaults apply otherwise."""
+_TUNE_OWN_BENCH = ("config", "set_", "pg_bin", "dsn")
+"""bench options `tune` already has under the same flag (--pg-bin keeps its meaning)."""
+
+
+def _search_params() -> list:
+    import inspect
+
+    def opt(name: str, default, annotation, *flags: str, help: str):  # noqa: A002
+        return inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=annotation,
+                                 default=typer.Option(default, *flags, help=help))
+
+    return [
+        opt("search", None, str | None, "--search",
+            help="search settings for this WORKLOAD's headline metric (tpcb, tprocc, ...); "
+                 "the bench options below apply to every trial"),
+        opt("budget", None, int | None, "--budget", help="--search: trials, baselines "
+                                                         "(default, pgtune, tuned) included"),
+        opt("time_limit", None, str | None, "--time",
+            help="--search: wall time for the whole search, e.g. 45m, 2h"),
+        opt("knobs", None, str | None, "--knobs", help="--search: only these settings "
+                                                       "(comma-separated), or all"),
+        opt("fix", [], list[str], "--fix", help="--search: pin key=value, repeatable"),
+        opt("allow_unsafe", False, bool, "--allow-unsafe",
+            help="--search: also search fsync, synchronous_commit, full_page_writes, "
+                 "wal_level (the report says so on its first line)"),
+        opt("top", 3, int, "--top", help="--search: leading candidates measured again"),
+        opt("reruns", 2, int, "--reruns", help="--search: re-runs of each leading candidate"),
+        opt("compare_pairs", 3, int, "--compare-pairs",
+            help="--search: runs per config in the final interleaved comparison"),
+        opt("compare_max_pairs", None, int | None, "--compare-max-pairs",
+            help="--search: rounds the comparison may grow to while undecided (default: "
+                 "twice --compare-pairs)"),
+        opt("search_seed", 0, int, "--search-seed", help="--search: the optimiser's seed"),
+        opt("search_name", None, str | None, "--search-name",
+            help="--search: name of the search (default: from its options; the same "
+                 "command resumes it)"),
+    ]
+
+
+def _tune_command():
+    """`tune` with the search's options and every bench option (for the trials' runs)."""
+    import inspect
+
+    from pgdyno.runner.options import all_options
+
+    params = list(inspect.signature(tune).parameters.values())
+    own = {p.name for p in params}
+    search = _search_params()
+    bench_names = []
+    for o in all_options():
+        if o.name in _TUNE_OWN_BENCH or o.name in own:
+            continue
+        flag = f"{o.cli_flag}/--no-{o.cli_flag[2:]}" if o.type is bool else o.cli_flag
+        default = list(o.default) if isinstance(o.default, tuple) else o.default
+        help_text = o.help
+        if o.name in SEARCH_BENCH_DEFAULTS:
+            default = None
+            help_text += f" (--search default: {SEARCH_BENCH_DEFAULTS[o.name]})"
+        bench_names.append(o.name)
+        search.append(inspect.Parameter(
+            o.name, inspect.Parameter.KEYWORD_ONLY, annotation=o.type | None
+            if o.name in SEARCH_BENCH_DEFAULTS else o.type,
+            default=typer.Option(default, flag, help="--search: " + help_text)))
+
+    def command(**kw) -> None:
+        picked = {p.name: kw.pop(p.name) for p in search}
+        if picked["search"] is None:
+            given = [p.name for p in search if picked[p.name] != p.default.default]
+            if given:
+                raise UsageError(f"tune: --{given[0].replace('_', '-')} needs --search "
+                                 "WORKLOAD")
+            tune(**kw)
+            return
+        _tune_search(picked, {n: picked[n] for n in bench_names}, kw)
+
+    all_params = params + search
+    command.__signature__ = inspect.Signature(all_params)  # type: ignore[attr-defined]
+    command.__annotations__ = {p.name: p.annotation for p in all_params} | {"return": None}
+    command.__doc__ = (tune.__doc__ or "") + (
+        " With --search WORKLOAD: a noise-aware search of the settings for the workload's "
+        "headline metric (Optuna TPE), ending with an interleaved comparison of the winner "
+        "against pgtune and tuned.")
+    return command
+
+
+def _tune_search(picked: dict, bench_kw: dict, tune_kw: dict) -> None:
+    """Arguments to SearchOptions, one call to the search, its result to stdout."""
+    from pgdyno.runner.options import build_options
+    from pgdyno.search.run import SearchOptions, parse_time_limit, run_search
+
+    if tune_kw["overrides"]:
+        raise UsageError("tune --search: --set does not apply; pin a setting with --fix "
+                         "key=value")
+    if tune_kw["dsn"] or tune_kw["diff"]:
+        raise UsageError("tune --search restarts the server it tunes; --dsn and --diff do not "
+                         "apply")
+    if tune_kw["hardware"] != "detect":
+        raise UsageError("tune --search runs on this host; --hardware does not apply")
+    for name, value in SEARCH_BENCH_DEFAULTS.items():
+        if bench_kw.get(name) is None:
+            bench_kw[name] = value
+    bench = build_options(picked["search"], **bench_kw, pg_bin=tune_kw["pg_bin"])
+    knobs = tuple(k.strip() for k in picked["knobs"].split(",") if k.strip()) \
+        if picked["knobs"] else None
+    opts = SearchOptions(
+        bench=bench, budget=picked["budget"],
+        time_s=parse_time_limit(picked["time_limit"]) if picked["time_limit"]
+        else None, knobs=knobs, fixes=tuple(picked["fix"]), allow_unsafe=picked["allow_unsafe"],
+        top=picked["top"], reruns=picked["reruns"], compare_pairs=picked["compare_pairs"],
+        compare_max_pairs=picked["compare_max_pairs"],
+        seed=picked["search_seed"], name=picked["search_name"], show_progress=bench.show_progress)
+    outcome = run_search(opts, Console(stderr=True))
+    typer.echo(f"trials: {outcome.trials} ({outcome.failed} failed)")
+    if outcome.winner_label:
+        typer.echo(f"winner: {outcome.winner_label}")
+    for line in outcome.verdicts:
+        typer.echo(line)
+    if outcome.recommendation:
+        typer.echo(outcome.recommendation)
+    if outcome.winner_file:
+        typer.echo(f"winner config: {outcome.winner_file} (pgdyno bench ... --config FILE; "
+                   "pgdyno tune --config FILE --format conf|sql|env|md|sysctl|script)")
+        fmt = tune_kw["fmt"]
+        if fmt != "table":
+            from pathlib import Path as _Path
+
+            suffix = {"script": "sh", "md": "md"}.get(fmt, fmt)
+            name = "winner-config.md" if fmt == "md" else f"winner.{suffix}"
+            typer.echo((_Path(outcome.search_dir) / name).read_text(), nl=False)
+    typer.echo(f"report: {outcome.report}")

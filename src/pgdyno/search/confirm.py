@@ -1,0 +1,213 @@
+"""The search's last step: the winner against pgtune and tuned, interleaved, compared.
+
+The three configs run in balanced rounds (W P T, T P W, ...: ABBA for more than two sides,
+so a linear drift over time falls on each alike), each run a normal ``pgdyno bench`` run
+made by the compare engine's ``run_one``; then ``compare_runs`` gives each pair's change,
+interval and verdict, written as a normal comparison (compare.json, .md, .html). When a
+verdict is still undetermined (failed runs), or the interval against tuned is too wide to
+tell a 5% difference, more rounds are run, up to twice the rounds asked for.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from pgdyno.compare.core import compare_runs
+from pgdyno.compare.interleave import run_one
+from pgdyno.compare.model import Comparison
+from pgdyno.compare.render import write_comparison
+from pgdyno.compare.runs import load_run
+from pgdyno.compare.stats import FASTER, SAME, UNDETERMINED
+from pgdyno.results.manifest import BenchOptions
+from pgdyno.search.select import balanced_order
+from pgdyno.serde import from_dict, to_dict
+
+SCHEMA_VERSION = 1
+TARGET_EFFECT_PCT = 5.0
+"""The smallest lead over tuned worth telling apart: rounds are added while the interval
+is wider than twice this (and the cap allows)."""
+
+
+@dataclass
+class Verdict:
+    """The winner against one baseline, on the workload's headline figure."""
+
+    baseline: str
+    candidate: str
+    metric: str
+    label: str
+    unit: str
+    clients: int
+    baseline_mean: float
+    candidate_mean: float
+    baseline_n: int
+    candidate_n: int
+    change_pct: float
+    ci_low_pct: float
+    ci_high_pct: float
+    verdict: str
+    compare_dir: str
+
+    @property
+    def better(self) -> bool:
+        """The candidate is significantly better (in the metric's own direction)."""
+        return self.verdict == FASTER
+
+    def sentence(self, confidence: float = 0.95) -> str:
+        interval = ("no interval" if math.isnan(self.ci_low_pct) else
+                    f"{100 * confidence:.0f}% interval {self.ci_low_pct:+.1f}% to "
+                    f"{self.ci_high_pct:+.1f}%")
+        return (f"{self.candidate} vs {self.baseline}: {self.label} {self.baseline_mean:,.1f} → "
+                f"{self.candidate_mean:,.1f} {self.unit} ({self.candidate_n} vs "
+                f"{self.baseline_n} runs), change {self.change_pct:+.1f}%, {interval}: "
+                f"{self.verdict}")
+
+
+@dataclass
+class Confirmation:
+    """The interleaved runs and what they showed (saved as confirm.json)."""
+
+    sides: dict[str, str]
+    """label -> config run (named config or file); the first is the winner."""
+    order: list[str]
+    pairs: int
+    max_pairs: int
+    done: int = 0
+    runs: dict[str, list[str]] = field(default_factory=dict)
+    failed: list[str] = field(default_factory=list)
+    verdicts: list[Verdict] = field(default_factory=list)
+    recommendation: str = ""
+    recommended: str = ""
+    """The label of the config recommended: the winner, or tuned."""
+    schema_version: int = SCHEMA_VERSION
+
+    def to_dict(self) -> dict[str, Any]:
+        return to_dict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Confirmation:
+        if data.get("schema_version") != SCHEMA_VERSION:
+            raise ValueError(f"confirm.json schema_version {data.get('schema_version')}")
+        return from_dict(cls, data)
+
+    @property
+    def winner(self) -> str:
+        return next(iter(self.sides))
+
+
+def plan_confirmation(winner_label: str, winner_config: str, pairs: int,
+                      max_pairs: int | None = None) -> Confirmation:
+    """The winner and whichever of pgtune and tuned it is not."""
+    sides = {winner_label: winner_config}
+    for name in ("pgtune", "tuned"):
+        if winner_config != name:
+            sides[name] = name
+    return Confirmation(sides=sides, order=balanced_order(list(sides), pairs), pairs=pairs,
+                        max_pairs=max(pairs, max_pairs or 2 * pairs),
+                        runs={label: [] for label in sides})
+
+
+def run_confirmation(conf: Confirmation, base: BenchOptions, search_dir: Path,
+                     role: dict[str, Any], console: Console | None,
+                     save: Callable[[Confirmation], None],
+                     on_run: Callable[[str], None] | None = None) -> Confirmation:
+    """Run what is left of the order, compare, and add rounds while undecided."""
+    while True:
+        while conf.done < len(conf.order):
+            label = conf.order[conf.done]
+            opts = dataclasses.replace(base, config=conf.sides[label], sets=())
+            run_dir = run_one(opts, {**role, "label": label, "compare_side": label,
+                                     "order": conf.done + 1}, console)
+            if run_dir is None:
+                conf.failed.append(f"run {conf.done + 1} ({label}) failed")
+            else:
+                conf.runs[label].append(str(run_dir))
+            conf.done += 1
+            save(conf)
+            if on_run is not None:
+                on_run(label)
+        conf.verdicts = compare_sides(conf, search_dir)
+        rounds = len(conf.order) // max(1, len(conf.sides))
+        if not _undecided(conf) or rounds >= conf.max_pairs:
+            break
+        conf.order += balanced_order(list(conf.sides), rounds + 1)[-len(conf.sides):]
+        save(conf)
+    conf.recommended, conf.recommendation = recommend(conf)
+    save(conf)
+    return conf
+
+
+def _undecided(conf: Confirmation) -> bool:
+    for v in conf.verdicts:
+        if v.verdict == UNDETERMINED:
+            return True
+        wide = (v.ci_high_pct - v.ci_low_pct) > 2 * TARGET_EFFECT_PCT
+        if v.baseline == "tuned" and v.verdict == SAME and wide:
+            return True
+    return False
+
+
+def compare_sides(conf: Confirmation, search_dir: Path) -> list[Verdict]:
+    """The winner's runs against each baseline's, through the compare engine."""
+    winner = conf.winner
+    out = []
+    for label in list(conf.sides)[1:]:
+        if not conf.runs[label] or not conf.runs[winner]:
+            continue
+        a = [load_run(Path(p)) for p in conf.runs[label]]
+        b = [load_run(Path(p)) for p in conf.runs[winner]]
+        cmp = compare_runs(a, b, baseline_label=label, candidate_label=winner)
+        out_dir = search_dir / f"compare-vs-{label}"
+        write_comparison(cmp, a, b, out_dir)
+        verdict = headline_verdict(cmp, label, winner, out_dir)
+        if verdict is not None:
+            out.append(verdict)
+    return out
+
+
+def headline_verdict(cmp: Comparison, baseline: str, candidate: str,
+                     out_dir: Path) -> Verdict | None:
+    clients = cmp.chart_clients()
+    m = cmp.metric(cmp.headline_metric, clients)
+    if m is None:
+        return None
+    return Verdict(baseline=baseline, candidate=candidate, metric=m.metric,
+                   label=m.label or m.metric, unit=m.unit, clients=m.clients,
+                   baseline_mean=m.baseline_mean, candidate_mean=m.candidate_mean,
+                   baseline_n=m.baseline_n, candidate_n=m.candidate_n,
+                   change_pct=m.change_pct, ci_low_pct=m.ci_low_pct,
+                   ci_high_pct=m.ci_high_pct, verdict=m.verdict, compare_dir=str(out_dir))
+
+
+def recommend(conf: Confirmation) -> tuple[str, str]:
+    """(label recommended, the sentence saying why)."""
+    winner = conf.winner
+    if conf.sides[winner] == "tuned":
+        return "tuned", ("The search found nothing better than tuned: recommend tuned "
+                         "(pgdyno tune --config tuned).")
+    vs_tuned = next((v for v in conf.verdicts if v.baseline == "tuned"), None)
+    if vs_tuned is not None and vs_tuned.better:
+        return winner, (f"{winner} beats tuned significantly ({vs_tuned.change_pct:+.1f}%, "
+                        f"interval {vs_tuned.ci_low_pct:+.1f}% to {vs_tuned.ci_high_pct:+.1f}%):"
+                        f" recommend {winner}.")
+    why = ("no verdict could be computed against tuned" if vs_tuned is None
+           else f"against tuned it is '{vs_tuned.verdict}' ({vs_tuned.change_pct:+.1f}%, "
+                f"interval {vs_tuned.ci_low_pct:+.1f}% to {vs_tuned.ci_high_pct:+.1f}%)")
+    return "tuned", (f"Nothing beats tuned significantly: {why}. Recommend tuned "
+                     "(pgdyno tune --config tuned).")
+
+
+def load_confirmation(path: Path) -> Confirmation | None:
+    import json
+
+    if not path.exists():
+        return None
+    return Confirmation.from_dict(json.loads(path.read_text()))
+

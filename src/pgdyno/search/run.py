@@ -1,0 +1,415 @@
+"""``pgdyno tune --search``: the whole search, resumable, from options to report.
+
+Order: the baselines (default, pgtune, tuned) as the first trials; searched trials drawn
+by TPE until the budget (trials) or the time limit is spent; re-runs of the leading
+candidates and the choice on their repeated measurements; the interleaved comparison of
+the winner against pgtune and tuned; the winner's config files and the report. Each step
+keeps its state in the search's directory (study.db, select.json, confirm.json), so the
+same command run again after Ctrl-C or a crash goes on where it stopped.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import re
+import shutil
+import statistics
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+from pgdyno import serde
+from pgdyno.config.pgcatalog import for_install
+from pgdyno.config.resolve import NAMED, resolve_config
+from pgdyno.errors import UsageError
+from pgdyno.results.manifest import BenchOptions
+from pgdyno.results.rundir import write_json_atomic, write_text_atomic
+from pgdyno.search import confirm as confirm_mod
+from pgdyno.search import study as study_mod
+from pgdyno.search.objective import headline_spec, measure, optuna_direction
+from pgdyno.search.select import Candidate, Selection, plan_selection, run_selection
+from pgdyno.search.space import SearchSpace, build_space
+from pgdyno.targets import install_for
+from pgdyno.workloads import registry
+
+SCHEMA_VERSION = 1
+
+
+@dataclass(frozen=True)
+class SearchOptions:
+    """What ``pgdyno tune --search`` was asked for, validated."""
+
+    bench: BenchOptions
+    """The bench options of every run (its config is replaced per trial)."""
+    budget: int | None = None
+    """Trials, the baselines included."""
+    time_s: float | None = None
+    """Wall time for the whole search, re-runs and comparison included."""
+    knobs: tuple[str, ...] | None = None
+    fixes: tuple[str, ...] = ()
+    allow_unsafe: bool = False
+    top: int = 3
+    reruns: int = 2
+    compare_pairs: int = 3
+    compare_max_pairs: int | None = None
+    """Rounds the final comparison may grow to while undecided (default: twice)."""
+    seed: int = 0
+    name: str | None = None
+    baselines: tuple[str, ...] = NAMED
+    show_progress: bool = True
+
+
+@dataclass
+class SearchRecord:
+    """search.json: what the search is, checked when it is resumed."""
+
+    name: str
+    workload: str
+    metric: str
+    direction: int
+    space: SearchSpace
+    options: dict[str, Any]
+    allow_unsafe: bool
+    created_at: str
+    schema_version: int = SCHEMA_VERSION
+
+
+@dataclass
+class SearchOutcome:
+    search_dir: Path
+    trials: int
+    failed: int
+    winner_label: str = ""
+    winner_file: str = ""
+    recommendation: str = ""
+    verdicts: list[str] = field(default_factory=list)
+    report: str = ""
+    notes: list[str] = field(default_factory=list)
+
+
+_TIME_PART = re.compile(r"(\d+(?:\.\d+)?)\s*(h|min|m|s)")
+_TIME_UNITS = {"h": 3600.0, "min": 60.0, "m": 60.0, "s": 1.0}
+
+
+def parse_time_limit(text: str) -> float:
+    """``--time``: 45m, 2h, 1h30m, 90s, 1.5h, as seconds."""
+    cleaned = text.strip().lower().replace(" ", "")
+    parts = _TIME_PART.findall(cleaned)
+    if not parts or "".join(n + u for n, u in parts) != cleaned:
+        raise UsageError(f"--time {text!r}: accepted: a duration such as 45m, 2h, 1h30m, 90s")
+    return sum(float(n) * _TIME_UNITS[u] for n, u in parts)
+
+
+def validate(opts: SearchOptions) -> None:
+    if opts.budget is None and opts.time_s is None:
+        raise UsageError("tune --search needs --budget N (trials) or --time 45m")
+    if opts.budget is not None and opts.budget < 1:
+        raise UsageError(f"--budget {opts.budget}: accepted: 1 or more trials")
+    if opts.time_s is not None and opts.time_s <= 0:
+        raise UsageError(f"--time {opts.time_s}: accepted: a positive duration, e.g. 45m")
+    if opts.bench.target.kind == "dsn":
+        raise UsageError("tune --search restarts the server with each trial's settings; "
+                         "--dsn servers are never reconfigured: use the embedded target or "
+                         "--pg-bin")
+    if not registry.get(opts.bench.workload).needs_server:
+        raise UsageError(f"tune --search {opts.bench.workload}: the workload runs no "
+                         "PostgreSQL server; accepted: a database workload")
+    if opts.top < 1 or opts.reruns < 0:
+        raise UsageError("--top must be 1 or more, --reruns 0 or more")
+    if opts.compare_pairs == 1 or opts.compare_pairs < 0:
+        raise UsageError(f"--compare-pairs {opts.compare_pairs}: accepted: 2 or more runs "
+                         "per side (an interval needs two)")
+
+
+def search_name(opts: SearchOptions) -> str:
+    """The same command names the same search (so running it again resumes it); the
+    budget and time are left out, so a search can be given more of either."""
+    if opts.name:
+        return opts.name
+    bench = serde.to_dict(dataclasses.replace(opts.bench, show_progress=False))
+    key = json.dumps([bench, opts.knobs, opts.fixes, opts.allow_unsafe, opts.seed,
+                      opts.baselines], sort_keys=True, default=str)
+    return f"{opts.bench.workload}-{hashlib.sha256(key.encode()).hexdigest()[:10]}"
+
+
+def run_search(opts: SearchOptions, console: Console | None = None) -> SearchOutcome:
+    validate(opts)
+    console = console or Console(stderr=True)
+    bench = dataclasses.replace(opts.bench, show_progress=False)
+    name = search_name(opts)
+    search_dir = bench.results_dir / "searches" / name
+    (search_dir / "trials").mkdir(parents=True, exist_ok=True)
+    workload = registry.get(bench.workload)
+    spec = headline_spec(bench.workload)
+    install = install_for(bench.target)
+    catalogue = for_install(install)
+    from pgdyno.config.detect import detect_profile
+
+    hardware = detect_profile()
+    space = build_space(hardware, catalogue, clients=max(bench.clients),
+                        write_heavy=workload.tuning[1], knobs=list(opts.knobs or []) or None,
+                        fixes=list(opts.fixes), allow_unsafe=opts.allow_unsafe,
+                        disk_free_bytes=_free_bytes(bench.target.workdir))
+    record = _open_record(search_dir, name, bench, space, spec, opts)
+    space = record.space
+    study = study_mod.open_study(search_dir, optuna_direction(spec), opts.seed)
+    recovered = study_mod.recover_interrupted(study)
+    notes = list(space.notes)
+    if recovered:
+        notes.append(f"resumed: trial(s) {', '.join(map(str, recovered))} were interrupted "
+                     "and are run again")
+        console.print(f"resuming search {name}: trial(s) {recovered} interrupted, run again")
+    role = {"search": name}
+    _trials(opts, bench, study, space, search_dir, role, console, spec)
+    rows = study_mod.rows(study)
+    ok_rows = [r for r in rows if r.status == "ok"]
+    outcome = SearchOutcome(search_dir=search_dir, trials=len(rows),
+                            failed=len(rows) - len(ok_rows), notes=notes)
+    if not ok_rows:
+        outcome.recommendation = ("No trial finished: nothing to select or compare; see the "
+                                  "failed trials' reasons.")
+        _finish(outcome, study, record, None, None, search_dir, opts, install, hardware)
+        return outcome
+    selection = _select(ok_rows, search_dir, bench, opts, spec.direction or 1, role, console)
+    winner = selection.candidate(selection.winner)
+    winner_file = write_winner(search_dir, winner, rows, space)
+    outcome.winner_label, outcome.winner_file = winner.label, str(winner_file)
+    conf = None
+    if opts.compare_pairs >= 2:
+        conf = _confirm(search_dir, winner, winner_file, bench, opts, role, console)
+        outcome.recommendation = conf.recommendation
+        outcome.verdicts = [v.sentence() for v in conf.verdicts]
+    else:
+        outcome.recommendation = "No final comparison was run (--compare-pairs 0)."
+    _finish(outcome, study, record, selection, conf, search_dir, opts, install, hardware)
+    return outcome
+
+
+def _free_bytes(path: Path) -> int | None:
+    path = Path(path)
+    while not path.exists() and path != path.parent:
+        path = path.parent
+    try:
+        return shutil.disk_usage(path).free
+    except OSError:
+        return None
+
+
+def _open_record(search_dir: Path, name: str, bench: BenchOptions, space: SearchSpace, spec,
+                 opts: SearchOptions) -> SearchRecord:
+    from pgdyno.results.rundir import utc_now
+
+    path = search_dir / "search.json"
+    record = SearchRecord(name=name, workload=bench.workload, metric=spec.name,
+                          direction=spec.direction or 1, space=space,
+                          options=serde.to_dict(bench), allow_unsafe=opts.allow_unsafe,
+                          created_at=utc_now())
+    if path.exists():
+        old = json.loads(path.read_text())
+        if old.get("schema_version") != SCHEMA_VERSION:
+            raise UsageError(f"{path}: schema_version {old.get('schema_version')}; accepted: "
+                             f"{SCHEMA_VERSION}")
+        old_space = SearchSpace.from_dict(old["space"])
+        # The space it began with stays (free disk moves, and TPE needs the same ranges);
+        # other knobs or pins make another search.
+        if [k.name for k in old_space.knobs] != [k.name for k in space.knobs] or \
+                old_space.fixed != space.fixed:
+            raise UsageError(f"search {name}: its knobs or pins ({path}) differ from this "
+                             "command's; accepted: the same --knobs and --fix, or a new "
+                             "--search-name")
+        record.created_at = old.get("created_at", record.created_at)
+        record.space = old_space
+    write_json_atomic(path, serde.to_dict(record))
+    return record
+
+
+# ----- trials ----------------------------------------------------------------------------
+
+def _trials(opts: SearchOptions, bench: BenchOptions, study, space: SearchSpace,
+            search_dir: Path, role: dict, console: Console, spec) -> None:
+    started = time.monotonic()
+    with _progress(opts, console) as progress:
+        task = progress.add_task("trials", total=_planned(opts, study), best="")
+        _update(progress, task, study, opts, spec)
+        for name in opts.baselines:
+            if name in study_mod.baselines_done(study):
+                continue
+            if not _room_for_trial(opts, study):
+                return
+            progress.update(task, description=f"trial: {name}")
+            result = measure(bench, name, {**role, "label": f"search {role['search']}: {name}",
+                                           "phase": "trial", "baseline": name}, console)
+            study_mod.record_baseline(study, name, name, result)
+            _update(progress, task, study, opts, spec)
+        while _room_for_trial(opts, study, time.monotonic() - started):
+            trial = study.ask()
+            settings = space.suggest(trial)
+            path = write_trial_file(search_dir, trial.number, settings, space)
+            progress.update(task, description=f"trial {trial.number}")
+            result = measure(bench, str(path), {**role, "label": f"search {role['search']}: "
+                                                f"trial {trial.number}", "phase": "trial",
+                                                "trial": trial.number}, console)
+            study_mod.record_searched(study, trial, str(path), settings, result)
+            _update(progress, task, study, opts, spec)
+
+
+def _planned(opts: SearchOptions, study) -> int | None:
+    return opts.budget
+
+
+def _update(progress: Progress, task: Any, study, opts: SearchOptions, spec) -> None:
+    rows = study_mod.rows(study)
+    ok = [r for r in rows if r.status == "ok"]
+    best = ""
+    if ok:
+        top = max(ok, key=lambda r: (spec.direction or 1) * r.value)
+        best = f"best so far {top.value:,.1f} {spec.unit} ({top.label})"
+    total = opts.budget
+    if total is None and opts.time_s:
+        mean = statistics.fmean(r.seconds for r in rows) if rows else 60.0
+        total = len(rows) + max(0, int((opts.time_s - _spent(rows)) / max(mean, 1.0)))
+    progress.update(task, completed=len(rows), total=total, best=best)
+
+
+def _spent(rows: list) -> float:
+    return sum(r.seconds for r in rows)
+
+
+def _room_for_trial(opts: SearchOptions, study, _elapsed: float = 0.0) -> bool:
+    rows = study_mod.rows(study)
+    if opts.budget is not None and len(rows) >= opts.budget:
+        return False
+    if opts.time_s is not None:
+        mean = statistics.fmean(r.seconds for r in rows) if rows else 0.0
+        # Keep time for the re-runs and the final comparison, each a trial's length.
+        reserve = mean * (opts.top * opts.reruns + 3 * opts.compare_pairs)
+        if rows and _spent(rows) + mean + reserve > opts.time_s:
+            return False
+    return True
+
+
+def _progress(opts: SearchOptions, console: Console) -> Progress:
+    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                    TextColumn("{task.fields[best]}"), TimeRemainingColumn(),
+                    console=console, disable=not opts.show_progress)
+
+
+def write_trial_file(search_dir: Path, number: int, settings: dict[str, str],
+                     space: SearchSpace, title: str = "") -> Path:
+    """The trial's settings as a config file ``--config FILE`` reads (base: default)."""
+    path = search_dir / "trials" / f"trial-{number:04d}.toml"
+    lines = [f"# {title or f'pgdyno tune --search: trial {number}'}",
+             f"# worst-case memory {space.memory_bytes(settings) / 2**30:.2f} GiB of a "
+             f"{space.budget_bytes / 2**30:.2f} GiB budget",
+             "[config]", f'name = "{path.stem}"', 'base = "default"', "", "[postgresql]"]
+    lines += [f"{key} = {_toml_value(value)}" for key, value in settings.items()]
+    write_text_atomic(path, "\n".join(lines) + "\n")
+    return path
+
+
+def _toml_value(value: str) -> str:
+    text = value.strip()
+    if len(text) >= 2 and text[0] == text[-1] == "'":
+        text = text[1:-1].replace("''", "'")
+    return json.dumps(text)
+
+
+# ----- selection and comparison -----------------------------------------------------------
+
+def _select(ok_rows: list, search_dir: Path, bench: BenchOptions, opts: SearchOptions,
+            direction: int, role: dict, console: Console) -> Selection:
+    path = search_dir / "select.json"
+    if path.exists():
+        selection = Selection.from_dict(json.loads(path.read_text()))
+    else:
+        cands = [Candidate(key=str(r.number), label=r.label, config=r.config,
+                           values=[r.value], run_dirs=[r.run_dir]) for r in ok_rows]
+        selection = plan_selection(cands, opts.top, opts.reruns, direction)
+
+    def one(cand: Candidate) -> tuple[float | None, str, str]:
+        if opts.show_progress:
+            console.print(f"re-run of {cand.label}")
+        result = measure(bench, cand.config, {**role, "label": f"search {role['search']}: "
+                                              f"{cand.label} (re-run)", "phase": "select",
+                                              "trial": int(cand.key)}, console)
+        return result.value, result.run_dir, result.reason
+
+    run_selection(selection, one, lambda s: write_json_atomic(path, s.to_dict()))
+    return selection
+
+
+def _confirm(search_dir: Path, winner: Candidate, winner_file: Path, bench: BenchOptions,
+             opts: SearchOptions, role: dict, console: Console):
+    path = search_dir / "confirm.json"
+    conf = confirm_mod.load_confirmation(path)
+    if conf is None:
+        is_named = winner.config in NAMED
+        label = winner.label if is_named else f"search winner ({winner.label})"
+        conf = confirm_mod.plan_confirmation(label, winner.config if is_named
+                                             else str(winner_file), opts.compare_pairs,
+                                             opts.compare_max_pairs)
+
+    def on_run(label: str) -> None:
+        if opts.show_progress:
+            console.print(f"final comparison: run {conf.done}/{len(conf.order)} ({label})")
+
+    return confirm_mod.run_confirmation(
+        conf, bench, search_dir, {**role, "phase": "compare"}, console,
+        lambda c: write_json_atomic(path, c.to_dict()), on_run)
+
+
+def write_winner(search_dir: Path, winner: Candidate, rows: list, space: SearchSpace) -> Path:
+    """winner.toml: the winning settings as a config file for ``--config FILE``."""
+    path = search_dir / "winner.toml"
+    if winner.config in NAMED:
+        text = (f"# pgdyno tune --search: the winner is the named config {winner.config}\n"
+                f'[config]\nname = "search-winner"\nbase = "{winner.config}"\n')
+        write_text_atomic(path, text)
+        return path
+    row = next(r for r in rows if str(r.number) == winner.key)
+    trial_file = write_trial_file(search_dir, row.number, row.settings, space,
+                                  f"pgdyno tune --search: winner, trial {row.number}")
+    text = trial_file.read_text().replace(f'name = "{trial_file.stem}"', 'name = "search-winner"')
+    write_text_atomic(path, text)
+    return path
+
+
+def write_winner_formats(search_dir: Path, winner_file: Path, bench: BenchOptions,
+                         install) -> list[Path]:  # noqa: ANN001 - a PgInstall
+    """The winner in every ``pgdyno tune --format`` (conf, sql, env, md, sysctl, script)."""
+    from pgdyno.config.render import RENDERERS
+    from pgdyno.provision.script import script_for
+
+    workload = registry.get(bench.workload)
+    resolved = resolve_config(str(winner_file), [], install=install, workload=bench.workload,
+                              connections=max(bench.clients),
+                              dataset_bytes=workload.dataset_bytes(bench) or 0,
+                              tuning=workload.tuning)
+    written = []
+    for fmt, render in [*RENDERERS.items(), ("script", script_for)]:
+        suffix = {"script": "sh", "md": "md"}.get(fmt, fmt)
+        out = search_dir / f"winner.{suffix}" if fmt != "md" else search_dir / "winner-config.md"
+        write_text_atomic(out, render(resolved))
+        written.append(out)
+    return written
+
+
+def _finish(outcome: SearchOutcome, study, record: SearchRecord, selection, conf,
+            search_dir: Path, opts: SearchOptions, install, hardware) -> None:
+    from pgdyno.search.report import build_search_report, write_search_report
+
+    if outcome.winner_file:
+        try:
+            write_winner_formats(search_dir, Path(outcome.winner_file), opts.bench, install)
+        except UsageError as exc:
+            outcome.notes.append(f"winner formats not written: {exc}")
+    data = build_search_report(record, study, selection, conf, opts, hardware, install,
+                               outcome.notes)
+    outcome.report = str(write_search_report(data, search_dir))
+    write_json_atomic(search_dir / "result.json", serde.to_dict(outcome))

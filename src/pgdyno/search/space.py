@@ -1,0 +1,331 @@
+"""The search space: which PostgreSQL settings a search varies, over which values.
+
+Built from the config engine's settings catalogue (types, ranges, enum values, whether a
+setting needs a restart) and the hardware profile (RAM, vCPUs, free disk):
+
+- memory knobs are bounded so that the worst corner of the space fits the config engine's
+  memory budget (``sizing``: shared_buffers + wal_buffers + max_connections × work_mem ×
+  1.5 + autovacuum workers × maintenance_work_mem, at most 90% of RAM), whatever the
+  optimiser picks; a value pinned with ``--fix`` takes its share first;
+- sizes and delays are sampled on a log scale (64 MB and 128 MB are as far apart as 8 GB
+  and 16 GB);
+- special values (``-1`` automatic, ``0`` off) are a categorical choice beside the range,
+  so the optimiser tries them on purpose instead of never landing on them;
+- durability settings (fsync, synchronous_commit, full_page_writes, wal_level) are left
+  out unless ``--allow-unsafe``, and naming them in ``--knobs`` or ``--fix`` without it is
+  refused.
+
+Settings needing a restart (``context = postmaster``) are grouped by construction: a trial
+writes all its settings into the server's include file before the run's one start, so a
+trial restarts the server at most once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from pgdyno.config.hardware import HardwareProfile
+from pgdyno.config.model import ConfigPlan, Setting, pg_group
+from pgdyno.config.pgcatalog import SettingsCatalogue, snapshot
+from pgdyno.config.sizing import (
+    BUDGET_RAM_SHARE,
+    BUDGET_WORK_MEM_FACTOR,
+    connection_room,
+    max_connections,
+    setting_bytes,
+    setting_int,
+    wal_buffers_bytes,
+)
+from pgdyno.config.units import GB, MB
+from pgdyno.errors import UsageError
+from pgdyno.serde import from_dict, to_dict
+
+SCHEMA_VERSION = 1
+UNSAFE = ("fsync", "synchronous_commit", "full_page_writes", "wal_level")
+"""Settings that trade durability for speed: searched only with --allow-unsafe."""
+SHARED_BUFFERS_SHARE = 0.40
+"""The largest shared_buffers share of RAM the config engine accepts (check_coherence)."""
+MAINTENANCE_SHARE = 0.05
+"""maintenance_work_mem's ceiling as a share of RAM (each autovacuum worker may take it)."""
+WORK_MEM_CAP = GB
+WAL_DISK_SHARE = 0.5
+"""max_wal_size at most half the free space of the data directory's filesystem."""
+SPECIAL = "~"
+"""Suffix of the categorical parameter that picks a special value or the range."""
+
+
+@dataclass(frozen=True)
+class Knob:
+    """One searched setting and the values the optimiser may give it."""
+
+    name: str
+    kind: str
+    """int, real or enum."""
+    low: float = 0.0
+    high: float = 0.0
+    log: bool = False
+    unit: str = ""
+    """Written after the number: MB, s, ms; '' for the setting's own base unit."""
+    choices: tuple[str, ...] = ()
+    specials: tuple[str, ...] = ()
+    """Values outside the range tried on purpose: -1 (automatic), 0 (off)."""
+    restart: bool = False
+    group: str = ""
+    unsafe: bool = False
+
+    def describe(self) -> str:
+        """The knob's values in words, for the report: '32MB .. 9GB (log), or -1'."""
+        if self.kind == "enum":
+            return " | ".join(self.choices)
+        low, high = (_number(self.low, self.kind), _number(self.high, self.kind))
+        text = f"{low}{self.unit} .. {high}{self.unit}" + (" (log)" if self.log else "")
+        return text + (", or " + ", ".join(self.specials) if self.specials else "")
+
+
+@dataclass
+class SearchSpace:
+    """The knobs, the pinned values and the memory budget the knobs were bounded by."""
+
+    knobs: list[Knob]
+    fixed: dict[str, str] = field(default_factory=dict)
+    """Settings every searched trial gets: --fix pins and max_connections for the clients."""
+    pg_major: int = 18
+    ram_bytes: int = 0
+    budget_bytes: int = 0
+    """BUDGET_RAM_SHARE of RAM: the most the worst corner of the space may need."""
+    allow_unsafe: bool = False
+    notes: list[str] = field(default_factory=list)
+    schema_version: int = SCHEMA_VERSION
+
+    def to_dict(self) -> dict[str, Any]:
+        return to_dict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> SearchSpace:
+        if data.get("schema_version") != SCHEMA_VERSION:
+            raise UsageError(f"search space schema_version {data.get('schema_version')}; "
+                             f"accepted: {SCHEMA_VERSION}")
+        return from_dict(cls, data)
+
+    @property
+    def catalogue(self) -> SettingsCatalogue:
+        return snapshot(self.pg_major)
+
+    def knob(self, name: str) -> Knob | None:
+        return next((k for k in self.knobs if k.name == name), None)
+
+    def suggest(self, trial: Any) -> dict[str, str]:
+        """The settings of one trial (postgresql.conf values), drawn through an Optuna trial.
+
+        Both the range value and the special choice are always drawn (so every trial has
+        every parameter, which the importance analysis needs); the special wins when
+        chosen."""
+        settings: dict[str, str] = {}
+        for knob in self.knobs:
+            settings[knob.name] = _suggest(trial, knob)
+        if settings.get("wal_level") == "minimal":
+            settings["max_wal_senders"] = "0"  # the server refuses minimal with senders
+        settings.update(self.fixed)
+        return settings
+
+    def memory_bytes(self, settings: dict[str, str]) -> int:
+        """The config engine's worst case for these settings: shared_buffers + wal_buffers +
+        max_connections × work_mem × 1.5 + autovacuum workers × their memory + one
+        maintenance_work_mem (a manual VACUUM or index build)."""
+        return memory_bytes(settings, self.catalogue)
+
+
+def memory_bytes(settings: dict[str, str], catalogue: SettingsCatalogue) -> int:
+    plan = ConfigPlan(name="trial", inputs=None, settings=[
+        Setting(group=pg_group(k), key="PG_" + k.upper(), name=k, layer="postgresql",
+                apply="pg", value=v) for k, v in settings.items()])
+    shared = setting_bytes(plan, catalogue, "shared_buffers")
+    work_mem = setting_bytes(plan, catalogue, "work_mem")
+    mwm = setting_bytes(plan, catalogue, "maintenance_work_mem")
+    av_mem = setting_bytes(plan, catalogue, "autovacuum_work_mem")
+    av_mem = mwm if av_mem <= 0 else av_mem
+    av_workers = setting_int(plan, catalogue, "autovacuum_max_workers", 3)
+    conns = max_connections(plan, catalogue)
+    sessions = conns * work_mem * BUDGET_WORK_MEM_FACTOR
+    return int(shared + wal_buffers_bytes(plan, catalogue, shared) + sessions
+               + av_workers * av_mem + mwm)
+
+
+def _number(value: float, kind: str) -> str:
+    return f"{int(value)}" if kind == "int" else f"{value:g}"
+
+
+def _suggest(trial: Any, knob: Knob) -> str:
+    if knob.kind == "enum":
+        return trial.suggest_categorical(knob.name, list(knob.choices))
+    mode = (trial.suggest_categorical(knob.name + SPECIAL, ["range", *knob.specials])
+            if knob.specials else "range")
+    if knob.kind == "int":
+        value: float = trial.suggest_int(knob.name, int(knob.low), int(knob.high), log=knob.log)
+        text = f"{int(value)}{knob.unit}"
+    else:
+        value = trial.suggest_float(knob.name, knob.low, knob.high, log=knob.log)
+        text = f"{float(f'{value:.3g}'):g}{knob.unit}"
+    return mode if mode != "range" else text
+
+
+# ----- building the space ------------------------------------------------------------------
+
+WRITE_KNOBS = ("shared_buffers", "work_mem", "wal_buffers", "max_wal_size", "checkpoint_timeout",
+               "checkpoint_completion_target", "checkpoint_flush_after", "backend_flush_after",
+               "wal_compression", "wal_writer_delay", "commit_delay", "commit_siblings",
+               "bgwriter_delay", "bgwriter_lru_maxpages", "bgwriter_lru_multiplier",
+               "autovacuum_naptime", "autovacuum_vacuum_scale_factor",
+               "autovacuum_vacuum_cost_limit", "effective_io_concurrency", "random_page_cost")
+"""Default knobs of write-heavy workloads (tpcb, tprocc): checkpoints, WAL, writeback."""
+READ_KNOBS = ("shared_buffers", "work_mem", "effective_cache_size", "random_page_cost",
+              "effective_io_concurrency", "jit", "max_parallel_workers_per_gather",
+              "max_wal_size", "checkpoint_timeout", "wal_buffers")
+"""Default knobs of read-mostly workloads: memory, planner costs, parallelism."""
+
+
+def knob_table(hw: HardwareProfile, catalogue: SettingsCatalogue, *, connections: int,
+               av_workers: int, fixed_bytes: dict[str, int],
+               disk_free_bytes: int | None) -> dict[str, Knob]:
+    """Every knob pgdyno knows how to search, bounded for this machine."""
+    ram = hw.ram_bytes
+    budget = ram * BUDGET_RAM_SHARE
+    shared_high = fixed_bytes.get("shared_buffers", ram * SHARED_BUFFERS_SHARE)
+    wal_high = fixed_bytes.get("wal_buffers", 256 * MB)
+    mwm_high = fixed_bytes.get("maintenance_work_mem",
+                               min(2 * GB, max(64 * MB, ram * MAINTENANCE_SHARE)))
+    # The worst corner: what shared memory and maintenance leave, shared by every session.
+    rest = budget - shared_high - wal_high - (av_workers + 1) * mwm_high
+    work_high = fixed_bytes.get("work_mem", min(WORK_MEM_CAP, rest / (connections
+                                                                      * BUDGET_WORK_MEM_FACTOR)))
+    wal_disk = (disk_free_bytes or 64 * GB) * WAL_DISK_SHARE
+    max_wal_high = max(2 * GB, min(64 * GB, wal_disk))
+    cpus = max(1, hw.vcpus)
+
+    def mb(n_bytes: float) -> int:
+        return int(n_bytes // MB)
+
+    def enum(name: str, wanted: tuple[str, ...], restart: bool = False, unsafe: bool = False
+             ) -> Knob:
+        spec = catalogue.spec(name)
+        have = {v.lower() for v in spec.enumvals} if spec and spec.vartype == "enum" else {
+            "on", "off"}
+        return Knob(name, "enum", choices=tuple(v for v in wanted if v in have),
+                    restart=restart, group=pg_group(name), unsafe=unsafe)
+
+    def num(name: str, kind: str, low: float, high: float, *, log: bool = False, unit: str = "",
+            specials: tuple[str, ...] = ()) -> Knob:
+        spec = catalogue.spec(name)
+        return Knob(name, kind, low, max(low, high), log, unit, specials=specials,
+                    restart=bool(spec and spec.context == "postmaster"), group=pg_group(name))
+
+    knobs = [
+        num("shared_buffers", "int", 32, mb(shared_high), log=True, unit="MB"),
+        num("work_mem", "int", 1, max(1, mb(work_high)), log=True, unit="MB"),
+        num("maintenance_work_mem", "int", 16, max(16, mb(mwm_high)), log=True, unit="MB"),
+        num("wal_buffers", "int", 1, mb(wal_high), log=True, unit="MB", specials=("-1",)),
+        num("effective_cache_size", "int", mb(ram / 8), mb(ram * 0.9), log=True, unit="MB"),
+        num("max_wal_size", "int", 1024, mb(max_wal_high), log=True, unit="MB"),
+        num("checkpoint_timeout", "int", 30, 3600, log=True, unit="s"),
+        num("checkpoint_completion_target", "real", 0.5, 0.95),
+        # 8 kB pages: 64 kB .. 2 MB of writeback before the kernel is asked to flush.
+        num("checkpoint_flush_after", "int", 8, 256, log=True, specials=("0",)),
+        num("backend_flush_after", "int", 8, 256, log=True, specials=("0",)),
+        enum("wal_compression", ("off", "pglz", "lz4", "zstd")),
+        num("wal_writer_delay", "int", 1, 1000, log=True, unit="ms"),
+        num("commit_delay", "int", 10, 1000, log=True, specials=("0",)),
+        num("commit_siblings", "int", 1, 20),
+        num("bgwriter_delay", "int", 10, 2000, log=True, unit="ms"),
+        num("bgwriter_lru_maxpages", "int", 10, 2000, log=True, specials=("0",)),
+        num("bgwriter_lru_multiplier", "real", 0.5, 10.0, log=True),
+        num("autovacuum_naptime", "int", 1, 300, log=True, unit="s"),
+        num("autovacuum_vacuum_scale_factor", "real", 0.005, 0.4, log=True),
+        num("autovacuum_vacuum_cost_limit", "int", 100, 10000, log=True, specials=("-1",)),
+        num("effective_io_concurrency", "int", 1, 1000, log=True, specials=("0",)),
+        num("random_page_cost", "real", 1.0, 4.0),
+        enum("jit", ("on", "off")),
+        num("max_parallel_workers_per_gather", "int", 0, cpus),
+        enum("io_method", ("sync", "worker", "io_uring"), restart=True),
+        enum("synchronous_commit", ("on", "off", "local"), unsafe=True),
+        enum("full_page_writes", ("on", "off"), unsafe=True),
+        enum("fsync", ("on", "off"), unsafe=True),
+        enum("wal_level", ("replica", "minimal"), restart=True, unsafe=True),
+    ]
+    return {k.name: k for k in knobs if k.name in catalogue}
+
+
+def build_space(hw: HardwareProfile, catalogue: SettingsCatalogue, *, clients: int,
+                write_heavy: bool, knobs: list[str] | None = None,
+                fixes: list[str] = (), allow_unsafe: bool = False,
+                disk_free_bytes: int | None = None) -> SearchSpace:
+    """The space for a workload on a machine; ``knobs`` narrows it (names, or ``all``),
+    ``fixes`` pins settings (``key=value``, validated against the catalogue)."""
+    fixed = _parse_fixes(fixes, catalogue, allow_unsafe)
+    room = connection_room(clients, catalogue)
+    fixed.setdefault("max_connections", str(room.needed))
+    fixed_bytes = {name: b for name in ("shared_buffers", "work_mem", "wal_buffers",
+                                        "maintenance_work_mem")
+                   if name in fixed and (b := catalogue.to_bytes(name, fixed[name])) is not None}
+    conns = int(fixed["max_connections"]) if fixed["max_connections"].isdigit() else room.needed
+    av_workers = int(fixed.get("autovacuum_max_workers")
+                     or catalogue.default("autovacuum_max_workers") or 3)
+    table = knob_table(hw, catalogue, connections=conns, av_workers=av_workers,
+                       fixed_bytes=fixed_bytes, disk_free_bytes=disk_free_bytes)
+    names = _knob_names(knobs, table, write_heavy, allow_unsafe)
+    chosen = [table[n] for n in names if n not in fixed]
+    space = SearchSpace(knobs=chosen, fixed=fixed, pg_major=catalogue.major,
+                        ram_bytes=hw.ram_bytes, budget_bytes=int(hw.ram_bytes * BUDGET_RAM_SHARE),
+                        allow_unsafe=allow_unsafe)
+    worst = space.memory_bytes(worst_corner(space))
+    if worst > space.budget_bytes:
+        space.notes.append(
+            f"the pinned values alone need {worst / GB:.1f} GiB at worst, more than the "
+            f"{space.budget_bytes / GB:.1f} GiB budget: trials may be refused or fail")
+    return space
+
+
+def worst_corner(space: SearchSpace) -> dict[str, str]:
+    """The settings with every memory knob at its highest: what the budget must hold."""
+    settings = {}
+    for knob in space.knobs:
+        if knob.kind == "int" and knob.unit == "MB":
+            settings[knob.name] = f"{int(knob.high)}MB"
+    settings.update(space.fixed)
+    return settings
+
+
+def _knob_names(knobs: list[str] | None, table: dict[str, Knob], write_heavy: bool,
+                allow_unsafe: bool) -> list[str]:
+    accepted = ", ".join(table) + ", all"
+    if not knobs:
+        names = list(WRITE_KNOBS if write_heavy else READ_KNOBS)
+        if allow_unsafe:
+            names += [n for n in UNSAFE if n in table]
+        return [n for n in names if n in table]
+    if knobs == ["all"]:
+        return [n for n, k in table.items() if allow_unsafe or not k.unsafe]
+    for name in knobs:
+        if name not in table:
+            raise UsageError(f"--knobs {name}: not a setting the search knows; accepted: "
+                             f"{accepted}")
+        if table[name].unsafe and not allow_unsafe:
+            raise UsageError(f"--knobs {name}: a durability setting; accepted only with "
+                             "--allow-unsafe")
+    return list(dict.fromkeys(knobs))
+
+
+def _parse_fixes(fixes: list[str], catalogue: SettingsCatalogue,
+                 allow_unsafe: bool) -> dict[str, str]:
+    fixed: dict[str, str] = {}
+    for item in fixes:
+        key, sep, value = item.partition("=")
+        key = key.strip()
+        if not sep or not key or not value.strip():
+            raise UsageError(f"--fix {item}: expected key=value, e.g. --fix shared_buffers=4GB")
+        if key in UNSAFE and not allow_unsafe:
+            raise UsageError(f"--fix {key}: a durability setting; accepted only with "
+                             "--allow-unsafe")
+        fixed[key] = catalogue.check(key, value.strip(), f"--fix {key}")
+    return fixed
+

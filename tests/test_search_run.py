@@ -1,0 +1,136 @@
+"""`pgdyno tune --search` against the embedded PostgreSQL: a 4-trial search on pgbench
+scale 1 with 2 s runs, interrupted by SIGINT and resumed; a config that does not start."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import optuna
+import pytest
+
+from pgdyno.results.index import RunIndex
+from pgdyno.runner.options import build_options
+from pgdyno.search.run import SearchOptions, run_search
+from pgdyno.search.study import rows
+from tests.conftest import interruptible, make_shared_dir, postgres_processes, run_cli_here
+
+SHORT = ["--scale", "1", "--duration", "2", "--warmup", "1", "--clients", "2",
+         "--no-telemetry"]
+
+
+def _search(results: Path, workdir: Path) -> subprocess.Popen:
+    env = dict(os.environ, PGDYNO_WORKDIR=str(workdir), COLUMNS="120")
+    return subprocess.Popen(
+        [sys.executable, "-m", "pgdyno", "tune", "--search", "tpcb", *SHORT, "--budget", "4",
+         "--top", "2", "--reruns", "1", "--compare-pairs", "2", "--compare-max-pairs", "2",
+         "--search-name", "t",
+         "--results-dir", str(results), "--no-progress"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+        preexec_fn=interruptible)
+
+
+def _rows(search_dir: Path):
+    storage = optuna.storages.RDBStorage(f"sqlite:///{search_dir / 'study.db'}")
+    return rows(optuna.load_study(study_name="search", storage=storage))
+
+
+def _tps(run_dir: str) -> list[float]:
+    summary = json.loads((Path(run_dir) / "summary.json").read_text())
+    return [it["metrics"]["tps"] for it in summary["iterations"] if it["status"] == "ok"]
+
+
+def test_search_resumes_after_sigint_and_ends_with_a_comparison(workdir: Path) -> None:
+    results = make_shared_dir("pgdyno-search-")
+    search_dir = results / "searches" / "t"
+    proc = _search(results, workdir)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:  # stop it once two trials have finished
+        if (search_dir / "study.db").exists() and len(_rows(search_dir)) >= 2:
+            break
+        assert proc.poll() is None, proc.communicate()
+        time.sleep(0.2)
+    else:
+        proc.kill()
+        raise AssertionError("two trials never finished")
+    time.sleep(1.0)  # inside the third trial's run
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    before = {r.number: r.run_dir for r in _rows(search_dir)}
+    assert len(before) in (2, 3)
+    assert postgres_processes(str(workdir / "instances")) == []
+
+    proc = _search(results, workdir)
+    out, err = proc.communicate(timeout=240)
+    assert proc.returncode == 0, err
+    after = _rows(search_dir)
+    # 4 trials, none run twice: the baselines once each, finished trials kept as they were
+    assert len(after) == 4
+    assert sorted(r.label for r in after if r.kind == "baseline") == ["default", "pgtune",
+                                                                       "tuned"]
+    assert {r.number: r.run_dir for r in after if r.number in before} == before
+    for r in after:  # each trial's value is its run's TPS, read back from the run
+        assert r.status == "ok" and math.isclose(r.value, statistics.fmean(_tps(r.run_dir)))
+    # every trial is a normal run, in the index
+    index = RunIndex(results)
+    for r in after:
+        row = index.get(index.run_id_for(Path(r.run_dir)))
+        assert row is not None and row.status == "ok"
+
+    # the selection re-ran the two leaders once each and chose on the mean
+    select = json.loads((search_dir / "select.json").read_text())
+    assert select["done"] == 2 and len(select["candidates"]) == 2
+    means = {c["key"]: statistics.fmean(c["values"]) for c in select["candidates"]}
+    assert select["winner"] == max(means, key=means.get)
+
+    # the final comparison went through the compare engine: values recomputed from runs
+    conf = json.loads((search_dir / "confirm.json").read_text())
+    winner = next(iter(conf["sides"]))
+    sides = list(conf["sides"])
+    assert conf["order"][:2 * len(sides)] == sides + sides[::-1]  # ABBA
+    other = "tuned" if "tuned" in sides[1:] else "pgtune"
+    cmp_json = json.loads((search_dir / f"compare-vs-{other}" / "compare.json").read_text())
+    base_label = cmp_json["baseline_label"]
+    head = next(m for m in cmp_json["metrics"] if m["metric"] == "tps")
+    a = [v for p in conf["runs"][base_label] for v in _tps(p)]
+    b = [v for p in conf["runs"][winner] for v in _tps(p)]
+    assert sorted(head["baseline_values"]) == pytest.approx(sorted(a))
+    assert sorted(head["candidate_values"]) == pytest.approx(sorted(b))
+    ratio = math.exp(statistics.fmean(map(math.log, b)) - statistics.fmean(map(math.log, a)))
+    assert head["change_pct"] == pytest.approx(100 * (ratio - 1), abs=1e-6)
+    assert head["verdict"] in out and "ecommend" in out
+
+    # the winner file works with --config FILE and tune --format
+    winner_file = search_dir / "winner.toml"
+    conf_text = run_cli_here(["tune", "--config", str(winner_file), "--format", "conf",
+                              "--workload", "tpcb"], workdir)
+    assert conf_text.returncode == 0, conf_text.stderr
+    report = (search_dir / "report.md").read_text()
+    assert report.startswith("# pgdyno tune --search tpcb")
+    assert (search_dir / "plots" / "convergence.png").stat().st_size > 0
+
+
+def test_config_that_does_not_start_is_a_failed_trial(workdir: Path) -> None:
+    results = make_shared_dir("pgdyno-search-fail-")
+    bench = build_options("tpcb", scale=1, duration=2, warmup=1, iterations=1, clients="2",
+                          telemetry=False, results_dir=results, workdir=workdir,
+                          progress=False)
+    outcome = run_search(SearchOptions(
+        bench=bench, budget=3, baselines=("default",), compare_pairs=0, name="f",
+        fixes=("shared_preload_libraries=no_such_lib",), show_progress=False))
+    found = _rows(outcome.search_dir)
+    assert [r.status for r in found] == ["ok", "failed", "failed"]
+    for r in found[1:]:
+        assert "no_such_lib" in r.reason
+        manifest = json.loads((Path(r.run_dir) / "manifest.json").read_text())
+        assert manifest["status"] == "failed" and manifest["role"]["trial"] == r.number
+    assert outcome.failed == 2 and outcome.winner_label == "default"
+    assert "no_such_lib" in (outcome.search_dir / "report.md").read_text()
