@@ -39,7 +39,10 @@ def _search(results: Path, workdir: Path) -> subprocess.Popen:
 
 def _rows(search_dir: Path):
     storage = optuna.storages.RDBStorage(f"sqlite:///{search_dir / 'study.db'}")
-    return rows(optuna.load_study(study_name="search", storage=storage))
+    try:
+        return rows(optuna.load_study(study_name="search", storage=storage))
+    except KeyError:  # the file exists a moment before the study is created in it
+        return []
 
 
 def _tps(run_dir: str) -> list[float]:
