@@ -1,0 +1,115 @@
+"""pgdyno fleet run: a campaign on two stand-in hosts through real ansible-playbook.
+
+Two throwaway OS users behind two real sshd (tests/sshhost.py) are the fleet; Ansible logs
+in over SSH, copies the wheels, makes a venv per host, runs each host's campaign and fetches
+the results. One host is made to fail (its Python is missing); the other finishes; a rerun
+with the host repaired resumes: the finished host runs nothing again, the repaired one runs
+its cell. Installing takes most of the time, so the hosts are shared by the module.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from pgdyno.fleet.run import parse_play
+from tests.conftest import make_shared_dir, run_cli
+from tests.sshhost import ssh_hosts
+
+CAMPAIGN = """[campaign]
+name = "tiny"
+workloads = ["tpcb"]
+clients = [1]
+repeat = 1
+
+[bench]
+scale = 1
+duration = 2
+warmup = 0
+iterations = 1
+
+[[config]]
+label = "default"
+"""
+
+
+def test_recap_and_failures_are_read_per_host() -> None:
+    lines = [
+        'fatal: [host-b]: FAILED! => {"changed": true, "msg": "non-zero return code", '
+        '"stderr": "sh: 1: /nonexistent/python3: not found"}',
+        "ok: [host-a] => {",
+        '    "msg": "pgdyno: ran 1, skipped 0 already done, failed 0 | journal: /x"',
+        "}",
+        "PLAY RECAP ****",
+        "host-a                     : ok=9    changed=8    unreachable=0    failed=0    ",
+        "host-b                     : ok=3    changed=2    unreachable=0    failed=1    ",
+    ]
+    hosts = {h.host: h for h in parse_play(lines)}
+    assert hosts["host-a"].status == "ok"
+    assert hosts["host-a"].campaign == "ran 1, skipped 0 already done, failed 0"
+    assert hosts["host-b"].status == "failed"
+    assert hosts["host-b"].error == "non-zero return code"
+
+
+def _runs(results: Path) -> dict[str, list[str]]:
+    return {ctx.name: sorted(m.parent.name for m in ctx.glob("*/manifest.json"))
+            for ctx in results.iterdir() if ctx.is_dir() and ctx.name.endswith("--tpcb")}
+
+
+@pytest.mark.server
+def test_fleet_of_two_hosts_one_failing_then_resumed(workdir: Path) -> None:
+    base = make_shared_dir("pgdyno-fleet-")
+    try:
+        with ssh_hosts(2) as (a, b):
+            campaign = base / "tiny.toml"
+            campaign.write_text(CAMPAIGN)
+            results = base / "results"
+
+            def inventory(b_python: str | None) -> Path:
+                path = base / "hosts.ini"
+                lines = ["[db]"]
+                for h in (a, b):
+                    extra = f" pgdyno_python={b_python}" if h is b and b_python else ""
+                    lines.append(f"{h.alias} ansible_user={h.user} ansible_ssh_common_args="
+                                 f"'-F {h.config_file}' ansible_python_interpreter="
+                                 f"/usr/bin/python3{extra}")
+                path.write_text("\n".join(lines) + "\n")
+                return path
+
+            args = ["fleet", "run", str(campaign), "--group", "db", "--results-dir",
+                    str(results)]
+            first = run_cli([*args, "--inventory", str(inventory("/nonexistent/python3"))],
+                            workdir, timeout=900)
+            assert first.returncode == 1, first.stderr
+            assert "host-b  failed" in first.stdout
+            assert "host-a  ok" in first.stdout, first.stdout[-4000:]
+            before = _runs(results)
+            assert set(before) == {"host-a--tpcb"} and len(before["host-a--tpcb"]) == 1
+
+            second = run_cli([*args, "--inventory", str(inventory(None))], workdir,
+                             timeout=900)
+            assert second.returncode == 0, second.stdout + second.stderr
+            runs = _runs(results)
+            assert set(runs) == {"host-a--tpcb", "host-b--tpcb"}
+            assert runs["host-a--tpcb"] == before["host-a--tpcb"]  # the same run, not again
+            assert len(runs["host-b--tpcb"]) == 1
+            # host-a resumed from its journal (nothing ran again), host-b ran its cell.
+            assert "skipped 1 already done" in second.stdout.split("host-a  ok", 1)[1]
+            assert "ran 1, skipped 0" in second.stdout.split("host-b  ok", 1)[1]
+            for h in (a, b):
+                journal = results / "fleet" / "hosts" / h.alias / "campaigns" / "tiny" / \
+                    "journal.jsonl"
+                events = [json.loads(line) for line in journal.read_text().splitlines()]
+                assert sum(e["event"] == "run-start" for e in events) == 1
+                manifest = json.loads(next((results / f"{h.alias}--tpcb").glob(
+                    "*/manifest.json")).read_text())
+                assert manifest["status"] == "ok"
+                assert manifest["context"] == f"{h.alias}--tpcb"
+            listing = run_cli(["runs", "--results-dir", str(results), "--context",
+                               "host-b--tpcb"], workdir)
+            assert listing.returncode == 0 and "host-b--tpcb" in listing.stdout
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
