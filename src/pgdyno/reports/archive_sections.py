@@ -1,0 +1,149 @@
+"""The run report's WAL archiving section: the archiver, its lag, and memory over time.
+
+Renders what pgdyno.analysis.archive computed: the archiver's counts and rates, the archive
+command's time per segment, the archive lag over time, and seed 003's memory chart (MiB
+over seconds, stacked by category, the page cache split by directory).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pgdyno.analysis.archive import ArchiveSummary, MemorySeries
+
+PLOT_MEMORY = "memory"
+PLOT_ARCHIVE_LAG = "archive_lag"
+STACK = (("anonymous memory", "anon"), ("shared memory (shared_buffers)", "shmem"),
+         ("page cache: data directory", "data"), ("page cache: pg_wal", "wal"),
+         ("page cache: archive directory", "archive"), ("page cache: other files", "other"),
+         ("buffers", "buffers"), ("kernel and other", "kernel"))
+"""Free memory is left out of the stack: on a large host it would flatten the rest."""
+
+
+def memory_stack(m: MemorySeries) -> list[tuple[str, list[float]]]:
+    """The stacked categories of the memory chart, MiB at each ``m.t``: /proc/meminfo's
+    Cached split into shared memory, the three directories' residency and the rest."""
+    n = len(m.t)
+
+    def get(key: str) -> list[float]:
+        return list(m.meminfo_mib.get(key, [0.0] * n))
+
+    def cached(role: str) -> list[float]:
+        return [v or 0.0 for v in m.cached_mib.get(role, [None] * n)]
+
+    anon, shmem, cache = get("anon"), get("shmem"), get("cached")
+    dirs = {role: cached(role) for role in ("data", "wal", "archive")}
+    other = [max(0.0, cache[i] - shmem[i] - sum(d[i] for d in dirs.values())) for i in range(n)]
+    free, buffers, total = get("free"), get("buffers"), get("total")
+    kernel = [max(0.0, total[i] - free[i] - buffers[i] - cache[i] - anon[i]) for i in range(n)]
+    values = {"anon": anon, "shmem": shmem, **dirs, "other": other, "buffers": buffers,
+              "kernel": kernel, "free": free}
+    return [(label, values[key]) for label, key in STACK]
+
+
+def draw_memory(ax, m: MemorySeries, origin: float, title: str) -> bool:  # noqa: ANN001
+    """The stacked memory chart on ``ax`` (seconds since ``origin``); False without data."""
+    if len(m.t) < 2:
+        return False
+    xs = [t - origin for t in m.t]
+    stack = memory_stack(m)
+    ax.stackplot(xs, *[v for _, v in stack], labels=[label for label, _ in stack], alpha=0.85)
+    for key, style in (("dirty", "k--"), ("writeback", "k:")):
+        if key in m.meminfo_mib:
+            ax.plot(xs, m.meminfo_mib[key], style, lw=1, label=key.capitalize())
+    ax.set(xlabel="seconds since the iteration's start", ylabel="MiB", title=title)
+    ax.set_ylim(bottom=0)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.0, 0.5))
+    return True
+
+
+def archive_plots(a: ArchiveSummary, plots_dir: Path, origin: float) -> dict[str, Path]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from pgdyno.reports.plots import save_png
+
+    out: dict[str, Path] = {}
+    fig, ax = plt.subplots(figsize=(10, 4.5), dpi=100)
+    try:
+        if draw_memory(ax, a.memory, origin, "Memory use over time (/proc/meminfo, mincore)"):
+            fig.tight_layout()
+            out[PLOT_MEMORY] = save_png(fig, plots_dir / f"{PLOT_MEMORY}.png")
+    finally:
+        plt.close(fig)
+    if len(a.lag_t) >= 2:
+        fig, ax = plt.subplots(figsize=(10, 3.5), dpi=100)
+        try:
+            ax.step([t - origin for t in a.lag_t], a.lag_segments, where="post")
+            ax.set(xlabel="seconds since the iteration's start",
+                   ylabel="segments not yet archived", title="WAL archive lag")
+            ax.set_ylim(bottom=0)
+            ax.grid(alpha=0.3)
+            fig.tight_layout()
+            out[PLOT_ARCHIVE_LAG] = save_png(fig, plots_dir / f"{PLOT_ARCHIVE_LAG}.png")
+        finally:
+            plt.close(fig)
+    return out
+
+
+def _f(value: float | None, digits: int = 1) -> str:
+    return "–" if value is None else f"{value:,.{digits}f}"
+
+
+def archive_markdown(a: ArchiveSummary, plot_names: dict[str, str]) -> list[str]:
+    c = a.commands
+    state = ("FAILING" if a.failing else "FELL BEHIND" if a.fell_behind else "kept up")
+    rows = [
+        ["method", "", a.method or "–"],
+        ["archiver", "", state],
+        ["segments archived", "", str(a.archived)],
+        ["failed attempts", "", str(a.failed)],
+        ["archive rate", "MB/s", _f(a.archived_mb_s)],
+        ["WAL written", "MB/s", _f(a.wal_written_mb_s)],
+        ["lag at start / end / max", "segments",
+         f"{_n(a.lag_start)} / {_n(a.lag_end)} / {_n(max(a.lag_segments, default=None))}"],
+        [".ready files at end", "", _n(a.ready_end)],
+        ["last archived segment", "", a.last_archived_wal or "–"],
+        ["last failed segment", "", a.last_failed_wal or "–"],
+        ["archive command runs", "", str(c.runs) + (" (" + ", ".join(
+            f"{n} {k}" for k, n in sorted(c.outcomes.items())) + ")" if c.outcomes else "")],
+        ["archive command p50 / p90 / max", "ms",
+         f"{_f(c.p50_ms)} / {_f(c.p90_ms)} / {_f(c.max_ms)}"],
+    ]
+    lines = ["## WAL archiving", ""]
+    lines += ["| item | unit | value |", "| --- | --- | ---: |"]
+    lines += [f"| {r[0]} | {r[1]} | {r[2]} |" for r in rows]
+    lines.append("")
+    lines += [f"- {e}" for e in a.evidence] + ([""] if a.evidence else [])
+    lines += ["Lag = segments completely written but not yet archived (the segment being "
+              "written, from pg_current_wal_lsn, less the last archived one, from "
+              "pg_stat_archiver). Command times are pgdyno's archive command's own, one line "
+              "per segment in its log (none for your own COMMAND).", ""]
+    if PLOT_ARCHIVE_LAG in plot_names:
+        lines += [f"![WAL archive lag]({plot_names[PLOT_ARCHIVE_LAG]})", ""]
+    lines += ["### Page cache", ""]
+    m = a.memory
+    cache_rows = [[f"page cache: {role}", _f(a.cache_mib.get(role))]
+                  for role in ("data", "wal", "archive")]
+    for key, label in (("cached", "Cached"), ("dirty", "Dirty"), ("writeback", "Writeback"),
+                       ("active_file", "Active(file)"), ("inactive_file", "Inactive(file)")):
+        values = m.meminfo_mib.get(key)
+        cache_rows.append([label, _f(values[-1]) if values else "–"])
+    lines += ["| item | MiB at the end |", "| --- | ---: |"]
+    lines += [f"| {r[0]} | {r[1]} |" for r in cache_rows]
+    lines.append("")
+    lines.append("Directories' residency by mincore(2) every few seconds"
+                 + (f" ({a.cache_sample_ms:.0f} ms per sample of all three)"
+                    if a.cache_sample_ms is not None else "") + "; the rest from /proc/meminfo "
+                 "every second.")
+    lines.append("")
+    if PLOT_MEMORY in plot_names:
+        lines += [f"![Memory use over time]({plot_names[PLOT_MEMORY]})", ""]
+    return lines
+
+
+def _n(value: int | None) -> str:
+    return "–" if value is None else str(value)
