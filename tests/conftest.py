@@ -39,6 +39,14 @@ def make_shared_dir(prefix: str) -> Path:
     return path
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """A developer's shared results database (PGDYNO_RESULTS_DB, issue 19) must not receive
+    the suite's runs: tests that want one give it themselves."""
+    import os
+
+    os.environ.pop("PGDYNO_RESULTS_DB", None)
+
+
 @pytest.hookimpl(tryfirst=True)  # before -m deselects: it must see the marks added here
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:

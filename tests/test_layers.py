@@ -9,6 +9,7 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "pgdyno"
 # Top to bottom; packages on one line share a rank (they may import each other).
 LAYERS = [
     ["cli", "__main__"],
+    ["fleet"],
     ["campaign", "search"],
     ["provision"],
     ["compare"],

@@ -173,6 +173,18 @@ def test_round_trip_covers_every_field() -> None:
                         {"vda": [7.0]}, [1.5], {"CPU": [1.0]}),
         marks=[t.Mark(1.0, "measure_start")], errors={"waits": 1}, notes=["n"],
     )
+    s.gaps = [t.TelemetryGap("host", 1.0, 2.0, "ssh connection lost")]  # --ssh
+    s.client_cpu = s.cpu
+    from pgdyno.analysis import archive as a
+
+    s.archive = a.ArchiveSummary(  # --archive
+        method="direct", segment_bytes=16 * 2**20, archived=3, failed=1, archived_mb_s=1.5,
+        wal_written_mb_s=2.0, last_archived_wal="000000010000000000000003",
+        last_failed_wal="000000010000000000000004", lag_start=0, lag_end=1, lag_max=2,
+        ready_end=1, commands=a.CommandStats(3, {"ok": 3}, 30.0, 40.0, 50.0, 35.0),
+        cache_mib={"wal": 16.0}, cache_sample_ms=120.0, fell_behind=True, failing=True,
+        evidence=["e"], lag_t=[1.0], lag_segments=[1],
+        memory=a.MemorySeries([1.0], {"Cached": [10.0]}, {"wal": [16.0]}))
     assert _every_field_set(s) == []
     assert TelemetrySummary.from_dict(json.loads(json.dumps(s.to_dict()))) == s
 

@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import json
 import math
+import time
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from pgdyno import serde
 from pgdyno.analysis import procfs
+from pgdyno.analysis.archive import ArchiveSummary, analyse_archive
 from pgdyno.analysis.endurance import endurance_projection
 from pgdyno.analysis.hosttick import (
     IDLE_PREFIXES,
@@ -320,6 +322,21 @@ class Mark:
 
 
 @dataclass
+class TelemetryGap:
+    """A stretch without samples from one sampler (--ssh: the connection was lost)."""
+
+    sampler: str
+    start: float
+    end: float | None
+    """None: the samples never came back before the iteration ended."""
+    reason: str = ""
+
+    @property
+    def seconds(self) -> float | None:
+        return None if self.end is None else self.end - self.start
+
+
+@dataclass
 class Series:
     """Per-interval series for plots, on the shared epoch-second axis."""
 
@@ -364,6 +381,11 @@ class TelemetrySummary:
     smart: list[SmartChange] = field(default_factory=list)
     series: Series = field(default_factory=Series)
     marks: list[Mark] = field(default_factory=list)
+    gaps: list[TelemetryGap] = field(default_factory=list)
+    client_cpu: CpuSummary | None = None
+    """--ssh: the CPU of the machine that ran the load (``cpu`` is the database host's)."""
+    archive: ArchiveSummary | None = None
+    """--archive: the WAL archiver and the page cache (pgdyno.analysis.archive)."""
     errors: dict[str, int] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     """Caveats found while analysing (statistics reset, missing files, sampler errors)."""
@@ -404,6 +426,7 @@ def analyse_telemetry(raw_dir: Path, window: tuple[float, float] | None,
     end = window[1] if window else float(meta.get("stopped_at") or math.inf)
     summary.window_start, summary.window_end = (start, end) if window else (None, None)
     summary.marks = marks
+    _gaps_and_client(summary, tdir, meta, start, end)
     summary.errors = {k: int(v) for k, v in (meta.get("errors") or {}).items()}
     if summary.errors:
         summary.notes.append("sampler errors: " + ", ".join(
@@ -431,11 +454,45 @@ def analyse_telemetry(raw_dir: Path, window: tuple[float, float] | None,
             summary.series.wait_t, summary.series.wait_aas = wait_t, wait_aas
         _pg_stats(summary, tdir, start, end, interval_s)
         _checkpoint_log(summary, tdir, start, end)
+        summary.archive = analyse_archive(tdir, start, end, series_from)
     summary.smart = _smart(tdir)
     summary.hardware_limits = _hardware_limits(summary, frozen_capacity(tdir))
     if not summary.duration_s and window:
         summary.duration_s = max(0.0, end - start)
     return summary
+
+
+def _gaps_and_client(summary: TelemetrySummary, tdir: Path, meta: dict, start: float,
+                     end: float) -> None:
+    """--ssh runs: the telemetry gaps (a lost connection, marked by the sampler) that touch
+    the window, as notes too; and the client host's CPU from ``client/host_raw.jsonl``."""
+    errors = list(read_jsonl(tdir / "errors.jsonl"))
+    open_gaps: dict[str, float] = {}
+    for mark in summary.marks:
+        kind, _, sampler = mark.label.partition(" ")
+        if kind == "telemetry_gap_start":
+            open_gaps[sampler] = mark.t
+        elif kind == "telemetry_gap_end" and sampler in open_gaps:
+            summary.gaps.append(TelemetryGap(sampler, open_gaps.pop(sampler), mark.t))
+    summary.gaps += [TelemetryGap(s, t, None) for s, t in open_gaps.items()]
+    summary.gaps = [g for g in summary.gaps if g.start <= end and (g.end or end) >= start]
+    for gap in summary.gaps:
+        first = next((e for e in errors if e.get("sampler") == gap.sampler
+                      and float(e.get("t", 0)) >= gap.start - 0.5), None)
+        gap.reason = str(first.get("error", "")) if first else ""
+        span = (f"{gap.seconds:.1f} s" if gap.seconds is not None
+                else "until the end of the iteration")
+        summary.notes.append(f"telemetry gap: {gap.sampler} samples missing for {span} from "
+                             f"{time.strftime('%H:%M:%S', time.gmtime(gap.start))} UTC"
+                             + (f" ({gap.reason})" if gap.reason else ""))
+    client_dir = tdir / "client"
+    if (client_dir / "host_raw.jsonl").exists():
+        interval_s = float((meta.get("config") or {}).get("interval_s", 1.0))
+        ticks = _host_ticks(client_dir, start, end, interval_s)
+        if len(ticks) >= 2:
+            stats = [procfs.parse_proc_stat(t.stat) for t in ticks]
+            summary.client_cpu = _cpu(stats, ticks, {"cpu": (meta.get("client") or {})
+                                                     .get("cpu") or {}})
 
 
 def _load_json(path: Path) -> dict:

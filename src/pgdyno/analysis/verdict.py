@@ -344,10 +344,42 @@ def decide_bottleneck(summary: TelemetrySummary, clients: int, cpu_count: int,
             "no class explains more than "
             f"{MIN_PRIMARY_SCORE:.0%} of the sessions' time; see the ranked list"], (
             "Run longer or with more load: the telemetry shows no dominant limit.")
+    label = LABELS.get(primary, "no dominant bottleneck")
+    bound = client_bound(summary)
+    if bound is not None:
+        # --ssh: the client host's CPU is measured apart; saturated while the server's is
+        # not, it is the limit whatever the sessions wait for.
+        inputs["client_host_busy_pct"] = round(bound[0], 2)
+        first.append(bound[1])
+        if primary in (CLIENT, UNDETERMINED):
+            primary, label, step = CLIENT, "client-bound", NEXT_STEPS[CLIENT]
     return Verdict(
-        primary=primary, label=LABELS.get(primary, "no dominant bottleneck"), ranked=ranked,
+        primary=primary, label=label, ranked=ranked,
         evidence=first + lines, next_step=step, inputs=inputs,
         contaminated=summary.contamination.contaminated)
+
+
+CLIENT_BOUND_CLIENT_PCT = 90.0
+CLIENT_BOUND_SERVER_PCT = 70.0
+"""--ssh: a client host busier than the first while the database host stays below the second
+is "client-bound" (pgbench cannot offer more load; the server could take it)."""
+
+
+def client_bound(summary: TelemetrySummary) -> tuple[float, str] | None:
+    """(client busy %, the evidence line) when the client's CPU is saturated and the
+    server's is not; None otherwise, or without a client series (local runs)."""
+    client = summary.client_cpu
+    if client is None or client.samples < 1:
+        return None
+    client_busy = client.busy_of_limit_pct if client.busy_of_limit_pct is not None \
+        else (client.busy.avg or 0.0)
+    server_busy = summary.cpu.busy_of_limit_pct if summary.cpu.busy_of_limit_pct is not None \
+        else (summary.cpu.busy.avg or 0.0)
+    if client_busy < CLIENT_BOUND_CLIENT_PCT or server_busy >= CLIENT_BOUND_SERVER_PCT:
+        return None
+    return client_busy, (f"client-bound: the client host's CPU was {client_busy:.0f}% busy "
+                         f"while the database host's was {server_busy:.0f}%: the load driver "
+                         "is the limit, not the server")
 
 
 def _first_evidence(summary: TelemetrySummary, paced: Paced | None) -> list[str]:
@@ -356,6 +388,8 @@ def _first_evidence(summary: TelemetrySummary, paced: Paced | None) -> list[str]
     c = summary.contamination
     if c.contaminated:
         lines.append(f"other load on the host: {c.finding}; the figures include its effect")
+    if summary.archive is not None:  # --archive: an archiver that failed or fell behind
+        lines.extend(summary.archive.evidence)
     if paced is not None:
         rate = f" ({paced.rate})" if paced.rate else ""
         lines.append(

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import inspect
+import io
+import json
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -10,11 +12,13 @@ from typing import Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from pgdyno.errors import RunInterrupted, UsageError
-from pgdyno.results.index import RunIndex, run_manifests
+from pgdyno.results.index import RunRow, run_manifests
 from pgdyno.results.rundir import STATUSES
+from pgdyno.results.store import RunStore
 from pgdyno.workloads.checks import check_choice
 
 
@@ -122,30 +126,66 @@ def runs(
     results_dir: Path = typer.Option(Path("results")), limit: int = typer.Option(50),
     reindex: bool = typer.Option(False, "--reindex", help="rebuild the index from the run "
                                  "directories (a damaged index is moved aside, not deleted)"),
+    results_db: str | None = typer.Option(
+        None, "--results-db", help="list the runs of this shared PostgreSQL database "
+        "(postgresql://user@host/db; default: $PGDYNO_RESULTS_DB, else the SQLite index of "
+        "--results-dir)"),
+    fmt: str = typer.Option("table", "--format", help="table | csv | json | parquet"),
+    output: Path | None = typer.Option(None, "--output", help="write the list to this file "
+                                       "(parquet needs one)"),
+    sync_to: str | None = typer.Option(
+        None, "--sync-to", help="push the runs under --results-dir (their directories, e.g. "
+        "a fleet's fetched results; --workload, --context, --status apply) into this "
+        "PostgreSQL database"),
 ) -> None:
-    """List past runs from the results index, or show one."""
+    """List past runs from the results index (or a shared database), export them, or show
+    one."""
+    from pgdyno.results.export import FORMATS, write_export
+    from pgdyno.results.store import check_dsn, open_index
+    from pgdyno.results.store import results_db as results_db_dsn
+
     if status is not None:
         check_choice(status, "--status", STATUSES)
+    check_choice(fmt, "--format", FORMATS)
     if limit < 1:
         raise UsageError(f"--limit {limit}: must be 1 or more")
     if reindex:
         with _interrupted("reindex interrupted; nothing was deleted: run `pgdyno runs "
                           "--reindex` again to finish"):
             _reindex(results_dir)
-    index = RunIndex(results_dir)
+    if sync_to is not None:
+        check_dsn(sync_to, "--sync-to")
+        _push(results_dir, open_index(results_dir, sync_to, "--sync-to"), workload, context,
+              status)
+        return
+    index = open_index(results_dir, results_db_dsn(results_db))
     console = Console()
     if run_id is not None:
         row = index.get(run_id)
         if row is None:
-            raise UsageError(f"run {run_id}: not in {index.path}; list runs with `pgdyno runs`")
+            raise UsageError(f"run {run_id}: not in {index.location}; list runs with "
+                             "`pgdyno runs`")
         for key, value in row.__dict__.items():
-            console.print(f"[bold]{key:>11}[/bold]  {value}")
+            if key == "settings" and value is not None:  # one order whichever backend
+                value = json.dumps(value, sort_keys=True)
+            console.print(f"[bold]{key:>18}[/bold]  {escape(str(value))}", highlight=False)
         return
     rows = index.query(workload=workload, context=context, status=status, limit=limit)
     on_disk = [] if index.exists else run_manifests(results_dir)
     if on_disk:
-        typer.echo(f"note: no index of runs at {index.path}; `pgdyno runs --reindex` builds "
-                   f"it from the {len(on_disk)} run directories there", err=True)
+        typer.echo(f"note: no index of runs at {index.location}; `pgdyno runs --reindex` "
+                   f"builds it from the {len(on_disk)} run directories there", err=True)
+    if fmt != "table":
+        text = write_export(rows, fmt, output, index.location)
+        if text:
+            typer.echo(text, nl=False)
+        else:
+            typer.echo(f"{len(rows)} run(s) written to {output}", err=True)
+        return
+    _print_table(rows, output)
+
+
+def _print_table(rows: list[RunRow], output: Path | None) -> None:
     table = Table()
     # The id in full, never cut: it is what `report`, `compare` and `note` take.
     table.add_column("run", no_wrap=True)
@@ -161,7 +201,28 @@ def runs(
                       row.clients or "", head,
                       f"{row.p99_ms:,.2f}" if row.p99_ms is not None else "–",
                       row.pg_version or "")
-    console.print(table)
+    if output is None:
+        Console().print(table)
+        return
+    from pgdyno.results.export import write_text
+
+    text = io.StringIO()
+    Console(file=text, width=200).print(table)
+    write_text(output, text.getvalue())
+    typer.echo(f"{len(rows)} run(s) written to {output}", err=True)
+
+
+def _push(results_dir: Path, store: RunStore, workload: str | None, context: str | None,
+          status: str | None) -> None:
+    from pgdyno.runner.report import push_runs
+
+    with _interrupted("push interrupted; it is one transaction: nothing was written, run "
+                      "`pgdyno runs --sync-to` again"):
+        done = push_runs(results_dir, store, workload=workload, context=context,
+                         status=status)
+    for problem in done.problems:
+        typer.echo(f"pgdyno: warning: {' '.join(problem.split())}", err=True)
+    typer.echo(f"pushed {done.runs} run(s) from {results_dir} to {done.store}", err=True)
 
 
 def _reindex(results_dir: Path) -> None:

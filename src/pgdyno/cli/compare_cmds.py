@@ -88,6 +88,9 @@ def compare(
     confidence: float = typer.Option(DEFAULT_CONFIDENCE,
                                      help="confidence level of the intervals"),
     out: Path | None = typer.Option(None, help="directory for compare.md/html/json"),
+    at_warehouses: int | None = typer.Option(
+        None, help="two TPROC-C sweeps: the warehouse count whose memory charts are shown "
+                   "(default: the largest both measured)"),
     scale: int | None = SCALE, clients: str | None = CLIENTS, duration: int = DURATION,
     warmup: int = WARMUP, iterations: int = ITERATIONS, protocol: str = PROTOCOL,
     via: str = VIA, results_dir: Path = RESULTS,
@@ -100,6 +103,8 @@ def compare(
     from pgdyno.compare.runs import load_run, resolve_run
 
     running = baseline is not None or candidate is not None
+    if second is not None and not running and _two_sweeps(first, second):
+        return _compare_sweeps(Path(first), Path(second), at_warehouses, out, results_dir)
     if running:
         if second is not None:
             raise UsageError("compare: give either two runs, or a WORKLOAD with --baseline "
@@ -140,6 +145,29 @@ def compare(
     for line in cmp.contaminated:
         typer.echo(f"contaminated: {line}")
     typer.echo(f"report: {target / 'compare.md'}")
+
+
+def _two_sweeps(first: str, second: str) -> bool:
+    from pgdyno.compare.sweeps import is_sweep_dir
+
+    return is_sweep_dir(first) and is_sweep_dir(second)
+
+
+def _compare_sweeps(a: Path, b: Path, at_warehouses: int | None, out: Path | None,
+                    results_dir: Path) -> None:
+    """Two --warehouses sweeps side by side (pgdyno.compare.sweeps)."""
+    from datetime import UTC, datetime
+
+    from pgdyno.compare.sweeps import compare_sweeps, write_sweep_comparison
+
+    cmp = compare_sweeps(a, b, at_warehouses)
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    target = out or results_dir / "comparisons" / f"{a.name}--vs--{b.name}-{stamp}"
+    report = write_sweep_comparison(cmp, target)
+    for side in (cmp.a, cmp.b):
+        typer.echo(f"{side.label}: saturation at "
+                   f"{side.saturation_warehouses or 'no warehouse count in the sweep'}")
+    typer.echo(f"report: {report}")
 
 
 def _side_label(config: str, sets: list[str]) -> str:

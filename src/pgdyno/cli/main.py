@@ -12,7 +12,14 @@ import sys
 import typer
 
 from pgdyno import __version__
-from pgdyno.cli import bench_cmds, compare_cmds, config_cmds, provision_cmds, signals
+from pgdyno.cli import (
+    bench_cmds,
+    compare_cmds,
+    config_cmds,
+    fleet_cmds,
+    provision_cmds,
+    signals,
+)
 from pgdyno.errors import PgdynoError, RunInterrupted
 from pgdyno.redact import redact
 
@@ -44,7 +51,7 @@ def main(version: bool = typer.Option(False, "--version", callback=_show_version
     """A dynamometer for PostgreSQL: real load, telemetry, bottleneck verdicts, reports."""
 
 
-for module in (bench_cmds, config_cmds, compare_cmds, provision_cmds):
+for module in (bench_cmds, config_cmds, compare_cmds, provision_cmds, fleet_cmds):
     module.register(app)
 
 

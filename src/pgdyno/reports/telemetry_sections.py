@@ -11,6 +11,7 @@ from pathlib import Path
 
 from pgdyno.analysis.telemetry import MIN_IOPS_FOR_CV, DeviceSummary, Stat, TelemetrySummary
 from pgdyno.analysis.verdict import Verdict
+from pgdyno.reports.archive_sections import archive_markdown
 from pgdyno.reports.document import Table
 from pgdyno.reports.markdown import table_lines
 
@@ -67,6 +68,10 @@ def telemetry_plots(summary: TelemetrySummary, plots_dir: Path,
                 out[name] = save_png(fig, plots_dir / f"{name}.png")
         finally:
             plt.close(fig)
+    if summary.archive is not None:  # --archive: the archiver and seed 003's memory chart
+        from pgdyno.reports.archive_sections import archive_plots
+
+        out.update(archive_plots(summary.archive, plots_dir, axis.origin))
     return out
 
 
@@ -227,6 +232,7 @@ def telemetry_markdown(summary: TelemetrySummary, verdict: Verdict | None,
         _disk_section(summary, plot_names),
         _wait_section(summary, plot_names) if summary.server_sampled else [],
         _checkpoint_section(summary) if summary.server_sampled else [],
+        archive_markdown(summary.archive, plot_names) if summary.archive is not None else [],
         _memory_section(summary),
         _limits_section(summary),
         _smart_section(summary),
@@ -259,7 +265,20 @@ def _cpu_section(s: TelemetrySummary, plot_names: dict[str, str]) -> list[str]:
     rows.append(["run queue (procs_running)", _f(c.run_queue.avg), _f(c.run_queue.p95),
                  _n(c.run_queue.peak)])
     return lines + _table(["component", "avg", "p95", "peak"], rows) + _plot(
-        plot_names, PLOT_CPU, "CPU over time") + _whose_cpu(s)
+        plot_names, PLOT_CPU, "CPU over time") + _whose_cpu(s) + _client_cpu(s)
+
+
+def _client_cpu(s: TelemetrySummary) -> list[str]:
+    """--ssh: the table above is the database host's; the client's CPU is its own series."""
+    c = s.client_cpu
+    if c is None:
+        return []
+    rows = [[label, _f(stat.avg), _f(stat.p95), _f(stat.peak)]
+            for label, stat in (("%usr", c.usr), ("%sys", c.sys), ("%soft", c.soft),
+                                ("busy (100 - idle - iowait)", c.busy))]
+    return ["", f"The client host (where pgbench ran, {c.online_cpus} CPUs; the table above "
+            "is the database host's, read over SSH):", ""] + _table(
+        ["client CPU", "avg", "p95", "peak"], rows)
 
 
 def _whose_cpu(s: TelemetrySummary) -> list[str]:

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
 from collections.abc import Iterator
 from contextlib import closing, contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -29,7 +30,11 @@ CREATE TABLE IF NOT EXISTS runs (
     pg_version   TEXT,
     headline_metric TEXT,
     headline_unit   TEXT,
-    dataset      TEXT                -- "scale 10", "10 warehouses", ...
+    dataset      TEXT,               -- "scale 10", "10 warehouses", ...
+    host         TEXT,               -- the machine the run was made on
+    headline_direction TEXT,         -- higher | lower (is better)
+    verdict      TEXT,               -- the bottleneck verdict at the peak
+    settings     TEXT                -- JSON: the server's non-default settings
 )"""
 # Indexes written before the workload plugins had a TPS column and no dataset.
 _MIGRATIONS = (
@@ -37,9 +42,17 @@ _MIGRATIONS = (
     ("headline_metric", "ALTER TABLE runs ADD COLUMN headline_metric TEXT"),
     ("headline_unit", "ALTER TABLE runs ADD COLUMN headline_unit TEXT"),
     ("dataset", "ALTER TABLE runs ADD COLUMN dataset TEXT"),
+    # Issue 19: what the shared results database keeps, kept here too.
+    ("host", "ALTER TABLE runs ADD COLUMN host TEXT"),
+    ("headline_direction", "ALTER TABLE runs ADD COLUMN headline_direction TEXT"),
+    ("verdict", "ALTER TABLE runs ADD COLUMN verdict TEXT"),
+    ("settings", "ALTER TABLE runs ADD COLUMN settings TEXT"),
 )
-_COLUMNS = ("run_id, context, workload, status, started_at, ended_at, config, clients, "
-            "headline, p99_ms, pg_version, headline_metric, headline_unit, dataset")
+ROW_COLUMNS = ("run_id", "context", "workload", "status", "started_at", "ended_at", "config",
+               "clients", "headline", "p99_ms", "pg_version", "headline_metric",
+               "headline_unit", "dataset", "host", "headline_direction", "verdict", "settings")
+"""RunRow's fields in the order both index backends store and read them."""
+_COLUMNS = ", ".join(ROW_COLUMNS)
 
 
 @dataclass(frozen=True)
@@ -60,6 +73,14 @@ class RunRow:
     """Its label: TPS, NOPM, events/s."""
     headline_unit: str | None = None
     dataset: str | None = None
+    host: str | None = None
+    """The hostname of the machine the run was made on (from its manifest)."""
+    headline_direction: str | None = None
+    """``higher`` or ``lower`` is better (None: the metric has no direction)."""
+    verdict: str | None = None
+    """The bottleneck verdict of the median iteration at the peak client count."""
+    settings: dict[str, str] | None = field(default=None, hash=False)
+    """The server's non-default settings during the run (passwords masked)."""
 
 
 INDEX_SCHEMA_VERSION = 1
@@ -180,6 +201,18 @@ class RunIndex:
         with self._open(write=True) as conn, conn:
             _insert(conn, row)
 
+    def upsert_many(self, rows: list[RunRow]) -> int:
+        """Every row, in one transaction; how many."""
+        with self._open(write=True) as conn, conn:
+            for row in rows:
+                _insert(conn, row)
+        return len(rows)
+
+    @property
+    def location(self) -> str:
+        """Where the rows are, for messages."""
+        return str(self.path)
+
     def query(self, workload: str | None = None, context: str | None = None,
               status: str | None = None, limit: int = 100) -> list[RunRow]:
         if not self.exists:
@@ -193,10 +226,10 @@ class RunIndex:
         sql = f"SELECT {_COLUMNS} FROM runs"
         if where:
             sql += " WHERE " + " AND ".join(where)
-        sql += " ORDER BY started_at DESC LIMIT ?"
+        sql += " ORDER BY started_at DESC, run_id DESC LIMIT ?"
         params.append(limit)
         with self._open(write=False) as conn:
-            return [RunRow(*r) for r in conn.execute(sql, params)]
+            return [_row(r) for r in conn.execute(sql, params)]
 
     def get(self, run_id: str) -> RunRow | None:
         if not self.exists:
@@ -204,7 +237,7 @@ class RunIndex:
         with self._open(write=False) as conn:
             row = conn.execute(f"SELECT {_COLUMNS} FROM runs WHERE run_id = ? OR run_id LIKE ?",
                                (run_id, f"%{run_id}")).fetchone()
-        return RunRow(*row) if row else None
+        return _row(row) if row else None
 
     def run_id_for(self, run_dir: Path) -> str:
         try:
@@ -257,11 +290,23 @@ class RunIndex:
 
 
 def _insert(conn: sqlite3.Connection, row: RunRow) -> None:
+    values = [getattr(row, name) for name in ROW_COLUMNS]
+    values[-1] = (json.dumps(row.settings, sort_keys=True) if row.settings is not None
+                  else None)
     conn.execute(
-        f"INSERT OR REPLACE INTO runs ({_COLUMNS}) VALUES ({','.join('?' * 14)})",
-        (row.run_id, row.context, row.workload, row.status, row.started_at,
-         row.ended_at, row.config, row.clients, row.headline, row.p99_ms,
-         row.pg_version, row.headline_metric, row.headline_unit, row.dataset))
+        f"INSERT OR REPLACE INTO runs ({_COLUMNS}) VALUES ({','.join('?' * len(ROW_COLUMNS))})",
+        values)
+
+
+def _row(values: tuple) -> RunRow:
+    """A RunRow from the columns of ROW_COLUMNS (settings: JSON text in SQLite)."""
+    data = dict(zip(ROW_COLUMNS, values, strict=True))
+    text = data["settings"]
+    try:
+        data["settings"] = json.loads(text) if text else None
+    except ValueError:
+        data["settings"] = None  # damaged text in one cell: the rest of the row stands
+    return RunRow(**data)
 
 
 def find_run(ref: str | Path, results_dir: Path) -> Path:

@@ -67,6 +67,9 @@ class BenchOptions:
     sum, sum of squares, min, max), no line per transaction: no percentiles, and none of
     the per-transaction log's cost to pgbench."""
     show_progress: bool = field(default=True, metadata={"serialise": False})
+    results_db: str | None = field(default=None, metadata={"serialise": False})
+    """``--results-db``: the shared PostgreSQL index of runs, also written; never saved in
+    the manifest (its DSN may hold a password)."""
 
     def threads_for(self, clients: int) -> int:
         """pgbench -j: one thread per core, never more than clients (pgbench requires it)."""

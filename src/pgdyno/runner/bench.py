@@ -40,7 +40,6 @@ from pgdyno.errors import (
     UsageError,
 )
 from pgdyno.results.capacity import freeze_into
-from pgdyno.results.index import RunIndex
 from pgdyno.results.manifest import (
     MANIFEST_SCHEMA_VERSION,
     BenchOptions,
@@ -56,6 +55,7 @@ from pgdyno.results.rundir import (
     RunPlan,
     utc_now,
 )
+from pgdyno.results.store import RecordingIndex
 from pgdyno.runner.environment import HostFacts, host_facts, server_facts, storage_facts
 from pgdyno.runner.lock import WorkdirLock, recover
 from pgdyno.runner.outcome import RunOutcome, describe_fit, fit_of, outcome_of
@@ -83,12 +83,25 @@ class BenchResult:
     """The peak, its interval, saturation, verdict and dataset fit (see runner.outcome)."""
 
 
+HARDWARE_NAME_ENV = "PGDYNO_HARDWARE_NAME"
+"""The machine's name in default contexts, instead of ``<vcpus>vcpu-<ram>gb``: `pgdyno fleet`
+sets it to the inventory host's name, so that every host's runs land in contexts of its own."""
+
+
 def hardware_label(host: HostFacts) -> str:
+    import os
+
+    if name := os.environ.get(HARDWARE_NAME_ENV, "").strip():
+        return name
     return f"{host.cpu_count}vcpu-{round(host.ram_bytes / 2**30)}gb"
 
 
 def context_of(opts: BenchOptions, host: HostFacts | None = None) -> str:
-    return opts.context or f"{hardware_label(host or host_facts())}--{opts.workload}"
+    if opts.context:
+        return opts.context
+    if opts.target.ssh:  # the database host's name, not this client's hardware
+        return f"{opts.target.ssh.rpartition('@')[2]}--{opts.workload}"
+    return f"{hardware_label(host or host_facts())}--{opts.workload}"
 
 
 def run_bench(opts: BenchOptions, console: Console | None = None,
@@ -103,6 +116,8 @@ def run_bench(opts: BenchOptions, console: Console | None = None,
     install = install_for(opts.target) if workload.needs_server else None
     settings, config_record = (resolve_settings(opts, workload, install)
                                if install is not None else ({}, {}))
+    if install is not None:
+        _archive_settings(opts, settings, config_record)
     target = open_target(opts.target, settings, install) if install is not None else None
     workload.check_with_target(opts, target.install if target is not None else None)
     host.storage = storage_facts(_measured_directories(opts, workload, target))
@@ -112,9 +127,12 @@ def run_bench(opts: BenchOptions, console: Console | None = None,
         # does not start is a result, recorded with its rollback).
         target.start()
         _check_connection_room(opts, target)
+    remote = _open_remote(opts, target)
     if target is not None and target.kind != "dsn":
         _check_free_space(workload.dataset_bytes(opts), target.data_dir)
-    index = RunIndex(opts.results_dir)
+    # The local index, and the shared --results-db (reachable, schema not too new) too.
+    index = RecordingIndex(opts.results_dir, opts.results_db, warn=lambda line: console.print(
+        f"pgdyno: warning: {line}", markup=False, highlight=False))
     index.check()  # a damaged index is refused (with --reindex offered) before a run dir
     lock = _lock_workdir(opts, target, console)
     try:
@@ -132,7 +150,7 @@ def run_bench(opts: BenchOptions, console: Console | None = None,
         options=opts, host=serde.to_dict(host), role=dict(role or {}),
         target=_target_info(opts, target), config=config_record)
     ctx = RunContext(opts=opts, run_dir=run_dir, plan=plan, commands=manifest.commands,
-                     target=target)
+                     target=target, remote=remote)
     _save(run_dir, plan, manifest)
     _index(index, run_dir, manifest, workload, None)
     result = BenchResult(run_dir=run_dir.path, status="running")
@@ -165,6 +183,25 @@ def run_bench(opts: BenchOptions, console: Console | None = None,
     return result
 
 
+def _open_remote(opts: BenchOptions, target: Target | None):
+    """--ssh: the database host, connected (one multiplexed connection) before anything is
+    written: an unreachable host is bad input, like an unreachable --dsn."""
+    if not opts.target.ssh or target is None:
+        return None
+    from pgdyno.targets.ssh import SshTransport
+    from pgdyno.telemetry.remote import RemoteHost
+
+    transport = SshTransport(opts.target.ssh, opts.target.ssh_config)
+    try:
+        transport.open()
+        remote = RemoteHost(transport)
+        remote.describe_server(target.admin_connection().conninfo())
+    except BaseException:
+        transport.close()
+        raise
+    return remote
+
+
 def _measured_directories(opts: BenchOptions, workload: Workload,
                           target: Target | None) -> dict[str, Path]:
     """Role -> directory whose devices the run's environment table names: the data and WAL
@@ -173,6 +210,8 @@ def _measured_directories(opts: BenchOptions, workload: Workload,
     if target is not None and target.kind != "dsn":
         dirs["data"] = target.data_dir
         dirs["wal"] = opts.target.wal_dir or target.data_dir / "pg_wal"
+        if opts.target.archive_dir is not None:
+            dirs["archive"] = opts.target.archive_dir
     dirs.update(workload.storage_directories(opts))
     return dirs
 
@@ -274,6 +313,29 @@ def _make_room_for_clients(opts: BenchOptions, settings: dict[str, str], record:
         record.setdefault("sources", {})["max_connections"] = f"pgdyno: {room.arithmetic()}"
 
 
+def _archive_settings(opts: BenchOptions, settings: dict[str, str], record: dict) -> None:
+    """--archive: archive_mode and archive_command on a server pgdyno starts, recorded with
+    the config's settings (their source says --archive)."""
+    from pgdyno.targets import archive
+
+    added = archive.archive_settings(archive.spec_of(opts.target))
+    if not added:
+        return
+    archive.check_wal_level(settings)
+    settings.update(added)
+    record.setdefault("pg_settings", {}).update(added)
+    record.setdefault("sources", {}).update(
+        {key: f"pgdyno: --archive {opts.target.archive}" for key in added})
+
+
+def _archive_watch(ctx: RunContext):
+    """The archive that the iteration's telemetry samples (None when archiving is off)."""
+    from pgdyno.targets import archive
+
+    spec = archive.spec_of(ctx.opts.target)
+    return spec if spec.enabled else None
+
+
 def _target_info(opts: BenchOptions, target: Target | None) -> TargetInfo | None:
     if target is None:
         return None
@@ -320,6 +382,10 @@ def _bring_up(ctx: RunContext, manifest: Manifest) -> None:
     """The server under test, started and described in the manifest."""
     target = ctx.target
     assert target is not None
+    if target.kind != "dsn":
+        from pgdyno.targets import archive
+
+        ctx.plan.notes.extend(archive.prepare(archive.spec_of(ctx.opts.target), target.user))
     target.prepare()
     _start_with_rollback(target, manifest, ctx.plan)
     ctx.conn = target.connection(ctx.opts.via)
@@ -478,7 +544,8 @@ def _start_telemetry(ctx: RunContext, it_dir: Path):
         config=TelemetryConfig(),
         # On servers pgdyno runs, sample from the "postgres" database: the samplers' own
         # queries then stay out of the workload database's counters (TPM).
-        sample_dbname="postgres" if local else None)
+        sample_dbname="postgres" if local else None, remote=ctx.remote,
+        archive=_archive_watch(ctx) if local else None)
     recorder.start()
     with contextlib.suppress(Exception):  # evidence, never the result
         # The host's measured storage capacity (pgdyno bench fio) as it is now, kept with
@@ -488,7 +555,7 @@ def _start_telemetry(ctx: RunContext, it_dir: Path):
 
 
 def _finish(workload: Workload, ctx: RunContext, manifest: Manifest, result: BenchResult,
-            index: RunIndex) -> None:
+            index: RecordingIndex) -> None:
     from pgdyno.runner.report import build_reports
 
     run_dir, plan = ctx.run_dir, ctx.plan
@@ -499,6 +566,10 @@ def _finish(workload: Workload, ctx: RunContext, manifest: Manifest, result: Ben
         run_dir.save_plan(plan)
     if ctx.target is not None and not ctx.opts.target.keep:
         ctx.target.stop()
+    if ctx.remote is not None:
+        with contextlib.suppress(Exception):
+            ctx.remote.close()
+            ctx.remote.transport.close()
     run_dir.release_reserve()  # room for the final status even when the disk filled up
     manifest.status, manifest.ended_at, manifest.reason = result.status, utc_now(), result.reason
     manifest.notes = list(plan.notes)
@@ -518,12 +589,13 @@ def _finish(workload: Workload, ctx: RunContext, manifest: Manifest, result: Ben
             result.outcome = outcome_of(summary, result.headline,
                                         describe_fit(manifest.dataset or {}))
     with contextlib.suppress(Exception):
-        _index(index, run_dir, manifest, workload, result.headline)
+        _index(index, run_dir, manifest, workload, result.headline,
+               result.outcome.verdict if result.outcome is not None else None)
 
 
-def _index(index: RunIndex, run_dir: RunDirectory, manifest: Manifest, workload: Workload,
-           head: Headline | None) -> None:
-    index.upsert(index_row(index, run_dir.path, manifest, workload, head))
+def _index(index: RecordingIndex, run_dir: RunDirectory, manifest: Manifest,
+           workload: Workload, head: Headline | None, verdict: str | None = None) -> None:
+    index.upsert(index_row(index, run_dir.path, manifest, workload, head, verdict))
 
 
 @contextlib.contextmanager

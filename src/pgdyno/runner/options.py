@@ -18,7 +18,9 @@ from typing import Any
 
 from pgdyno.errors import UsageError
 from pgdyno.results.manifest import DEFAULT_TX_LOG_CAP, BenchOptions
+from pgdyno.results.store import results_db
 from pgdyno.targets import TargetSpec, default_workdir
+from pgdyno.targets.archive import parse_archive
 from pgdyno.workloads import registry
 from pgdyno.workloads.base import cli_fields, cli_flag
 from pgdyno.workloads.checks import check_at_most, check_choice, check_positive, parse_int_list
@@ -63,6 +65,8 @@ COMMON: tuple[CliOption, ...] = (
     CliOption("force", False, "build beside tables pgdyno did not create (never over one "
                               "with a workload table's name)", bool),
     CliOption("results_dir", Path("results"), "root of run directories", Path),
+    CliOption("results_db", None, "also keep the run's row in this shared PostgreSQL database "
+              "(postgresql://user@host/db; default: $PGDYNO_RESULTS_DB)", str | None),
     CliOption("context", None, "context name (default HARDWARE--WORKLOAD)", str | None),
     CliOption("target", "embedded", "embedded | local (needs --pg-bin) | dsn", str),
     CliOption("workdir", None, "where pgdyno keeps its clusters", Path | None),
@@ -71,7 +75,18 @@ COMMON: tuple[CliOption, ...] = (
                            "creates the workload's tables and public.pgdyno_dataset in its "
                            "database and refuses a database holding other tables unless "
                            "--force", str | None),
+    CliOption("ssh", None, "user@host of the --dsn server's machine: its CPU, disks, memory, "
+                           "devices, SMART and log are sampled over SSH (OpenSSH, your "
+                           "~/.ssh/config), this machine's CPU as the client's", str | None),
+    CliOption("ssh_config", None, "ssh_config file for --ssh (ssh -F; default ~/.ssh/config)",
+              Path | None),
     CliOption("wal_dir", None, "separate WAL directory (new clusters)", Path | None),
+    CliOption("archive", "off", "WAL archiving on a server pgdyno starts: off | buffered (cp, "
+              "then fsync) | direct (O_DIRECT copy, source dropped from the page cache) | "
+              "'COMMAND' (your archive_command, with %p and %f)", str),
+    CliOption("archive_dir", None, "where --archive buffered|direct copy the WAL (created for "
+              "the server's user; default WORKDIR/archive); pgdyno only ever removes segments "
+              "it archived there", Path | None),
     CliOption("keep", False, "leave the embedded server running afterwards", bool),
     CliOption("config", "default", "default | pgtune | tuned | FILE", str),
     CliOption("set_", (), "key=value override, repeatable", list[str], flag="--set"),
@@ -180,7 +195,7 @@ def build_options(workload: str, **kw: Any) -> BenchOptions:
         config=values["config"], sets=tuple(values["set_"] or ()),
         telemetry=values["telemetry"], tx_log_cap=parse_tx_logs(values["tx_logs"]),
         tx_aggregate_only=_aggregate_only(values),
-        show_progress=values["progress"])
+        show_progress=values["progress"], results_db=results_db(values["results_db"]))
     # Given means not None, not a false flag, not an empty list: a 0 is given (--ramp 0).
     given = {f.name: v for f in cli_fields(plugin.options_type)
              if (v := values.get(f.name)) is not None and v is not False and v not in ((), [])}
@@ -244,6 +259,8 @@ def target_spec(values: dict[str, Any]) -> TargetSpec:
         kind = "local"
     if kind == "dsn" and values["dsn"] is None:
         raise UsageError("--target dsn needs --dsn postgresql://user@host:port/dbname")
+    if values.get("ssh") is not None:
+        _check_ssh(values, kind)
     if kind == "local" and values["pg_bin"] is None:
         raise UsageError("--target local needs --pg-bin DIR, e.g. /usr/lib/postgresql/15/bin")
     if kind == "dsn" and values["cache"] == "cold":
@@ -251,6 +268,23 @@ def target_spec(values: dict[str, Any]) -> TargetSpec:
     if kind == "dsn" and (values["wal_dir"] or values["config"] != "default" or values["set_"]):
         raise UsageError("--dsn: pgdyno never changes an existing server; drop --wal-dir, "
                          "--config and --set")
-    return TargetSpec(kind=kind, workdir=Path(values["workdir"] or default_workdir()),
+    workdir = Path(values["workdir"] or default_workdir())
+    archive = parse_archive(values.get("archive"), values.get("archive_dir"), workdir,
+                            values["dsn"] if kind == "dsn" else None)
+    return TargetSpec(kind=kind, workdir=workdir,
                       pg_bin=values["pg_bin"], dsn=values["dsn"], wal_dir=values["wal_dir"],
-                      keep=values["keep"])
+                      keep=values["keep"], ssh=values.get("ssh"),
+                      ssh_config=values.get("ssh_config"),
+                      archive=archive.command or archive.method, archive_dir=archive.directory)
+
+
+def _check_ssh(values: dict[str, Any], kind: str) -> None:
+    from pgdyno.targets.ssh import check_destination
+
+    check_destination(values["ssh"])
+    if kind != "dsn":
+        raise UsageError("--ssh with --target embedded or --pg-bin (pgdyno starting the server "
+                         "on the remote host) is not supported yet: start it there and give "
+                         "--dsn")
+    if values.get("ssh_config") is not None and not Path(values["ssh_config"]).is_file():
+        raise UsageError(f"--ssh-config {values['ssh_config']}: no such file")

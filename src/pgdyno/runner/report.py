@@ -5,7 +5,8 @@ report sections; ``pgdyno.reports`` draws and writes them. A sweep directory's r
 rebuilt from its runs, each of them first rebuilt when it has no summary yet.
 
 Also the run's row in the index of runs (``index_row``), made the same way by ``pgdyno
-bench`` and by ``pgdyno runs --reindex``, which rebuilds the index from the run directories.
+bench``, by ``pgdyno runs --reindex``, which rebuilds the index from the run directories, and
+by ``pgdyno runs --sync-to``, which pushes them into a shared results database.
 """
 
 from __future__ import annotations
@@ -15,15 +16,19 @@ from pathlib import Path
 
 from pgdyno.analysis.summary import RunSummary, load_summary
 from pgdyno.errors import UsageError
+from pgdyno.redact import redact_values
 from pgdyno.reports.document import RunView
 from pgdyno.reports.run_report import write_run_report
 from pgdyno.results.index import RunIndex, RunRow, find_run, run_manifests
 from pgdyno.results.manifest import Manifest, load_manifest, manifest_to_dict
 from pgdyno.results.rundir import RunDirectory
+from pgdyno.results.store import RecordingIndex, RunStore
 from pgdyno.results.sweepdir import SWEEP_FILE, SweepRecord
-from pgdyno.runner.outcome import describe_fit
+from pgdyno.runner.outcome import describe_fit, outcome_of
 from pgdyno.workloads import registry
-from pgdyno.workloads.base import Headline, Workload, headline_metric, headline_of
+from pgdyno.workloads.base import HIGHER, LOWER, Headline, Workload, headline_metric, headline_of
+
+DIRECTIONS = {HIGHER: "higher", LOWER: "lower"}
 
 
 def build_reports(path: Path) -> RunSummary:
@@ -111,10 +116,15 @@ def rebuild(path: Path) -> Path:
 
 # ----- the index of runs ------------------------------------------------------------------
 
-def index_row(index: RunIndex, run_dir: Path, manifest: Manifest, workload: Workload,
-              head: Headline | None) -> RunRow:
-    """The run's row in the index: its headline once it has one (None while running)."""
+def index_row(index: RunIndex | RecordingIndex, run_dir: Path, manifest: Manifest,
+              workload: Workload, head: Headline | None, verdict: str | None = None) -> RunRow:
+    """The run's row in the index: its headline and verdict once it has them (None while
+    running)."""
     spec = headline_metric(workload.metrics)
+    server = manifest.server or {}
+    settings = server.get("non_default_settings")
+    if settings is None and workload.needs_server:  # no server facts: what the config set
+        settings = manifest.config.get("pg_settings")
     return RunRow(
         run_id=index.run_id_for(run_dir), context=run_dir.parent.name,
         workload=manifest.workload, status=manifest.status,
@@ -126,7 +136,10 @@ def index_row(index: RunIndex, run_dir: Path, manifest: Manifest, workload: Work
         headline_unit=head.unit if head else spec.unit,
         p99_ms=head.p99_ms if head else None,
         dataset=workload.describe_dataset(manifest.options),
-        pg_version=(manifest.server or {}).get("version"))
+        pg_version=server.get("version"), host=manifest.host.get("hostname"),
+        headline_direction=DIRECTIONS.get(spec.direction), verdict=verdict,
+        settings=({str(k): str(v) for k, v in redact_values(settings).items()}
+                  if isinstance(settings, dict) else None))
 
 
 @dataclass
@@ -149,21 +162,53 @@ def reindex(results_dir: Path) -> Reindexed:
     if not results_dir.is_dir():
         raise UsageError(f"--results-dir {results_dir}: no such directory")
     index = RunIndex(results_dir)
+    rows, problems = rows_from_run_dirs(index)
+    moved = index.rebuild(rows)
+    return Reindexed(index=index.path, runs=len(rows), damaged_index=moved, problems=problems)
+
+
+def rows_from_run_dirs(index: RunIndex) -> tuple[list[RunRow], list[str]]:
+    """The row of every ``CONTEXT/RUN/manifest.json`` under the index's results directory,
+    and one line per run left out (unreadable manifest) or without its headline."""
     rows: list[RunRow] = []
     problems: list[str] = []
-    for manifest_path in run_manifests(results_dir):
+    for manifest_path in run_manifests(index.root):
         run_dir = manifest_path.parent
         try:
             manifest, workload = _read_manifest(run_dir)
         except UsageError as exc:
             problems.append(f"{exc}; not indexed")
             continue
-        head = None
+        head, verdict = None, None
         if (run_dir / "summary.json").exists():
             try:
-                head = headline_of(load_summary(run_dir / "summary.json"), workload.metrics)
+                summary = load_summary(run_dir / "summary.json")
+                head = headline_of(summary, workload.metrics)
+                verdict = outcome_of(summary, head, "").verdict if head is not None else None
             except UsageError as exc:
                 problems.append(f"{exc}; indexed without its headline")
-        rows.append(index_row(index, run_dir, manifest, workload, head))
-    moved = index.rebuild(rows)
-    return Reindexed(index=index.path, runs=len(rows), damaged_index=moved, problems=problems)
+        rows.append(index_row(index, run_dir, manifest, workload, head, verdict))
+    return rows, problems
+
+
+@dataclass
+class Pushed:
+    store: str
+    """The database pushed to (redacted)."""
+    runs: int
+    problems: list[str] = field(default_factory=list)
+
+
+def push_runs(results_dir: Path, store: RunStore, workload: str | None = None,
+              context: str | None = None, status: str | None = None) -> Pushed:
+    """The runs under ``results_dir`` (read from their directories, as ``--reindex`` reads
+    them: a fleet's fetched runs need no local index), matching the filters, written into
+    ``store`` in one transaction; runs already there are updated."""
+    results_dir = Path(results_dir)
+    if not results_dir.is_dir():
+        raise UsageError(f"--results-dir {results_dir}: no such directory")
+    rows, problems = rows_from_run_dirs(RunIndex(results_dir))
+    wanted = [r for r in rows if (workload is None or r.workload == workload)
+              and (context is None or r.context == context)
+              and (status is None or r.status == status)]
+    return Pushed(store=store.location, runs=store.upsert_many(wanted), problems=problems)

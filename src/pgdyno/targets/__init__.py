@@ -51,6 +51,16 @@ class TargetSpec:
     """Never written anywhere: it may hold a password."""
     wal_dir: Path | None = None
     keep: bool = False
+    ssh: str | None = None
+    """``user@host`` (or an ssh_config Host alias) of the database host: its telemetry is read
+    over SSH (pgdyno.targets.ssh). Only the destination is recorded, never a key."""
+    ssh_config: Path | None = None
+    """An ssh_config file for ``ssh -F`` (default: the user's ~/.ssh/config)."""
+    archive: str = "off"
+    """``--archive``: off, buffered, direct, or the user's own archive_command
+    (pgdyno.targets.archive)."""
+    archive_dir: Path | None = None
+    """``--archive-dir``, made absolute (buffered/direct: <workdir>/archive by default)."""
 
 
 def default_workdir() -> Path:

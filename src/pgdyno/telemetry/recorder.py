@@ -28,10 +28,12 @@ from pathlib import Path
 import psycopg
 
 from pgdyno.analysis.hosttick import HostTick
+from pgdyno.targets.archive import ArchiveSpec
 from pgdyno.targets.connection import ConnectionInfo
-from pgdyno.telemetry import catalog, checkpoints, host, pg, smart
+from pgdyno.telemetry import catalog, checkpoints, host, pg, remote, smart
 from pgdyno.telemetry.devices import DeviceResolution, resolve_path
 from pgdyno.telemetry.files import CsvWriter, JsonlWriter
+from pgdyno.telemetry.remote import RemoteHost
 
 SCHEMA_VERSION = 1
 JOIN_TIMEOUT_S = 5.0
@@ -53,8 +55,14 @@ class TelemetryConfig:
 class TelemetryRecorder:
     def __init__(self, raw_dir: Path, conn: ConnectionInfo | None, data_dir: Path | None,
                  wal_dir: Path | None, server_log: Path | None, server_log_offset: int,
-                 config: TelemetryConfig, sample_dbname: str | None = None) -> None:
+                 config: TelemetryConfig, sample_dbname: str | None = None,
+                 remote: RemoteHost | None = None, archive: ArchiveSpec | None = None) -> None:
         self.out = Path(raw_dir) / "telemetry"
+        # --archive: the archiver and the page cache are sampled too (telemetry.archiver).
+        self.archive = archive
+        # --ssh: the host samplers read the database host through this; the machine pgdyno
+        # runs on (the client) is sampled too, into telemetry/client/.
+        self.remote = remote
         self.conn = conn
         # The samplers may connect to another database than the workload's (conn.dbname,
         # whose statistics they read), so that their own transactions stay out of it.
@@ -90,11 +98,17 @@ class TelemetryRecorder:
         except Exception as exc:  # noqa: BLE001 - never break a run
             self._error("setup", exc)
         self._spawn("host", self._host_loop)
+        if self.remote is not None:
+            self._spawn("client", self._client_loop)
         if self.conn is None:  # a workload without a server (cpu, fio): the host alone
             return
         if self.config.wait_sample_hz > 0:
             self._spawn("waits", self._wait_loop)
         self._spawn("stats", self._stats_loop)
+        if self.archive is not None:
+            from pgdyno.telemetry.archiver import start_archiver
+
+            start_archiver(self)
 
     def mark(self, label: str) -> None:
         if self._marks is not None:
@@ -130,7 +144,18 @@ class TelemetryRecorder:
         if wal_dir is None and self.data_dir is not None:
             wal_dir = Path(self.data_dir) / "pg_wal"  # resolve_path follows a symlinked pg_wal
         roles = {"data": self.data_dir, "wal": wal_dir}
+        if self.archive is not None and self.archive.directory is not None:
+            roles["archive"] = self.archive.directory
         self._roles = {role: resolve_path(path) for role, path in roles.items() if path}
+        remote_meta = None
+        if self.remote is not None:
+            try:
+                remote_meta = self.remote.meta()
+                self._roles = {role: res for role, (res, _i) in self.remote.resolved().items()}
+                self.server_log_offset = self.remote.log_offset()
+            except Exception as exc:  # noqa: BLE001 - the samplers still try, and record gaps
+                self._error("host", exc)
+                self._roles = {}
         self._meta = {
             "schema_version": SCHEMA_VERSION,
             "started_at": time.time(),
@@ -143,6 +168,15 @@ class TelemetryRecorder:
             "server_log": str(self.server_log) if self.server_log else None,
             "server_log_offset": self.server_log_offset,
         }
+        if remote_meta is not None:
+            # The host figures are the database host's; this machine is the client.
+            self._meta["client"] = {"host": self._meta["host"], "cpu": self._meta["cpu"]}
+            self._meta["host"] = {k: remote_meta[k] for k in ("hostname", "kernel", "machine")}
+            self._meta["cpu"] = {"online": remote_meta["online_cpus"], "limit_cores": None,
+                                 "source": f"ssh {self.remote.destination}",
+                                 "effective_cores": float(remote_meta["online_cpus"])}
+            self._meta["remote"] = remote_meta
+            self._meta["server_log"] = remote_meta["server_log"]
         self._write_meta()
 
     def _write_meta(self) -> None:
@@ -196,20 +230,45 @@ class TelemetryRecorder:
         return host.local_postmaster(int(backend))
 
     def _host_loop(self) -> None:
-        writers = host.HostWriters(self.out)
         keep = {name for res in self._roles.values() for name in res.chain}
         # The benchmark's processes: whatever this process starts (pgbench, an embedded
         # server) and a local server's postmaster tree. Their CPU tells our load from a
         # neighbour's on a shared host.
         roots = {os.getpid()}
+        if self.remote is not None:
+            return self._sample_host(self.out, self.remote.read_tick, keep, "host")
         pm = host.postmaster_pid(self.data_dir) or self._dsn_postmaster()
         if pm is not None:
             roots.add(pm)
+        self._sample_host(self.out, lambda: host.read_tick(roots), keep, "host")
+
+    def _client_loop(self) -> None:
+        """--ssh: the CPU of the machine that runs the load (pgbench and pgdyno), its own
+        series, so a verdict can tell a saturated driver from a saturated server."""
+        roots = {os.getpid()}
+        self._sample_host(self.out / "client", lambda: host.read_tick(roots), set(), "client")
+
+    def _sample_host(self, out: Path, read: Callable[[], HostTick], keep: set[str],
+                     name: str) -> None:
+        out.mkdir(parents=True, exist_ok=True)
+        writers = host.HostWriters(out)
         prev: HostTick | None = None
+        gap_since: float | None = None
         try:
             for _ in self._ticks(self.config.interval_s):
                 try:
-                    cur = host.read_tick(roots)
+                    try:
+                        cur = read()
+                    except OSError:
+                        # A lost connection (--ssh): a marked gap, then the next ticks retry.
+                        if gap_since is None:
+                            gap_since = time.time()
+                            self.mark(f"telemetry_gap_start {name}")
+                        prev = None  # no rate across the gap
+                        raise
+                    if gap_since is not None:
+                        self.mark(f"telemetry_gap_end {name}")
+                        gap_since = None
                     writers.raw.write(asdict(cur))
                     if prev is not None:
                         cpu_row, disk_rows, mem_row = host.derive(prev, cur, keep)
@@ -219,10 +278,10 @@ class TelemetryRecorder:
                         writers.mem.write(mem_row)
                     prev = cur
                 except Exception as exc:  # noqa: BLE001
-                    self._error("host", exc)
+                    self._error(name, exc)
             # One last tick so the final interval is not lost.
             with contextlib.suppress(Exception):
-                writers.raw.write(asdict(host.read_tick(roots)))
+                writers.raw.write(asdict(read()))
         finally:
             writers.close()
 
@@ -292,9 +351,17 @@ class TelemetryRecorder:
 
     # ----- after the run ---------------------------------------------------------------
     def _collect_checkpoints(self) -> None:
+        if self.remote is not None and self.remote.log_path:
+            lines = remote.checkpoint_lines(self.remote.transport, self.remote.log_path,
+                                            self.server_log_offset)
+            self._write_checkpoints(lines)
+            return
         if self.server_log is None or not Path(self.server_log).exists():
             return
         lines = checkpoints.read_checkpoint_lines(Path(self.server_log), self.server_log_offset)
+        self._write_checkpoints(lines)
+
+    def _write_checkpoints(self, lines: list[str]) -> None:
         (self.out / "checkpoint_log.txt").write_text("\n".join(lines) + ("\n" if lines else ""))
         columns = ["t", "event", "reason", "buffers", "write_s", "sync_s", "total_s",
                    "distance_kb", "estimate_kb", "apart_s"]
@@ -310,7 +377,9 @@ class TelemetryRecorder:
         path = self.out / "smart.json"
         data = json.loads(path.read_text()) if path.exists() else {}
         data[phase] = {"t": time.time(),
-                       "readings": [smart.read_smart(d).to_dict() for d in devices]}
+                       "readings": [(remote.read_smart(self.remote.transport, d)
+                                     if self.remote is not None else smart.read_smart(d)
+                                     ).to_dict() for d in devices]}
         path.write_text(json.dumps(data, indent=2, default=str))
 
     def _error(self, sampler: str, exc: BaseException) -> None:

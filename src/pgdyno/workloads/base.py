@@ -182,6 +182,8 @@ class RunContext:
     status: Callable[[str], None] = lambda text: None
     """Shows a short status line under the overall progress bar."""
     prepared: Prepared | None = None
+    remote: Any = None
+    """--ssh: the database host's view (pgdyno.telemetry.remote.RemoteHost)."""
 
     @property
     def install(self) -> PgInstall | None:
