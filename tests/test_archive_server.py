@@ -40,23 +40,53 @@ def root():
         shutil.rmtree(path, ignore_errors=True)
 
 
+EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "wal-archiving.toml"
+
+
+def small_example(root: Path) -> str:
+    """examples/wal-archiving.toml at W=1,2 for 4 s, each method archiving to its own
+    directory, every segment kept in pg_wal under its name long enough to compare with the
+    archived copies; each edit must find its line, so the example stays what is tested."""
+    text = EXAMPLE.read_text()
+    edits = [('warehouses = "10,20,30"', 'warehouses = "1,2"'),
+             ("duration = 300", "duration = 4"), ("warmup = 60", "warmup = 1"),
+             ("keying-thinking = true",
+              f'keying-thinking = true\ntime-scale = 0.02\nworkdir = "{root / "wd"}"')]
+    for method in ("buffered", "direct"):
+        edits += [(f'label = "archive-{method}"',
+                   f'label = "archive-{method}"\n'
+                   'set = ["archive_timeout=1", "wal_keep_size=2GB"]'),
+                  (f'archive = "{method}"',
+                   f'archive = "{method}"\narchive-dir = "{root / f"arch-{method}"}"')]
+    for old, new in edits:
+        assert text.count(old) == 1, old
+        text = text.replace(old, new)
+    return text
+
+
 @pytest.fixture(scope="module")
 def sweeps(root: Path) -> dict[str, Path]:
-    out = {}
-    for method in ("buffered", "direct"):
-        result = run_cli(["bench", "tprocc", "--warehouses", "1,2", "--keying-thinking",
-                          "--time-scale", "0.02", "--duration", "4", "--warmup", "1",
-                          "--iterations", "1", "--archive", method, "--archive-dir",
-                          str(root / f"arch-{method}"), "--set", "archive_timeout=1",
-                          # Segments stay in pg_wal under their names after the checkpoints,
-                          # so that the test can compare them with the archived copies.
-                          "--set", "wal_keep_size=2GB",
-                          "--context", f"arch-{method}", "--results-dir", str(root / "results"),
-                          "--workdir", str(root / "wd"), "--no-progress"], root / "wd",
-                         timeout=300)
-        assert result.returncode == 0, result.stderr[-2000:]
-        out[method] = next((root / "results" / f"arch-{method}").glob("tprocc-sweep-*"))
-    return out
+    """The two sweeps, run by the example campaign (one cell per archive method)."""
+    campaign = root / "wal-archiving.toml"
+    campaign.write_text(small_example(root))
+    result = run_cli(["campaign", str(campaign), "--results-dir", str(root / "results"),
+                      "--no-progress"], root / "wd", timeout=400)
+    assert result.returncode == 0, result.stderr[-2000:]
+    journal = root / "results" / "campaigns" / "wal-archiving" / "journal.jsonl"
+    ends = [json.loads(line) for line in journal.read_text().splitlines()]
+    dirs = {e["cell"].rsplit("-", 1)[1]: Path(e["run_dir"]) for e in ends
+            if e["event"] == "run-end" and e["status"] == "ok"}
+    assert set(dirs) == {"buffered", "direct"}
+    for method, sweep in dirs.items():
+        assert sweep.name.startswith("tprocc-sweep-")
+        record = json.loads((sweep / "sweep.json").read_text())
+        assert [s["size"] for s in record["steps"]] == [1, 2]
+        for step in record["steps"]:
+            manifest = json.loads((sweep.parent / step["run"] / "manifest.json").read_text())
+            assert manifest["role"]["label"] == f"archive-{method}"
+            assert manifest["config"]["pg_settings"]["archive_mode"] == "on"
+            assert method in manifest["config"]["sources"]["archive_command"]
+    return dirs
 
 
 @pytest.mark.parametrize("method", ["buffered", "direct"])

@@ -59,3 +59,35 @@ def test_notes_are_kept_in_an_editable_file(tmp_path: Path) -> None:
         fh.write("- added by hand\n")
     assert read_notes(tmp_path) == ["2026-01-01T00:00:00Z: checkpoint at 30 s",
                                     "added by hand"]
+
+
+EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "wal-archiving.toml"
+
+
+def test_config_bench_overrides_bench_per_config() -> None:
+    from pgdyno.campaign.spec import load_spec
+
+    spec = load_spec(EXAMPLE, Path("results"))
+    by_label = {c.config.label: spec.options_for(c) for c in spec.cells()}
+    assert {label: o.target.archive for label, o in by_label.items()} == {
+        "archive-buffered": "buffered", "archive-direct": "direct"}
+    for opts in by_label.values():  # [bench] applies to both
+        assert opts.workload_options.sweep == (10, 20, 30) and opts.duration_s == 300
+
+
+@pytest.mark.parametrize(("table", "message"), [
+    ('[config.bench]\narchive = "sideways"', "sideways"),
+    ('[config.bench]\nclients = 4', "archive-x \\[config.bench\\] clients not accepted"),
+    ('[config.bench]\nduration = "long"', "archive-x \\[config.bench\\] duration"),
+    ('bench = 3', "a table of `pgdyno bench` options"),
+])
+def test_bad_config_bench_is_one_line(tmp_path: Path, table: str, message: str) -> None:
+    from pgdyno.campaign.spec import load_spec
+    from pgdyno.errors import UsageError
+
+    spec_file = tmp_path / "c.toml"
+    spec_file.write_text('[campaign]\nworkloads = ["tpcb"]\n[[config]]\nlabel = "archive-x"\n'
+                         + table + "\n")
+    with pytest.raises(UsageError, match=message) as info:
+        load_spec(spec_file, tmp_path)
+    assert "\n" not in str(info.value)

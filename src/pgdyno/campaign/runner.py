@@ -139,8 +139,6 @@ def run_campaign(spec: CampaignSpec, console: Console | None = None,
 
 def _run_cell(spec: CampaignSpec, cell: Cell, journal: Path, outcome: CampaignOutcome,
               console: Console) -> None:
-    from pgdyno.runner.bench import run_bench
-
     opts = spec.options_for(cell)
     role = {"campaign": spec.name, "cell": cell.key, "label": cell.config.label,
             "repetition": cell.repetition, "config": cell.config.config,
@@ -152,7 +150,7 @@ def _run_cell(spec: CampaignSpec, cell: Cell, journal: Path, outcome: CampaignOu
     status, reason, run_dir = "ok", "", None
     try:
         with os_settings(spec, cell, opts, journal):
-            run_dir = run_bench(opts, Console(stderr=True, quiet=True), role=role).run_dir
+            run_dir, status, reason = _run(opts, role)
     except RunInterrupted as exc:
         _finish(journal, cell, "interrupted", str(exc), exc.run_dir, started)
         raise
@@ -171,6 +169,23 @@ def _run_cell(spec: CampaignSpec, cell: Cell, journal: Path, outcome: CampaignOu
         console.print(f"[red]{cell.key} failed:[/red] {reason}")
     if run_dir is not None:
         outcome.run_dirs[cell.key] = str(run_dir)
+
+
+def _run(opts: BenchOptions, role: dict[str, Any]) -> tuple[Path, str, str]:
+    """One run, or a sweep (``warehouses = "1,2,4"``): its directory, status and why."""
+    from pgdyno.results.sweepdir import SweepRecord
+    from pgdyno.runner.bench import run_bench
+    from pgdyno.runner.sweep import run_sweep, sweep_steps
+
+    quiet = Console(stderr=True, quiet=True)
+    if not sweep_steps(opts):
+        return run_bench(opts, quiet, role=role).run_dir, "ok", ""
+    sweep_dir = run_sweep(opts, quiet, role=role)
+    record = SweepRecord.load(sweep_dir)
+    if record.status == "ok":
+        return sweep_dir, "ok", ""
+    failed = [f"{s.size}: {s.reason or s.status}" for s in record.steps if s.status != "ok"]
+    return sweep_dir, "failed", f"sweep {record.status}; " + "; ".join(failed)
 
 
 # ----- OS settings of a cell ([config.os]) ------------------------------------------------------

@@ -54,7 +54,7 @@ from pgdyno.targets.local import check_directory_option, check_owned_settings
 from pgdyno.workloads import registry
 
 CAMPAIGN_KEYS = {"name", "context", "results_dir", "hardware", "workloads", "clients", "repeat"}
-CONFIG_KEYS = {"label", "config", "set", "os"}
+CONFIG_KEYS = {"label", "config", "set", "os", "bench"}
 # Options a campaign decides itself, per cell.
 CELL_OWNED = {"workload", "clients", "config", "set_", "set", "context", "results_dir",
               "progress"}
@@ -70,6 +70,9 @@ class ConfigEntry:
     sets: tuple[str, ...] = ()
     os: tuple[tuple[str, str], ...] = ()
     """``[config.os]``: OS settings (sysctl names or `tune --format env` keys) and values."""
+    bench: tuple[tuple[str, Any], ...] = ()
+    """``[config.bench]``: `pgdyno bench` options of this config's cells over ``[bench]``
+    (``archive = "direct"``), as Python names."""
 
 
 @dataclass(frozen=True)
@@ -114,6 +117,7 @@ class CampaignSpec:
     def options_for(self, cell: Cell, show_progress: bool = False) -> BenchOptions:
         kw: dict[str, Any] = {}
         kw.update({k.replace("-", "_"): v for k, v in self.bench.items()})
+        kw.update({k: list(v) if isinstance(v, tuple) else v for k, v in cell.config.bench})
         kw.update(workload=cell.workload, clients=",".join(str(c) for c in self.clients),
                   config=cell.config.config, set_=list(cell.config.sets),
                   results_dir=self.results_dir, context=self.context, progress=show_progress)
@@ -139,7 +143,7 @@ def load_spec(path: Path, results_dir: Path | None = None) -> CampaignSpec:
     if bad:
         raise UsageError(f"campaign {path}: [campaign] {', '.join(sorted(bad))} unknown; "
                          f"accepted: {', '.join(sorted(CAMPAIGN_KEYS))}")
-    bench = _bench(data.get("bench", {}), path)
+    bench = _bench(data.get("bench", {}), path, "[bench]")
     configs = [_config(c, path) for c in data.get("config", [{"label": "default"}])]
     labels = [c.label for c in configs]
     if len(set(labels)) != len(labels):
@@ -252,25 +256,28 @@ def _hardware(camp: dict[str, Any], path: Path) -> str | None:
     return value
 
 
-def _bench(table: dict[str, Any], path: Path) -> dict[str, Any]:
-    """[bench], keys as Python names, each value of its option's type."""
+def _bench(table: Any, path: Path, where: str) -> dict[str, Any]:
+    """[bench] (or a config's [config.bench]), keys as Python names, each value of its
+    option's type."""
+    if not isinstance(table, dict):
+        raise _wrong(path, where, "", table, "a table of `pgdyno bench` options")
     options = {o.name: o for o in all_options()}
     allowed = set(bench_defaults()) - CELL_OWNED
     out: dict[str, Any] = {}
     for key, value in table.items():
         name = key.replace("-", "_")
         if name not in allowed:
-            raise UsageError(f"campaign {path}: [bench] {key} not accepted; workload, clients, "
+            raise UsageError(f"campaign {path}: {where} {key} not accepted; workload, clients, "
                              "config, set, context and results_dir belong to [campaign] or "
                              "[[config]]; accepted: the long options of `pgdyno bench`")
         if name in out:
-            raise UsageError(f"campaign {path}: [bench] {key} given twice (with - and _); "
+            raise UsageError(f"campaign {path}: {where} {key} given twice (with - and _); "
                              "accepted: one of them")
-        out[name] = _typed(value, options[name].type, key, path)
+        out[name] = _typed(value, options[name].type, key, path, where)
     return out
 
 
-def _typed(value: Any, tp: Any, key: str, path: Path) -> Any:
+def _typed(value: Any, tp: Any, key: str, path: Path, where: str = "[bench]") -> Any:
     """``value`` as option type ``tp`` takes it (TOML has no null, so None never comes)."""
     kinds = [t for t in typing.get_args(tp) if t is not type(None)] if isinstance(
         tp, types.UnionType) else [tp]
@@ -293,7 +300,7 @@ def _typed(value: Any, tp: Any, key: str, path: Path) -> Any:
             return list(items)
     accepted = {bool: "true or false", int: "an integer", float: "a number", str: "a string",
                 Path: "a path (a string)"}.get(kind, "a list of strings")
-    raise _wrong(path, "[bench]", key, value, accepted)
+    raise _wrong(path, where, key, value, accepted)
 
 
 def _config(entry: dict[str, Any], path: Path) -> ConfigEntry:
@@ -309,8 +316,11 @@ def _config(entry: dict[str, Any], path: Path) -> ConfigEntry:
     config = entry.get("config", "default")
     label = entry.get("label") or config
     sets = tuple(_str_list(entry.get("set", []), "set", path))
+    bench = _bench(entry.get("bench", {}), path, f"[[config]] {label} [config.bench]")
     return ConfigEntry(label=label, config=config, sets=sets,
-                       os=_os_settings(entry.get("os", {}), label, path))
+                       os=_os_settings(entry.get("os", {}), label, path),
+                       bench=tuple((k, tuple(v) if isinstance(v, list) else v)
+                                   for k, v in bench.items()))
 
 
 def _os_settings(table: Any, label: str, path: Path) -> tuple[tuple[str, str], ...]:

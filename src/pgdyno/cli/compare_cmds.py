@@ -194,6 +194,8 @@ def campaign(
                            retry_failed=retry_failed, allow_os_changes=allow_os_changes)
     typer.echo(f"ran {len(outcome.ran)}, skipped {len(outcome.skipped)} already done, "
                f"failed {len(outcome.failed)}")
+    for cell, run_dir in outcome.run_dirs.items():
+        typer.echo(f"{cell}: {run_dir}")
     typer.echo(f"journal: {outcome.journal}")
 
 

@@ -35,8 +35,10 @@ def sweep_steps(opts: BenchOptions) -> list[tuple[int, BenchOptions]]:
     return registry.get(opts.workload).sweep_steps(opts)
 
 
-def run_sweep(opts: BenchOptions, console: Console | None = None) -> Path:
-    """Run every step of the sweep and write the sweep report; returns the sweep directory."""
+def run_sweep(opts: BenchOptions, console: Console | None = None,
+              role: dict | None = None) -> Path:
+    """Run every step of the sweep and write the sweep report; returns the sweep directory.
+    ``role`` (a campaign cell) goes into every step's manifest beside the sweep's own."""
     steps = sweep_steps(opts)
     if not steps:
         raise UsageError(f"{opts.workload}: these options ask for one run, not a sweep")
@@ -62,7 +64,8 @@ def run_sweep(opts: BenchOptions, console: Console | None = None) -> Path:
             record.save(sweep_dir)
             try:
                 result = run_bench(options[step.size], console,
-                                   role={"sweep": sweep_dir.name, "step": step.size})
+                                   role={**(role or {}), "sweep": sweep_dir.name,
+                                         "step": step.size})
                 step.run, step.status = result.run_dir.name, result.status
             except RunInterrupted as exc:
                 step.status, step.reason = "interrupted", str(exc)
