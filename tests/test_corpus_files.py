@@ -279,6 +279,7 @@ def _umask() -> int:
     return mask
 
 
+@pytest.mark.server  # seconds of real work: out of the quick run
 def test_ctrl_c_during_report_leaves_old_or_new_files(telemetry_run: Path) -> None:
     """`pgdyno report RUN`, interrupted at several moments once it has begun to write:
     exit 130, and each file is its old version or the complete new one, nothing left over."""

@@ -68,6 +68,7 @@ def _events_per_s(stdout: Path) -> float:
     return float(match.group(1))
 
 
+@pytest.mark.server  # seconds of real work: out of the quick run
 def test_cpu_baseline_runs_without_a_server(tmp_path: Path) -> None:
     workdir = tmp_path / "no-workdir"
     seen: set[int] = set()
