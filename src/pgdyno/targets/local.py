@@ -43,6 +43,8 @@ INCLUDE_FILE = "pgdyno.conf"
 READY_TIMEOUT_S = 60.0
 STOP_TIMEOUT_S = 60.0
 LOG_TAIL_LINES = 15
+HELD_SIGNALS = frozenset({signal.SIGINT, signal.SIGTERM, signal.SIGHUP})
+"""The signals pgdyno ends on (cli.signals), held while a postmaster is being spawned."""
 # Unix socket paths are limited to 107 bytes (sun_path); leave room for ".s.PGSQL.NNNNN".
 MAX_SOCKET_DIR_LEN = 90
 
@@ -309,11 +311,19 @@ class LocalServer:
         log = self.log_path.open("ab")
         give_to(self.user, self.log_path)
         cmd = [self.install.program("postgres"), "-D", str(self.data_dir), "-p", str(self.port)]
-        self.process = subprocess.Popen(
-            cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, cwd="/",
-            env=self.user.env(), start_new_session=True, **self.user.popen_kwargs(),
-        )
-        log.close()
+        # Ctrl-C (SIGTERM, SIGHUP) held from the fork until the Popen is ours: one arriving
+        # in between would raise with the postmaster started and unknown, and nothing would
+        # stop it. It is delivered right after, and the run loop stops the server as usual.
+        # (The postmaster sets its own signal mask at start, so it inherits no blocking.)
+        held = signal.pthread_sigmask(signal.SIG_BLOCK, HELD_SIGNALS)
+        try:
+            self.process = subprocess.Popen(
+                cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, cwd="/",
+                env=self.user.env(), start_new_session=True, **self.user.popen_kwargs(),
+            )
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, held)
+            log.close()
         self._wait_ready(timeout_s)
 
     def _refuse_foreign_postmaster(self) -> None:
