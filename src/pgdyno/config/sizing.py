@@ -157,24 +157,57 @@ def ask_postgres_huge_pages(postgres: str, data_dir: Path, pg_settings: dict[str
     return int(text)
 
 
+@dataclass(frozen=True)
+class MemoryTerms:
+    """A config's memory, term by term, as the budget counts it (bytes)."""
+
+    shared: int
+    wal_buffers: int
+    connections: int
+    work_mem: int
+    maintenance_work_mem: int
+    autovacuum_workers: int
+    autovacuum_mem: int
+    """autovacuum_work_mem, or maintenance_work_mem when it is -1."""
+
+    @property
+    def sessions(self) -> int:
+        return int(self.connections * self.work_mem * BUDGET_WORK_MEM_FACTOR)
+
+    @property
+    def vacuum(self) -> int:
+        return self.autovacuum_workers * self.autovacuum_mem
+
+    @property
+    def budgeted(self) -> int:
+        """shared_buffers + wal_buffers + sessions + autovacuum: the budget's total."""
+        return self.shared + self.wal_buffers + self.sessions + self.vacuum
+
+
+def memory_terms(plan: ConfigPlan, catalogue: SettingsCatalogue) -> MemoryTerms:
+    shared = setting_bytes(plan, catalogue, "shared_buffers")
+    mwm = setting_bytes(plan, catalogue, "maintenance_work_mem")
+    av_mem = setting_bytes(plan, catalogue, "autovacuum_work_mem")
+    return MemoryTerms(
+        shared=shared, wal_buffers=wal_buffers_bytes(plan, catalogue, shared),
+        connections=max_connections(plan, catalogue),
+        work_mem=setting_bytes(plan, catalogue, "work_mem"), maintenance_work_mem=mwm,
+        autovacuum_workers=setting_int(plan, catalogue, "autovacuum_max_workers", 3),
+        autovacuum_mem=mwm if av_mem <= 0 else av_mem)
+
+
 def compute_sizing(plan: ConfigPlan, inputs: TuneInputs, catalogue: SettingsCatalogue,
                    server_huge_pages: int | None = None) -> list[SizingLine]:
     hw = inputs.hardware
     lines: list[SizingLine] = []
     ram = hw.ram_bytes
-    shared = setting_bytes(plan, catalogue, "shared_buffers")
-    work_mem = setting_bytes(plan, catalogue, "work_mem")
-    mwm = setting_bytes(plan, catalogue, "maintenance_work_mem")
-    av_mem = setting_bytes(plan, catalogue, "autovacuum_work_mem")
-    av_mem = mwm if av_mem <= 0 else av_mem
-    av_workers = setting_int(plan, catalogue, "autovacuum_max_workers", 3)
-    conns = max_connections(plan, catalogue)
-    wal_buf = wal_buffers_bytes(plan, catalogue, shared)
+    terms = memory_terms(plan, catalogue)
+    shared, work_mem, conns = terms.shared, terms.work_mem, terms.connections
+    av_workers, av_mem, wal_buf = terms.autovacuum_workers, terms.autovacuum_mem, \
+        terms.wal_buffers
 
     # Memory budget
-    sessions = int(conns * work_mem * BUDGET_WORK_MEM_FACTOR)
-    vacuum = av_workers * av_mem
-    total = shared + wal_buf + sessions + vacuum
+    sessions, vacuum, total = terms.sessions, terms.vacuum, terms.budgeted
     limit = int(ram * BUDGET_RAM_SHARE)
     lines += [
         SizingLine("memory", "RAM for the database", hw.ram_source or hw.limits_source or hw.source,

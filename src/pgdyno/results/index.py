@@ -10,6 +10,7 @@ from contextlib import closing, contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from pgdyno.errors import UsageError
 
@@ -218,16 +219,7 @@ class RunIndex:
         if not self.exists:
             return []
         self.check()  # a truncated index would otherwise list some runs and hide others
-        where, params = [], []
-        for column, value in (("workload", workload), ("context", context), ("status", status)):
-            if value is not None:
-                where.append(f"{column} = ?")  # column names are fixed above, values bound
-                params.append(value)
-        sql = f"SELECT {_COLUMNS} FROM runs"
-        if where:
-            sql += " WHERE " + " AND ".join(where)
-        sql += " ORDER BY started_at DESC, run_id DESC LIMIT ?"
-        params.append(limit)
+        sql, params = listing_sql(_COLUMNS, "?", workload, context, status, limit)
         with self._open(write=False) as conn:
             return [_row(r) for r in conn.execute(sql, params)]
 
@@ -287,6 +279,22 @@ class RunIndex:
         for side in _SIDE_FILES:
             Path(f"{self.path}{side}").unlink(missing_ok=True)
         return None
+
+
+def listing_sql(columns: str, placeholder: str, workload: str | None, context: str | None,
+                status: str | None, limit: int) -> tuple[str, list[Any]]:
+    """``pgdyno runs``' query, newest first, for either backend (``?`` for SQLite, ``%s``
+    for psycopg): the filter column names are fixed here, the values bound."""
+    where, params = [], []
+    for column, value in (("workload", workload), ("context", context), ("status", status)):
+        if value is not None:
+            where.append(f"{column} = {placeholder}")
+            params.append(value)
+    sql = f"SELECT {columns} FROM runs"
+    if where:
+        sql += " WHERE " + " AND ".join(where)
+    sql += f" ORDER BY started_at DESC, run_id DESC LIMIT {placeholder}"
+    return sql, [*params, limit]
 
 
 def _insert(conn: sqlite3.Connection, row: RunRow) -> None:

@@ -25,7 +25,7 @@ from psycopg.types.json import Jsonb
 from pgdyno import __version__
 from pgdyno.errors import UsageError
 from pgdyno.redact import redact
-from pgdyno.results.index import ROW_COLUMNS, RunRow
+from pgdyno.results.index import ROW_COLUMNS, RunRow, listing_sql
 
 MIGRATION_FILE = re.compile(r"(\d{4})_([a-z0-9_]+)\.sql")
 _LOCK_KEY = 0x70676479_6E6F  # "pgdyno": pg_advisory_xact_lock while migrating
@@ -169,16 +169,8 @@ class PgRunIndex:
 
     def query(self, workload: str | None = None, context: str | None = None,
               status: str | None = None, limit: int = 100) -> list[RunRow]:
-        where, params = [], []
-        for column, value in (("workload", workload), ("context", context), ("status", status)):
-            if value is not None:
-                where.append(f"{column} = %s")  # column names are fixed above, values bound
-                params.append(value)
-        sql = f"SELECT {', '.join(ROW_COLUMNS)} FROM runs"
-        if where:
-            sql += " WHERE " + " AND ".join(where)
-        sql += " ORDER BY started_at DESC, run_id DESC LIMIT %s"
-        params.append(limit)
+        sql, params = listing_sql(", ".join(ROW_COLUMNS), "%s", workload, context, status,
+                                  limit)
         with self._connect() as conn:
             return [_row(r) for r in conn.execute(sql, params)]
 

@@ -32,10 +32,7 @@ from pgdyno.config.sizing import (
     BUDGET_RAM_SHARE,
     BUDGET_WORK_MEM_FACTOR,
     connection_room,
-    max_connections,
-    setting_bytes,
-    setting_int,
-    wal_buffers_bytes,
+    memory_terms,
 )
 from pgdyno.config.units import GB, MB
 from pgdyno.errors import UsageError
@@ -140,16 +137,9 @@ def memory_bytes(settings: dict[str, str], catalogue: SettingsCatalogue) -> int:
     plan = ConfigPlan(name="trial", inputs=None, settings=[
         Setting(group=pg_group(k), key="PG_" + k.upper(), name=k, layer="postgresql",
                 apply="pg", value=v) for k, v in settings.items()])
-    shared = setting_bytes(plan, catalogue, "shared_buffers")
-    work_mem = setting_bytes(plan, catalogue, "work_mem")
-    mwm = setting_bytes(plan, catalogue, "maintenance_work_mem")
-    av_mem = setting_bytes(plan, catalogue, "autovacuum_work_mem")
-    av_mem = mwm if av_mem <= 0 else av_mem
-    av_workers = setting_int(plan, catalogue, "autovacuum_max_workers", 3)
-    conns = max_connections(plan, catalogue)
-    sessions = conns * work_mem * BUDGET_WORK_MEM_FACTOR
-    return int(shared + wal_buffers_bytes(plan, catalogue, shared) + sessions
-               + av_workers * av_mem + mwm)
+    terms = memory_terms(plan, catalogue)
+    # The budget's terms, plus one maintenance_work_mem (a manual VACUUM or index build).
+    return terms.budgeted + terms.maintenance_work_mem
 
 
 def _number(value: float, kind: str) -> str:
