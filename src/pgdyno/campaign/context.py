@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from pgdyno import serde
 from pgdyno.campaign.journal import (
     Headline,
@@ -54,14 +56,50 @@ class CpuBaseline:
 
 
 @dataclass
+class MeasuredSize:
+    """The same workload measured on another machine (a fleet host, another instance size):
+    the best config's TPS in its own context, at its vCPUs."""
+
+    context: str
+    hardware: str
+    """The context's machine name (``HARDWARE--workload``): an inventory host, a profile."""
+    vcpus: int
+    cpu_model: str
+    tps: float
+    run: str
+
+
+@dataclass
+class SizeScaling:
+    """TPS against vCPUs measured on several machines with one CPU model, fitted as
+    ``tps = coefficient × vcpus ** exponent`` (least squares on the logarithms; exponent 1 is
+    linear scaling, below 1 sub-linear). Seed 004 guessed linear; this is measured."""
+
+    points: list[MeasuredSize] = field(default_factory=list)
+    """Every machine measured (this one included), fitted or not."""
+    fitted: list[str] = field(default_factory=list)
+    """Contexts of the points in the fit: this host's CPU model, like-with-like options."""
+    exponent: float | None = None
+    coefficient: float | None = None
+    notes: list[str] = field(default_factory=list)
+
+    def tps_at(self, vcpus: int) -> float | None:
+        if self.exponent is None or self.coefficient is None:
+            return None
+        return self.coefficient * vcpus ** self.exponent
+
+
+@dataclass
 class PriceRow:
     instance: str
     vcpus: int
     tps: float
     tps_basis: str
     """``measured`` (this host), ``measured (this host is one)`` (same vCPUs and CPU model),
-    ``projected, same core speed`` (per-core × vCPUs) or ``projected, CPU-adjusted``
-    (× the instance's events/s per core over this host's)."""
+    ``measured on HOST`` (another machine of the results tree with those vCPUs and CPU),
+    ``projected from measured sizes`` (the fit of ``SizeScaling``), ``projected, same core
+    speed`` (per-core × vCPUs) or ``projected, CPU-adjusted`` (× the instance's events/s per
+    core over this host's)."""
     price_month_usd: float | None
     spot_month_usd: float | None
 
@@ -135,6 +173,8 @@ class ContextReport:
     hardware_overview: list[WorkloadRow] = field(default_factory=list)
     os_events_after: list[ProvisionEvent] = field(default_factory=list)
     """OS changes (provision apply, verify, revert) after the last run started."""
+    size_scaling: SizeScaling | None = None
+    """The workload measured on other machines of the results tree (``pgdyno fleet``)."""
 
 
 def build_context(results_dir: Path, context: str, hardware: str | None = None,
@@ -177,10 +217,60 @@ def build_context(results_dir: Path, context: str, hardware: str | None = None,
         report.notes.append(
             f"{left_out} finished run(s) with other workload parameters were not ranked: "
             f"configs are compared only at {ranked_on}.")
+    report.size_scaling = size_scaling(results_dir, report)
     report.prices = _prices(report)
     if against:
         report.against = build_context(results_dir, against, hardware=None)
     return report
+
+
+def size_scaling(results_dir: Path, report: ContextReport) -> SizeScaling | None:
+    """This workload's best config measured on the other machines of the results tree
+    (contexts ``OTHER--WORKLOAD``, as `pgdyno fleet` names them), with like-with-like
+    parameters; fitted against vCPUs over the machines with this host's CPU model. None
+    when no other machine measured it (or the headline is not TPS)."""
+    if report.best is None or report.best_tps is None or "--" not in report.context:
+        return None
+    hardware, workload = report.context.split("--", 1)
+    key = parameters_key(report.best)
+    here = _measured_size(report.context, report.best, report.best_tps)
+    out = SizeScaling(points=[here])
+    for ctx_dir in sorted(results_dir.glob(f"*--{workload}")):
+        if ctx_dir.name == report.context or not ctx_dir.is_dir():
+            continue
+        runs = [r for r in context_runs(results_dir, ctx_dir.name)
+                if r.status == "ok" and _on_server(r) and not r.role.get("validation")
+                and not r.role.get("scaling_check")]
+        alike = [r for r in runs if parameters_key(r) == key]
+        best, _, value = _best_config(alike)
+        head = headline(best) if best is not None else None
+        if best is None or head is None or not head.is_tps or value is None:
+            if runs:
+                out.notes.append(f"{ctx_dir.name}: no finished run at "
+                                 f"{describe_parameters(report.best)}")
+            continue
+        out.points.append(_measured_size(ctx_dir.name, best, value))
+    if len(out.points) < 2:
+        return None
+    same = [p for p in out.points if p.vcpus > 0 and same_cpu(p.cpu_model, here.cpu_model)]
+    out.notes += [f"{p.context}: not in the fit (CPU {p.cpu_model or 'unknown'}, not this "
+                  "host's)" for p in out.points if p not in same]
+    if len({p.vcpus for p in same}) >= 2:
+        slope, intercept = np.polyfit(np.log([p.vcpus for p in same]),
+                                      np.log([p.tps for p in same]), 1)
+        out.exponent, out.coefficient = float(slope), float(np.exp(intercept))
+        out.fitted = [p.context for p in same]
+    else:
+        out.notes.append("one vCPU count with this host's CPU model: nothing to fit")
+    return out
+
+
+def _measured_size(context: str, run: RunData, tps: float) -> MeasuredSize:
+    host = run.manifest.get("host") or {}
+    vcpus = len(run.role["server_cpus"]) if run.role.get("server_cpus") else \
+        int(host.get("cpu_count") or 0)
+    return MeasuredSize(context=context, hardware=context.split("--")[0], vcpus=vcpus,
+                        cpu_model=str(host.get("cpu_model") or ""), tps=tps, run=str(run.path))
 
 
 def _on_server(run: RunData) -> bool:
@@ -364,10 +454,19 @@ def _prices(report: ContextReport) -> list[PriceRow]:
     rows = [PriceRow(instance=f"this host ({host_cpu or 'CPU unknown'})",
                      vcpus=report.host_vcpus or 0, tps=measured, tps_basis="measured",
                      price_month_usd=None, spot_month_usd=None)]
+    sizes = report.size_scaling
     for p in sorted(profiles, key=lambda p: p.vcpus):
         speed = cpu_speed_ratio(report.cpu_baseline, p.cpu_events_per_s_per_core)
+        there = next((m for m in (sizes.points if sizes else []) if m.vcpus == p.vcpus
+                      and same_cpu(p.cpu_model, m.cpu_model)), None)
+        fitted = sizes.tps_at(p.vcpus) if sizes is not None else None
         if p.vcpus == report.host_vcpus and same_cpu(p.cpu_model, host_cpu):
             tps, basis = measured, "measured (this host is one)"
+        elif there is not None:
+            tps, basis = there.tps, f"measured on {there.hardware}"
+        elif fitted is not None:
+            tps = fitted * (speed or 1.0)
+            basis = "projected from measured sizes" + (", CPU-adjusted" if speed else "")
         else:
             tps = report.per_core_tps * p.vcpus * (speed or 1.0)
             basis = "projected, CPU-adjusted" if speed else "projected, same core speed"
@@ -432,4 +531,5 @@ def report_json(rep: ContextReport) -> dict[str, Any]:
                     "spot_tps_per_usd": p.spot_tps_per_usd} for p in rep.prices],
         "validation": serde.to_dict(rep.validation) if rep.validation else None,
         "scaling": serde.to_dict(rep.scaling) if rep.scaling else None,
+        "size_scaling": serde.to_dict(rep.size_scaling) if rep.size_scaling else None,
     }

@@ -357,6 +357,10 @@ def _price_performance(rep: ContextReport) -> Section:
         "Prices come from the hardware catalogue (spot prices are estimates that vary by zone "
         "and hour). A CPU model other than this host's changes more than raw core speed "
         "(caches, memory): measure on the instance to confirm.")
+    if rep.size_scaling is not None and rep.size_scaling.exponent is not None:
+        s.paragraphs.append("Here other machines of the results tree measured this workload: "
+                            "their sizes are \"measured on\" them, and the rest are projected "
+                            "from the fit of those measurements, not linearly (section 10).")
     if rep.hardware is None:
         s.paragraphs.append("No hardware profile was given (--hardware NAME): every catalogue "
                             "instance is listed.")
@@ -424,11 +428,28 @@ def _scaling(rep: ContextReport) -> Section:
         s.paragraphs.append(f"Does not apply: {why}; the projection scales TPS per vCPU."
                             if why else "No finished run.")
         return s
-    s.paragraphs.append(
-        f"Assumption: throughput grows linearly with vCPUs at the measured "
-        f"{fmt(rep.per_core_tps, 1)} TPS per vCPU (best config, {rep.host_vcpus} vCPU), "
-        f"{_speed_assumption(rep)}, and storage and locks that keep up. Lock and WAL "
-        "contention at higher concurrency make real scaling sub-linear.")
+    sizes = rep.size_scaling
+    if sizes is not None and sizes.exponent is not None:
+        s.paragraphs.append(
+            f"Measured, not assumed: this workload's best config on {len(sizes.fitted)} "
+            f"machines with this host's CPU grows as TPS ∝ vCPU^{sizes.exponent:.2f} "
+            f"(least squares on the logarithms; 1 would be linear, "
+            f"{100 * 2 ** (sizes.exponent - 1):.0f}% of linear per doubling). Sizes not "
+            f"measured are projected from that fit, {_speed_assumption(rep)}.")
+    else:
+        s.paragraphs.append(
+            f"Assumption: throughput grows linearly with vCPUs at the measured "
+            f"{fmt(rep.per_core_tps, 1)} TPS per vCPU (best config, {rep.host_vcpus} vCPU), "
+            f"{_speed_assumption(rep)}, and storage and locks that keep up. Lock and WAL "
+            "contention at higher concurrency make real scaling sub-linear.")
+    if sizes is not None:
+        s.tables.append(Table(
+            ["Machine", "Context", "vCPU", "CPU", "TPS", "In the fit"],
+            [[m.hardware, m.context, str(m.vcpus), m.cpu_model or "–", fmt(m.tps, 1),
+              "yes" if m.context in sizes.fitted else "no"] for m in sizes.points],
+            caption="The same workload and parameters measured on each machine of the "
+                    "results tree (its best config's mean TPS)"))
+        s.paragraphs += [f"Note: {n}" for n in sizes.notes]
     rows = [[p.instance, str(p.vcpus), fmt(p.tps, 1), p.tps_basis] for p in rep.prices]
     s.tables.append(Table(["Instance", "vCPU", "Est. TPS", "Basis"], rows))
     c = rep.scaling

@@ -1,10 +1,10 @@
 """The search's report: computed here as data (``SearchReportData``), then rendered.
 
 Convergence (each trial, the best so far, the three baselines as horizontal lines),
-setting importance (Optuna's fANOVA over the searched trials: the share of the figure's
-variance each setting explains), the leading candidates' repeated measurements, the
-winner's settings against pgtune's and tuned's with their rationale, and the final
-comparison's verdicts.
+setting importance (Optuna's PED-ANOVA over the searched trials: how differently each
+setting is distributed among the best trials than among all of them), the leading
+candidates' repeated measurements, the winner's settings against pgtune's and tuned's with
+their rationale, and the final comparison's verdicts.
 """
 
 from __future__ import annotations
@@ -19,8 +19,14 @@ from pgdyno.reports.document import Document, Section, Table, figure
 from pgdyno.search import study as study_mod
 from pgdyno.search.space import SPECIAL
 
-IMPORTANCE_METHOD = ("fANOVA (Optuna's FanovaImportanceEvaluator: a random forest fitted to "
-                     "the searched trials, each setting's share of the variance it explains)")
+IMPORTANCE_METHOD = ("PED-ANOVA (Optuna's PedAnovaImportanceEvaluator, Watanabe et al. 2023: "
+                     "how much each setting's values among the best trials differ from its "
+                     "values among all searched trials, normalised to shares)")
+"""PED-ANOVA rather than fANOVA: fANOVA fits a random forest with scikit-learn, a large
+dependency for one table, and PED-ANOVA is meant for the few trials a search has."""
+IMPORTANCE_TOP_TRIALS = 2
+"""The best trials PED-ANOVA compares with all of them: at least two (its quantile is set
+from the number of searched trials)."""
 MIN_IMPORTANCE_TRIALS = 5
 
 
@@ -102,14 +108,16 @@ def setting_importance(study, rows) -> tuple[list[tuple[str, float]], str]:
     searched = [t for t in study.get_trials(deepcopy=False)
                 if t.state == TrialState.COMPLETE and t.params]
     if len(searched) < MIN_IMPORTANCE_TRIALS:
-        return [], (f"not computed: {len(searched)} finished searched trial(s), fANOVA needs "
+        return [], (f"not computed: {len(searched)} finished searched trial(s), it needs "
                     f"at least {MIN_IMPORTANCE_TRIALS}")
     tmp = optuna.create_study(direction=study.direction)
     tmp.add_trials(searched)
+    quantile = max(0.1, IMPORTANCE_TOP_TRIALS / len(searched))
     try:
         raw = optuna.importance.get_param_importances(
-            tmp, evaluator=optuna.importance.FanovaImportanceEvaluator(seed=0))
-    except (ValueError, RuntimeError) as exc:
+            tmp, evaluator=optuna.importance.PedAnovaImportanceEvaluator(
+                target_quantile=min(quantile, 0.5)))
+    except (ValueError, RuntimeError, ImportError) as exc:  # never the end of a search
         return [], f"not computed: {exc}"
     merged: dict[str, float] = {}
     for name, share in raw.items():
@@ -223,7 +231,7 @@ def build_document(data: SearchReportData, images: dict[str, str]) -> Document:
           f"{t.seconds:.0f}", t.reason or "", t.run_dir] for t in data.trials]))
     importance = Section("Setting importance", paragraphs=[data.importance_note])
     if data.importance:
-        importance.tables.append(Table(["Setting", "Share of variance"],
+        importance.tables.append(Table(["Setting", "Importance (share)"],
                                        [[k, f"{100 * v:.1f}%"] for k, v in data.importance]))
     select = Section("Leading candidates, measured again", paragraphs=[
         "The winner is the candidate with the best mean over its trial and its re-runs "
