@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from pgdyno.campaign.context import build_context, write_context_report
+from pgdyno.campaign.context import build_context
+from pgdyno.campaign.context_report import write_context_report
 from tests.conftest import run_cli
 
 pytestmark = [pytest.mark.server, pytest.mark.skipif(
