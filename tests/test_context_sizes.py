@@ -63,11 +63,14 @@ def test_projection_fits_the_sizes_measured(tmp_path: Path, workdir: Path) -> No
     assert sizes.exponent == pytest.approx(exponent, rel=1e-9)
     assert sizes.tps_at(1) == pytest.approx(_tps(small), rel=1e-9)
     assert sizes.tps_at(2) == pytest.approx(_tps(big), rel=1e-9)
+    # Beyond them: from the nearest size measured, never faster than linear.
+    assert sizes.tps_at(8) == pytest.approx(_tps(big) * 4 ** min(exponent, 1.0), rel=1e-9)
+    assert sizes.extrapolated(8) and not sizes.extrapolated(2)
 
     # Instances not measured are projected from the fit (same CPU model as these runs only:
     # the catalogue's Graviton profiles are not, so they keep the per-vCPU projection).
     for row in rep.prices[1:]:
-        if row.tps_basis.startswith("projected from measured sizes"):
+        if "from measured sizes" in row.tps_basis:
             assert row.tps == pytest.approx(sizes.tps_at(row.vcpus), rel=1e-9)
     md = write_context_report(rep, tmp_path / "report").read_text()
     assert "TPS ∝ vCPU^" in md and "small--select-only" in md

@@ -15,6 +15,7 @@ into the report's Markdown, HTML and JSON files.
 from __future__ import annotations
 
 import json
+import math
 import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -83,10 +84,26 @@ class SizeScaling:
     coefficient: float | None = None
     notes: list[str] = field(default_factory=list)
 
+    @property
+    def projection_exponent(self) -> float | None:
+        """The exponent projections use: the fit's, at most 1. Super-linear growth between
+        small sizes (a 1-vCPU machine also running the client) would not carry on, and
+        extrapolated it would promise absurd figures."""
+        return None if self.exponent is None else min(self.exponent, 1.0)
+
     def tps_at(self, vcpus: int) -> float | None:
-        if self.exponent is None or self.coefficient is None:
+        """TPS projected at ``vcpus`` through the fitted curve, anchored at the measured
+        point nearest in size (so a measured size is projected as measured)."""
+        b = self.projection_exponent
+        fitted = [p for p in self.points if p.context in self.fitted]
+        if b is None or not fitted:
             return None
-        return self.coefficient * vcpus ** self.exponent
+        anchor = min(fitted, key=lambda p: (abs(math.log(p.vcpus / vcpus)), -p.vcpus))
+        return anchor.tps * (vcpus / anchor.vcpus) ** b
+
+    def extrapolated(self, vcpus: int) -> bool:
+        sizes = [p.vcpus for p in self.points if p.context in self.fitted]
+        return bool(sizes) and not min(sizes) <= vcpus <= max(sizes)
 
 
 @dataclass
@@ -464,9 +481,10 @@ def _prices(report: ContextReport) -> list[PriceRow]:
             tps, basis = measured, "measured (this host is one)"
         elif there is not None:
             tps, basis = there.tps, f"measured on {there.hardware}"
-        elif fitted is not None:
+        elif fitted is not None and sizes is not None:
             tps = fitted * (speed or 1.0)
-            basis = "projected from measured sizes" + (", CPU-adjusted" if speed else "")
+            basis = ("extrapolated" if sizes.extrapolated(p.vcpus) else "projected") + \
+                " from measured sizes" + (", CPU-adjusted" if speed else "")
         else:
             tps = report.per_core_tps * p.vcpus * (speed or 1.0)
             basis = "projected, CPU-adjusted" if speed else "projected, same core speed"

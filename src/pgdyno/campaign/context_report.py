@@ -435,7 +435,10 @@ def _scaling(rep: ContextReport) -> Section:
             f"machines with this host's CPU grows as TPS ∝ vCPU^{sizes.exponent:.2f} "
             f"(least squares on the logarithms; 1 would be linear, "
             f"{100 * 2 ** (sizes.exponent - 1):.0f}% of linear per doubling). Sizes not "
-            f"measured are projected from that fit, {_speed_assumption(rep)}.")
+            f"measured are projected from the nearest measured size along that curve "
+            f"(its exponent capped at 1: growth faster than linear between small machines "
+            f"does not carry on), {_speed_assumption(rep)}; beyond the sizes measured the "
+            "projection is an extrapolation and says so.")
     else:
         s.paragraphs.append(
             f"Assumption: throughput grows linearly with vCPUs at the measured "
