@@ -52,6 +52,10 @@ class SshHost:
     port: int = 0
     sshd: subprocess.Popen | None = None
     key: Path = field(default_factory=Path)
+    root: bool = False
+    """Log in as root (no throwaway user): the host where pgdyno must run its server as an
+    unprivileged user of its own. Only the key this test made is authorised, through this
+    sshd's own AuthorizedKeysFile: /root/.ssh is never read or touched."""
 
     @property
     def config_file(self) -> Path:
@@ -64,12 +68,15 @@ class SshHost:
     def start(self) -> SshHost:
         self.base.mkdir(parents=True, exist_ok=True)
         self.base.chmod(0o755)
-        self.user = "pgdr" + secrets.token_hex(3)
-        self.home = self.base / "home"
-        subprocess.run(["useradd", "--create-home", "--home-dir", str(self.home),
-                        "--shell", "/bin/sh", self.user], check=True, capture_output=True)
-        # '*': no password, yet not locked (sshd refuses keys for a locked '!' account).
-        subprocess.run(["usermod", "-p", "*", self.user], check=True, capture_output=True)
+        if self.root:
+            self.user, self.home = "root", Path(pwd.getpwnam("root").pw_dir)
+        else:
+            self.user = "pgdr" + secrets.token_hex(3)
+            self.home = self.base / "home"
+            subprocess.run(["useradd", "--create-home", "--home-dir", str(self.home),
+                            "--shell", "/bin/sh", self.user], check=True, capture_output=True)
+            # '*': no password, yet not locked (sshd refuses keys for a locked '!' account).
+            subprocess.run(["usermod", "-p", "*", self.user], check=True, capture_output=True)
         keys = self.base / "keys"
         keys.mkdir()
         subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f",
@@ -86,7 +93,8 @@ class SshHost:
             f"Port {self.port}\nListenAddress 127.0.0.1\nHostKey {keys / 'host'}\n"
             f"PidFile {self.base / 'sshd.pid'}\nAuthorizedKeysFile {authorized}\n"
             f"AllowUsers {self.user}\nStrictModes no\nUsePAM no\nPasswordAuthentication no\n"
-            "KbdInteractiveAuthentication no\nPermitRootLogin no\nMaxSessions 50\n"
+            "KbdInteractiveAuthentication no\n"
+            f"PermitRootLogin {'prohibit-password' if self.root else 'no'}\nMaxSessions 50\n"
             "MaxStartups 50\nSubsystem sftp internal-sftp\n")
         (self.base / "known_hosts").write_text(
             f"[127.0.0.1]:{self.port} {(keys / 'host.pub').read_text().split(' ', 2)[0]} "
@@ -136,7 +144,7 @@ class SshHost:
                 self.sshd.wait(timeout=5)
             if self.sshd.poll() is None:
                 self.sshd.kill()
-        if self.user:
+        if self.user and not self.root:
             # Processes the user still runs (a venv's pgdyno, a server): ours, by the uid.
             with contextlib.suppress(KeyError):
                 uid = pwd.getpwnam(self.user).pw_uid
@@ -149,17 +157,19 @@ class SshHost:
 
 
 @contextlib.contextmanager
-def ssh_hosts(count: int, prefix: str = "pgdyno-sshhost-"):
-    """``count`` stand-in hosts, each its own user and sshd, torn down whatever happens."""
+def ssh_hosts(count: int, prefix: str = "pgdyno-sshhost-", root: bool = False):
+    """``count`` stand-in hosts, each its own user (or root) and sshd, torn down whatever
+    happens."""
     require_sshd()
-    root = Path(tempfile.mkdtemp(prefix=prefix, dir="/var/tmp"))
-    root.chmod(0o755)
+    base = Path(tempfile.mkdtemp(prefix=prefix, dir="/var/tmp"))
+    base.chmod(0o755)
     hosts: list[SshHost] = []
     try:
         for i in range(count):
-            hosts.append(SshHost(alias=f"host-{chr(ord('a') + i)}", base=root / str(i)).start())
+            hosts.append(SshHost(alias=f"host-{chr(ord('a') + i)}", base=base / str(i),
+                                 root=root).start())
         yield hosts
     finally:
         for h in hosts:
             h.close()
-        shutil.rmtree(root, ignore_errors=True)
+        shutil.rmtree(base, ignore_errors=True)

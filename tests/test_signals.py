@@ -14,17 +14,17 @@ from pathlib import Path
 import pytest
 
 from pgdyno.results.index import RunIndex
-from tests.conftest import make_shared_dir, postgres_processes
+from tests.conftest import make_shared_dir, postgres_processes, scratch_database
 
 pytestmark = pytest.mark.server
 
 
-def _start(workdir: Path, results: Path, duration: int = 30) -> subprocess.Popen:
+def _start(workdir: Path, results: Path, duration: int = 30, *extra: str) -> subprocess.Popen:
     env = {**os.environ, "PGDYNO_WORKDIR": str(workdir)}
     return subprocess.Popen(
         [sys.executable, "-m", "pgdyno", "bench", "tpcb", "--scale", "1", "--clients", "2",
          "--duration", str(duration), "--warmup", "0", "--iterations", "1", "--no-telemetry",
-         "--no-progress", "--results-dir", str(results)],
+         "--no-progress", "--results-dir", str(results), *extra],
         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
@@ -82,9 +82,19 @@ def test_second_ctrl_c_does_not_abort_the_cleanup(workdir: Path) -> None:
 
 def test_killed_run_is_recovered_by_the_next_one(server, workdir: Path) -> None:  # noqa: ANN001
     """The killed run's server is stopped; another instance's (the `server` fixture's,
-    in the same workdir) is not the killed run's and keeps running."""
+    in the same workdir) is not the killed run's and keeps running. Both runs keep their
+    rows in a shared results database too: the recovery marks the killed one there."""
     results = make_shared_dir("pgdyno-signal-")
-    proc = _start(workdir, results)
+    for shared in scratch_database(server, "pgdyno_killed_shared"):
+        _killed_and_recovered(server, workdir, results, shared)
+
+
+def _killed_and_recovered(server, workdir: Path, results: Path, shared) -> None:  # noqa: ANN001
+    from pgdyno.results.pgindex import PgRunIndex
+
+    db = ("--results-db", f"postgresql://{shared.user}@127.0.0.1:"
+          f"{server.connection('tcp').port}/{shared.dbname}")
+    proc = _start(workdir, results, 30, *db)
     killed = _wait_for_load(proc, results)
     proc.kill()
     proc.communicate(timeout=30)
@@ -92,7 +102,9 @@ def test_killed_run_is_recovered_by_the_next_one(server, workdir: Path) -> None:
     assert orphans, "SIGKILL should have left the server running (nothing can catch it)"
     assert _status(killed) == "running"
 
-    nxt = _start(workdir, results, duration=2)
+    assert PgRunIndex(db[1]).get(RunIndex(results).run_id_for(killed)).status == "running"
+
+    nxt = _start(workdir, results, 2, *db)
     out, err = nxt.communicate(timeout=180)
     assert nxt.returncode == 0, err
     assert "was killed" in err
@@ -100,6 +112,7 @@ def test_killed_run_is_recovered_by_the_next_one(server, workdir: Path) -> None:
     assert manifest["status"] == "failed" and "pgdyno was killed" in manifest["reason"]
     index = RunIndex(results)
     assert index.get(index.run_id_for(killed)).status == "failed"
+    assert PgRunIndex(db[1]).get(index.run_id_for(killed)).status == "failed"
     assert not any(p in postgres_processes(_instance(workdir)) for p in orphans)
     assert postgres_processes(_instance(workdir)) == []
     assert server.is_running() and server.data_dir != Path(_instance(workdir))

@@ -21,7 +21,6 @@ import pytest
 from pgdyno.analysis import procfs
 from pgdyno.analysis.hosttick import HostTick
 from pgdyno.errors import UsageError
-from pgdyno.runner.options import build_options
 from pgdyno.targets.binaries import embedded_install
 from pgdyno.targets.local import LocalServer
 from pgdyno.targets.ssh import check_destination
@@ -39,11 +38,6 @@ def test_destination_refuses_options_and_spaces() -> None:
     for bad in ("-oProxyCommand=sh", "a b", "user:pw@host", ""):
         with pytest.raises(UsageError, match="--ssh"):
             check_destination(bad)
-
-
-def test_ssh_with_a_server_pgdyno_starts_is_refused_in_one_line() -> None:
-    with pytest.raises(UsageError, match="not supported yet"):
-        build_options("tpcb", ssh="db1")
 
 
 def test_frame_parser_splits_the_three_files() -> None:

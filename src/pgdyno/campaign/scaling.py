@@ -95,8 +95,9 @@ class ServerPinner(threading.Thread):
 
 def run_scaling_check(base: BenchOptions, console: Console | None = None,
                       core_counts: tuple[int, ...] = (1, 2), pairs: int = 1) -> ScalingCheck:
-    if base.target.kind == "dsn":
-        raise UsageError("scaling check: pgdyno must own the server to pin it; not with --dsn")
+    if base.target.kind in ("dsn", "remote"):
+        raise UsageError("scaling check: pgdyno pins the server to CPUs of this machine; not "
+                         "with --dsn or --ssh")
     allowed = sorted(os.sched_getaffinity(0))
     if len(allowed) < max(core_counts):
         raise UsageError(f"scaling check: needs {max(core_counts)} CPUs, this process may use "

@@ -386,6 +386,8 @@ def _check_target(target: TargetSpec, configs: list[ConfigEntry]) -> None:
     if target.kind == "dsn":
         dsn_connection(str(target.dsn))
         return  # configs and sets with a DSN are refused by the options already
+    if target.kind == "remote":
+        return  # its directories are on the --ssh host, checked there when a run starts
     check_directory_option(target.workdir, "--workdir")
     check_directory_option(target.wal_dir, "--wal-dir")
     if all(c.config == "default" and not c.sets for c in configs):

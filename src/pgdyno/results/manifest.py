@@ -91,6 +91,10 @@ class TargetInfo:
     pg_bin: str | None = None
     pgbench_version: str | None = None
     wal_dir: str | None = None
+    ssh: str | None = None
+    """--ssh: the database host (``user@host``; never a key)."""
+    data_dir: str | None = None
+    """A remote target's cluster, on that host (pg_bin is then the host's binaries too)."""
 
 
 @dataclass

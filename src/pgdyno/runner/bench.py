@@ -83,6 +83,9 @@ class BenchResult:
     """The peak, its interval, saturation, verdict and dataset fit (see runner.outcome)."""
 
 
+LOCAL_KINDS = ("embedded", "local")
+"""Targets whose server runs on this machine: its files, log and workdir are local."""
+
 HARDWARE_NAME_ENV = "PGDYNO_HARDWARE_NAME"
 """The machine's name in default contexts, instead of ``<vcpus>vcpu-<ram>gb``: `pgdyno fleet`
 sets it to the inventory host's name, so that every host's runs land in contexts of its own."""
@@ -114,11 +117,19 @@ def run_bench(opts: BenchOptions, console: Console | None = None,
     host = host_facts()
     context = context_of(opts, host)
     install = install_for(opts.target) if workload.needs_server else None
-    settings, config_record = (resolve_settings(opts, workload, install)
-                               if install is not None else ({}, {}))
-    if install is not None:
-        _archive_settings(opts, settings, config_record)
-    target = open_target(opts.target, settings, install) if install is not None else None
+    transport = _ssh_transport(opts) if install is not None else None
+    try:
+        settings, config_record = (
+            resolve_settings(opts, workload, install, _host_hardware(opts, transport))
+            if install is not None else ({}, {}))
+        if install is not None:
+            _archive_settings(opts, settings, config_record)
+        target = (open_target(opts.target, settings, install, transport)
+                  if install is not None else None)
+    except BaseException:
+        if transport is not None:
+            transport.close()
+        raise
     workload.check_with_target(opts, target.install if target is not None else None)
     host.storage = storage_facts(_measured_directories(opts, workload, target))
     if target is not None and target.kind == "dsn":
@@ -127,14 +138,14 @@ def run_bench(opts: BenchOptions, console: Console | None = None,
         # does not start is a result, recorded with its rollback).
         target.start()
         _check_connection_room(opts, target)
-    remote = _open_remote(opts, target)
-    if target is not None and target.kind != "dsn":
+    remote = _open_remote(target, transport)
+    if target is not None and target.kind in LOCAL_KINDS:
         _check_free_space(workload.dataset_bytes(opts), target.data_dir)
     # The local index, and the shared --results-db (reachable, schema not too new) too.
     index = RecordingIndex(opts.results_dir, opts.results_db, warn=lambda line: console.print(
         f"pgdyno: warning: {line}", markup=False, highlight=False))
     index.check()  # a damaged index is refused (with --reindex offered) before a run dir
-    lock = _lock_workdir(opts, target, console)
+    lock = _lock_workdir(opts, target, console, index.shared)
     try:
         run_dir = RunDirectory.create(opts.results_dir, context, opts.workload)
     except BaseException:
@@ -183,19 +194,44 @@ def run_bench(opts: BenchOptions, console: Console | None = None,
     return result
 
 
-def _open_remote(opts: BenchOptions, target: Target | None):
-    """--ssh: the database host, connected (one multiplexed connection) before anything is
-    written: an unreachable host is bad input, like an unreachable --dsn."""
-    if not opts.target.ssh or target is None:
+def _ssh_transport(opts: BenchOptions):
+    """--ssh: the run's one multiplexed connection to the database host, opened before
+    anything is written (an unreachable host is bad input, like an unreachable --dsn)."""
+    if not opts.target.ssh:
         return None
     from pgdyno.targets.ssh import SshTransport
-    from pgdyno.telemetry.remote import RemoteHost
 
     transport = SshTransport(opts.target.ssh, opts.target.ssh_config)
+    transport.open()
+    return transport
+
+
+def _host_hardware(opts: BenchOptions, transport):
+    """The hardware the config engine sizes for: the database host's on a remote target
+    (detected there), else None (this machine, detected by the engine)."""
+    if transport is None or opts.target.kind != "remote" or (
+            opts.config == "default" and not opts.sets):
+        return None
+    from pgdyno.targets.remote import detect_hardware
+
+    return detect_hardware(transport, opts.target.remote_workdir or ".")
+
+
+def _open_remote(target: Target | None, transport):
+    """--ssh: the database host's telemetry view, on the run's connection. A --dsn server
+    names its own directories and log; a remote server pgdyno starts is known already."""
+    if transport is None or target is None:
+        return None
+    from pgdyno.telemetry.remote import RemoteHost
+
     try:
-        transport.open()
         remote = RemoteHost(transport)
-        remote.describe_server(target.admin_connection().conninfo())
+        if target.kind == "remote":
+            target.locate()
+            remote.directories = target.directories()
+            remote.log_path = target.log_path
+        else:
+            remote.describe_server(target.admin_connection().conninfo())
     except BaseException:
         transport.close()
         raise
@@ -207,7 +243,7 @@ def _measured_directories(opts: BenchOptions, workload: Workload,
     """Role -> directory whose devices the run's environment table names: the data and WAL
     directories of a server pgdyno manages, and those the workload measures itself."""
     dirs: dict[str, Path] = {}
-    if target is not None and target.kind != "dsn":
+    if target is not None and target.kind in LOCAL_KINDS:
         dirs["data"] = target.data_dir
         dirs["wal"] = opts.target.wal_dir or target.data_dir / "pg_wal"
         if opts.target.archive_dir is not None:
@@ -261,23 +297,25 @@ def _check_free_space(dataset_bytes: int | None, data_dir: Path) -> None:
                          "smaller --scale/--dataset-size or another --workdir")
 
 
-def _lock_workdir(opts: BenchOptions, target: Target | None,
-                  console: Console) -> WorkdirLock | None:
-    """The workdir's lock for a run on a server pgdyno starts; a killed predecessor's
-    server is stopped and its run marked failed first."""
-    if target is None or target.kind == "dsn":
+def _lock_workdir(opts: BenchOptions, target: Target | None, console: Console,
+                  shared: Any = None) -> WorkdirLock | None:
+    """The workdir's lock for a run on a server pgdyno starts here; a killed predecessor's
+    server is stopped and its run marked failed first. (A remote server left by a killed
+    pgdyno is stopped by the next start: RemoteServer.start.)"""
+    if target is None or target.kind not in LOCAL_KINDS:
         return None
     lock = WorkdirLock(opts.target.workdir)
     previous = lock.acquire()
     if previous is not None:
-        for line in recover(previous):
+        for line in recover(previous, shared):
             console.print(f"[yellow]{line}[/yellow]")
     return lock
 
 
-def resolve_settings(opts: BenchOptions, workload: Workload,
-                     install: PgInstall) -> tuple[dict[str, str], dict]:
-    """The PostgreSQL layer of the named config; stock PostgreSQL for ``default``."""
+def resolve_settings(opts: BenchOptions, workload: Workload, install: PgInstall,
+                     hardware: Any = None) -> tuple[dict[str, str], dict]:
+    """The PostgreSQL layer of the named config; stock PostgreSQL for ``default``.
+    ``hardware``: the profile to size for (None: this machine's)."""
     if opts.config == "default" and not opts.sets:
         settings: dict[str, str] = {}
         record: dict = {"name": "default", "pg_settings": {}, "sources": {}}
@@ -287,7 +325,7 @@ def resolve_settings(opts: BenchOptions, workload: Workload,
         resolved = resolve_config(opts.config, list(opts.sets), install=install,
                                   workload=opts.workload, connections=max(opts.clients),
                                   dataset_bytes=workload.dataset_bytes(opts) or 0,
-                                  tuning=workload.tuning)
+                                  tuning=workload.tuning, hardware=hardware)
         settings, record = dict(resolved.pg_settings), resolved.to_dict()
     _make_room_for_clients(opts, settings, record, install)
     return settings, record
@@ -339,9 +377,14 @@ def _archive_watch(ctx: RunContext):
 def _target_info(opts: BenchOptions, target: Target | None) -> TargetInfo | None:
     if target is None:
         return None
-    return TargetInfo(kind=target.kind, pg_bin=str(target.install.bin_dir),
+    remote = target.kind == "remote"
+    if remote:
+        target.locate()
+    return TargetInfo(kind=target.kind,
+                      pg_bin=target.bin_dir if remote else str(target.install.bin_dir),
                       pgbench_version=target.install.version,
-                      wal_dir=str(opts.target.wal_dir) if opts.target.wal_dir else None)
+                      wal_dir=str(opts.target.wal_dir) if opts.target.wal_dir else None,
+                      ssh=opts.target.ssh, data_dir=target.data_dir if remote else None)
 
 
 def _save(run_dir: RunDirectory, plan: RunPlan, manifest: Manifest) -> None:
@@ -382,7 +425,7 @@ def _bring_up(ctx: RunContext, manifest: Manifest) -> None:
     """The server under test, started and described in the manifest."""
     target = ctx.target
     assert target is not None
-    if target.kind != "dsn":
+    if target.kind in LOCAL_KINDS:
         from pgdyno.targets import archive
 
         ctx.plan.notes.extend(archive.prepare(archive.spec_of(ctx.opts.target), target.user))
@@ -438,7 +481,8 @@ def _dataset_fit(ctx: RunContext) -> dict[str, Any]:
         size, shared = db.execute(
             "SELECT pg_database_size(current_database()), "
             "pg_size_bytes(current_setting('shared_buffers'))").fetchone()
-    available = psutil.virtual_memory().available if ctx.manages_server else None
+    available = (psutil.virtual_memory().available if ctx.local_server
+                 else ctx.target.meminfo_available() if ctx.manages_server else None)
     return {"size_bytes": int(size), "shared_buffers_bytes": int(shared),
             "available_bytes": available, "fits": fit_of(int(size), int(shared), available)}
 
@@ -448,7 +492,7 @@ def _make_cold(ctx: RunContext) -> None:
     assert ctx.target is not None
     ctx.target.restart()
     ctx.conn = ctx.target.connection(ctx.opts.via)
-    note = _drop_os_cache()
+    note = _drop_os_cache() if ctx.local_server else ctx.target.drop_os_cache()
     if note and note not in ctx.plan.notes:
         ctx.plan.notes.append(note)
 
@@ -533,7 +577,7 @@ def _start_telemetry(ctx: RunContext, it_dir: Path):
         return None
     from pgdyno.telemetry import TelemetryConfig, TelemetryRecorder
 
-    target, local = ctx.target, ctx.manages_server
+    target, local = ctx.target, ctx.local_server
     it_dir.mkdir(parents=True, exist_ok=True)
     recorder = TelemetryRecorder(
         raw_dir=it_dir, conn=target.admin_connection() if target is not None else None,
@@ -544,7 +588,7 @@ def _start_telemetry(ctx: RunContext, it_dir: Path):
         config=TelemetryConfig(),
         # On servers pgdyno runs, sample from the "postgres" database: the samplers' own
         # queries then stay out of the workload database's counters (TPM).
-        sample_dbname="postgres" if local else None, remote=ctx.remote,
+        sample_dbname="postgres" if ctx.manages_server else None, remote=ctx.remote,
         archive=_archive_watch(ctx) if local else None)
     recorder.start()
     with contextlib.suppress(Exception):  # evidence, never the result

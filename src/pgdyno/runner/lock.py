@@ -20,6 +20,7 @@ import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from pgdyno.errors import UsageError
 from pgdyno.results.index import RunIndex
@@ -93,12 +94,14 @@ def _read(fd: int) -> Holder | None:
         return None
 
 
-def recover(holder: Holder) -> list[str]:
-    """After a killed pgdyno: stop the server it left, mark its run failed; what was done."""
+def recover(holder: Holder, shared: Any = None) -> list[str]:
+    """After a killed pgdyno: stop the server it left, mark its run failed; what was done.
+    ``shared``: the shared results database of the run that recovers (--results-db), told
+    too (the killed run's own DSN is never written down, so it cannot be known)."""
     pid = stop_orphaned_server(Path(holder.data_dir)) if holder.data_dir else None
     done = ([f"stopped the server left running by a killed pgdyno (postmaster pid {pid})"]
             if pid is not None else [])
-    if mark_killed(Path(holder.run_dir), Path(holder.results_dir), holder.pid):
+    if mark_killed(Path(holder.run_dir), Path(holder.results_dir), holder.pid, shared):
         done.append(f"marked run {holder.run_dir} failed: pgdyno (pid {holder.pid}) was killed")
     return done
 
@@ -111,8 +114,9 @@ def stop_orphaned_server(data_dir: Path) -> int | None:
     return pid
 
 
-def mark_killed(run_dir: Path, results_dir: Path, pid: int) -> bool:
-    """A run still ``running`` whose pgdyno is gone becomes ``failed``, with the reason."""
+def mark_killed(run_dir: Path, results_dir: Path, pid: int, shared: Any = None) -> bool:
+    """A run still ``running`` whose pgdyno is gone becomes ``failed``, with the reason, in
+    its manifest, its results directory's index and ``shared`` (a shared index) if given."""
     manifest_path = run_dir / "manifest.json"
     try:
         manifest = read_json_file(manifest_path, "run manifest")
@@ -128,5 +132,8 @@ def mark_killed(run_dir: Path, results_dir: Path, pid: int) -> bool:
     with contextlib.suppress(Exception):  # a damaged index is rebuilt by `runs --reindex`
         row = index.get(index.run_id_for(run_dir))
         if row is not None:
-            index.upsert(dataclasses.replace(row, status="failed", ended_at=manifest["ended_at"]))
+            row = dataclasses.replace(row, status="failed", ended_at=manifest["ended_at"])
+            index.upsert(row)
+            if shared is not None:
+                shared.upsert(row)
     return True

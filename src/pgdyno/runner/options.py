@@ -75,12 +75,17 @@ COMMON: tuple[CliOption, ...] = (
                            "creates the workload's tables and public.pgdyno_dataset in its "
                            "database and refuses a database holding other tables unless "
                            "--force", str | None),
-    CliOption("ssh", None, "user@host of the --dsn server's machine: its CPU, disks, memory, "
+    CliOption("ssh", None, "user@host of the database host: with --dsn, that server's "
+                           "machine; else pgdyno starts its server there (the embedded one, "
+                           "copied over, or --pg-bin DIR on the host). Its CPU, disks, memory, "
                            "devices, SMART and log are sampled over SSH (OpenSSH, your "
                            "~/.ssh/config), this machine's CPU as the client's", str | None),
     CliOption("ssh_config", None, "ssh_config file for --ssh (ssh -F; default ~/.ssh/config)",
               Path | None),
-    CliOption("wal_dir", None, "separate WAL directory (new clusters)", Path | None),
+    CliOption("remote_workdir", None, "with --ssh: where pgdyno keeps clusters on the host "
+              "(default ~/.local/share/pgdyno there; /var/lib/pgdyno as root)", str | None),
+    CliOption("wal_dir", None, "separate WAL directory (new clusters; with --ssh, on the host)",
+              Path | None),
     CliOption("archive", "off", "WAL archiving on a server pgdyno starts: off | buffered (cp, "
               "then fsync) | direct (O_DIRECT copy, source dropped from the page cache) | "
               "'COMMAND' (your archive_command, with %p and %f)", str),
@@ -261,6 +266,11 @@ def target_spec(values: dict[str, Any]) -> TargetSpec:
         raise UsageError("--target dsn needs --dsn postgresql://user@host:port/dbname")
     if values.get("ssh") is not None:
         _check_ssh(values, kind)
+        if kind != "dsn":
+            kind = "remote"
+    elif values.get("remote_workdir") is not None:
+        raise UsageError("--remote-workdir is where clusters live on the --ssh host; give "
+                         "--ssh user@host with it")
     if kind == "local" and values["pg_bin"] is None:
         raise UsageError("--target local needs --pg-bin DIR, e.g. /usr/lib/postgresql/15/bin")
     if kind == "dsn" and values["cache"] == "cold":
@@ -275,6 +285,7 @@ def target_spec(values: dict[str, Any]) -> TargetSpec:
                       pg_bin=values["pg_bin"], dsn=values["dsn"], wal_dir=values["wal_dir"],
                       keep=values["keep"], ssh=values.get("ssh"),
                       ssh_config=values.get("ssh_config"),
+                      remote_workdir=values.get("remote_workdir"),
                       archive=archive.command or archive.method, archive_dir=archive.directory)
 
 
@@ -283,8 +294,13 @@ def _check_ssh(values: dict[str, Any], kind: str) -> None:
 
     check_destination(values["ssh"])
     if kind != "dsn":
-        raise UsageError("--ssh with --target embedded or --pg-bin (pgdyno starting the server "
-                         "on the remote host) is not supported yet: start it there and give "
-                         "--dsn")
+        if values.get("archive") not in (None, "off"):
+            raise UsageError("--archive with --ssh: archiving on the database host is not "
+                             "supported; accepted: --archive off (or run pgdyno on the host)")
+        for flag, key in (("--wal-dir", "wal_dir"), ("--pg-bin", "pg_bin")):
+            path = values.get(key)
+            if path is not None and not str(path).startswith("/"):
+                raise UsageError(f"{flag} {path}: with --ssh it is a path on the host; "
+                                 "accepted: an absolute path")
     if values.get("ssh_config") is not None and not Path(values["ssh_config"]).is_file():
         raise UsageError(f"--ssh-config {values['ssh_config']}: no such file")

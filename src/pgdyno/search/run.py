@@ -35,7 +35,7 @@ from pgdyno.search import study as study_mod
 from pgdyno.search.objective import headline_spec, measure, optuna_direction
 from pgdyno.search.select import Candidate, Selection, plan_selection, run_selection
 from pgdyno.search.space import SearchSpace, build_space
-from pgdyno.targets import install_for
+from pgdyno.targets import TargetSpec, install_for
 from pgdyno.workloads import registry
 
 SCHEMA_VERSION = 1
@@ -149,13 +149,12 @@ def run_search(opts: SearchOptions, console: Console | None = None) -> SearchOut
     spec = headline_spec(bench.workload)
     install = install_for(bench.target)
     catalogue = for_install(install)
-    from pgdyno.config.detect import detect_profile
-
-    hardware = detect_profile()
+    hardware = _hardware_of(bench.target)
     space = build_space(hardware, catalogue, clients=max(bench.clients),
                         write_heavy=workload.tuning[1], knobs=list(opts.knobs or []) or None,
                         fixes=list(opts.fixes), allow_unsafe=opts.allow_unsafe,
-                        disk_free_bytes=_free_bytes(bench.target.workdir))
+                        disk_free_bytes=(None if bench.target.kind == "remote"
+                                         else _free_bytes(bench.target.workdir)))
     record = _open_record(search_dir, name, bench, space, spec, opts)
     space = record.space
     study = study_mod.open_study(search_dir, optuna_direction(spec), opts.seed)
@@ -189,6 +188,19 @@ def run_search(opts: SearchOptions, console: Console | None = None) -> SearchOut
         outcome.recommendation = "No final comparison was run (--compare-pairs 0)."
     _finish(outcome, study, record, selection, conf, search_dir, opts, install, hardware)
     return outcome
+
+
+def _hardware_of(target: TargetSpec):
+    """The hardware the memory budget is for: the --ssh host's when the server runs there."""
+    if target.kind == "remote" and target.ssh:
+        from pgdyno.targets.remote import detect_hardware
+        from pgdyno.targets.ssh import SshTransport
+
+        with SshTransport(target.ssh, target.ssh_config) as transport:
+            return detect_hardware(transport, target.remote_workdir or ".")
+    from pgdyno.config.detect import detect_profile
+
+    return detect_profile()
 
 
 def _free_bytes(path: Path) -> int | None:

@@ -16,6 +16,8 @@ from pgdyno.targets.connection import ConnectionInfo
 from pgdyno.targets.dsn import DsnServer
 from pgdyno.targets.local import LocalServer, ServerStartError
 from pgdyno.targets.osuser import running_as_root
+from pgdyno.targets.remote import RemoteServer
+from pgdyno.targets.ssh import SshTransport
 
 __all__ = ["ConnectionInfo", "PgInstall", "install_for", "ServerStartError", "Target", "TargetSpec",
            "default_workdir", "open_target"]
@@ -44,7 +46,8 @@ class TargetSpec:
     """The user's choice of server, validated by the CLI."""
 
     kind: str = "embedded"
-    """``embedded``, ``local`` (with pg_bin) or ``dsn``."""
+    """``embedded``, ``local`` (with pg_bin), ``dsn``, or ``remote`` (--ssh without --dsn:
+    pgdyno starts the server on that host, from --pg-bin there or the embedded one)."""
     workdir: Path = field(default_factory=lambda: default_workdir())
     pg_bin: Path | None = None
     dsn: str | None = field(default=None, repr=False, metadata={"serialise": False})
@@ -56,6 +59,8 @@ class TargetSpec:
     over SSH (pgdyno.targets.ssh). Only the destination is recorded, never a key."""
     ssh_config: Path | None = None
     """An ssh_config file for ``ssh -F`` (default: the user's ~/.ssh/config)."""
+    remote_workdir: str | None = None
+    """--remote-workdir: where the clusters live on the --ssh host (kind ``remote``)."""
     archive: str = "off"
     """``--archive``: off, buffered, direct, or the user's own archive_command
     (pgdyno.targets.archive)."""
@@ -78,14 +83,28 @@ def default_workdir() -> Path:
 
 def install_for(spec: TargetSpec) -> PgInstall:
     """The binaries a target runs with (--pg-bin, else the embedded PostgreSQL 18); probing
-    them runs ``postgres --version``, so a caller that needs them twice keeps them."""
-    return install_from_dir(spec.pg_bin) if spec.pg_bin else embedded_install()
+    them runs ``postgres --version``, so a caller that needs them twice keeps them.
+
+    On a remote target --pg-bin names the host's directory: pgbench and the settings
+    catalogue here are the embedded PostgreSQL's."""
+    if spec.pg_bin and spec.kind != "remote":
+        return install_from_dir(spec.pg_bin)
+    return embedded_install()
 
 
 def open_target(spec: TargetSpec, settings: dict[str, str] | None = None,
-                install: PgInstall | None = None) -> Target:
+                install: PgInstall | None = None, transport: SshTransport | None = None
+                ) -> Target:
+    """``transport``: the run's one SSH connection, for a remote target (made if None)."""
     install = install or install_for(spec)
     if spec.dsn is not None:
         return DsnServer(dsn=spec.dsn, install=install)
+    if spec.kind == "remote":
+        assert spec.ssh is not None
+        return RemoteServer(transport=transport or SshTransport(spec.ssh, spec.ssh_config),
+                            install=install, settings=dict(settings or {}),
+                            remote_bin=str(spec.pg_bin) if spec.pg_bin else None,
+                            workdir=spec.remote_workdir,
+                            wal_dir=str(spec.wal_dir) if spec.wal_dir else None)
     return LocalServer(install=install, workdir=spec.workdir, wal_dir=spec.wal_dir,
                        settings=dict(settings or {}))

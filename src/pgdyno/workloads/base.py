@@ -191,8 +191,14 @@ class RunContext:
 
     @property
     def manages_server(self) -> bool:
-        """A server pgdyno started (its log is readable, it may be restarted)."""
+        """A server pgdyno started (it may be restarted; its log is readable, over SSH on
+        a remote target)."""
         return self.target is not None and self.target.kind != "dsn"
+
+    @property
+    def local_server(self) -> bool:
+        """A server pgdyno started on this machine: its files are local paths."""
+        return self.target is not None and self.target.kind in ("embedded", "local")
 
 
 IterationProgress = Callable[[float, str], None]

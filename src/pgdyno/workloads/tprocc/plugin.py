@@ -173,8 +173,13 @@ class Tprocc(PgbenchWorkload):
         return None
 
     def collect(self, ctx: RunContext, it_dir: Path, log_offset: int) -> None:
-        if self.session_options(ctx) is not None and ctx.target is not None:
-            response.extract(ctx.target.log_path, log_offset, it_dir / response.RAW_FILE)
+        if self.session_options(ctx) is None or ctx.target is None:
+            return
+        out = it_dir / response.RAW_FILE
+        if ctx.local_server:
+            response.extract(ctx.target.log_path, log_offset, out)
+        else:  # --ssh: the host's log, read there from the iteration's offset
+            response.write_samples(ctx.target.log_since(log_offset).splitlines(), out)
 
     def finish(self, ctx: RunContext) -> None:
         from pgdyno.workloads.tprocc.consistency import check

@@ -107,12 +107,18 @@ def parse_log_lines(lines: Iterable[str]) -> Iterator[ResponseSample]:
 
 def extract(server_log: Path, offset: int, out: Path) -> int:
     """Copy the duration lines written since ``offset`` into ``out`` (TSV, gzip); count."""
-    count = 0
-    with server_log.open("r", errors="replace") as log, \
-            gzip.open(out, "wt", compresslevel=3) as dst:
+    with server_log.open("r", errors="replace") as log:
         log.seek(offset)
+        return write_samples(log, out)
+
+
+def write_samples(log_lines: Iterable[str], out: Path) -> int:
+    """The duration lines among ``log_lines`` (a server log's, from any source) into
+    ``out`` (TSV, gzip); their count."""
+    count = 0
+    with gzip.open(out, "wt", compresslevel=3) as dst:
         dst.write("end_epoch\tpid\ttransaction\tms\n")
-        for sample in parse_log_lines(log):
+        for sample in parse_log_lines(log_lines):
             dst.write(f"{sample.end_epoch:.3f}\t{sample.pid}\t{sample.transaction}\t"
                       f"{sample.ms:.3f}\n")
             count += 1

