@@ -202,6 +202,24 @@ def test_tpcb_on_a_server_pgdyno_starts_on_the_ssh_host(workdir: Path) -> None:
         runs = sorted(p.parent for p in results.rglob("manifest.json"))
         second = json.loads((runs[-1] / "manifest.json").read_text())
         assert second["target"]["data_dir"] == str(data_dir)
+        # 3. --pg-bin names binaries already on the host (here: the copy), in another
+        # remote workdir: nothing is copied, a cluster of their own is made.
+        other = "elsewhere"
+        proc = run_cli(_bench(host, results, "--pg-bin", str(copied), "--remote-workdir", other),
+                       workdir, timeout=300)
+        assert proc.returncode == 0, proc.stderr
+        third = json.loads((sorted(p.parent for p in results.rglob("manifest.json"))[-1]
+                            / "manifest.json").read_text())
+        assert third["target"]["pg_bin"] == str(copied)
+        assert Path(third["target"]["data_dir"]).is_relative_to(host.home / other / "instances")
+        assert not (host.home / other / "install").exists()
+        # 4. A directory without PostgreSQL on the host: one line, exit 2.
+        proc = run_cli(_bench(host, results, "--pg-bin", "/nonexistent/bin"), workdir,
+                       timeout=120)
+        assert proc.returncode == 2
+        assert "--pg-bin /nonexistent/bin on " in proc.stderr
+        assert "no PostgreSQL binaries there" in proc.stderr
+        assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
 
 
 @pytest.mark.server
