@@ -60,7 +60,14 @@ from pgdyno.runner.environment import HostFacts, host_facts, server_facts, stora
 from pgdyno.runner.lock import WorkdirLock, recover
 from pgdyno.runner.outcome import RunOutcome, describe_fit, fit_of, outcome_of
 from pgdyno.runner.report import index_row
-from pgdyno.targets import PgInstall, ServerStartError, Target, install_for, open_target
+from pgdyno.targets import (
+    PgInstall,
+    ServerStartError,
+    Target,
+    host_hardware,
+    install_for,
+    open_target,
+)
 from pgdyno.workloads import registry
 from pgdyno.workloads.base import (
     Headline,
@@ -207,14 +214,11 @@ def _ssh_transport(opts: BenchOptions):
 
 
 def _host_hardware(opts: BenchOptions, transport):
-    """The hardware the config engine sizes for: the database host's on a remote target
-    (detected there), else None (this machine, detected by the engine)."""
-    if transport is None or opts.target.kind != "remote" or (
-            opts.config == "default" and not opts.sets):
+    """The hardware the config engine sizes for (None: this machine's); only a named config
+    is sized, so stock PostgreSQL asks the host nothing."""
+    if opts.config == "default" and not opts.sets:
         return None
-    from pgdyno.targets.remote import detect_hardware
-
-    return detect_hardware(transport, opts.target.remote_workdir or ".")
+    return host_hardware(opts.target, transport)
 
 
 def _open_remote(target: Target | None, transport):

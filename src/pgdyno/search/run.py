@@ -25,6 +25,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from pgdyno import serde
+from pgdyno.config.detect import detect_profile
 from pgdyno.config.pgcatalog import for_install
 from pgdyno.config.resolve import NAMED, resolve_config
 from pgdyno.errors import UsageError
@@ -35,7 +36,7 @@ from pgdyno.search import study as study_mod
 from pgdyno.search.objective import headline_spec, measure, optuna_direction
 from pgdyno.search.select import Candidate, Selection, plan_selection, run_selection
 from pgdyno.search.space import SearchSpace, build_space
-from pgdyno.targets import TargetSpec, install_for
+from pgdyno.targets import host_hardware, install_for
 from pgdyno.workloads import registry
 
 SCHEMA_VERSION = 1
@@ -149,7 +150,8 @@ def run_search(opts: SearchOptions, console: Console | None = None) -> SearchOut
     spec = headline_spec(bench.workload)
     install = install_for(bench.target)
     catalogue = for_install(install)
-    hardware = _hardware_of(bench.target)
+    # The memory budget is the database host's: the --ssh host's when the server runs there.
+    hardware = host_hardware(bench.target) or detect_profile()
     space = build_space(hardware, catalogue, clients=max(bench.clients),
                         write_heavy=workload.tuning[1], knobs=list(opts.knobs or []) or None,
                         fixes=list(opts.fixes), allow_unsafe=opts.allow_unsafe,
@@ -188,19 +190,6 @@ def run_search(opts: SearchOptions, console: Console | None = None) -> SearchOut
         outcome.recommendation = "No final comparison was run (--compare-pairs 0)."
     _finish(outcome, study, record, selection, conf, search_dir, opts, install, hardware)
     return outcome
-
-
-def _hardware_of(target: TargetSpec):
-    """The hardware the memory budget is for: the --ssh host's when the server runs there."""
-    if target.kind == "remote" and target.ssh:
-        from pgdyno.targets.remote import detect_hardware
-        from pgdyno.targets.ssh import SshTransport
-
-        with SshTransport(target.ssh, target.ssh_config) as transport:
-            return detect_hardware(transport, target.remote_workdir or ".")
-    from pgdyno.config.detect import detect_profile
-
-    return detect_profile()
 
 
 def _free_bytes(path: Path) -> int | None:

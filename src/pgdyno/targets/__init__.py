@@ -19,8 +19,8 @@ from pgdyno.targets.osuser import running_as_root
 from pgdyno.targets.remote import RemoteServer
 from pgdyno.targets.ssh import SshTransport
 
-__all__ = ["ConnectionInfo", "PgInstall", "install_for", "ServerStartError", "Target", "TargetSpec",
-           "default_workdir", "open_target"]
+__all__ = ["ConnectionInfo", "PgInstall", "ServerStartError", "Target", "TargetSpec",
+           "default_workdir", "host_hardware", "install_for", "open_target"]
 
 
 class Target(Protocol):
@@ -90,6 +90,20 @@ def install_for(spec: TargetSpec) -> PgInstall:
     if spec.pg_bin and spec.kind != "remote":
         return install_from_dir(spec.pg_bin)
     return embedded_install()
+
+
+def host_hardware(spec: TargetSpec, transport: SshTransport | None = None):
+    """The HardwareProfile of the database host when that is not this machine (a remote
+    target: detected there, over ``transport`` or a connection of its own); None when the
+    server runs here (the config engine detects this machine itself)."""
+    if spec.kind != "remote" or not spec.ssh:
+        return None
+    from pgdyno.targets.remote import detect_hardware
+
+    if transport is not None:
+        return detect_hardware(transport, spec.remote_workdir or ".")
+    with SshTransport(spec.ssh, spec.ssh_config) as own:
+        return detect_hardware(own, spec.remote_workdir or ".")
 
 
 def open_target(spec: TargetSpec, settings: dict[str, str] | None = None,

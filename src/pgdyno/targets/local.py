@@ -265,10 +265,8 @@ class LocalServer:
         result = self._run_as_server(cmd)
         if result.returncode != 0:
             raise TargetError(f"initdb failed: {_last_lines(result.stdout + result.stderr)}")
-        conf = self.data_dir / "postgresql.conf"
-        with conf.open("a") as fh:
-            fh.write(f"\n# Added by pgdyno: the active config lives in this file.\n"
-                     f"include_if_exists = '{INCLUDE_FILE}'\n")
+        with (self.data_dir / "postgresql.conf").open("a") as fh:
+            fh.write(INCLUDE_DIRECTIVE)
 
     def _run_as_server(self, cmd: list[str]) -> subprocess.CompletedProcess:
         return subprocess.run(cmd, capture_output=True, text=True, check=False,
@@ -277,12 +275,8 @@ class LocalServer:
     def write_settings(self, settings: dict[str, str]) -> None:
         """Write the include file: base settings, then the config's own (which win)."""
         self.settings = dict(settings)
-        merged = {**BASE_SETTINGS, **self.settings}
-        merged["unix_socket_directories"] = f"'{self.socket_dir}'"
-        lines = ["# Written by pgdyno for each start; edits are overwritten."]
-        lines += [f"{key} = {value}" for key, value in merged.items()]
         path = self.data_dir / INCLUDE_FILE
-        path.write_text("\n".join(lines) + "\n")
+        path.write_text(include_file_text(self.settings, str(self.socket_dir)))
         give_to(self.user, path)
 
     @property
@@ -352,25 +346,17 @@ class LocalServer:
         self._ensure_database()
 
     def _start_failure(self, what: str) -> str:
-        """The line of this start attempt's log that says why it failed, else ``what`` and
-        the attempt's last line."""
+        """Why this start attempt failed, from its part of the log."""
         try:
             with self.log_path.open("rb") as fh:
                 fh.seek(self._log_start)
                 text = fh.read().decode(errors="replace")
         except OSError:
             text = ""
-        line = start_error_line(text)
-        if line:
-            return line
-        last = [x.strip() for x in text.splitlines() if x.strip()]
-        return f"{what}; last log line: {last[-1]}" if last else f"{what}; the log is empty"
+        return start_failure(text, what)
 
     def _ensure_database(self) -> None:
-        with psycopg.connect(self.admin_connection().conninfo("postgres"), autocommit=True) as conn:
-            exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (DATABASE,))
-            if exists.fetchone() is None:
-                conn.execute(f'CREATE DATABASE "{DATABASE}"')
+        ensure_database(self.admin_connection())
 
     def stop(self) -> None:
         """Fast shutdown; waits for the postmaster to exit (kills it after a timeout)."""
@@ -415,6 +401,40 @@ class LocalServer:
             return self.log_path.stat().st_size
         except OSError:
             return 0
+
+
+INCLUDE_DIRECTIVE = (f"\n# Added by pgdyno: the active config lives in this file.\n"
+                     f"include_if_exists = '{INCLUDE_FILE}'\n")
+"""Appended to a new cluster's postgresql.conf: the include file holds the active config."""
+
+
+def include_file_text(settings: dict[str, str], socket_dir: str,
+                      forced: dict[str, str] | None = None) -> str:
+    """The include file of a server pgdyno starts: base settings, then the config's own
+    (which win), then what pgdyno must own (the socket directory, and ``forced``)."""
+    merged = {**BASE_SETTINGS, **settings, **(forced or {}),
+              "unix_socket_directories": f"'{socket_dir}'"}
+    lines = ["# Written by pgdyno for each start; edits are overwritten."]
+    lines += [f"{key} = {value}" for key, value in merged.items()]
+    return "\n".join(lines) + "\n"
+
+
+def ensure_database(admin: ConnectionInfo) -> None:
+    """pgdyno's workload database on a server it starts, created on first use."""
+    with psycopg.connect(admin.conninfo("postgres"), autocommit=True) as conn:
+        exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (DATABASE,))
+        if exists.fetchone() is None:
+            conn.execute(f'CREATE DATABASE "{DATABASE}"')
+
+
+def start_failure(log_text: str, what: str) -> str:
+    """The line of a start attempt's log that says why it failed, else ``what`` and the
+    attempt's last line."""
+    line = start_error_line(log_text)
+    if line:
+        return line
+    last = [x.strip() for x in log_text.splitlines() if x.strip()]
+    return f"{what}; last log line: {last[-1]}" if last else f"{what}; the log is empty"
 
 
 _SEVERITY = re.compile(r"\b(PANIC|FATAL):\s")

