@@ -170,12 +170,13 @@ def test_campaign_applies_and_reverts_os_settings(tmp_path: Path,
     assert live["stock"]["vm.dirty_ratio"] == dirty0
     assert live["stock"]["transparent_hugepage"] == thp0
 
-    # The campaign journal: apply before the cell's run, revert after, with the state file.
+    # The campaign journal: apply before the cell's run (its state file named before the
+    # first change, then the apply's outcome), revert after, with the state file.
     events = read_journal(results / "campaigns" / "os" / "journal.jsonl")
     kinds = [(e["event"], e.get("cell")) for e in events if e["event"] != "campaign-start"]
     dirty_cell = "r1:select-only:dirty"
     at = kinds.index(("os-apply", dirty_cell))
-    assert kinds[at - 1] == ("run-start", dirty_cell)
+    assert kinds[at - 2: at] == [("run-start", dirty_cell), ("os-apply-start", dirty_cell)]
     assert kinds[at + 1: at + 3] == [("os-revert", dirty_cell), ("run-end", dirty_cell)]
     state_file = next(e["state"] for e in events if e["event"] == "os-revert")
     assert load_state(Path(state_file)).status == "reverted"

@@ -31,7 +31,7 @@ from rich.progress import (
 
 from pgdyno.campaign.spec import CampaignSpec, Cell
 from pgdyno.errors import PgdynoError, RunError, RunInterrupted, UsageError
-from pgdyno.provision.state import write_state
+from pgdyno.provision.model import ProvisionState
 from pgdyno.redact import redact, redact_values
 from pgdyno.results.manifest import BenchOptions
 from pgdyno.results.rundir import utc_now
@@ -223,8 +223,15 @@ def os_settings(spec: CampaignSpec, cell: Cell, opts: BenchOptions,
     workdir = opts.target.workdir or default_workdir()
     settings = dict(cell.config.os)
     shown = ", ".join(f"{k}={v}" for k, v in cell.config.os)
+
+    def intent(state: ProvisionState) -> None:
+        # Before the first change: a campaign killed mid-apply is reverted on its restart.
+        append_event(journal, {"event": "os-apply-start", "cell": cell.key,
+                               "state": state.path})
+
     try:
-        state = apply_settings(settings, workdir, origin=f"[[config]] {cell.config.label}")
+        state = apply_settings(settings, workdir, origin=f"[[config]] {cell.config.label}",
+                               context=context, on_start=intent)
     except PgdynoError as exc:
         _provision_event(spec, context, "apply", exc.exit_code, f"{cell.key}: {exc}")
         raise
@@ -232,8 +239,6 @@ def os_settings(spec: CampaignSpec, cell: Cell, opts: BenchOptions,
         append_event(journal, {"event": "os-apply", "cell": cell.key, "changed": 0})
         yield
         return
-    state.context = context
-    write_state(state)
     append_event(journal, {"event": "os-apply", "cell": cell.key, "state": state.path,
                            "changed": len(state.steps)})
     _provision_event(spec, context, "apply", 0, f"{cell.key}: applied {shown}",
@@ -266,13 +271,14 @@ def _revert(journal: Path, state_file: str, cell_key: str, spec: CampaignSpec | 
 
 
 def revert_leftovers(journal: Path, console: Console) -> None:
-    """An earlier campaign process that died inside a cell with OS settings left them
-    applied: revert them before anything runs (its state file says what to restore)."""
+    """An earlier campaign process that died inside a cell with OS settings, or while
+    applying them, left them applied: revert them before anything runs (its state file,
+    named in the journal before the first change, says what to restore)."""
     from pgdyno.provision.state import load_state
 
     pending: dict[str, str] = {}
     for ev in read_journal(journal):
-        if ev.get("event") == "os-apply" and ev.get("state"):
+        if ev.get("event") in ("os-apply-start", "os-apply") and ev.get("state"):
             pending[ev["state"]] = ev.get("cell", "")
         elif ev.get("event") == "os-revert":
             pending.pop(ev.get("state", ""), None)

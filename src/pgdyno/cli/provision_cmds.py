@@ -103,15 +103,11 @@ def apply_cmd(config: str = _CONFIG, hardware: str = _HARDWARE, workload: str = 
         apply_plan(plan, _workdir(workdir), opts)  # raises NeedsRoot: one line, exit 1
     ctx = context or f"{plan.machine}--{workload}"
     try:
-        state = apply_plan(plan, _workdir(workdir), opts)
+        state = apply_plan(plan, _workdir(workdir), opts, context=ctx)
     except ApplyFailed as exc:
         _journal(results_dir, ctx, "apply", exc.exit_code, str(exc), exc.state.path, 0, plan)
         raise
     assert state is not None
-    state.context = ctx
-    from pgdyno.provision.state import write_state
-
-    write_state(state)
     for applied in state.steps:
         typer.echo(f"applied {applied.step.kind} {applied.step.target}: "
                    f"{applied.previous.get('value', '-')[:60]!s} -> {applied.step.shown_value}")

@@ -8,6 +8,7 @@ cell with ``[config.os]`` settings and ``revert`` after it; the CLI calls the sa
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from pgdyno.errors import UsageError
@@ -49,15 +50,18 @@ def plan_settings(settings: dict[str, str], *, data_devices: tuple[str, ...] = (
 
 def apply_settings(settings: dict[str, str], workdir: Path, *,
                    data_devices: tuple[str, ...] = (), wal_devices: tuple[str, ...] = (),
-                   persist: bool = False, origin: str = "[config.os]") -> ProvisionState | None:
+                   persist: bool = False, origin: str = "[config.os]", context: str = "",
+                   on_start: Callable[[ProvisionState], None] | None = None
+                   ) -> ProvisionState | None:
     """Apply a campaign cell's OS settings, live only unless ``persist``; returns the state
     to hand to ``revert`` after the cell (None: everything was already at target).
+    ``on_start`` gets the state once its file is on disk, before the first change.
 
     Refuses (UsageError) storage layout keys (mkfs, mount, RAID): a cell may only change
     values that one write restores. Raises NeedsRoot, ApplyFailed (rolled back) as apply."""
     plan = check_settings(settings, data_devices=data_devices, wal_devices=wal_devices,
                           persist=persist, origin=origin)
-    return apply_plan(plan, workdir)
+    return apply_plan(plan, workdir, context=context, on_start=on_start)
 
 
 def check_settings(settings: dict[str, str], *, data_devices: tuple[str, ...] = (),

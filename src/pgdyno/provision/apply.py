@@ -3,17 +3,22 @@ the safe order, and a rollback of everything done when one step fails.
 
 Nothing is touched until every check passed and the state file is on disk: a refusal (not
 root, no md driver, a device not named by --destroy-data, a mounted device) changes nothing.
+Each step is recorded as started, with the value it replaces, before its write (the
+write-ahead record), and as done after it: whatever kills the apply, the state file names
+every step that may have changed the machine.
 """
 
 from __future__ import annotations
 
 import os
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from pgdyno.errors import PgdynoError, UsageError
 from pgdyno.provision.kinds import handler
-from pgdyno.provision.model import DESTRUCTIVE, ProvisionPlan, ProvisionState
+from pgdyno.provision.model import DESTRUCTIVE, AppliedStep, ProvisionPlan, ProvisionState
 from pgdyno.provision.state import new_state, write_state
 from pgdyno.provision.system import (
     ABSENT,
@@ -25,6 +30,11 @@ from pgdyno.provision.system import (
     mounts,
     probe,
 )
+
+PAUSE_AFTER_WRITE = "PGDYNO_TEST_PAUSE_AFTER_WRITE"
+"""Test hook, not a setting: seconds an apply sleeps between a step's write and its record as
+done, so that a test can SIGKILL it inside that window (tests/test_provision_kill.py). Unset
+(the normal case), there is no pause."""
 
 
 class NeedsRoot(PgdynoError):
@@ -104,25 +114,39 @@ def _check_mountpoint(mountpoint: str, device: str) -> None:
         raise UsageError(f"provision apply: {mountpoint} exists and is not a directory")
 
 
-def apply_plan(plan: ProvisionPlan, workdir: Path,
-               opts: ApplyOptions | None = None) -> ProvisionState | None:
+def apply_plan(plan: ProvisionPlan, workdir: Path, opts: ApplyOptions | None = None, *,
+               context: str = "",
+               on_start: Callable[[ProvisionState], None] | None = None
+               ) -> ProvisionState | None:
     """Apply every step not yet at target; None when there is nothing to change.
 
-    The state file is written before the first change. A step that fails (or Ctrl-C) stops
-    the apply and undoes every step already done, newest first; ApplyFailed says which
-    step failed and the state file records the rollback.
+    The state file is written before the first change (``on_start`` is then called with it:
+    a caller's own journal can name the file before anything needs reverting). Each step is
+    recorded ``started`` with the value it replaces, fsynced, before its write, and ``done``
+    after it. A step that fails (or Ctrl-C) stops the apply and undoes every step that
+    changed something, newest first; ApplyFailed says which step failed and the state file
+    records the rollback. A kill leaves the state ``applying``, for `provision revert`.
     """
     opts = opts or ApplyOptions()
     check(plan, opts)
     if not plan.ordered():
         return None
     state = new_state(plan, workdir)
+    state.context = context
     write_state(state)
+    if on_start is not None:
+        on_start(state)
+    pause_s = _test_pause_s()
     current = None
     try:
         for current in state.steps:
             step = current.step
+            current.previous = handler(step).save(step)
+            current.started = True
+            write_state(state)  # the write-ahead record: intent and old value, on disk
             handler(step).apply(step, force=step.device in opts.force_devices)
+            if pause_s:
+                time.sleep(pause_s)
             current.done = True
             write_state(state)
     except (StepFailed, OSError) as exc:
@@ -141,16 +165,30 @@ def apply_plan(plan: ProvisionPlan, workdir: Path,
     return state
 
 
-def rollback(state: ProvisionState, failed=None) -> str:
-    """Undo the steps done (and the one that failed, if it can be undone), newest first."""
-    todo = state.done()
-    if failed is not None and not failed.done and _changed(failed):
-        todo.append(failed)
+def _test_pause_s() -> float:
+    """PGDYNO_TEST_PAUSE_AFTER_WRITE in seconds (0: unset or not a number)."""
+    try:
+        return max(0.0, float(os.environ.get(PAUSE_AFTER_WRITE, "0")))
+    except ValueError:
+        return 0.0
+
+
+def to_undo(state: ProvisionState) -> list[AppliedStep]:
+    """The steps a rollback or revert restores, in apply order: every step done, and a step
+    started but not recorded done (the apply was cut short between its write and its
+    record) unless reading it back shows it changed nothing."""
+    return [a for a in state.touched() if a.done or _changed(a)]
+
+
+def rollback(state: ProvisionState, failed: AppliedStep | None = None) -> str:
+    """Undo the steps that changed something (the one that failed too, when it left a
+    change), newest first."""
+    todo = to_undo(state)
     problems = []
     for applied in reversed(todo):
         try:
             handler(applied.step).restore(applied.step, applied.previous)
-            applied.done = False
+            applied.done = applied.started = False
         except (StepFailed, OSError) as exc:
             problems.append(f"{_label(applied.step)}: {exc}")
     state.status = "rolled back" if not problems else "rollback incomplete"
@@ -160,12 +198,12 @@ def rollback(state: ProvisionState, failed=None) -> str:
     return f"{count} step(s)" + (f" (could not undo: {'; '.join(problems)})" if problems else "")
 
 
-def _changed(applied) -> bool:
-    """Whether a step that failed left something to undo (a sysctl the kernel clamped, huge
-    pages partly reserved); a refused write changed nothing, and restoring it would fail the
-    same way. Destructive steps cannot be undone at all."""
-    if applied.step.reversibility == DESTRUCTIVE:
-        return False
+def _changed(applied: AppliedStep) -> bool:
+    """Whether a step cut short (it failed, or the apply was killed) left something to undo:
+    a sysctl written or clamped, huge pages partly reserved, a file half replaced, a device
+    overwritten. A refused write changed nothing, and restoring it would fail the same way.
+    Steps whose live value cannot be compared (files) count as changed: restoring them is
+    safe either way."""
     try:
         live = handler(applied.step).read(applied.step)
     except (StepFailed, OSError):

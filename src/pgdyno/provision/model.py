@@ -108,14 +108,25 @@ class AppliedStep:
 
     step: Step
     previous: dict[str, str] = field(default_factory=dict)
-    """Whatever restoring needs: the old value, a paired sysctl, a file's content, a mount."""
+    """Whatever restoring needs: the old value, a paired sysctl, a file's content, a mount;
+    read again just before the step's write and saved with ``started``."""
+    started: bool = False
+    """The write-ahead record: True (on disk, fsynced) before the change is attempted. A step
+    started but not done may or may not have changed the machine (a kill between the write
+    and its record): rollback and revert restore it whenever it left something changed."""
     done: bool = False
-    """True once the change was made (what a rollback or revert undoes)."""
+    """True once the change was made and read back (what a rollback or revert undoes)."""
+
+    @property
+    def in_doubt(self) -> bool:
+        """Started, never recorded as done: the write may or may not have happened."""
+        return self.started and not self.done
 
 
 @dataclass
 class ProvisionState:
-    """The state file: written before the first change, updated after each step."""
+    """The state file: written before the first change, then before and after each step
+    (the write-ahead record: a step is ``started`` on disk before its write is attempted)."""
 
     created: str
     host: str
@@ -135,6 +146,10 @@ class ProvisionState:
 
     def done(self) -> list[AppliedStep]:
         return [a for a in self.steps if a.done]
+
+    def touched(self) -> list[AppliedStep]:
+        """Steps that may have changed the machine: done, or started and cut short."""
+        return [a for a in self.steps if a.done or a.started]
 
     def to_dict(self) -> dict[str, Any]:
         return to_dict(self)

@@ -1,8 +1,11 @@
 """State files: everything a revert needs, under ``<workdir>/provision/state-<UTC>.json``.
 
 Written before the first change (with the previous value of every step the apply will
-touch) and rewritten, atomically, after each step: a crash or a kill mid-apply leaves a file
-that says exactly what was done, and `pgdyno provision revert` undoes that much.
+touch), then rewritten, atomically and fsynced, twice per step: before its write (the step
+``started``, with the old value read again: the write-ahead record) and after it (``done``).
+A crash or a kill mid-apply leaves a file that names every step that may have changed the
+machine, including one cut short between its write and its record, and
+`pgdyno provision revert` restores all of them.
 """
 
 from __future__ import annotations
@@ -48,7 +51,9 @@ def _free_name(directory: Path, stamp: str) -> Path:
 
 
 def write_state(state: ProvisionState) -> None:
-    """Replace the state file whole (a temporary beside it, then rename)."""
+    """Replace the state file whole (a temporary beside it, fsynced, then renamed, and the
+    rename fsynced through the directory): once this returns, the record survives a kill or
+    a power cut."""
     path = Path(state.path)
     tmp = path.with_name(f".{path.name}.tmp")
     with open(tmp, "w") as handle:
@@ -58,6 +63,11 @@ def write_state(state: ProvisionState) -> None:
         os.fsync(handle.fileno())
     os.chmod(tmp, 0o600)
     os.replace(tmp, path)
+    directory = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(directory)
+    finally:
+        os.close(directory)
 
 
 def load_state(path: Path) -> ProvisionState:
