@@ -10,6 +10,7 @@ ssh user, ``/var/lib/pgdyno`` when it is root)::
     instances/<name>/data            the cluster (initdb)
     instances/<name>/server.log      everything the postmaster prints (pg_ctl -l)
     instances/<name>/sock/           its Unix socket, for pgdyno's own psql on the host
+    pgdyno.lock                      one pgdyno at a time per remote workdir (RemoteLock)
 
 Clients reach it over TCP, straight to the host: the network between client and server is
 part of what a remote benchmark measures, so the load does not travel through an SSH tunnel.
@@ -30,13 +31,18 @@ import hashlib
 import hmac
 import io
 import json
+import os
 import platform
 import secrets
 import shlex
+import socket
 import subprocess
+import tempfile
+import threading
 import time
 import zipfile
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 
 import psycopg
@@ -56,6 +62,7 @@ from pgdyno.targets.local import (
     check_owned_settings,
     ensure_database,
     include_file_text,
+    pid_alive,
     start_failure,
 )
 from pgdyno.targets.osuser import DEFAULT_SERVER_USER
@@ -194,6 +201,11 @@ class RemoteServer:
     @property
     def _copy_root(self) -> str:
         return f"{self.workdir}/install/pg-{self.install.version}-{self._machine}"
+
+    def workdir_lock(self) -> RemoteLock:
+        """The lock on the host's workdir (not taken yet: ``acquire``)."""
+        self.locate()
+        return RemoteLock(self.transport, self.workdir)
 
     def directories(self) -> dict[str, str]:
         """Role -> directory on the host, for its telemetry (device roles)."""
@@ -466,6 +478,215 @@ class RemoteServer:
             if line.startswith("MemAvailable:"):
                 return int(line.split()[1]) * 1024
         return None
+
+
+# ----- one pgdyno at a time per remote workdir -----------------------------------------------
+
+LOCK_FILE = "pgdyno.lock"
+LOCK_REPLY_TIMEOUT_S = 30.0
+"""Connecting and taking (or finding held) the host's lock; each later exchange too."""
+
+_LOCK_SCRIPT = """\
+mkdir -p {workdir} || exit 3
+f={lock}
+exec 9>>"$f" || exit 3
+command -v flock >/dev/null 2>&1 || exit 4
+if ! flock -n 9; then
+  IFS= read -r rec < "$f"; echo held; printf '%s\\n' "$rec"; exit 0
+fi
+IFS= read -r rec < "$f"; echo locked; printf '%s\\n' "$rec"
+while IFS= read -r line; do
+  if [ "$line" = release ]; then : > "$f"; echo released; exit 0; fi
+  printf '%s\\n' "$line" > "$f" && echo recorded
+done
+"""
+"""The lock's holder on the host: ``flock`` on fd 9 of this shell, held while the shell
+reads its stdin. Only builtins run while it holds (no child inherits fd 9 and outlives it);
+each stdin line is the holder's record, ``release`` empties the record and ends it. EOF
+without ``release`` (pgdyno died, even by SIGKILL, or the connection was lost) ends the
+shell too, releasing the lock and leaving the record behind for the next run."""
+
+_STOP_SCRIPT = """\
+pid=$(head -n 1 {pid_file} 2>/dev/null) || exit 0
+[ -n "$pid" ] && [ "$(ps -p "$pid" -o comm= 2>/dev/null)" = postgres ] || exit 0
+echo "$pid"; kill -INT "$pid"
+i=0
+while kill -0 "$pid" 2>/dev/null && [ "$i" -lt {tenths} ]; do sleep 0.1; i=$((i + 1)); done
+kill -QUIT "$pid" 2>/dev/null; exit 0
+"""
+"""Stop the postmaster named by a data directory's postmaster.pid on the host (a stale pid
+file, or a pid reused by another program, is left alone): SIGINT (fast shutdown), SIGQUIT
+(immediate) after the timeout, as stop_postmaster does here."""
+
+
+@dataclass
+class RemoteHolder:
+    """The record in the host's lock file: the run that holds, or held, the workdir."""
+
+    pid: int
+    client: str
+    """The machine pgdyno ran on (its host name): its run directory is there."""
+    run_dir: str
+    results_dir: str
+    started_at: str
+    data_dir: str = ""
+    """The cluster on the host that run used: the one server recovery may stop."""
+
+
+class RemoteLock:
+    """``<remote workdir>/pgdyno.lock`` on the ``--ssh`` host, the remote twin of the local
+    workdir's lock (runner.lock.WorkdirLock), with the same interface.
+
+    util-linux ``flock`` is held by a shell on the host at the end of an SSH connection of
+    its own (not the run's multiplexed master, which closes before the run ends and may
+    outlive a killed pgdyno). That shell lives while pgdyno holds its stdin open, so the
+    lock is released when pgdyno releases it, dies (even by SIGKILL: the pipe closes, ssh
+    sends EOF), or the connection is lost."""
+
+    def __init__(self, transport: SshTransport, workdir: str) -> None:
+        self.transport = transport
+        self.workdir = workdir
+        self.path = f"{workdir}/{LOCK_FILE}"
+        self._proc: subprocess.Popen | None = None
+        self._stderr = None
+
+    def acquire(self) -> RemoteHolder | None:
+        """Take the lock or refuse; returns the killed predecessor's record, if any."""
+        script = _LOCK_SCRIPT.format(workdir=shlex.quote(self.workdir),
+                                     lock=shlex.quote(self.path))
+        # ssh's own complaints, for the error line; open as long as the holder (see _end).
+        self._stderr = tempfile.TemporaryFile()  # noqa: SIM115
+        self._proc = self.transport.own_connection(script, stderr=self._stderr)
+        state, record = self._reply(), self._reply()
+        holder = _parse_holder(record)
+        if state == "held":
+            self._refused()
+            raise UsageError(f"{self._using()} ({_describe(holder)}); wait for it to finish, "
+                             "or give this run another --remote-workdir")
+        if state != "locked":
+            self._fail("taking the lock on the remote workdir")
+        if holder is not None and holder.client == socket.gethostname() \
+                and holder.pid != os.getpid() and _pgdyno_alive(holder.pid):
+            self.release()
+            self._refused()
+            raise UsageError(f"{self._using()} ({_describe(holder)}; its lock connection to "
+                             "the host was lost); wait for it to finish, or give this run "
+                             "another --remote-workdir")
+        return holder
+
+    def hold_for(self, run_dir: Path, results_dir: Path, data_dir: str | Path) -> None:
+        """Write who holds the lock (what the next run recovers if this one is killed)."""
+        record = {"pid": os.getpid(), "client": socket.gethostname(),
+                  "run_dir": str(Path(run_dir).absolute()),
+                  "results_dir": str(Path(results_dir).absolute()),
+                  "started_at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+                  "data_dir": str(data_dir)}
+        # A lost lock connection is not the run's failure: it goes on, unlocked.
+        with contextlib.suppress(OSError, ValueError):
+            self._send(json.dumps(record))
+            self._reply()
+
+    def release(self) -> None:
+        """Empty the record (a clean end leaves nothing to recover) and end the holder."""
+        if self._proc is None:
+            return
+        with contextlib.suppress(OSError, ValueError):
+            self._send("release")
+            self._reply()
+        self._end()
+
+    def stop_orphaned_server(self, data_dir: str | Path) -> int | None:
+        """Fast-shut-down the live postmaster of ``data_dir`` on the host, if any (immediate
+        after STOP_TIMEOUT_S, as locally); its pid."""
+        script = _STOP_SCRIPT.format(pid_file=shlex.quote(f"{data_dir}/postmaster.pid"),
+                                     tenths=int(STOP_TIMEOUT_S * 10))
+        out = self.transport.check_output(script, timeout_s=STOP_TIMEOUT_S + 30).strip()
+        return int(out) if out.isdigit() else None
+
+    # ----- the holder's pipes -----------------------------------------------------------
+    def _using(self) -> str:
+        return (f"another pgdyno is using remote workdir {self.workdir} on "
+                f"{self.transport.destination}")
+
+    def _send(self, line: str) -> None:
+        assert self._proc is not None and self._proc.stdin is not None
+        self._proc.stdin.write(line + "\n")
+        self._proc.stdin.flush()
+
+    def _reply(self) -> str:
+        """The holder's next line ('' when it ended, or after LOCK_REPLY_TIMEOUT_S)."""
+        assert self._proc is not None and self._proc.stdout is not None
+        timer = threading.Timer(LOCK_REPLY_TIMEOUT_S, self._proc.kill)
+        timer.start()
+        try:
+            return self._proc.stdout.readline().rstrip("\n")
+        finally:
+            timer.cancel()
+
+    def _refused(self) -> tuple[int | None, str]:
+        """A refused run ends here, and its connection to the host with it (the master
+        would otherwise linger for its ControlPersist)."""
+        ended = self._end()
+        self.transport.close()
+        return ended
+
+    def _fail(self, what: str) -> None:
+        code, error = self._refused()
+        reason = {3: f"cannot create {self.path}", 4: "the host has no flock (util-linux)"}
+        detail = reason.get(code) or error or f"exit {code}"
+        raise TargetError(f"--ssh {self.transport.destination}: {what} failed: {detail}")
+
+    def _end(self) -> tuple[int | None, str]:
+        """Close the holder's stdin (EOF ends its shell, and the lock with it); its exit
+        code and the last line ssh wrote on stderr."""
+        proc, self._proc = self._proc, None
+        errors, self._stderr = self._stderr, None
+        if proc is None:
+            return None, ""
+        with contextlib.suppress(OSError, ValueError):
+            assert proc.stdin is not None
+            proc.stdin.close()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        if proc.stdout is not None:
+            proc.stdout.close()
+        last = ""
+        if errors is not None:
+            errors.seek(0)
+            lines = errors.read().decode(errors="replace").strip().splitlines()
+            last = lines[-1].strip() if lines else ""
+            errors.close()
+        return proc.returncode, last
+
+
+def _parse_holder(record: str) -> RemoteHolder | None:
+    try:
+        data = json.loads(record)
+        return RemoteHolder(pid=int(data["pid"]), client=str(data["client"]),
+                            run_dir=str(data["run_dir"]), results_dir=str(data["results_dir"]),
+                            started_at=str(data["started_at"]),
+                            data_dir=str(data.get("data_dir") or ""))
+    except (ValueError, KeyError, TypeError):
+        return None
+
+
+def _describe(holder: RemoteHolder | None) -> str:
+    if holder is None:
+        return "starting"
+    return f"pid {holder.pid} on {holder.client}, run {holder.run_dir}"
+
+
+def _pgdyno_alive(pid: int) -> bool:
+    """A live pgdyno under ``pid`` here (a pid reused by another program is not one)."""
+    if not pid_alive(pid):
+        return False
+    try:
+        return b"pgdyno" in Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return True
 
 
 def _digest(text: str) -> str:

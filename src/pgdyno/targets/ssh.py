@@ -161,6 +161,19 @@ class SshTransport:
                               f"(exit {proc.returncode}): {_last_line(proc.stderr)}")
         return proc.stdout
 
+    def own_connection(self, script: str, stderr=subprocess.DEVNULL) -> subprocess.Popen:
+        """``script`` on a connection of its own, not the master's, with text pipes to its
+        stdin and stdout: it lives until this process closes its stdin, or dies (even by
+        SIGKILL, which closes the pipe: ssh sends EOF), whatever becomes of the master."""
+        args = [ssh_program()]
+        if self.config_file is not None:
+            args += ["-F", str(self.config_file)]
+        args += ["-o", "BatchMode=yes", "-o", "ControlMaster=no", "-o", "ControlPath=none",
+                 "-o", f"ConnectTimeout={int(CONNECT_TIMEOUT_S)}",
+                 self.destination, "exec sh -c " + shlex.quote(script)]
+        return subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=stderr, text=True)
+
     def popen(self, script: str) -> subprocess.Popen:
         """A long-lived remote process with pipes to its stdin and stdout."""
         self.open()
