@@ -68,6 +68,7 @@ from pgdyno.targets import (
     install_for,
     open_target,
 )
+from pgdyno.targets.remote import RemoteLock, RemoteServer
 from pgdyno.workloads import registry
 from pgdyno.workloads.base import (
     Headline,
@@ -302,16 +303,18 @@ def _check_free_space(dataset_bytes: int | None, data_dir: Path) -> None:
 
 
 def _lock_workdir(opts: BenchOptions, target: Target | None, console: Console,
-                  shared: Any = None) -> WorkdirLock | None:
-    """The workdir's lock for a run on a server pgdyno starts here; a killed predecessor's
-    server is stopped and its run marked failed first. (A remote server left by a killed
-    pgdyno is stopped by the next start: RemoteServer.start.)"""
-    if target is None or target.kind not in LOCAL_KINDS:
+                  shared: Any = None) -> WorkdirLock | RemoteLock | None:
+    """The workdir's lock for a run on a server pgdyno starts, here or in the remote workdir
+    on the --ssh host; a killed predecessor's server is stopped and its run marked failed
+    first."""
+    if target is None or target.kind not in (*LOCAL_KINDS, "remote"):
         return None
-    lock = WorkdirLock(opts.target.workdir)
+    remote = isinstance(target, RemoteServer)
+    lock = target.workdir_lock() if remote else WorkdirLock(opts.target.workdir)
     previous = lock.acquire()
     if previous is not None:
-        for line in recover(previous, shared):
+        stop = lock.stop_orphaned_server if isinstance(lock, RemoteLock) else None
+        for line in recover(previous, shared, stop):
             console.print(f"[yellow]{line}[/yellow]")
     return lock
 

@@ -18,6 +18,8 @@ import dataclasses
 import fcntl
 import json
 import os
+import socket
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,6 +29,7 @@ from pgdyno.results.index import RunIndex
 from pgdyno.results.manifest import read_json_file
 from pgdyno.results.rundir import utc_now, write_json_atomic
 from pgdyno.targets.local import running_postmaster, stop_postmaster
+from pgdyno.targets.remote import RemoteHolder
 
 LOCK_FILE = "pgdyno.lock"
 
@@ -94,14 +97,23 @@ def _read(fd: int) -> Holder | None:
         return None
 
 
-def recover(holder: Holder, shared: Any = None) -> list[str]:
+def recover(holder: Holder | RemoteHolder, shared: Any = None,
+            stop_server: Callable[[Path], int | None] | None = None) -> list[str]:
     """After a killed pgdyno: stop the server it left, mark its run failed; what was done.
     ``shared``: the shared results database of the run that recovers (--results-db), told
-    too (the killed run's own DSN is never written down, so it cannot be known)."""
-    pid = stop_orphaned_server(Path(holder.data_dir)) if holder.data_dir else None
+    too (the killed run's own DSN is never written down, so it cannot be known).
+    ``holder``: this workdir's, or a remote workdir's (its run directory is marked only when
+    it is on this machine); ``stop_server``: how to stop the server of its data directory
+    (default: a postmaster on this machine; RemoteLock.stop_orphaned_server on the host)."""
+    stop = stop_server or stop_orphaned_server
+    pid = stop(Path(holder.data_dir)) if holder.data_dir else None
     done = ([f"stopped the server left running by a killed pgdyno (postmaster pid {pid})"]
             if pid is not None else [])
-    if mark_killed(Path(holder.run_dir), Path(holder.results_dir), holder.pid, shared):
+    client = getattr(holder, "client", socket.gethostname())
+    if client != socket.gethostname():
+        done.append(f"run {holder.run_dir} of the killed pgdyno (pid {holder.pid}) is on "
+                    f"{client}: its manifest there still says running")
+    elif mark_killed(Path(holder.run_dir), Path(holder.results_dir), holder.pid, shared):
         done.append(f"marked run {holder.run_dir} failed: pgdyno (pid {holder.pid}) was killed")
     return done
 
