@@ -20,6 +20,7 @@ from pgdyno.targets import default_workdir
 from pgdyno.targets.binaries import embedded_install
 from pgdyno.targets.connection import ConnectionInfo
 from pgdyno.targets.local import LocalServer
+from pgdyno.workloads import dataset
 
 SERVER_FIXTURES = frozenset({"server", "fresh_server", "workdir"})
 """Fixtures that start or hold clusters: a test using one, even through another fixture, is
@@ -209,7 +210,10 @@ def postgres_processes(fragment: str) -> list[int]:
 
 
 def scratch_database(server: LocalServer, name: str) -> Iterator[ConnectionInfo]:
-    """A new, empty database on ``server`` for one test or module; dropped afterwards."""
+    """A new, empty database on ``server`` for one test or module; dropped afterwards.
+
+    The connection resolves names in pgdyno's own schema, as workload connections do (its
+    ``in_schema(None)`` is the plain way in, where a user's tables go)."""
     import psycopg
     from psycopg import sql
 
@@ -218,7 +222,7 @@ def scratch_database(server: LocalServer, name: str) -> Iterator[ConnectionInfo]
     with psycopg.connect(admin.conninfo("postgres"), autocommit=True) as conn:
         conn.execute(drop)
         conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-    yield server.connection().with_dbname(name)
+    yield dataset.scoped(server.connection().with_dbname(name))
     with psycopg.connect(admin.conninfo("postgres"), autocommit=True) as conn:
         conn.execute(drop)
 

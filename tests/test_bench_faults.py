@@ -84,26 +84,6 @@ def test_refuses_foreign_tables_unless_forced(workdir: Path) -> None:
     server.stop()
 
 
-@pytest.mark.server
-def test_force_never_replaces_a_users_table_with_a_workload_name(workdir: Path) -> None:
-    """A user's `customer` (50 rows) and `pgbench_history` (one row) survive --force."""
-    own, server = _workdir_with_user_tables(
-        "pgdyno-collide-", "CREATE TABLE customer (id int, name text)",
-        "INSERT INTO customer SELECT g, 'c' || g FROM generate_series(1, 50) g",
-        "CREATE TABLE pgbench_history (note text)", "INSERT INTO pgbench_history VALUES ('mine')")
-    results = make_shared_dir("pgdyno-results-")
-    for args, table in ((["tpcb", "--scale", "1"], "public.pgbench_history"),
-                        (["tprocc", "--warehouses", "1"], "public.customer")):
-        out = run_cli(["bench", *args, "--duration", "2", "--warmup", "0", "--iterations", "1",
-                       "--no-progress", "--results-dir", str(results), "--force"], own)
-        _one_line_error(out, table, "refusing to replace them")
-    server.start()
-    with psycopg.connect(server.connection().conninfo()) as db:
-        assert db.execute("SELECT count(*), sum(id) FROM customer").fetchone() == (50, 1275)
-        assert db.execute("SELECT note FROM pgbench_history").fetchall() == [("mine",)]
-    server.stop()
-
-
 def _start_bench(workdir: Path, results: Path, duration: int) -> subprocess.Popen:
     env = dict(os.environ, PGDYNO_WORKDIR=str(workdir))
     return subprocess.Popen(

@@ -129,7 +129,7 @@ def test_keys_and_indexes_are_sysbenchs(loaded) -> None:
         keys = dict(conn.execute("""SELECT conrelid::regclass::text, conname::text
                                     FROM pg_constraint WHERE contype = 'p'""").fetchall())
         indexes = {(t, i): d for t, i, d in conn.execute(
-            "SELECT tablename, indexname, indexdef FROM pg_indexes WHERE schemaname = 'public'")}
+            "SELECT tablename, indexname, indexdef FROM pg_indexes WHERE schemaname = 'pgdyno_bench'")}
         analyzed = conn.execute("""SELECT count(*) FROM pg_stat_user_tables
                                    WHERE relname LIKE 'sbtest%%'
                                      AND last_analyze IS NOT NULL""").fetchone()[0]
@@ -187,7 +187,8 @@ def test_one_table_is_split_over_all_connections(scratch_db: ConnectionInfo) -> 
 
 
 def test_foreign_tables_refuse_the_load_unless_forced(scratch_db: ConnectionInfo) -> None:
-    with psycopg.connect(scratch_db.conninfo(), autocommit=True) as conn:
+    user = scratch_db.in_schema(None)  # the user's own way in: their tables go to public
+    with psycopg.connect(user.conninfo(), autocommit=True) as conn:
         conn.execute("CREATE TABLE my_accounts (id int)")
         conn.execute("INSERT INTO my_accounts VALUES (1)")
     with pytest.raises(UsageError, match="my_accounts"):
@@ -195,14 +196,26 @@ def test_foreign_tables_refuse_the_load_unless_forced(scratch_db: ConnectionInfo
     assert _one(scratch_db, "SELECT to_regclass('sbtest1')") == (None,)
     result = load(scratch_db, LoadOptions(tables=1, table_size=100, force=True))
     assert not result.reused and _count(scratch_db, "sbtest1") == 100
-    assert _count(scratch_db, "my_accounts") == 1
+    assert _count(user, "my_accounts") == 1
 
 
-def test_force_never_replaces_a_foreign_table_with_our_name(
-        scratch_db: ConnectionInfo) -> None:
-    with psycopg.connect(scratch_db.conninfo(), autocommit=True) as conn:
+def test_force_builds_beside_a_users_table_of_our_name(scratch_db: ConnectionInfo) -> None:
+    user = scratch_db.in_schema(None)
+    with psycopg.connect(user.conninfo(), autocommit=True) as conn:
         conn.execute("CREATE TABLE sbtest2 (precious text)")
-    with pytest.raises(UsageError, match="public.sbtest2"):
+    load(scratch_db, LoadOptions(tables=2, table_size=100, force=True))
+    assert _count(scratch_db, "sbtest2") == 100  # pgdyno's, in its own schema
+    assert _one(user, """SELECT string_agg(attname, ',') FROM pg_attribute
+                         WHERE attrelid = 'public.sbtest2'::regclass AND attnum > 0""") \
+        == ("precious",)
+
+
+def test_force_never_replaces_a_table_pgdyno_did_not_record_in_its_schema(
+        scratch_db: ConnectionInfo) -> None:
+    load(scratch_db, LoadOptions(tables=1, table_size=100))
+    with psycopg.connect(scratch_db.conninfo(), autocommit=True) as conn:
+        conn.execute("CREATE TABLE sbtest2 (precious text)")  # inside pgdyno_bench
+    with pytest.raises(UsageError, match="pgdyno_bench.sbtest2"):
         load(scratch_db, LoadOptions(tables=2, table_size=100, force=True))
     assert _one(scratch_db, """SELECT string_agg(attname, ',') FROM pg_attribute
                                WHERE attrelid = 'sbtest2'::regclass AND attnum > 0""") \
@@ -399,6 +412,7 @@ def _draws(server: LocalServer, target: ConnectionInfo, tmp_path: Path, rand_typ
     """Ids drawn by pgbench with the script's own draw lines, stored by the server."""
     opts = OltpScriptOptions(read_write=False, tables=1, table_size=TABLE_SIZE,
                              rand_type=rand_type)
+    target = target.in_schema(None)  # the probe table is the test's own, in public
     with psycopg.connect(target.conninfo(), autocommit=True) as conn:
         conn.execute("DROP TABLE IF EXISTS probe")
         conn.execute("CREATE TABLE probe (id int)")

@@ -236,8 +236,8 @@ def test_failing_step_mid_apply_leaves_the_system_as_before(machine, loops, prov
     queue = Path("/sys/block") / Path(dev).name / "queue"
     before = (_read(sysctl_path("vm.swappiness")), _read(queue / "read_ahead_kb"))
     settings = {"DATA_READ_AHEAD_KB": "64", "vm.swappiness": str(int(before[0]) % 50 + 11),
-                "kernel.ngroups_max": "1"}  # read-only: the kernel refuses the last step
-    with pytest.raises(ApplyFailed, match="kernel.ngroups_max.*rolled back 2 step") as err:
+                "kernel.pid_max": "1"}  # below PID_MAX_MIN: the kernel refuses the last step
+    with pytest.raises(ApplyFailed, match="kernel.pid_max.*rolled back 2 step") as err:
         apply_settings(settings, prov_dir, data_devices=(dev,))
     assert (_read(sysctl_path("vm.swappiness")), _read(queue / "read_ahead_kb")) == before
     state = json.loads(Path(err.value.state.path).read_text())

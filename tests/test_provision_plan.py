@@ -76,7 +76,8 @@ def test_raid_is_planned_with_mdadm_commands_and_apply_stops_without_md() -> Non
     (["--only", "VM_NOPE"], "--only VM_NOPE: not an OS or storage setting"),
     (["--data-devices", "sda"], "--data-devices sda: accepted: block device paths"),
     (["--data-devices", "/dev/x", "--wal-devices", "/dev/x"], "--wal-devices /dev/x: also"),
-    (["--set", "VM_SWAPPINESS=1;reboot"], "VM_SWAPPINESS='1;reboot': accepted"),
+    (["--set", "VM_SWAPPINESS=1;reboot"], "VM_SWAPPINESS=1;reboot: accepted: an integer"),
+    (["--set", "kernel.hostname=a;reboot"], "KERNEL_HOSTNAME='a;reboot': accepted"),
     (["--hardware", "nope"], "--hardware nope: no such profile"),
 ])
 def test_bad_input_is_one_line_exit_2(args: list[str], needle: str, tmp_path: Path) -> None:

@@ -123,7 +123,8 @@ def test_second_load_of_the_same_size_is_reused(loaded) -> None:
 
 
 def test_foreign_tables_refuse_the_load_unless_forced(scratch_db: ConnectionInfo) -> None:
-    with psycopg.connect(scratch_db.conninfo(), autocommit=True) as conn:
+    user = scratch_db.in_schema(None)  # the user's own way in: their tables go to public
+    with psycopg.connect(user.conninfo(), autocommit=True) as conn:
         conn.execute("CREATE TABLE my_accounts (id int)")
         conn.execute("INSERT INTO my_accounts VALUES (1)")
     with pytest.raises(UsageError, match="my_accounts"):
@@ -134,7 +135,7 @@ def test_foreign_tables_refuse_the_load_unless_forced(scratch_db: ConnectionInfo
     counts = _counts(scratch_db)
     assert counts["stock"] == 100_000 and counts["orders"] == 30_000
     with psycopg.connect(scratch_db.conninfo(), autocommit=True) as conn:
-        assert conn.execute("SELECT count(*) FROM my_accounts").fetchone() == (1,)
+        assert conn.execute("SELECT count(*) FROM public.my_accounts").fetchone() == (1,)
         parts = conn.execute("""SELECT count(*) FROM pg_inherits
                                 WHERE inhparent = 'order_line'::regclass""").fetchone()[0]
         parent_key = conn.execute("""SELECT count(*) FROM pg_constraint
@@ -144,10 +145,20 @@ def test_foreign_tables_refuse_the_load_unless_forced(scratch_db: ConnectionInfo
     assert parts == 2 and parent_key == 1
 
 
-def test_force_never_replaces_a_foreign_table_with_our_name(scratch_db: ConnectionInfo) -> None:
+def test_force_never_replaces_a_table_pgdyno_did_not_record_in_its_schema(
+        scratch_db: ConnectionInfo) -> None:
     with psycopg.connect(scratch_db.conninfo(), autocommit=True) as conn:
-        conn.execute("CREATE TABLE warehouse (precious text)")
-    with pytest.raises(UsageError, match="public.warehouse"):
+        conn.execute("CREATE SCHEMA pgdyno_bench")  # no marker: not pgdyno's
+    with pytest.raises(UsageError, match="did not create"):
+        load(scratch_db, LoadOptions(warehouses=1, force=True))
+    with psycopg.connect(scratch_db.conninfo(), autocommit=True) as conn:
+        conn.execute("DROP SCHEMA pgdyno_bench")
+    load(scratch_db, LoadOptions(warehouses=1))
+    with psycopg.connect(scratch_db.conninfo(), autocommit=True) as conn:
+        conn.execute("DROP TABLE warehouse")
+        conn.execute("CREATE TABLE warehouse (precious text)")  # in pgdyno_bench, unrecorded
+        conn.execute("DELETE FROM pgdyno_bench.pgdyno_dataset")
+    with pytest.raises(UsageError, match="pgdyno_bench.warehouse"):
         load(scratch_db, LoadOptions(warehouses=1, force=True))
     with psycopg.connect(scratch_db.conninfo()) as conn:
         columns = [r[0] for r in conn.execute(

@@ -186,7 +186,8 @@ def test_second_load_of_the_same_size_is_reused(loaded) -> None:
 # ----- refusals and failures ---------------------------------------------------------------
 
 def test_foreign_tables_refuse_the_load_unless_forced(scratch_db: ConnectionInfo) -> None:
-    with psycopg.connect(scratch_db.conninfo(), autocommit=True) as conn:
+    user = scratch_db.in_schema(None)  # the user's own way in: their tables go to public
+    with psycopg.connect(user.conninfo(), autocommit=True) as conn:
         conn.execute("CREATE TABLE my_accounts (id int)")
         conn.execute("INSERT INTO my_accounts VALUES (1)")
     with pytest.raises(UsageError, match="my_accounts") as refused:
@@ -196,7 +197,7 @@ def test_foreign_tables_refuse_the_load_unless_forced(scratch_db: ConnectionInfo
     assert not result.reused and result.rows["orders"] == 15_000
     assert set(result.parts.values()) == {1}  # one worker: every table whole, frozen
     with psycopg.connect(scratch_db.conninfo(), autocommit=True) as conn:
-        assert conn.execute("SELECT count(*) FROM my_accounts").fetchone() == (1,)
+        assert conn.execute("SELECT count(*) FROM public.my_accounts").fetchone() == (1,)
         # Copied with FREEZE: every page is all-visible and all-frozen already.
         conn.execute("CREATE EXTENSION pg_visibility")
         for table in schema.DATA_TABLES:
@@ -206,16 +207,17 @@ def test_foreign_tables_refuse_the_load_unless_forced(scratch_db: ConnectionInfo
             assert pages == visible == frozen > 0, table
 
 
-def test_force_never_replaces_a_foreign_table_with_our_name(scratch_db: ConnectionInfo) -> None:
-    with psycopg.connect(scratch_db.conninfo(), autocommit=True) as conn:
+def test_force_builds_beside_a_users_table_of_our_name(scratch_db: ConnectionInfo) -> None:
+    user = scratch_db.in_schema(None)
+    with psycopg.connect(user.conninfo(), autocommit=True) as conn:
         conn.execute("CREATE TABLE lineitem (precious text)")
-    with pytest.raises(UsageError, match="public.lineitem"):
-        load(scratch_db, LoadOptions(scale_factor=SF, force=True))
-    with psycopg.connect(scratch_db.conninfo()) as conn:
-        columns = [r[0] for r in conn.execute(
-            "SELECT attname FROM pg_attribute WHERE attrelid = 'lineitem'::regclass "
-            "AND attnum > 0")]
-    assert columns == ["precious"]
+        conn.execute("INSERT INTO lineitem VALUES ('mine')")
+    result = load(scratch_db, LoadOptions(scale_factor=SF, force=True))
+    assert result.rows["lineitem"] > 0
+    with psycopg.connect(user.conninfo()) as conn:
+        assert conn.execute("SELECT * FROM public.lineitem").fetchall() == [("mine",)]
+        assert conn.execute("SELECT count(*) FROM pgdyno_bench.lineitem").fetchone()[0] \
+            == result.rows["lineitem"]
 
 
 def test_a_missing_tpchgen_cli_is_one_line(scratch_db: ConnectionInfo, tmp_path: Path,
@@ -226,8 +228,8 @@ def test_a_missing_tpchgen_cli_is_one_line(scratch_db: ConnectionInfo, tmp_path:
         load(scratch_db, LoadOptions(scale_factor=SF))
     assert "\n" not in str(missing.value)
     with psycopg.connect(scratch_db.conninfo()) as conn:  # nothing was created
-        assert conn.execute("SELECT count(*) FROM pg_tables WHERE schemaname = 'public'"
-                            ).fetchone() == (0,)
+        assert conn.execute("SELECT count(*) FROM pg_tables WHERE schemaname NOT IN "
+                            "('pg_catalog', 'information_schema')").fetchone() == (0,)
 
 
 def _generators() -> list[psutil.Process]:

@@ -324,8 +324,10 @@ def _config(entry: dict[str, Any], path: Path) -> ConfigEntry:
 
 
 def _os_settings(table: Any, label: str, path: Path) -> tuple[tuple[str, str], ...]:
-    """``[config.os]`` as (key, value) text pairs, each checked against the live system
-    (unknown keys, storage layout and settings that would change nothing here refused)."""
+    """``[config.os]`` as (key, value) text pairs, each checked when the file is loaded,
+    before anything runs: unknown keys, values outside the catalogue's type and range
+    (pgdyno.config.matrix_keys), sysctls this kernel lacks or will not let root write,
+    storage layout and settings that would change nothing here are refused."""
     from pgdyno.provision import check_settings
 
     where = f"campaign {path}: [[config]] {label} [config.os]"

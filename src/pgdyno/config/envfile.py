@@ -8,7 +8,7 @@ uses, so an existing kit's files can be compared with or turned into a pgdyno co
 from __future__ import annotations
 
 from pgdyno.config.hardware import HardwareProfile, Volume
-from pgdyno.config.matrix_keys import MATRIX_KEYS
+from pgdyno.config.matrix_keys import MATRIX_KEYS, refusal
 from pgdyno.config.model import GROUP_TITLES, GROUPS, ConfigPlan, Setting, pg_group
 from pgdyno.config.units import GB, parse_size
 from pgdyno.errors import UsageError
@@ -52,7 +52,9 @@ def plan_to_env(plan: ConfigPlan) -> str:
 
 
 def settings_from_env(values: dict[str, str], origin: str) -> list[Setting]:
-    """Settings of a tuning.env: PG_* keys are PostgreSQL settings, the rest pgdyno's keys."""
+    """Settings of a tuning.env: PG_* keys are PostgreSQL settings, the rest pgdyno's keys;
+    an OS or storage value outside the catalogue's type and range is refused (UsageError
+    naming the file, the key and what is accepted); '' and n/a mean nothing to set."""
     out = []
     for key, value in values.items():
         template = MATRIX_KEYS.get(key)
@@ -62,6 +64,9 @@ def settings_from_env(values: dict[str, str], origin: str) -> list[Setting]:
                                apply="pg", value=value, source=f"file:{origin}",
                                rationale=f"from {origin}"))
         elif template is not None:
+            why = refusal(key, value, unset_ok=True)
+            if why:
+                raise UsageError(f"{origin}: {key}={value}: {why}")
             out.append(Setting(group=template.group, key=key, name=template.name,
                                layer=template.layer, apply=template.apply, value=value,
                                default=template.default, source=f"file:{origin}",

@@ -17,6 +17,7 @@ from pgdyno.provision.journal import ProvisionEvent, read_events, record_event
 from pgdyno.provision.model import ProvisionPlan, ProvisionState, RevertReport
 from pgdyno.provision.plan import PlanOptions, os_setting, plan_for_config, plan_from_settings
 from pgdyno.provision.revert import revert_state
+from pgdyno.provision.system import ABSENT
 from pgdyno.provision.verify import drift, drifted
 
 __all__ = ["ApplyFailed", "ApplyOptions", "CannotHere", "NeedsRoot", "PlanOptions",
@@ -67,9 +68,10 @@ def apply_settings(settings: dict[str, str], workdir: Path, *,
 def check_settings(settings: dict[str, str], *, data_devices: tuple[str, ...] = (),
                    wal_devices: tuple[str, ...] = (), persist: bool = False,
                    origin: str = "[config.os]") -> ProvisionPlan:
-    """The plan of a campaign cell's OS settings, refused (UsageError) for unknown keys and
-    for storage layout (mkfs, mount, RAID): a cell may only change values that one write
-    restores. Reads the live values; changes nothing."""
+    """The plan of a campaign cell's OS settings, refused (UsageError) for unknown keys, values
+    outside the catalogue's type and range, sysctls this kernel lacks and storage layout
+    (mkfs, mount, RAID): a cell may only change values that one write restores. Reads the
+    live values; changes nothing."""
     plan = plan_settings(settings, data_devices=data_devices, wal_devices=wal_devices,
                          persist=persist, origin=origin)
     layout = [s for s in plan.steps if s.kind not in CAMPAIGN_KINDS and not persist]
@@ -78,6 +80,10 @@ def check_settings(settings: dict[str, str], *, data_devices: tuple[str, ...] = 
         raise UsageError(f"{origin} {keys}: storage layout is not a per-cell setting; "
                          "accepted: sysctls, transparent huge pages, block queue settings "
                          "(use pgdyno provision apply for the layout)")
+    absent = [s for s in plan.steps if s.kind in ("sysctl", "hugepages") and s.current == ABSENT]
+    if absent:
+        raise UsageError(f"{origin} {', '.join(s.target for s in absent)}: no such sysctl on "
+                         "this kernel; accepted: a sysctl this kernel has (sysctl -a)")
     return plan
 
 

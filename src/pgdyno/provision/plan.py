@@ -18,7 +18,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from pgdyno.config import HardwareProfile, Setting, Volume, load_hardware, resolve_config
-from pgdyno.config.matrix_keys import MATRIX_KEYS, sysctl_key
+from pgdyno.config.matrix_keys import MATRIX_KEYS, accepts_of, refusal, sysctl_key
 from pgdyno.errors import UsageError
 from pgdyno.provision.kinds import handler
 from pgdyno.provision.model import (
@@ -31,7 +31,7 @@ from pgdyno.provision.model import (
     ProvisionPlan,
     Step,
 )
-from pgdyno.provision.system import ABSENT
+from pgdyno.provision.system import ABSENT, read_text, sysctl_path
 
 SYSCTL_FILE = "/etc/sysctl.d/90-pgdyno.conf"
 UDEV_FILE = "/etc/udev/rules.d/90-pgdyno-queue.rules"
@@ -44,6 +44,7 @@ OWNED_FILES = (SYSCTL_FILE, UDEV_FILE, TMPFILES_FILE, LIMITS_FILE)
 
 _VALUE = re.compile(r"^[A-Za-z0-9 ._:/,=+-]*$")
 _SYSCTL_NAME = re.compile(r"^[a-z0-9_]+(\.[a-z0-9_-]+)+$")
+_INTEGER = re.compile(r"^-?[0-9]+$")
 
 
 @dataclass(frozen=True)
@@ -165,20 +166,69 @@ def split_overrides(items: tuple[str, ...]) -> tuple[list[Setting], list[str]]:
 
 def os_setting(key: str, value: str, origin: str) -> Setting | None:
     """An OS or storage setting from a matrix key (VM_SWAPPINESS, DATA_READ_AHEAD_KB) or a
-    native name (vm.swappiness, transparent_hugepage); None for anything else."""
+    native name (vm.swappiness, transparent_hugepage); None for anything else.
+
+    The value is checked first (UsageError naming what is accepted): against the matrix's
+    type and range, or, for a sysctl the matrix does not know, against this kernel (it must
+    exist, and a numeric sysctl takes as many integers as it holds)."""
     spec = MATRIX_KEYS.get(key.upper())
     if spec is None and key == "transparent_hugepage":
         key, spec = "TRANSPARENT_HUGEPAGE", MATRIX_KEYS["TRANSPARENT_HUGEPAGE"]
     if spec is not None and spec.layer in ("os", "storage"):
+        _check_value(key, value, origin)
+        if spec.apply == "sysctl":
+            _check_writable(spec.name, origin)
         return Setting(group=spec.group, key=key.upper(), name=spec.name, layer=spec.layer,
                        apply=spec.apply, value=value, default=spec.default, source=origin,
                        rationale=f"{origin} {key}={value}")
     if _SYSCTL_NAME.match(key):
+        _check_value(key, value, origin)
+        if accepts_of(key) is None:
+            _check_live_sysctl(key, value, origin)
+        _check_writable(key, origin)
         group = {"vm": "os_memory", "fs": "os_files", "net": "os_network"}.get(
             key.split(".")[0], "os_scheduler")
         return Setting(group=group, key=sysctl_key(key), name=key, layer="os", apply="sysctl",
                        value=value, source=origin, rationale=f"{origin} {key}={value}")
     return None
+
+
+def _check_value(key: str, value: str, origin: str) -> None:
+    why = refusal(key, value)
+    if why:
+        raise UsageError(f"{origin} {key}={value}: {why}")
+
+
+def _check_writable(name: str, origin: str) -> None:
+    """A read-only sysctl (kernel.ngroups_max) is refused now, not by the kernel mid-apply;
+    one this kernel lacks is left to the plan's note and apply's check."""
+    path = sysctl_path(name)
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return
+    if not path.is_dir() and not mode & 0o222:
+        raise UsageError(f"{origin} {name}: read-only on this kernel ({path}); accepted: a "
+                         "sysctl this kernel lets root write")
+
+
+def _check_live_sysctl(name: str, value: str, origin: str) -> None:
+    """A sysctl outside the catalogue: it must exist here, and where it holds integers the
+    value must be as many integers (what the kernel would refuse, refused first)."""
+    path = sysctl_path(name)
+    if not path.exists() or path.is_dir():
+        what = "a directory of sysctls" if path.is_dir() else "no such sysctl"
+        raise UsageError(f"{origin} {name}: {what} on this kernel ({path}); accepted: a "
+                         "sysctl this kernel has (sysctl -a) or a key of `pgdyno tune "
+                         "--format env` (VM_SWAPPINESS)")
+    live = read_text(path).split()
+    if not live or not all(_INTEGER.match(f) for f in live):
+        return  # a word (tcp_congestion_control) or unreadable here: the kernel decides
+    given = value.split()
+    if len(given) != len(live) or not all(_INTEGER.match(f) for f in given):
+        what = "an integer" if len(live) == 1 else f"{len(live)} integers separated by spaces"
+        raise UsageError(f"{origin} {name}={value}: accepted: {what}, as {path} holds "
+                         f"({' '.join(live)})")
 
 
 # ----- settings -> steps ------------------------------------------------------------------------

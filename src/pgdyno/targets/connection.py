@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from dataclasses import dataclass, field
 
@@ -22,6 +23,9 @@ class ConnectionInfo:
     password: str | None = field(default=None, repr=False, compare=False)
     extra: tuple[tuple[str, str], ...] = ()
     """Other libpq parameters from a DSN (sslmode, ...), never secrets."""
+    search_path: str | None = None
+    """The only schema unqualified names resolve to (workloads use pgdyno's own schema,
+    so that no table of the user's is ever found by name, whatever their search_path)."""
 
     @property
     def via(self) -> str:
@@ -38,12 +42,24 @@ class ConnectionInfo:
             "dbname": dbname or self.dbname,
             **dict(self.extra),
         }
+        if self.search_path:
+            parts["options"] = " ".join(
+                filter(None, [parts.get("options", ""), self._search_path_option()]))
         if self.password:
             parts["password"] = self.password
         return " ".join(f"{k}={_quote(v)}" for k, v in parts.items())
 
     def with_dbname(self, dbname: str) -> ConnectionInfo:
-        return ConnectionInfo(self.host, self.port, self.user, dbname, self.password, self.extra)
+        return dataclasses.replace(self, dbname=dbname)
+
+    def in_schema(self, schema: str | None) -> ConnectionInfo:
+        """The same way in, with unqualified names resolving in ``schema`` only."""
+        return dataclasses.replace(self, search_path=schema)
+
+    def _search_path_option(self) -> str:
+        # A schema name pgdyno chose (letters and underscores): no quoting needed inside
+        # the options string, and none is possible for "$user"-style names anyway.
+        return f"-c search_path={self.search_path}"
 
     def client_args(self) -> list[str]:
         """Connection arguments for pgbench and psql, password excluded."""
@@ -59,6 +75,11 @@ class ConnectionInfo:
         for key, value in self.extra:
             if key == "sslmode":
                 env["PGSSLMODE"] = value
+            elif key == "options":
+                env["PGOPTIONS"] = value
+        if self.search_path:
+            env["PGOPTIONS"] = " ".join(
+                filter(None, [env.get("PGOPTIONS", ""), self._search_path_option()]))
         return env
 
     def describe(self) -> str:

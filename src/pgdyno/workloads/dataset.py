@@ -1,10 +1,22 @@
-"""Guarding and reusing datasets: pgdyno never initialises over tables it did not create.
+"""Guarding and reusing datasets: pgdyno creates, and drops, only what it can prove is its own.
 
-Every dataset pgdyno builds is recorded in ``public.pgdyno_dataset`` (workload, size
-key, the tables it made). Before building, pgdyno lists the user tables in the target
-database; any table not recorded there is *foreign*, and initialisation stops with a
-clear error unless the user passed ``--force``. A recorded dataset of the same size
-whose tables all still exist is reused instead of rebuilt.
+Every workload's objects live in one schema of pgdyno's own, ``pgdyno_bench``, created by
+pgdyno with an ownership marker (its comment). Workload connections resolve unqualified
+names in that schema only (``search_path=pgdyno_bench``, for psycopg and for pgbench
+through ``PGOPTIONS``), so a user's ``alice.customer`` or ``public.pgbench_history`` is
+never found by name, never dropped, never filled, whatever the role's search_path says.
+
+Every dataset pgdyno builds is recorded in ``pgdyno_bench.pgdyno_dataset`` (workload, size
+key, the tables it made). Before building, pgdyno lists the user tables in the whole
+database; any table not recorded there is *foreign*, and initialisation stops with a clear
+error unless the user passed ``--force`` (which lets the workload be built beside them, in
+its own schema). A table of a workload's name inside pgdyno's schema that pgdyno did not
+record stops the build even with ``--force``. Before any DROP, pgdyno checks the schema's
+marker and drops schema-qualified names only. A recorded dataset of the same size whose
+tables all still exist is reused instead of rebuilt.
+
+Datasets of pgdyno before the schema (recorded in ``public.pgdyno_dataset``) still count as
+pgdyno's, so they are not foreign; they are never dropped or reused.
 """
 
 from __future__ import annotations
@@ -12,20 +24,31 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import psycopg
+from psycopg import sql
 
+from pgdyno import __version__
 from pgdyno.errors import UsageError
+from pgdyno.targets.connection import ConnectionInfo
 
+SCHEMA = "pgdyno_bench"
+"""pgdyno's own schema in the workload database (not ``pgdyno``: that is the embedded
+server's role, and so the role's own ``"$user"`` schema, the user's place)."""
+MARKER = ("created by pgdyno for its workload tables; pgdyno drops only the tables "
+          "recorded in pgdyno_bench.pgdyno_dataset")
+"""The schema's comment: the proof that the schema is pgdyno's, checked before any DROP."""
 REGISTRY_TABLE = "pgdyno_dataset"
+LEGACY_REGISTRY = f"public.{REGISTRY_TABLE}"
+"""Where releases before the schema recorded their datasets."""
 
-_CREATE_REGISTRY = f"""
-CREATE TABLE IF NOT EXISTS public.{REGISTRY_TABLE} (
+_CREATE_REGISTRY = sql.SQL("""
+CREATE TABLE IF NOT EXISTS {}.{} (
     workload    text PRIMARY KEY,
     size_key    text NOT NULL,
     tables      text[] NOT NULL,
     created_at  timestamptz NOT NULL DEFAULT now(),
     build_seconds double precision,
     pgdyno_version text
-)"""
+)""").format(sql.Identifier(SCHEMA), sql.Identifier(REGISTRY_TABLE))
 
 _USER_TABLES = """
 SELECT n.nspname || '.' || c.relname
@@ -36,6 +59,19 @@ WHERE c.relkind IN ('r', 'p', 'v', 'm', 'f')
   AND n.nspname NOT LIKE 'pg_toast%%' AND n.nspname NOT LIKE 'pg_temp%%'
 ORDER BY 1"""
 
+_SCHEMA_MARKER = """
+SELECT obj_description(oid, 'pg_namespace') FROM pg_namespace WHERE nspname = %s"""
+
+
+def scoped(conn: ConnectionInfo) -> ConnectionInfo:
+    """The workload's way in: unqualified names resolve in pgdyno's schema only."""
+    return conn.in_schema(SCHEMA)
+
+
+def qualified(table: str) -> str:
+    """``pgdyno_bench.table`` (a table name as the workloads write it, unqualified)."""
+    return table if "." in table else f"{SCHEMA}.{table}"
+
 
 @dataclass(frozen=True)
 class DatasetState:
@@ -45,24 +81,35 @@ class DatasetState:
     """A pgdyno dataset of this workload and size exists with all its tables."""
     recorded_size: str | None
     foreign_tables: tuple[str, ...]
+    """Schema-qualified tables pgdyno did not create, anywhere in the database."""
+    ours: tuple[str, ...] = ()
+    """Schema-qualified tables recorded in pgdyno's registry (all workloads)."""
 
 
 def inspect(conn: psycopg.Connection, workload: str, size_key: str,
             tables: list[str]) -> DatasetState:
     """Look at the database without changing it."""
     present = {row[0] for row in conn.execute(_USER_TABLES)}
-    ours: set[str] = {f"public.{REGISTRY_TABLE}"}
+    ours: set[str] = set()
     recorded_size = None
-    if f"public.{REGISTRY_TABLE}" in present:
-        for wl, size, recorded in conn.execute(
-                f"SELECT workload, size_key, tables FROM public.{REGISTRY_TABLE}"):
-            ours.update(_qualify(t) for t in recorded)
-            if wl == workload:
+    for registry, is_current in ((LEGACY_REGISTRY, False), (qualified(REGISTRY_TABLE), True)):
+        if registry not in present:
+            continue
+        ours.add(registry)
+        schema, name = registry.split(".")
+        for wl, size, recorded in conn.execute(sql.SQL(
+                "SELECT workload, size_key, tables FROM {}.{}").format(
+                    sql.Identifier(schema), sql.Identifier(name))):
+            default_schema = SCHEMA if is_current else "public"
+            ours.update(t if "." in t else f"{default_schema}.{t}" for t in recorded)
+            if wl == workload and is_current:
                 recorded_size = size
     foreign = tuple(sorted(present - ours))
-    wanted = {_qualify(t) for t in tables}
-    reusable = recorded_size == size_key and wanted <= present
-    return DatasetState(reusable, recorded_size, foreign)
+    wanted = {qualified(t) for t in tables}
+    reusable = (recorded_size == size_key and wanted <= present
+                and schema_is_ours(conn))
+    return DatasetState(reusable, recorded_size, foreign,
+                        tuple(sorted(t for t in ours if t.startswith(f"{SCHEMA}."))))
 
 
 def check_can_initialise(state: DatasetState, dbname: str, force: bool) -> None:
@@ -72,48 +119,102 @@ def check_can_initialise(state: DatasetState, dbname: str, force: bool) -> None:
         more = f" and {len(state.foreign_tables) - 5} more" if len(state.foreign_tables) > 5 else ""
         raise UsageError(
             f"database {dbname} holds tables pgdyno did not create ({shown}{more}); "
-            "refusing to initialise a workload there: use another database or --force"
+            "refusing to initialise a workload there: use another database or --force "
+            f"(which builds in pgdyno's own schema {SCHEMA} and never touches them)"
         )
 
 
 def refuse_name_collisions(tables: list[str], state: DatasetState, what: str) -> None:
-    """Even with --force, never drop or overwrite a table of the user's that has one of the
-    workload's names (``what``: "pgbench's", "TPROC-C's"): --force only lets a workload be
-    built beside foreign tables, never over them."""
-    clashing = sorted({_qualify(t) for t in tables}.intersection(state.foreign_tables))
+    """Even with --force, never drop or overwrite a table pgdyno did not create: only one
+    inside pgdyno's own schema could ever be reached by a workload's name, so only such a
+    table stops the build (``what``: "pgbench's", "TPROC-C's")."""
+    clashing = sorted({qualified(t) for t in tables}.intersection(state.foreign_tables))
     if clashing:
         raise UsageError(
-            f"the database already has tables named like {what} ({', '.join(clashing)}) "
+            f"pgdyno's schema {SCHEMA} holds tables named like {what} ({', '.join(clashing)}) "
             "that pgdyno did not create; refusing to replace them, even with --force: "
-            "use another database, or rename them")
+            "use another database, or move them out of that schema")
+
+
+def schema_is_ours(conn: psycopg.Connection) -> bool:
+    row = conn.execute(_SCHEMA_MARKER, (SCHEMA,)).fetchone()
+    return row is not None and row[0] == MARKER
+
+
+def ensure_schema(conn: psycopg.Connection) -> None:
+    """Create pgdyno's schema with its marker, or check that the one there is pgdyno's."""
+    row = conn.execute(_SCHEMA_MARKER, (SCHEMA,)).fetchone()
+    dbname = conn.info.dbname
+    if row is not None:
+        if row[0] != MARKER:
+            raise UsageError(
+                f"database {dbname} has a schema {SCHEMA} that pgdyno did not create (its "
+                "comment is not pgdyno's marker); refusing to build or drop anything in it: "
+                "use another database, or rename that schema")
+        return
+    try:
+        with conn.transaction():
+            conn.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(SCHEMA)))
+            conn.execute(sql.SQL("COMMENT ON SCHEMA {} IS {}").format(
+                sql.Identifier(SCHEMA), sql.Literal(MARKER)))
+    except psycopg.errors.InsufficientPrivilege:
+        user = conn.info.user
+        raise UsageError(
+            f"role {user} may not create pgdyno's schema {SCHEMA} in database {dbname}; "
+            f"grant it (GRANT CREATE ON DATABASE {dbname} TO {user}) or use a database "
+            "where it may") from None
+
+
+def prepare_build(conn: psycopg.Connection, state: DatasetState, workload: str,
+                  size_key: str, tables: list[str], *, force: bool, what: str) -> None:
+    """Everything before a (re)build: the guards, pgdyno's schema, the claim on ``tables``,
+    and the drop of pgdyno's own previous tables of those names."""
+    check_can_initialise(state, conn.info.dbname, force)
+    refuse_name_collisions(tables, state, what)
+    ensure_schema(conn)
+    claim(conn, workload, size_key, tables)
+    drop_tables(conn, tables, what)
+
+
+def drop_tables(conn: psycopg.Connection, tables: list[str], what: str) -> None:
+    """Drop pgdyno's own tables of these names: schema-qualified, after the marker check,
+    and without CASCADE, so that a view or key of the user's that depends on one stops the
+    rebuild with an error instead of disappearing with it."""
+    if not schema_is_ours(conn):
+        raise UsageError(f"schema {SCHEMA} in database {conn.info.dbname} is not pgdyno's "
+                         "(no marker); refusing to drop anything in it")
+    for table in tables:
+        try:
+            conn.execute(sql.SQL("DROP TABLE IF EXISTS {}.{}").format(
+                sql.Identifier(SCHEMA), sql.Identifier(table.split(".")[-1])))
+        except psycopg.errors.DependentObjectsStillExist as exc:
+            raise UsageError(
+                f"cannot rebuild {what} tables: other objects depend on table "
+                f"{qualified(table)} ({exc.diag.message_detail or exc}); drop them or use "
+                "another database") from None
 
 
 def record(conn: psycopg.Connection, workload: str, size_key: str, tables: list[str],
            build_seconds: float, version: str) -> None:
     """Remember a dataset pgdyno just built (after a successful initialisation)."""
     conn.execute(_CREATE_REGISTRY)
-    conn.execute(
-        f"""INSERT INTO public.{REGISTRY_TABLE}
-                (workload, size_key, tables, build_seconds, pgdyno_version)
+    conn.execute(sql.SQL(
+        """INSERT INTO {}.{} (workload, size_key, tables, build_seconds, pgdyno_version)
             VALUES (%s, %s, %s, %s, %s)
             ON CONFLICT (workload) DO UPDATE SET size_key = EXCLUDED.size_key,
                 tables = EXCLUDED.tables, created_at = now(),
                 build_seconds = EXCLUDED.build_seconds,
-                pgdyno_version = EXCLUDED.pgdyno_version""",
-        (workload, size_key, [_qualify(t) for t in tables], build_seconds, version),
+                pgdyno_version = EXCLUDED.pgdyno_version""").format(
+        sql.Identifier(SCHEMA), sql.Identifier(REGISTRY_TABLE)),
+        (workload, size_key, [qualified(t) for t in tables], build_seconds, version),
     )
 
 
-def claim(conn: psycopg.Connection, workload: str, size_key: str, tables: list[str],
-          version: str) -> None:
+def claim(conn: psycopg.Connection, workload: str, size_key: str, tables: list[str]) -> None:
     """Record the tables a build is about to make, before it touches anything, under a
     size that never matches: an interrupted build (Ctrl-C, a crash) is then neither
     reused nor mistaken for foreign tables, and the next run rebuilds it without --force."""
-    record(conn, workload, f"{size_key} {INCOMPLETE}", tables, 0.0, version)
+    record(conn, workload, f"{size_key} {INCOMPLETE}", tables, 0.0, __version__)
 
 
 INCOMPLETE = "(incomplete)"
-
-
-def _qualify(table: str) -> str:
-    return table if "." in table else f"public.{table}"

@@ -191,18 +191,16 @@ def load(conn: ConnectionInfo, opts: LoadOptions,
          progress: Callable[[LoadProgress], None] | None = None) -> LoadResult:
     """Build (or reuse) ``opts.tables`` sbtest tables of ``opts.table_size`` rows."""
     tables = table_names(opts.tables)
+    conn = dataset.scoped(conn)
     with psycopg.connect(conn.conninfo(), autocommit=True) as db:
         state = dataset.inspect(db, DATASET, opts.size_key, tables)
         if state.reusable:
             return LoadResult(reused=True, seconds=0.0, rows=0, tables=opts.tables,
                               table_size=opts.table_size)
-        dataset.check_can_initialise(state, conn.dbname, opts.force)
-        dataset.refuse_name_collisions(tables, state, "sysbench's")
         # A previous build of another size may have had more tables: they go too.
-        previous = _previous_tables(db, state.foreign_tables)
-        claimed = sorted(set(tables) | set(previous))
-        dataset.claim(db, DATASET, opts.size_key, claimed, __version__)
-        _drop_tables(db, claimed)
+        claimed = sorted(set(tables) | set(_previous_tables(state)))
+        dataset.prepare_build(db, state, DATASET, opts.size_key, claimed,
+                              force=opts.force, what="sysbench's")
         _create_tables(db, tables)
 
     builder = _Builder(conn, opts, opts.workers or default_workers(), progress)
@@ -221,29 +219,13 @@ def load(conn: ConnectionInfo, opts: LoadOptions,
                       phase_seconds=builder.phase_seconds)
 
 
-_SBTEST = re.compile(rf"public\.{TABLE_PREFIX}[0-9]+")
+_SBTEST = re.compile(rf"{TABLE_PREFIX}[0-9]+")
 
 
-def _previous_tables(db: psycopg.Connection, foreign_tables: tuple[str, ...]) -> list[str]:
-    """sbtest tables present that pgdyno recorded (so not foreign): an older build's."""
-    present = db.execute(
-        "SELECT 'public.' || tablename FROM pg_tables WHERE schemaname = 'public'"
-    ).fetchall()
-    return [name.removeprefix("public.") for (name,) in present
-            if _SBTEST.fullmatch(name) and name not in foreign_tables]
-
-
-def _drop_tables(db: psycopg.Connection, tables: list[str]) -> None:
-    """Drop only our tables, without CASCADE: a view or key of the user's that depends on
-    one stops the rebuild with an error instead of disappearing with it."""
-    for table in tables:
-        try:
-            db.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(sql.Identifier(table)))
-        except psycopg.errors.DependentObjectsStillExist as exc:
-            raise UsageError(
-                f"cannot rebuild the oltp tables: other objects depend on table {table} "
-                f"({exc.diag.message_detail or exc}); drop them or use another database"
-            ) from None
+def _previous_tables(state: dataset.DatasetState) -> list[str]:
+    """sbtest tables pgdyno recorded in its own schema (an older build's, of any size)."""
+    names = [t.split(".", 1)[1] for t in state.ours if t.startswith(f"{dataset.SCHEMA}.")]
+    return [name for name in names if _SBTEST.fullmatch(name)]
 
 
 _CREATE_TABLE = """

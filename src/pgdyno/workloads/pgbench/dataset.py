@@ -16,6 +16,9 @@ from pgdyno.workloads import dataset
 
 PGBENCH_TABLES = ["pgbench_accounts", "pgbench_branches", "pgbench_tellers", "pgbench_history"]
 DATASET_NAME = "pgbench"
+INIT_STEPS = "tGvp"
+"""pgbench -i's steps: create tables, generate server-side, vacuum, primary keys; never
+``d`` (pgbench's DROP resolves names through the search_path: pgdyno drops its own)."""
 
 
 @dataclass(frozen=True)
@@ -28,18 +31,23 @@ class InitResult:
 
 def initialise(conn: ConnectionInfo, install: PgInstall, scale: int, force: bool,
                log_path: Path) -> InitResult:
-    """Build the pgbench tables at ``scale``, or reuse a pgdyno-made dataset of that scale."""
+    """Build the pgbench tables at ``scale``, or reuse a pgdyno-made dataset of that scale.
+
+    pgdyno drops its own previous tables itself (schema-qualified, after checking its
+    schema's marker), so pgbench's own drop step (``-I d``, an unqualified DROP that follows
+    the search_path) never runs; pgbench creates the tables in pgdyno's schema through the
+    connection's search_path."""
     size_key = f"scale={scale}"
+    conn = dataset.scoped(conn)
     with psycopg.connect(conn.conninfo(), autocommit=True) as db:
         state = dataset.inspect(db, DATASET_NAME, size_key, PGBENCH_TABLES)
         if state.reusable:
             return InitResult(reused=True, scale=scale, seconds=0.0, command=[])
-        dataset.check_can_initialise(state, conn.dbname, force)
-        dataset.refuse_name_collisions(PGBENCH_TABLES, state, "pgbench's")
-        dataset.claim(db, DATASET_NAME, size_key, PGBENCH_TABLES, __version__)
+        dataset.prepare_build(db, state, DATASET_NAME, size_key, PGBENCH_TABLES,
+                              force=force, what="pgbench's")
     # Server-side generation (G) is several times faster than client-side COPY.
     cmd = [install.program("pgbench"), *conn.client_args(), "-i", "-s", str(scale),
-           "-I", "dtGvp", "-q", conn.dbname]
+           "-I", INIT_STEPS, "-q", conn.dbname]
     started = time.monotonic()
     with log_path.open("w") as log:
         result = subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT,

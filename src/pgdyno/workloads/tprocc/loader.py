@@ -46,16 +46,14 @@ def load(target: ConnectionInfo, options: LoadOptions,
     workers = options.workers or default_workers()
     partitions = (schema.auto_partitions(options.warehouses)
                   if options.order_line_partitions is None else options.order_line_partitions)
+    target = dataset.scoped(target)
     with psycopg.connect(target.conninfo(), autocommit=True) as conn:
         state = dataset.inspect(conn, schema.WORKLOAD, options.size_key, list(schema.TABLES))
         if state.reusable and not options.rebuild:
             schema.install_functions(conn)
             return _reused(conn, options, workers)
-        dataset.check_can_initialise(state, target.dbname, options.force)
-        dataset.refuse_name_collisions(list(schema.TABLES), state, "TPROC-C's")
-        dataset.claim(conn, schema.WORKLOAD, options.size_key, list(schema.TABLES),
-                      __version__)
-        schema.drop_tables(conn)
+        dataset.prepare_build(conn, state, schema.WORKLOAD, options.size_key,
+                              list(schema.TABLES), force=options.force, what="TPROC-C's")
         schema.create_tables(conn, partitions)
         schema.install_functions(conn)
         server_version = conn.info.server_version

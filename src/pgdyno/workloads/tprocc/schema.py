@@ -13,7 +13,6 @@ from importlib import resources
 import psycopg
 from psycopg import sql
 
-from pgdyno.errors import UsageError
 from pgdyno.workloads.keys import KeyJob
 from pgdyno.workloads.keys import index as _index
 from pgdyno.workloads.keys import primary_key as _pk
@@ -67,21 +66,6 @@ def auto_partitions(warehouses: int) -> int:
 
 def sql_text(name: str) -> str:
     return resources.files(__package__).joinpath("sql", name).read_text()
-
-
-def drop_tables(conn: psycopg.Connection) -> None:
-    """Drop only the TPROC-C tables (a rebuild); nothing else in the database is touched.
-
-    No CASCADE: a view or key of the user's that depends on one of them stops the
-    rebuild with an error instead of disappearing with it."""
-    for table in TABLES:
-        try:
-            conn.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(sql.Identifier(table)))
-        except psycopg.errors.DependentObjectsStillExist as exc:
-            raise UsageError(
-                f"cannot rebuild TPROC-C: other objects depend on table {table} "
-                f"({exc.diag.message_detail or exc}); drop them or use another database"
-            ) from None
 
 
 def create_tables(conn: psycopg.Connection, partitions: int) -> None:

@@ -153,16 +153,14 @@ def load(target: ConnectionInfo, options: LoadOptions,
          progress: ProgressCallback | None = None) -> LoadResult:
     """Build (or reuse) the TPROC-H dataset of ``options.scale_factor`` in ``target``."""
     workers = options.workers or default_workers()
+    target = dataset.scoped(target)
     with psycopg.connect(target.conninfo(), autocommit=True) as conn:
         state = dataset.inspect(conn, schema.WORKLOAD, options.size_key, list(schema.TABLES))
         if state.reusable and not options.rebuild:
             return _reused(options, workers)
         program = tpchgen_program()
-        dataset.check_can_initialise(state, target.dbname, options.force)
-        dataset.refuse_name_collisions(list(schema.TABLES), state, "TPROC-H's")
-        dataset.claim(conn, schema.WORKLOAD, options.size_key, list(schema.TABLES),
-                      __version__)
-        schema.drop_tables(conn)
+        dataset.prepare_build(conn, state, schema.WORKLOAD, options.size_key,
+                              list(schema.TABLES), force=options.force, what="TPROC-H's")
         schema.create_tables(conn)
 
     parts = plan_parts(options.scale_factor, workers, options.split_share)

@@ -197,21 +197,6 @@ def approx_rows(sf: float) -> dict[str, int]:
     return counts
 
 
-def drop_tables(conn: psycopg.Connection) -> None:
-    """Drop only the TPROC-H tables (a rebuild); nothing else in the database is touched.
-
-    No CASCADE: a view or key of the user's that depends on one of them stops the
-    rebuild with an error instead of disappearing with it."""
-    for table in TABLES:
-        try:
-            conn.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(sql.Identifier(table)))
-        except psycopg.errors.DependentObjectsStillExist as exc:
-            raise UsageError(
-                f"cannot rebuild TPROC-H: other objects depend on table {table} "
-                f"({exc.diag.message_detail or exc}); drop them or use another database"
-            ) from None
-
-
 def create_table_statement(table: str) -> sql.Composed:
     columns = sql.SQL(", ").join(
         sql.SQL("{} {} NOT NULL").format(sql.Identifier(name), sql.SQL(kind))
