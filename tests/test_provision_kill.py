@@ -30,7 +30,8 @@ from tests.conftest import run_cli
 
 SWAPPINESS = Path("/proc/sys/vm/swappiness")
 
-pytestmark = pytest.mark.skipif(not is_root(), reason="changes kernel settings: root only")
+pytestmark = [pytest.mark.skipif(not is_root(), reason="changes kernel settings: root only"),
+              pytest.mark.server]  # changes the machine (and put it back)
 
 CAMPAIGN = """
 [campaign]
@@ -120,9 +121,9 @@ def test_kill_between_write_and_record_is_reverted(tmp_path: Path,
     assert [json.loads(e)["action"] for e in events] == ["revert"]  # the context was kept
 
 
-@pytest.mark.server  # a real campaign cell (the CPU workload, about 5 s)
 def test_campaign_killed_while_applying_os_settings_reverts_them_on_restart(
         tmp_path: Path, swappiness: tuple[str, str]) -> None:
+    """A real campaign cell (the CPU workload, no server), killed inside its apply."""
     before, new = swappiness
     workdir, results = tmp_path / "work", tmp_path / "results"
     (tmp_path / "c.toml").write_text(CAMPAIGN.format(value=new))
