@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 
 from pgdyno.results.sweepdir import SCHEMA_VERSION, SweepRecord, SweepStep
-from tests.conftest import cpu_runs, run_cli, run_cli_here
+from tests.conftest import cpu_runs, make_shared_dir, run_cli, run_cli_here
 
 SWEEP = "cpu-sweep-20260101T000000Z"
 
@@ -322,3 +322,117 @@ def test_ctrl_c_during_report_leaves_old_or_new_files(telemetry_run: Path) -> No
         assert (run / "report.html").read_text().rstrip().endswith("</html>")
         assert not list(run.rglob(".*.tmp")), "a temporary file was left behind"
     assert interrupted, "no attempt was interrupted while it was writing"
+
+
+# ----- the raw files `pgdyno report` reads (issue 30) -------------------------------------
+
+@pytest.fixture(scope="module")
+def tpcb_run(workdir: Path) -> Path:
+    """A real pgbench run with its per-transaction log kept (and host telemetry)."""
+    results = make_shared_dir("pgdyno-corpus-raw-")
+    out = run_cli(["bench", "tpcb", "--scale", "1", "--clients", "1", "--duration", "2",
+                   "--warmup", "0", "--iterations", "1", "--no-progress",
+                   "--results-dir", str(results)], workdir)
+    assert out.returncode == 0, out.stderr
+    (run,) = (p.parent for p in results.glob("*/tpcb-*/manifest.json"))
+    return run
+
+
+def _flip(path: Path) -> None:
+    """One byte of the middle inverted: bit rot, a bad copy."""
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    path.write_bytes(bytes(data))
+
+
+def _bad_histogram(path: Path) -> None:
+    """Whole lines, but one interval's histogram of the wrong length (a hand edit)."""
+    lines = path.read_text().splitlines(keepends=True)
+    n = next(i for i, line in enumerate(lines) if line.startswith("Tag="))
+    lines[n] = lines[n].replace(",HISTF", ",HISTFAAAX", 1)
+    path.write_text("".join(lines))
+
+
+RAW_DAMAGE = {**DAMAGE, "flipped": _flip, "bad-histogram": _bad_histogram}
+LOG_ROUTE, SECONDS_ROUTE = "logs", "seconds"
+"""The iteration's percentiles come from its per-transaction logs when they are all there,
+else from its per-second files: the damage of the latter is read with the logs moved away."""
+RAW_CASES = [
+    ("tx.gz", LOG_ROUTE, "truncated", "truncated .*gzip stream ends early"),
+    ("tx.gz", LOG_ROUTE, "empty", "empty"),
+    ("tx.gz", LOG_ROUTE, "garbage", "not a gzip file"),
+    ("tx.gz", LOG_ROUTE, "flipped", "gzip data is corrupt"),
+    ("latency.hlog", SECONDS_ROUTE, "truncated", "truncated"),
+    ("latency.hlog", SECONDS_ROUTE, "empty", "empty"),
+    ("latency.hlog", SECONDS_ROUTE, "garbage", "binary data"),
+    ("latency.hlog", SECONDS_ROUTE, "bad-histogram", "line 6 is damaged: its histogram does "
+                                                     "not decode"),
+    ("latency.hlog", SECONDS_ROUTE, "directory", "directory"),
+    ("seconds.csv", SECONDS_ROUTE, "truncated", "truncated"),
+    ("seconds.csv", SECONDS_ROUTE, "empty", "empty"),
+    ("seconds.csv", SECONDS_ROUTE, "garbage", "binary data"),
+    ("seconds.csv", SECONDS_ROUTE, "wrong-type", "not a pgdyno seconds file"),
+]
+
+
+def _raw_copy(run: Path, tmp_path: Path, route: str) -> tuple[Path, Path]:
+    """A copy of the run (its results directory around it) and its iteration directory;
+    with route SECONDS_ROUTE, its per-transaction logs moved away."""
+    copy = tmp_path / "results" / run.parent.name / run.name
+    shutil.copytree(run, copy)
+    (iteration,) = (p.parent for p in copy.glob("raw/pgbench/*/seconds.csv"))
+    if route == SECONDS_ROUTE:
+        for log in iteration.glob("tx.*"):
+            log.unlink()
+    return copy, iteration
+
+
+@pytest.mark.parametrize("file, route, kind, words", RAW_CASES,
+                         ids=[f"{f}-{k}" for f, _, k, _ in RAW_CASES])
+def test_damaged_raw_file_is_one_line_naming_it(tpcb_run: Path, tmp_path: Path, file: str,
+                                                route: str, kind: str, words: str) -> None:
+    """Before, a truncated gzip log raised EOFError, which Click turns into an abort: the
+    command line said "interrupted" and exited 130, as for Ctrl-C."""
+    run, iteration = _raw_copy(tpcb_run, tmp_path, route)
+    damaged = next(iteration.glob("tx.*.gz")) if file == "tx.gz" else iteration / file
+    RAW_DAMAGE[kind](damaged)
+    before = sorted((p, p.stat().st_mtime_ns) for p in run.rglob("*"))
+    out = run_cli_here(["report", str(run)], tmp_path)
+    assert "Traceback" not in out.stderr, out.stderr
+    assert out.returncode == 2, (out.returncode, out.stderr)
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("pgdyno: error: "), out.stderr
+    assert str(damaged) in lines[0] and "interrupted" not in lines[0], lines[0]
+    assert re.search(words, lines[0], re.IGNORECASE), lines[0]
+    assert sorted((p, p.stat().st_mtime_ns) for p in run.rglob("*")) == before  # untouched
+
+
+@pytest.mark.parametrize("file", ["meta.json", "smart.json", "marks.csv", "checkpoints.csv",
+                                  "host_raw.jsonl", "pg_stats.jsonl"])
+def test_damaged_telemetry_is_left_out(tpcb_run: Path, tmp_path: Path, file: str) -> None:
+    """Telemetry is context: a damaged file's samples are left out and the report is still
+    built (before, a file of binary garbage raised a traceback). A torn last line, what a
+    crash leaves, was already skipped."""
+    run, iteration = _raw_copy(tpcb_run, tmp_path, LOG_ROUTE)
+    _garbage(iteration / "telemetry" / file)
+    out = run_cli_here(["report", str(run)], tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert "Traceback" not in out.stderr, out.stderr
+
+
+def test_an_eof_error_is_not_taken_for_ctrl_c(tmp_path: Path,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """An EOFError a reader lets out (a bug: every damaged file must be named) ends with its
+    traceback and exit 1, never with "interrupted" and exit 130 as Click's abort would."""
+    from pgdyno.runner import report
+
+    def cut_short(_path: Path) -> Path:
+        raise EOFError("Compressed file ended before the end-of-stream marker was reached")
+
+    monkeypatch.setattr(report, "report_target", lambda ref, _results: Path(ref))
+    monkeypatch.setattr(report, "rebuild", cut_short)
+    out = run_cli_here(["report", str(tmp_path / "run")], tmp_path)
+    assert out.returncode == 1, (out.returncode, out.stderr)
+    assert "interrupted" not in out.stderr
+    assert out.stderr.rstrip().endswith(
+        "EOFError: Compressed file ended before the end-of-stream marker was reached")

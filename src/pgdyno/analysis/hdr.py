@@ -12,11 +12,18 @@ nearest-rank value, so they never understate a latency and overstate it by < 0.1
 from __future__ import annotations
 
 import math
+import zlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+from hdrh.codec import (
+    HdrCookieException,
+    HdrHistogramEncoder,
+    HdrHistogramSettingsException,
+    HdrLengthException,
+)
 from hdrh.histogram import HdrHistogram
 
 from pgdyno.analysis.histogram import nearest_rank
@@ -122,17 +129,51 @@ class HlogWriter:
 
 
 def read_intervals(path: Path) -> Iterator[Interval]:
-    """Every interval line of a log; a damaged line is refused with one line naming it."""
-    with path.open() as fh:
-        for number, line in enumerate(fh, 1):
+    """Every interval line of a log; a damaged log (empty, binary, a line cut short or a
+    histogram that does not decode) is refused in one line naming the file and the line."""
+    number = 0
+    with path.open("rb") as fh:
+        for number, raw in enumerate(fh, 1):
+            where = f"{path}: line {number}"
+            try:
+                line = raw.decode()
+            except UnicodeDecodeError:
+                raise UsageError(f"{where} is binary data, not a line of a histogram "
+                                 "log") from None
+            if number == 1 and not line.startswith(_HEADER):
+                raise UsageError(f"{path}: not a pgdyno latency histogram log (expected "
+                                 f"its first line {_HEADER} {LOG_FORMAT}]...)")
             if not line.startswith("Tag="):
                 continue
             try:
                 tag, start, _length, _max, payload = line[4:].rstrip("\n").split(",")
-                yield Interval(tag, math.floor(float(start)), payload)
-            except ValueError:
-                raise UsageError(f"{path}: line {number} is not an interval histogram "
-                                 "(Tag=NAME,start,length,max,payload)") from None
+                second = math.floor(float(start))
+                problem = _payload_problem(payload)
+            except (ValueError, OverflowError):
+                problem = "not an interval histogram (Tag=NAME,start,length,max,payload)"
+            if problem is not None and not raw.endswith(b"\n"):
+                raise UsageError(f"{path}: the file is truncated (it ends inside line "
+                                 f"{number}, an interval histogram cut short)")
+            if problem is not None:
+                raise UsageError(f"{where} is damaged: {problem}")
+            yield Interval(tag, second, payload)
+    if number == 0:
+        raise UsageError(f"{path}: not a pgdyno latency histogram log: the file is empty")
+
+
+_HEADER = "#[Histogram log format version"
+
+
+def _payload_problem(payload: str) -> str | None:
+    """What keeps an encoded histogram from decoding (None: it decodes). HdrHistogram's
+    own decoder checks the base64, the header's cookie and length, and the zlib data: a
+    few microseconds, against a millisecond for the merge that follows."""
+    try:
+        HdrHistogramEncoder.decode(payload)
+    except (ValueError, TypeError, zlib.error, HdrCookieException, HdrLengthException,
+            HdrHistogramSettingsException) as exc:
+        return f"its histogram does not decode ({exc or type(exc).__name__})"
+    return None
 
 
 def merge(intervals: Iterable[Interval], tag: str, seconds: range | None = None

@@ -257,25 +257,37 @@ class SecondsWriter:
 
 
 def read_seconds(path: Path) -> dict[tuple[int, int], SecondRow]:
-    """``seconds.csv`` merged by (second, script); a damaged file is one line naming it."""
+    """``seconds.csv`` merged by (second, script); a damaged file (empty, binary, a line
+    cut short or not of integers) is one line naming it."""
+    try:
+        text = path.read_bytes().decode()
+    except UnicodeDecodeError:
+        raise UsageError(f"{path}: binary data, not a pgdyno seconds file (CSV text)") from None
+    if not text:
+        raise UsageError(f"{path}: not a pgdyno seconds file: the file is empty")
     out: dict[tuple[int, int], SecondRow] = {}
-    with path.open(newline="") as fh:
-        reader = csv.reader(fh)
-        header = next(reader, None)
-        if header != _COLUMNS:
-            raise UsageError(f"{path}: not a pgdyno seconds file (expected the header "
-                             f"{','.join(_COLUMNS[:4])},...)")
-        for number, values in enumerate(reader, 2):
-            try:
-                row = SecondRow(**{c: int(v) for c, v in zip(_COLUMNS, values, strict=True)})
-            except (ValueError, TypeError):
-                raise UsageError(f"{path}: line {number} is damaged ({len(values)} fields; "
-                                 f"expected {len(_COLUMNS)} integers)") from None
-            key = (row.second, row.script)
-            if key in out:
-                out[key].merge(row)
-            else:
-                out[key] = row
+    lines = text.splitlines(keepends=True)
+    reader = csv.reader(lines)
+    header = next(reader, None)
+    if header != _COLUMNS:
+        cut = ",".join(_COLUMNS).startswith(text)  # the beginning of the header only
+        raise UsageError(f"{path}: " + ("the file is truncated (it ends inside its header)"
+                                        if cut else "not a pgdyno seconds file (expected the "
+                                        f"header {','.join(_COLUMNS[:4])},...)"))
+    for number, values in enumerate(reader, 2):
+        try:
+            row = SecondRow(**{c: int(v) for c, v in zip(_COLUMNS, values, strict=True)})
+        except (ValueError, TypeError):
+            if number == len(lines) and not text.endswith("\n"):
+                raise UsageError(f"{path}: the file is truncated (it ends inside line "
+                                 f"{number})") from None
+            raise UsageError(f"{path}: line {number} is damaged ({len(values)} fields; "
+                             f"expected {len(_COLUMNS)} integers)") from None
+        key = (row.second, row.script)
+        if key in out:
+            out[key].merge(row)
+        else:
+            out[key] = row
     return out
 
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import gzip
 import math
+import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,6 +39,7 @@ from pgdyno.analysis.per_second import (
     script_tag,
     total,
 )
+from pgdyno.errors import UsageError
 
 CHUNK_BYTES = 8 << 20
 _WORDS = {b"failed": b"-1", b"skipped": b"-2", b"serialization": b"-3", b"deadlock": b"-4"}
@@ -110,11 +112,14 @@ def parse_block(data: bytes, columns: int) -> np.ndarray:
 
 
 def iter_rows(path: Path, columns: int, chunk_bytes: int = CHUNK_BYTES) -> Iterator[np.ndarray]:
-    """Parsed rows in chunks of whole lines."""
+    """Parsed rows in chunks of whole lines; a damaged log is one line naming it."""
     rest = b""
+    if path.suffix == ".gz" and path.is_file() and path.stat().st_size == 0:
+        raise UsageError(f"{path}: damaged per-transaction log: the file is empty (a gzip "
+                         f"file holds at least its header){_LOG_ADVICE}")
     with open_log(path) as fh:
         while True:
-            block = fh.read(chunk_bytes)
+            block = _read_block(fh, path, chunk_bytes)
             data = rest + block
             if block:
                 cut = data.rfind(b"\n") + 1
@@ -123,6 +128,28 @@ def iter_rows(path: Path, columns: int, chunk_bytes: int = CHUNK_BYTES) -> Itera
                 yield parse_block(data, columns)
             if not block:
                 return
+
+
+_LOG_ADVICE = ("; move it out of the run directory (its iteration's per-second files "
+               "then give the percentiles) and run `pgdyno report` again")
+
+
+def _read_block(fh, path: Path, size: int) -> bytes:  # noqa: ANN001 - a binary file object
+    """``size`` bytes of a log; a gzip stream cut short (a full disk, a copy interrupted)
+    or corrupt is refused in one line naming the file, never raised as EOFError (which the
+    command line would take for Ctrl-C)."""
+    try:
+        return fh.read(size)
+    except EOFError:
+        raise UsageError(f"{path}: damaged per-transaction log: the file is truncated (its "
+                         f"gzip stream ends early){_LOG_ADVICE}") from None
+    except gzip.BadGzipFile as exc:
+        what = ("not a gzip file" if str(exc).startswith("Not a gzipped file")
+                else f"its gzip data is corrupt ({exc})")
+        raise UsageError(f"{path}: damaged per-transaction log: {what}{_LOG_ADVICE}") from None
+    except zlib.error as exc:
+        raise UsageError(f"{path}: damaged per-transaction log: its gzip data is corrupt "
+                         f"({exc}){_LOG_ADVICE}") from None
 
 
 def first_start(paths: list[Path], columns: int) -> float:

@@ -421,7 +421,7 @@ def analyse_telemetry(raw_dir: Path, window: tuple[float, float] | None,
     if not meta:
         summary.notes.append(f"no telemetry in {tdir}")
         return summary
-    marks = [Mark(float(r["t"]), r["label"]) for r in read_csv(tdir / "marks.csv")]
+    marks = [Mark(float(r["t"]), r["label"]) for r in _csv_rows(tdir / "marks.csv", "t", "label")]
     start = window[0] if window else float(meta.get("started_at", 0.0))
     end = window[1] if window else float(meta.get("stopped_at") or math.inf)
     summary.window_start, summary.window_end = (start, end) if window else (None, None)
@@ -496,10 +496,29 @@ def _gaps_and_client(summary: TelemetrySummary, tdir: Path, meta: dict, start: f
 
 
 def _load_json(path: Path) -> dict:
+    """A telemetry JSON file's object; {} when absent or damaged (binary, cut short, not an
+    object): telemetry is context, and a report without it is still a report."""
     try:
-        return json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError):
+        data = json.loads(path.read_text())
+    except (OSError, ValueError, RecursionError):  # ValueError: undecodable bytes, bad JSON
         return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _csv_rows(path: Path, number: str, *columns: str) -> list[dict[str, str]]:
+    """The rows of a telemetry CSV that hold every column named and a number in
+    ``number``: a damaged row (or a file of garbage) is skipped, as ``read_jsonl`` skips
+    a damaged line, and every whole sample stays usable."""
+    rows = []
+    for row in read_csv(path):
+        if any(row.get(c) is None for c in (number, *columns)):
+            continue
+        try:
+            float(row[number])
+        except ValueError:
+            continue
+        rows.append(row)
+    return rows
 
 
 def _setting_text(value: dict | str) -> str:
@@ -959,23 +978,24 @@ def _checkpoint_stats(out: CheckpointSummary, a: dict, b: dict, io: list[IoRow])
 
 def _checkpoint_log(summary: TelemetrySummary, tdir: Path, start: float, end: float) -> None:
     out = summary.checkpoints
-    rows = read_csv(tdir / "checkpoints.csv")
+    rows = _csv_rows(tdir / "checkpoints.csv", "t", "event")
     pending: CheckpointEvent | None = None
     events: list[CheckpointEvent] = []
     for row in rows:
         t = float(row["t"])
         if row["event"] == "start":
-            pending = CheckpointEvent(t_start=t, t_end=None, reason=row["reason"])
+            pending = CheckpointEvent(t_start=t, t_end=None, reason=row.get("reason") or "")
             events.append(pending)
         elif row["event"] == "complete":
             ev = pending or CheckpointEvent(t_start=None, t_end=None, reason="")
             if pending is None:
                 events.append(ev)
             ev.t_end = t
-            ev.buffers = _opt_int(row["buffers"])
-            ev.write_s, ev.sync_s = _opt_float(row["write_s"]), _opt_float(row["sync_s"])
-            ev.total_s = _opt_float(row["total_s"])
-            ev.distance_kb = _opt_int(row["distance_kb"])
+            ev.buffers = _opt_int(row.get("buffers"))
+            ev.write_s = _opt_float(row.get("write_s"))
+            ev.sync_s = _opt_float(row.get("sync_s"))
+            ev.total_s = _opt_float(row.get("total_s"))
+            ev.distance_kb = _opt_int(row.get("distance_kb"))
             pending = None
         elif row["event"] == "too_frequent" and start <= t <= end:
             out.too_frequent_warnings += 1
@@ -995,12 +1015,17 @@ def _checkpoint_log(summary: TelemetrySummary, tdir: Path, start: float, end: fl
     out.min_interval_s = min(gaps) if gaps else None
 
 
-def _opt_float(text: str) -> float | None:
-    return float(text) if text not in ("", None) else None
+def _opt_float(text: str | None) -> float | None:
+    """A number of a telemetry row; None when empty, absent or damaged."""
+    try:
+        return float(text) if text not in ("", None) else None
+    except ValueError:
+        return None
 
 
-def _opt_int(text: str) -> int | None:
-    return int(float(text)) if text not in ("", None) else None
+def _opt_int(text: str | None) -> int | None:
+    value = _opt_float(text)
+    return int(value) if value is not None and math.isfinite(value) else None
 
 
 # ===== SMART and limits ==================================================================

@@ -88,7 +88,11 @@ def _run() -> None:
         fail(exc.format_message(), 2)
     except CliException as exc:
         fail(exc.format_message(), exc.exit_code)
-    except typer.Abort:
+    except typer.Abort as exc:
+        # Click turns any EOFError a command lets out into an abort, which reads as Ctrl-C:
+        # without a signal it is not one, but a reader that missed a damaged file (a bug).
+        if signals.first_signal() is None and isinstance(exc.__cause__, EOFError):
+            raise exc.__cause__ from None
         fail("interrupted", signals.exit_code())
     except typer.Exit as exc:
         sys.exit(exc.exit_code)
