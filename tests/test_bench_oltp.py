@@ -97,7 +97,7 @@ def test_oltp_figures_match_the_log_and_the_server(server, workdir: Path, worklo
     with psycopg.connect(dsn) as db:  # deletes and re-inserts keep every table full
         for n in (1, 2):
             count = db.execute(sql.SQL("SELECT count(*) FROM {}").format(
-                sql.Identifier(f"sbtest{n}"))).fetchone()[0]
+                sql.Identifier("pgdyno_bench", f"sbtest{n}"))).fetchone()[0]
             assert count == 20000
 
 

@@ -129,7 +129,8 @@ def test_keys_and_indexes_are_sysbenchs(loaded) -> None:
         keys = dict(conn.execute("""SELECT conrelid::regclass::text, conname::text
                                     FROM pg_constraint WHERE contype = 'p'""").fetchall())
         indexes = {(t, i): d for t, i, d in conn.execute(
-            "SELECT tablename, indexname, indexdef FROM pg_indexes WHERE schemaname = 'pgdyno_bench'")}
+            "SELECT tablename, indexname, indexdef FROM pg_indexes "
+            "WHERE schemaname = 'pgdyno_bench'")}
         analyzed = conn.execute("""SELECT count(*) FROM pg_stat_user_tables
                                    WHERE relname LIKE 'sbtest%%'
                                      AND last_analyze IS NOT NULL""").fetchone()[0]

@@ -178,7 +178,7 @@ def test_tpcb_on_a_server_pgdyno_starts_on_the_ssh_host(workdir: Path) -> None:
         history = int(subprocess.run(
             ["runuser", "-u", host.user, "--", str(copied / "psql"), "-XAt", "-h",
              str(data_dir.parent / "sock"), "-p", str(port), "-U", "pgdyno", "-d", "pgdyno",
-             "-c", "SELECT count(*) FROM pgbench_history"],
+             "-c", "SELECT count(*) FROM pgdyno_bench.pgbench_history"],
             capture_output=True, text=True, check=True).stdout)
         logged = sum(len(gzip.decompress(f.read_bytes()).splitlines())
                      for f in run_dir.rglob("raw/pgbench/c2-i1/tx.*.gz"))

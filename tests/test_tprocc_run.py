@@ -19,6 +19,7 @@ from psycopg import sql
 
 from pgdyno.targets.connection import ConnectionInfo
 from pgdyno.targets.local import LocalServer
+from pgdyno.workloads import dataset
 from pgdyno.workloads.tprocc import (
     LoadOptions,
     Mix,
@@ -43,7 +44,7 @@ def target(server: LocalServer) -> Iterator[ConnectionInfo]:
     with psycopg.connect(admin, autocommit=True) as conn:
         conn.execute(drop)
         conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(DB)))
-    info = server.connection().with_dbname(DB)
+    info = dataset.scoped(server.connection().with_dbname(DB))
     load(info, LoadOptions(warehouses=2, workers=2))
     yield info
     with psycopg.connect(admin, autocommit=True) as conn:
@@ -64,7 +65,7 @@ def _pgbench(server: LocalServer, target: ConnectionInfo, script_dir: Path,
            "-M", options.protocol, *scripts.pgbench_args(script_dir), *args, target.dbname]
     env = target.client_env()
     if pgoptions:
-        env["PGOPTIONS"] = pgoptions
+        env["PGOPTIONS"] = f"{env['PGOPTIONS']} {pgoptions}"
     if background:
         return subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                 text=True)

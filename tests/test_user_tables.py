@@ -32,7 +32,7 @@ from tests.conftest import make_shared_dir, run_cli
 
 PG15 = Path("/usr/lib/postgresql/15/bin")
 RUN = ["--clients", "1", "--duration", "1", "--warmup", "0", "--iterations", "1",
-       "--no-progress", "--no-telemetry", "--force"]
+       "--no-progress", "--force"]
 WORKLOADS = {
     "tpcb": (["--scale", "1"], list(PGBENCH_TABLES)),
     "oltp-read-write": (["--tables", "2", "--table-size", "1000"], table_names(2)),

@@ -69,7 +69,7 @@ from pgdyno.targets import (
     open_target,
 )
 from pgdyno.targets.remote import RemoteLock, RemoteServer
-from pgdyno.workloads import registry
+from pgdyno.workloads import dataset, registry
 from pgdyno.workloads.base import (
     Headline,
     RunContext,
@@ -438,7 +438,7 @@ def _bring_up(ctx: RunContext, manifest: Manifest) -> None:
         ctx.plan.notes.extend(archive.prepare(archive.spec_of(ctx.opts.target), target.user))
     target.prepare()
     _start_with_rollback(target, manifest, ctx.plan)
-    ctx.conn = target.connection(ctx.opts.via)
+    ctx.conn = dataset.scoped(target.connection(ctx.opts.via))
     manifest.connection = ctx.conn.describe()
     # The way it really connected (a --dsn naming a TCP host is TCP whatever --via says).
     manifest.options = dataclasses.replace(manifest.options, via=ctx.conn.via)
@@ -498,7 +498,7 @@ def _make_cold(ctx: RunContext) -> None:
     """Restart the server (empty shared_buffers) and drop the OS page cache if permitted."""
     assert ctx.target is not None
     ctx.target.restart()
-    ctx.conn = ctx.target.connection(ctx.opts.via)
+    ctx.conn = dataset.scoped(ctx.target.connection(ctx.opts.via))
     note = _drop_os_cache() if ctx.local_server else ctx.target.drop_os_cache()
     if note and note not in ctx.plan.notes:
         ctx.plan.notes.append(note)

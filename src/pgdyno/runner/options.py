@@ -62,8 +62,8 @@ COMMON: tuple[CliOption, ...] = (
                                  "tprocc and oltp: 10)", int | None),
     CliOption("cache", "warm", "warm | cold (restart and drop OS cache)", str),
     CliOption("via", "socket", "socket | tcp", str),
-    CliOption("force", False, "build beside tables pgdyno did not create (never over one "
-                              "with a workload table's name)", bool),
+    CliOption("force", False, "build beside tables pgdyno did not create, in pgdyno's own "
+                              "schema pgdyno_bench (a user's table is never touched)", bool),
     CliOption("results_dir", Path("results"), "root of run directories", Path),
     CliOption("results_db", None, "also keep the run's row in this shared PostgreSQL database "
               "(postgresql://user@host/db; default: $PGDYNO_RESULTS_DB)", str | None),
@@ -72,8 +72,8 @@ COMMON: tuple[CliOption, ...] = (
     CliOption("workdir", None, "where pgdyno keeps its clusters", Path | None),
     CliOption("pg_bin", None, "directory of other PostgreSQL binaries", Path | None),
     CliOption("dsn", None, "an existing server: never restarted or reconfigured; pgdyno "
-                           "creates the workload's tables and public.pgdyno_dataset in its "
-                           "database and refuses a database holding other tables unless "
+                           "creates the workload's tables in its own schema pgdyno_bench of "
+                           "that database and refuses a database holding other tables unless "
                            "--force", str | None),
     CliOption("ssh", None, "user@host of the database host: with --dsn, that server's "
                            "machine; else pgdyno starts its server there (the embedded one, "

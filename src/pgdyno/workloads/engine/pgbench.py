@@ -235,7 +235,9 @@ class PgbenchWorkload(NoCompareDetail):
         log_offset = ctx.target.log_size() if ctx.manages_server else 0
         env = ctx.conn.client_env()
         if pgoptions := self.session_options(ctx):
-            env["PGOPTIONS"] = pgoptions
+            # Added to the connection's own (its search_path: pgdyno's schema), never in
+            # place of it.
+            env["PGOPTIONS"] = " ".join(filter(None, [env.get("PGOPTIONS"), pgoptions]))
 
         def on_line(line: str) -> None:
             if match := _PROGRESS.match(line):
