@@ -10,6 +10,7 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "pgdyno"
 LAYERS = [
     ["cli", "__main__"],
     ["fleet"],
+    ["study"],
     ["campaign", "search"],
     ["provision"],
     ["compare"],

@@ -30,6 +30,20 @@
     [config.os]                  # OS settings of this config's cells (needs root and
     "vm.dirty_ratio" = 4         # `pgdyno campaign --allow-os-changes`): applied before
                                  # each cell, reverted after (pgdyno.provision)
+
+    [bench.tprocc]               # options of one workload's cells only, over [bench]
+    warehouses = 4
+
+    [size.quick]                 # `pgdyno campaign FILE --size quick`: the same campaign,
+    repeat = 1                   # smaller; [campaign] keys (clients, repeat) and
+    [size.quick.bench]           # [bench] options (also [size.quick.bench.WORKLOAD])
+    duration = 3                 # override the file's; its journal is NAME--quick
+
+    [study]                      # a question and its comparisons: pgdyno.study
+    question = "..."
+
+A workload that needs no server (fio, cpu) runs once per repetition under the first of the
+configs that differ only in PostgreSQL settings: their settings cannot change its figures.
 """
 
 from __future__ import annotations
@@ -60,7 +74,10 @@ CELL_OWNED = {"workload", "clients", "config", "set_", "set", "context", "result
               "progress"}
 ACCEPTED_FILE = "a campaign TOML file with [campaign], [bench] and [[config]]"
 TABLES = {"campaign": "a table [campaign]", "bench": "a table [bench]",
-          "config": "an array of tables [[config]]"}
+          "config": "an array of tables [[config]]", "size": "tables [size.NAME]",
+          "study": "a table [study]"}
+SIZE_CAMPAIGN_KEYS = {"clients", "repeat"}
+"""What a [size.NAME] may change in [campaign]; its bench table changes [bench]."""
 
 
 @dataclass(frozen=True)
@@ -100,6 +117,12 @@ class CampaignSpec:
     context: str | None = None
     results_dir: Path = Path("results")
     hardware: str | None = None
+    workload_bench: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """``[bench.WORKLOAD]``: options of that workload's cells, over ``bench``."""
+    size: str | None = None
+    """The ``[size.NAME]`` the campaign runs at (None: the file's own size)."""
+    study: dict[str, Any] | None = None
+    """The ``[study]`` table as written (checked and read by pgdyno.study)."""
 
     def cells(self) -> list[Cell]:
         """Interleaved: repetition-major; configs reversed every other repetition (ABBA)."""
@@ -107,18 +130,36 @@ class CampaignSpec:
         for rep in range(1, self.repeat + 1):
             configs = self.configs if rep % 2 == 1 else list(reversed(self.configs))
             for workload in self.workloads:
-                out += [Cell(rep, workload, c) for c in configs]
+                out += [Cell(rep, workload, c) for c in self.configs_of(workload, configs)]
         return out
+
+    def configs_of(self, workload: str, configs: list[ConfigEntry]) -> list[ConfigEntry]:
+        """The configs a workload runs under: all of them, except that a workload without
+        a server runs once among configs that differ only in PostgreSQL settings."""
+        if registry.get(workload).needs_server:
+            return configs
+        seen: set[tuple] = set()
+        kept = []
+        for entry in sorted(configs, key=self.configs.index):
+            key = (entry.os, entry.bench)
+            if key not in seen:
+                seen.add(key)
+                kept.append(entry)
+        return [c for c in configs if c in kept]
 
     @property
     def journal_dir(self) -> Path:
-        return self.results_dir / "campaigns" / self.name
+        name = self.name if self.size is None else f"{self.name}--{self.size}"
+        return self.results_dir / "campaigns" / name
 
     def options_for(self, cell: Cell, show_progress: bool = False) -> BenchOptions:
         kw: dict[str, Any] = {}
         kw.update({k.replace("-", "_"): v for k, v in self.bench.items()})
+        own = dict(self.workload_bench.get(cell.workload, {}))
+        clients = own.pop("clients", self.clients)
+        kw.update(own)
         kw.update({k: list(v) if isinstance(v, tuple) else v for k, v in cell.config.bench})
-        kw.update(workload=cell.workload, clients=",".join(str(c) for c in self.clients),
+        kw.update(workload=cell.workload, clients=",".join(str(c) for c in clients),
                   config=cell.config.config, set_=list(cell.config.sets),
                   results_dir=self.results_dir, context=self.context, progress=show_progress)
         for key in ("workdir", "pg_bin", "wal_dir"):
@@ -133,9 +174,12 @@ def bench_defaults() -> dict[str, Any]:
     return defaults()
 
 
-def load_spec(path: Path, results_dir: Path | None = None) -> CampaignSpec:
+def load_spec(path: Path, results_dir: Path | None = None,
+              size: str | None = None) -> CampaignSpec:
     """Read and check a campaign file: every key's type and value, every config and
-    option, before anything is created (the journal is written only once this returns)."""
+    option, before anything is created (the journal is written only once this returns).
+    ``size``: one of the file's ``[size.NAME]`` tables, applied over ``[campaign]`` and
+    ``[bench]``."""
     data = read_toml(path, f"campaign {path}", ACCEPTED_FILE)
     _check_tables(data, path)
     camp = data.get("campaign", {})
@@ -143,7 +187,12 @@ def load_spec(path: Path, results_dir: Path | None = None) -> CampaignSpec:
     if bad:
         raise UsageError(f"campaign {path}: [campaign] {', '.join(sorted(bad))} unknown; "
                          f"accepted: {', '.join(sorted(CAMPAIGN_KEYS))}")
-    bench = _bench(data.get("bench", {}), path, "[bench]")
+    raw_bench = dict(data.get("bench", {})) if isinstance(data.get("bench"), dict) else {}
+    if size is not None:
+        camp, raw_bench = _apply_size(data, camp, raw_bench, size, path)
+    workload_bench = {w: raw_bench.pop(w) for w in list(raw_bench)
+                      if isinstance(raw_bench[w], dict)}
+    bench = _bench(raw_bench, path, "[bench]")
     configs = [_config(c, path) for c in data.get("config", [{"label": "default"}])]
     labels = [c.label for c in configs]
     if len(set(labels)) != len(labels):
@@ -156,9 +205,58 @@ def load_spec(path: Path, results_dir: Path | None = None) -> CampaignSpec:
         clients=_clients(camp, path), repeat=_repeat(camp, path), configs=configs,
         bench=bench, context=_dir_name(camp, "context", path),
         results_dir=Path(results_dir or given_dir or "results"),
-        hardware=_hardware(camp, path))
+        hardware=_hardware(camp, path),
+        workload_bench=_workload_bench(workload_bench, path), size=size,
+        study=_study_table(data.get("study"), path))
     _check_options(spec)
     return spec
+
+
+def _apply_size(data: dict[str, Any], camp: dict[str, Any], bench: dict[str, Any],
+                size: str, path: Path) -> tuple[dict[str, Any], dict[str, Any]]:
+    """[campaign] and [bench] with ``[size.SIZE]`` over them."""
+    sizes = data.get("size", {})
+    if not isinstance(sizes, dict) or not isinstance(sizes.get(size), dict):
+        names = sorted(k for k, v in sizes.items() if isinstance(v, dict)) \
+            if isinstance(sizes, dict) else []
+        raise UsageError(f"campaign {path}: --size {size}: no [size.{size}] table; accepted: "
+                         f"{', '.join(names) or 'none (this file has no [size.NAME] table)'}")
+    table = dict(sizes[size])
+    extra = table.pop("bench", {})
+    bad = set(table) - SIZE_CAMPAIGN_KEYS
+    if bad or not isinstance(extra, dict):
+        raise UsageError(f"campaign {path}: [size.{size}] {', '.join(sorted(bad)) or 'bench'} "
+                         f"not accepted; accepted: {', '.join(sorted(SIZE_CAMPAIGN_KEYS))} "
+                         f"and a table [size.{size}.bench]")
+    merged = dict(bench)
+    for key, value in extra.items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = {**merged[key], **value}
+        else:
+            merged[key] = value
+    return {**camp, **table}, merged
+
+
+def _workload_bench(tables: dict[str, Any], path: Path) -> dict[str, dict[str, Any]]:
+    out = {}
+    for workload, table in tables.items():
+        if workload not in registry.WORKLOADS:
+            raise UsageError(f"campaign {path}: [bench.{workload}]: {workload!r} is not a "
+                             f"workload; accepted: {', '.join(registry.names())}")
+        table = dict(table)
+        clients = table.pop("clients", None)
+        out[workload] = _bench(table, path, f"[bench.{workload}]")
+        if clients is not None:  # this workload's own client counts (fio: 1)
+            out[workload]["clients"] = _clients({"clients": clients}, path)
+    return out
+
+
+def _study_table(table: Any, path: Path) -> dict[str, Any] | None:
+    if table is None:
+        return None
+    if not isinstance(table, dict):
+        raise _wrong(path, "", "study", table, "a table [study]")
+    return dict(table)
 
 
 # ----- tables and keys -------------------------------------------------------------------------

@@ -39,7 +39,7 @@ def _bench_help() -> str:
 
 def _bench_command():
     """``pgdyno bench``: its options are the common table plus every workload's own."""
-    from pgdyno.runner.options import all_options
+    from pgdyno.runner.options import all_options, cli_annotation
     from pgdyno.workloads import registry
 
     params = [inspect.Parameter(
@@ -50,7 +50,7 @@ def _bench_command():
         if opt.type is bool:  # --telemetry/--no-telemetry
             flag = f"{flag}/--no-{flag[2:]}"
         params.append(inspect.Parameter(
-            opt.name, inspect.Parameter.KEYWORD_ONLY, annotation=opt.type,
+            opt.name, inspect.Parameter.KEYWORD_ONLY, annotation=cli_annotation(opt),
             default=typer.Option(list(opt.default) if isinstance(opt.default, tuple)
                                  else opt.default, flag, help=opt.help)))
 
@@ -88,8 +88,18 @@ def report(
     results_dir: Path = typer.Option(Path("results"), help="root of run directories"),
     hardware: str | None = typer.Option(None, help="hardware profile for prices (--context)"),
     against: str | None = typer.Option(None, help="another context to compare (--context)"),
+    campaign: str | None = typer.Option(None, help="rebuild the study report of a campaign "
+                                                   "(its [campaign] name)"),
+    size: str | None = typer.Option(None, help="with --campaign: the size it ran at"),
 ) -> None:
-    """Rebuild a run's summary, plots and reports from raw files, or a context's report."""
+    """Rebuild a run's summary, plots and reports from raw files, a context's report, or a
+    study's report."""
+    if campaign is not None:
+        from pgdyno.study.run import rebuild_study
+
+        _, out = rebuild_study(campaign, results_dir, size)
+        typer.echo(f"study: {out}")
+        return
     if context is not None:
         from pgdyno.campaign.context import build_context
         from pgdyno.campaign.context_report import write_context_report

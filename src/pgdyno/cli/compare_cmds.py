@@ -27,6 +27,14 @@ def _bench_option(name: str) -> Any:
     return typer.Option(default, *flags, help=opt.help)
 
 
+def _sized_by_scale() -> str:
+    """The workloads these commands can size (those with --scale), from the registry."""
+    from pgdyno.runner.options import workload_options
+
+    return " | ".join(next(o for o in workload_options() if o.name == "scale").workloads)
+
+
+AT_SCALE = typer.Argument(..., help=_sized_by_scale())
 RESULTS = _bench_option("results_dir")
 SCALE = _bench_option("scale")
 CLIENTS = _bench_option("clients")
@@ -88,9 +96,10 @@ def compare(
     confidence: float = typer.Option(DEFAULT_CONFIDENCE,
                                      help="confidence level of the intervals"),
     out: Path | None = typer.Option(None, help="directory for compare.md/html/json"),
-    at_warehouses: int | None = typer.Option(
-        None, help="two TPROC-C sweeps: the warehouse count whose memory charts are shown "
-                   "(default: the largest both measured)"),
+    at_step: int | None = typer.Option(
+        None, "--at-step", "--at-warehouses",
+        help="two sweeps: a dataset size both measured, to look at closely (the warehouse "
+             "count of TPROC-C's memory charts; default: the largest both measured)"),
     scale: int | None = SCALE, clients: str | None = CLIENTS, duration: int = DURATION,
     warmup: int = WARMUP, iterations: int = ITERATIONS, protocol: str = PROTOCOL,
     via: str = VIA, results_dir: Path = RESULTS,
@@ -104,7 +113,7 @@ def compare(
 
     running = baseline is not None or candidate is not None
     if second is not None and not running and _two_sweeps(first, second):
-        return _compare_sweeps(Path(first), Path(second), at_warehouses, out, results_dir)
+        return _compare_sweeps(Path(first), Path(second), at_step, out, results_dir)
     if running:
         if second is not None:
             raise UsageError("compare: give either two runs, or a WORKLOAD with --baseline "
@@ -153,20 +162,19 @@ def _two_sweeps(first: str, second: str) -> bool:
     return is_sweep_dir(first) and is_sweep_dir(second)
 
 
-def _compare_sweeps(a: Path, b: Path, at_warehouses: int | None, out: Path | None,
+def _compare_sweeps(a: Path, b: Path, at_step: int | None, out: Path | None,
                     results_dir: Path) -> None:
-    """Two --warehouses sweeps side by side (pgdyno.compare.sweeps)."""
+    """Two sweeps of one workload side by side (pgdyno.compare.sweeps)."""
     from datetime import UTC, datetime
 
     from pgdyno.compare.sweeps import compare_sweeps, write_sweep_comparison
 
-    cmp = compare_sweeps(a, b, at_warehouses)
+    cmp = compare_sweeps(a, b, at_step)
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     target = out or results_dir / "comparisons" / f"{a.name}--vs--{b.name}-{stamp}"
     report = write_sweep_comparison(cmp, target)
-    for side in (cmp.a, cmp.b):
-        typer.echo(f"{side.label}: saturation at "
-                   f"{side.saturation_warehouses or 'no warehouse count in the sweep'}")
+    for line in cmp.summary_lines():
+        typer.echo(line)
     typer.echo(f"report: {report}")
 
 
@@ -183,20 +191,27 @@ def campaign(
     allow_os_changes: bool = typer.Option(
         False, help="apply [config.os] settings before their cells and revert them after "
         "(root)"),
+    size: str | None = typer.Option(None, help="run the file's [size.NAME] (e.g. quick): "
+                                               "the same campaign or study, smaller"),
     progress: bool = PROGRESS,
 ) -> None:
-    """Run a campaign (configs × workloads × clients × repetitions); resumable."""
-    from pgdyno.campaign.runner import run_campaign
+    """Run a campaign (configs × workloads × clients × repetitions); resumable. A campaign
+    with a [study] question ends with its study report."""
     from pgdyno.campaign.spec import load_spec
+    from pgdyno.study.run import run_campaign_or_study
 
-    spec = load_spec(file, results_dir)
-    outcome = run_campaign(spec, Console(stderr=True), show_progress=progress,
-                           retry_failed=retry_failed, allow_os_changes=allow_os_changes)
+    spec = load_spec(file, results_dir, size)
+    done = run_campaign_or_study(spec, Console(stderr=True), show_progress=progress,
+                                 retry_failed=retry_failed, allow_os_changes=allow_os_changes)
+    outcome = done.campaign
     typer.echo(f"ran {len(outcome.ran)}, skipped {len(outcome.skipped)} already done, "
                f"failed {len(outcome.failed)}")
     for cell, run_dir in outcome.run_dirs.items():
         typer.echo(f"{cell}: {run_dir}")
     typer.echo(f"journal: {outcome.journal}")
+    if done.report is not None:
+        typer.echo(f"study: {done.report}")
+        typer.echo(f"html:  {done.report.with_suffix('.html')}")
 
 
 def note(
@@ -213,7 +228,7 @@ def note(
 
 
 def validate(
-    workload: str = typer.Argument(..., help="tpcb | simple-update | select-only"),
+    workload: str = AT_SCALE,
     scale: int | None = SCALE, clients: str | None = CLIENTS, duration: int = DURATION,
     warmup: int = WARMUP, protocol: str = PROTOCOL, via: str = VIA,
     results_dir: Path = RESULTS, context: str | None = CONTEXT, config: str = CONFIG,
@@ -237,7 +252,7 @@ def validate(
 
 
 def scaling_check(
-    workload: str = typer.Argument(..., help="tpcb | simple-update | select-only"),
+    workload: str = AT_SCALE,
     scale: int | None = SCALE, clients: str | None = CLIENTS, duration: int = DURATION,
     warmup: int = WARMUP, iterations: int = ITERATIONS, protocol: str = PROTOCOL,
     via: str = VIA, results_dir: Path = RESULTS, context: str | None = CONTEXT,

@@ -8,6 +8,8 @@ from pgdyno.reports.document import Document, Table
 def render_document(doc: Document) -> str:
     out = [f"# {doc.title}", ""]
     for section in doc.sections:
+        if section.anchor:
+            out += [f'<a id="{section.anchor}"></a>', ""]
         out += [f"{'#' * section.level} {section.title}", ""]
         for para in section.paragraphs:
             out += [para, ""]

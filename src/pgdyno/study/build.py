@@ -1,0 +1,282 @@
+"""From a campaign's journal and run directories to a ``StudyRecord``.
+
+Everything here is read from files: the journal says which run each cell made, the runs'
+summaries and manifests give the figures, ``compare_runs`` makes each comparison. Nothing
+is measured or remembered in between, so a rebuild gives the same record.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import statistics
+from collections import Counter
+from datetime import UTC, datetime
+from pathlib import Path
+
+from pgdyno.analysis.summary import IterationSummary
+from pgdyno.campaign.runner import journal_path, read_journal
+from pgdyno.campaign.spec import CampaignSpec, Cell
+from pgdyno.compare.core import compare_runs
+from pgdyno.compare.model import Comparison
+from pgdyno.compare.render import write_comparison
+from pgdyno.compare.runs import RunData, load_run
+from pgdyno.config.units import human_bytes
+from pgdyno.errors import PgdynoError
+from pgdyno.results.sweepdir import SweepRecord
+from pgdyno.study import conclusions
+from pgdyno.study.model import (
+    SCHEMA_VERSION,
+    CellState,
+    MetricFigure,
+    Side,
+    StepComparison,
+    StudyRecord,
+    WorkloadResult,
+)
+from pgdyno.study.spec import StudySpec
+from pgdyno.workloads import registry
+
+
+def build_study(spec: CampaignSpec, study: StudySpec, out_dir: Path) -> StudyRecord:
+    """The study of ``spec``'s campaign as its journal and runs stand now; each comparison's
+    full report is written under ``out_dir`` (``compare-<workload>/``)."""
+    events = read_journal(journal_path(spec))
+    cells = _cell_states(spec.cells(), events)
+    by_key = {c.key: c for c in cells}
+    results = [_workload_result(spec, study, w, by_key, out_dir) for w in spec.workloads]
+    record = StudyRecord(
+        schema_version=SCHEMA_VERSION, name=study.title, campaign=spec.name,
+        size=spec.size or "default", question=study.question, title=study.title,
+        hardware=_hardware(results), started_at=_first(events, "at"),
+        ended_at=_last(events, "at"), baseline=study.baseline, candidate=study.candidate,
+        sections=list(study.sections), cells=cells, workloads=results,
+        settings=_settings(results), wall_seconds=_wall_seconds(events))
+    record.findings = conclusions.findings(record)
+    record.threats = conclusions.threats(record)
+    return record
+
+
+# ----- cells and runs ---------------------------------------------------------------------------
+
+def _cell_states(cells: list[Cell], events: list[dict]) -> list[CellState]:
+    last: dict[str, dict] = {}
+    for ev in events:
+        if ev.get("event") == "run-end":
+            last[ev["cell"]] = ev
+    out = []
+    for cell in cells:
+        ev = last.get(cell.key)
+        if ev is None:
+            out.append(CellState(cell.key, "pending"))
+            continue
+        run_dir = ev.get("run_dir")
+        status = ev.get("status", "?")
+        if status == "ok" and (run_dir is None or not Path(run_dir).is_dir()):
+            status, ev = "missing", {**ev, "reason": f"its run directory {run_dir} is gone"}
+        out.append(CellState(cell.key, status, ev.get("reason", ""), run_dir))
+    return out
+
+
+def _ok_dirs(spec: CampaignSpec, workload: str, label: str,
+             cells: dict[str, CellState]) -> list[Path]:
+    keys = [c.key for c in spec.cells() if c.workload == workload and c.config.label == label]
+    return [Path(cells[k].run_dir) for k in keys
+            if cells[k].status == "ok" and cells[k].run_dir]
+
+
+def _labels_run(spec: CampaignSpec, study: StudySpec, workload: str) -> list[str]:
+    """The sides a workload has: baseline and candidate, or the one config it ran under."""
+    ran = {c.config.label for c in spec.cells() if c.workload == workload}
+    wanted = [x for x in (study.baseline, study.candidate) if x is not None and x in ran]
+    return wanted or sorted(ran, key=[c.label for c in spec.configs].index)[:1]
+
+
+def _workload_result(spec: CampaignSpec, study: StudySpec, workload: str,
+                     cells: dict[str, CellState], out_dir: Path) -> WorkloadResult:
+    plugin = registry.get(workload)
+    labels = _labels_run(spec, study, workload)
+    dirs = {label: _ok_dirs(spec, workload, label, cells) for label in labels}
+    result = WorkloadResult(workload=workload, description=plugin.description,
+                            headline=_headline(plugin), anchor=f"workload-{workload}",
+                            sides=[], size_unit=plugin.size_unit)
+    step_runs = {label: _steps(paths) for label, paths in dirs.items()}
+    sweeps = any(step_runs[label] for label in labels)
+    if sweeps:
+        size = _largest_common(step_runs, labels)
+        runs = {label: step_runs[label].get(size, []) for label in labels}
+    else:
+        runs = {label: _load(paths) for label, paths in dirs.items()}
+    clients = _common_clients([r for rs in runs.values() for r in rs])
+    result.sides = [_side(label, [str(p) for p in dirs[label]], runs[label], clients, plugin)
+                    for label in labels]
+    if len(labels) == 2 and all(runs[label] for label in labels):
+        a, b = labels
+        result.comparison = _compare(runs[a], runs[b], a, b)
+        if result.comparison is not None:
+            target = out_dir / f"compare-{workload}"
+            with contextlib.suppress(PgdynoError, OSError, ValueError):
+                write_comparison(result.comparison, runs[a], runs[b], target)
+                result.compare_dir = target.name
+        if sweeps:
+            result.steps = _step_comparisons(step_runs, a, b)
+    return result
+
+
+def _headline(plugin) -> str:  # noqa: ANN001 - a registry plugin
+    return next((m.name for m in plugin.metrics if m.headline), plugin.metrics[0].name)
+
+
+def _load(paths: list[Path]) -> list[RunData]:
+    runs = []
+    for path in paths:
+        with contextlib.suppress(PgdynoError, OSError):
+            run = load_run(path)
+            if run.summary is not None:
+                runs.append(run)
+    return runs
+
+
+def _steps(paths: list[Path]) -> dict[int, list[RunData]]:
+    """A sweep cell's runs by size (empty when the cells are plain runs)."""
+    out: dict[int, list[RunData]] = {}
+    for path in paths:
+        if not (path / "sweep.json").is_file():
+            continue
+        try:
+            record = SweepRecord.load(path)
+        except PgdynoError:
+            continue
+        for step in record.steps:
+            if step.status == "ok" and step.run:
+                run_path = Path(step.run) if Path(step.run).is_absolute() else path / step.run
+                out.setdefault(step.size, []).extend(_load([run_path]))
+    return out
+
+
+def _largest_common(step_runs: dict[str, dict[int, list[RunData]]],
+                    labels: list[str]) -> int | None:
+    """The largest sweep size every side measured: what the side figures describe."""
+    common = set.intersection(*(set(step_runs[x]) for x in labels)) if labels else set()
+    return max(common) if common else None
+
+
+def _step_comparisons(step_runs: dict[str, dict[int, list[RunData]]], a: str,
+                      b: str) -> list[StepComparison]:
+    out = []
+    for size in sorted(set(step_runs[a]) & set(step_runs[b])):
+        cmp = _compare(step_runs[a][size], step_runs[b][size], a, b)
+        if cmp is not None:
+            out.append(StepComparison(size, cmp))
+    return out
+
+
+def _compare(a: list[RunData], b: list[RunData], a_label: str, b_label: str
+             ) -> Comparison | None:
+    try:
+        return compare_runs(a, b, baseline_label=a_label, candidate_label=b_label)
+    except PgdynoError:
+        return None
+
+
+def _common_clients(runs: list[RunData]) -> int | None:
+    """The highest client count every run measured (what the figures compare at)."""
+    counts = [set(r.summary.client_counts) for r in runs if r.summary is not None]
+    common = set.intersection(*counts) if counts else set()
+    return max(common) if common else None
+
+
+def _iterations(runs: list[RunData], clients: int | None) -> list[IterationSummary]:
+    return [it for r in runs if r.summary is not None for it in r.summary.iterations
+            if it.status == "ok" and (clients is None or it.clients == clients)]
+
+
+def _side(label: str, dirs: list[str], runs: list[RunData], clients: int | None,
+          plugin) -> Side:  # noqa: ANN001 - a registry plugin
+    its = _iterations(runs, clients)
+    side = Side(label=label, runs=dirs, clients=clients)
+    for spec in plugin.metrics:
+        values = [it.metrics[spec.name] for it in its if spec.name in it.metrics]
+        values = [v for v in values if v == v]  # NaN: not measured
+        if not values:
+            continue
+        side.figures.append(MetricFigure(
+            name=spec.name, label=spec.label, unit=spec.unit, direction=spec.direction,
+            mean=statistics.fmean(values),
+            stddev=statistics.stdev(values) if len(values) > 1 else 0.0,
+            n=len(values), values=values))
+    votes = Counter(it.verdict.label for it in its if it.verdict is not None)
+    side.bottleneck_votes = dict(votes)
+    side.bottleneck = votes.most_common(1)[0][0] if votes else None
+    side.window_s = min((float(it.duration_s) for it in its), default=None)
+    side.contaminated = [f"{r.name}, {it.clients} clients #{it.iteration}: {it.contamination}"
+                         for r in runs if r.summary is not None for it in r.summary.iterations
+                         if it.contaminated and (clients is None or it.clients == clients)]
+    dataset = next((r.manifest.get("dataset") for r in runs if r.manifest.get("dataset")), None)
+    if dataset:
+        side.dataset_fit = str(dataset.get("fits") or "")
+        side.dataset_bytes = dataset.get("size_bytes")
+        side.memory_bytes = dataset.get("available_bytes")
+    side.smart, side.endurance = _smart(its)
+    head = _headline(plugin)
+    for count in sorted({it.clients for it in _iterations(runs, None)}):
+        values = [it.metrics[head] for it in _iterations(runs, count) if head in it.metrics]
+        if values:
+            side.by_clients[str(count)] = statistics.fmean(values)
+    return side
+
+
+def _smart(its: list[IterationSummary]) -> tuple[dict[str, float], str]:
+    """The first and last SMART readings of the side's iterations (one device: the first
+    that reported), when the device reports them."""
+    changes = [c for it in its if it.telemetry is not None for c in it.telemetry.smart
+               if c.available]
+    if not changes:
+        return {}, ""
+    first, last = changes[0], changes[-1]
+    out = {"temperature_c_before": first.temperature_before_c,
+           "temperature_c_after": max((c.temperature_after_c or 0) for c in changes),
+           "written_bytes": sum(c.written_bytes or 0 for c in changes),
+           "read_bytes": sum(c.read_bytes or 0 for c in changes),
+           "percent_used_before": first.percent_used_before,
+           "percent_used_after": last.percent_used_after,
+           "media_errors_after": last.media_errors_after,
+           "throttle_events": sum(c.throttle_events or 0 for c in changes)}
+    return {k: float(v) for k, v in out.items() if v is not None}, last.endurance
+
+
+# ----- the record's other parts ------------------------------------------------------------------
+
+def _hardware(results: list[WorkloadResult]) -> str:
+    for result in results:
+        for side in result.sides:
+            for run_dir in side.runs:
+                with contextlib.suppress(PgdynoError, OSError):
+                    host = load_run(Path(run_dir)).manifest.get("host") or {}
+                    if host:
+                        return (f"{host.get('cpu_count', '?')} vCPU "
+                                f"({host.get('cpu_model', 'unknown CPU')}), "
+                                f"{human_bytes(host.get('ram_bytes') or 0)} RAM, "
+                                f"{host.get('os', '')}, kernel {host.get('kernel', '?')}")
+    return "no run finished"
+
+
+def _settings(results: list[WorkloadResult]) -> list[dict[str, str]]:
+    for result in results:
+        if result.comparison is not None and result.comparison.changes:
+            return [{"layer": c.layer, "name": c.name, "before": c.before, "after": c.after,
+                     "rationale": c.rationale} for c in result.comparison.changes]
+    return []
+
+
+def _first(events: list[dict], key: str) -> str:
+    return str(events[0].get(key, "")) if events else datetime.now(UTC).isoformat()
+
+
+def _last(events: list[dict], key: str) -> str:
+    return str(events[-1].get(key, "")) if events else datetime.now(UTC).isoformat()
+
+
+def _wall_seconds(events: list[dict]) -> float | None:
+    seconds = [float(ev["seconds"]) for ev in events
+               if ev.get("event") == "run-end" and ev.get("seconds") is not None]
+    return sum(seconds) if seconds else None

@@ -1,0 +1,243 @@
+"""Conclusions and threats to validity, derived by rule from a study's measured figures.
+
+Each rule reads figures already in the record (a comparison's change and interval, a side's
+bottleneck votes, a SMART delta) and makes a ``Finding`` only when its figures exist: a
+sentence whose figure was not measured is never made. The words are chosen later, by the
+report, from the finding's kind and the comparison's own verdict (which agrees with its
+interval by construction: compare.stats.verdict_for).
+"""
+
+from __future__ import annotations
+
+import math
+
+from pgdyno.compare.model import Comparison, MetricComparison
+from pgdyno.compare.stats import FASTER, HIGHER, LOWER, SAME, SLOWER
+from pgdyno.study.model import Finding, Side, StudyRecord, Threat, WorkloadResult
+
+MEASURED_FIGURES = 6
+"""How many of an uncompared workload's metrics its "measured" finding cites."""
+NOISY_PCT = 10.0
+"""A comparison whose noise (the interval's half-width) exceeds this many % is a threat:
+a change smaller than that cannot be told from run-to-run variation."""
+SHORT_WINDOW_S = 60.0
+"""A measured window shorter than this misses checkpoints (checkpoint_timeout is minutes)
+and autovacuum: the figures describe a burst, not a steady state."""
+CHANGED = (FASTER, SLOWER, HIGHER, LOWER)
+
+
+def findings(record: StudyRecord) -> list[Finding]:
+    out: list[Finding] = []
+    for result in record.workloads:
+        out += _headline_findings(result)
+        out += _step_findings(result)
+        if result.comparison is None:
+            out += _measured(result)
+        out += _scaling(result)
+        out += _bottlenecks(result)
+        out += _write_cv(result)
+        out += _smart(result)
+    out += _common_bottleneck(record)
+    _pick_summary(out)
+    return out
+
+
+def threats(record: StudyRecord) -> list[Threat]:
+    out = [Threat(kind=f"{cell.status}_cell", detail=f"{cell.key}"
+                  + (f": {cell.reason}" if cell.reason else ""))
+           for cell in record.cells if cell.status != "ok"]
+    for result in record.workloads:
+        for side in result.sides:
+            out += [Threat("contaminated", line, result.workload) for line in side.contaminated]
+            if side.window_s is not None and side.window_s < SHORT_WINDOW_S:
+                out.append(Threat("short_window", side.label, result.workload,
+                                  {"window_s": side.window_s}))
+            if side.dataset_fit in ("shared_buffers", "page cache"):
+                out.append(Threat("dataset_fit", side.dataset_fit, result.workload,
+                                  _fit_values(side)))
+        out += _noise(result)
+    return _unique(out)
+
+
+# ----- findings -----------------------------------------------------------------------------------
+
+def headline_comparison(result: WorkloadResult) -> MetricComparison | None:
+    """The comparison's row of the workload's headline metric at the sides' client count."""
+    cmp = result.comparison
+    if cmp is None:
+        return None
+    clients = result.sides[0].clients if result.sides else None
+    return cmp.metric(result.headline, clients) or cmp.metric(result.headline)
+
+
+def change_finding(m: MetricComparison, workload: str, section: str, cmp: Comparison,
+                   kind_prefix: str = "") -> Finding:
+    kind = ("change" if m.verdict in CHANGED else "no_difference" if m.verdict == SAME
+            else "undetermined")
+    values = {"baseline": m.baseline_mean, "candidate": m.candidate_mean,
+              "clients": float(m.clients), "baseline_n": float(m.baseline_n),
+              "candidate_n": float(m.candidate_n), "confidence": cmp.confidence}
+    if not math.isnan(m.change_pct):
+        values["change_pct"] = m.change_pct
+    if math.isfinite(m.ci_low_pct) and math.isfinite(m.ci_high_pct):
+        values |= {"ci_low_pct": m.ci_low_pct, "ci_high_pct": m.ci_high_pct}
+    return Finding(kind=kind_prefix + kind, workload=workload, section=section, values=values,
+                   words={"metric": m.label or m.metric, "unit": m.unit, "verdict": m.verdict,
+                          "reason": m.reason, "baseline": cmp.baseline_label,
+                          "candidate": cmp.candidate_label})
+
+
+def _headline_findings(result: WorkloadResult) -> list[Finding]:
+    m = headline_comparison(result)
+    if m is None or result.comparison is None:
+        return []
+    return [change_finding(m, result.workload, result.anchor, result.comparison)]
+
+
+def _step_findings(result: WorkloadResult) -> list[Finding]:
+    out = []
+    for step in result.steps:
+        m = step.comparison.metric(result.headline)
+        if m is not None:
+            f = change_finding(m, result.workload, result.anchor, step.comparison, "step_")
+            f.values["size"] = float(step.size)
+            f.words["size_unit"] = result.size_unit
+            out.append(f)
+    return out
+
+
+def _measured(result: WorkloadResult) -> list[Finding]:
+    """An uncompared workload (fio's envelope, the CPU baseline): its first figures."""
+    if not result.sides or not result.sides[0].figures:
+        return []
+    side = result.sides[0]
+    figures = side.figures[:MEASURED_FIGURES]
+    return [Finding(kind="measured", workload=result.workload, section=result.anchor,
+                    values={f.name: f.mean for f in figures},
+                    words={"config": side.label, **{f"label:{f.name}": f.label for f in figures},
+                           **{f"unit:{f.name}": f.unit for f in figures}})]
+
+
+def _scaling(result: WorkloadResult) -> list[Finding]:
+    """Several client counts: where the headline peaked (seed 001's and 004's scaling)."""
+    out = []
+    for side in result.sides:
+        if len(side.by_clients) < 2:
+            continue
+        clients, peak = max(side.by_clients.items(), key=lambda kv: kv[1])
+        lowest = min(side.by_clients, key=int)
+        fig = side.figure(result.headline)
+        out.append(Finding(kind="peak", workload=result.workload, section=result.anchor,
+                           values={"peak": peak, "clients": float(clients),
+                                   "lowest_clients": float(lowest),
+                                   "at_lowest": side.by_clients[lowest]},
+                           words={"config": side.label, "metric": fig.label if fig else
+                                  result.headline, "unit": fig.unit if fig else ""}))
+    return out
+
+
+def _bottlenecks(result: WorkloadResult) -> list[Finding]:
+    out = []
+    for side in result.sides:
+        if side.bottleneck is None:
+            continue
+        total = sum(side.bottleneck_votes.values())
+        out.append(Finding(kind="bottleneck", workload=result.workload, section=result.anchor,
+                           values={"votes": float(side.bottleneck_votes[side.bottleneck]),
+                                   "iterations": float(total)},
+                           words={"config": side.label, "bottleneck": side.bottleneck}))
+    return out
+
+
+def _common_bottleneck(record: StudyRecord) -> list[Finding]:
+    """Seed 004's key finding: the same bottleneck on every workload that has one."""
+    verdicts = {(r.workload, s.label): s.bottleneck for r in record.workloads
+                for s in r.sides if s.bottleneck is not None}
+    workloads = {w for w, _ in verdicts}
+    if len(workloads) < 2 or len(set(verdicts.values())) != 1:
+        return []
+    return [Finding(kind="common_bottleneck", workload="", section="conclusions",
+                    values={"workloads": float(len(workloads))},
+                    words={"bottleneck": next(iter(verdicts.values())),
+                           "workloads": ", ".join(sorted(workloads))})]
+
+
+def _write_cv(result: WorkloadResult) -> list[Finding]:
+    """Checkpoint smoothing, read from the write-IOPS coefficient of variation."""
+    cmp = result.comparison
+    if cmp is None:
+        return []
+    for profile in cmp.io_profiles:
+        for fig in profile.figures:
+            if fig.label.startswith("Write IOPS CV") and fig.baseline is not None \
+                    and fig.candidate is not None:
+                return [Finding(kind="write_cv", workload=result.workload,
+                                section=result.anchor,
+                                values={"baseline_pct": fig.baseline,
+                                        "candidate_pct": fig.candidate,
+                                        "clients": float(profile.clients)},
+                                words={"device": profile.group, "baseline": cmp.baseline_label,
+                                       "candidate": cmp.candidate_label})]
+    return []
+
+
+def _smart(result: WorkloadResult) -> list[Finding]:
+    out = []
+    for side in result.sides:
+        if {"temperature_c_before", "temperature_c_after"} <= set(side.smart):
+            out.append(Finding(kind="smart", workload=result.workload, section=result.anchor,
+                               values=dict(side.smart), words={"config": side.label}))
+        if side.endurance:
+            out.append(Finding(kind="endurance", workload=result.workload,
+                               section=result.anchor, values={},
+                               words={"config": side.label, "endurance": side.endurance}))
+    return out
+
+
+def _pick_summary(found: list[Finding]) -> None:
+    """The executive summary: every headline verdict, then the envelope, the common
+    bottleneck and the write smoothing, at most six sentences in all."""
+    order = ("change", "no_difference", "undetermined", "common_bottleneck", "measured",
+             "write_cv", "peak", "bottleneck")
+    picked = 0
+    for kind in order:
+        for f in found:
+            if f.kind == kind and picked < 6:
+                f.summary = True
+                picked += 1
+
+
+# ----- threats ------------------------------------------------------------------------------------
+
+def _noise(result: WorkloadResult) -> list[Threat]:
+    m = headline_comparison(result)
+    if m is None:
+        return []
+    out = []
+    if not math.isnan(m.noise_pct) and m.noise_pct > NOISY_PCT:
+        out.append(Threat("noise", m.label or m.metric, result.workload,
+                          {"noise_pct": m.noise_pct}))
+    if min(m.baseline_n, m.candidate_n) < 2:
+        out.append(Threat("single_sample", m.label or m.metric, result.workload,
+                          {"baseline_n": float(m.baseline_n),
+                           "candidate_n": float(m.candidate_n)}))
+    return out
+
+
+def _fit_values(side: Side) -> dict[str, float]:
+    values = {}
+    if side.dataset_bytes is not None:
+        values["dataset_bytes"] = float(side.dataset_bytes)
+    if side.memory_bytes is not None:
+        values["memory_bytes"] = float(side.memory_bytes)
+    return values
+
+
+def _unique(items: list[Threat]) -> list[Threat]:
+    seen, out = set(), []
+    for t in items:
+        key = (t.kind, t.detail, t.workload)
+        if key not in seen:
+            seen.add(key)
+            out.append(t)
+    return out

@@ -1,0 +1,109 @@
+"""The study's charts: absolute side-by-side bars of every workload's headline figure (what
+readers expect: NOPM default against tuned, TPS of each pgbench workload), the change of
+each with its interval, and the headline by client count."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+from pgdyno.compare.plots import DPI, VERDICT_COLOURS  # noqa: E402
+from pgdyno.study.conclusions import headline_comparison  # noqa: E402
+from pgdyno.study.model import StudyRecord, WorkloadResult  # noqa: E402
+
+SIDE_COLOURS = ("tab:blue", "tab:orange", "tab:green", "tab:red")
+
+
+def study_plots(record: StudyRecord, plots_dir: Path) -> dict[str, str]:
+    """name -> path relative to the study directory, for the plots the data allows."""
+    plots_dir.mkdir(parents=True, exist_ok=True)
+    figures = {"headline_bars": _headline_bars(record), "change_bars": _change_bars(record)}
+    for result in record.workloads:
+        figures[f"scaling_{result.workload}"] = _scaling(result)
+    made = {}
+    for name, fig in figures.items():
+        if fig is None:
+            continue
+        fig.savefig(plots_dir / f"{name}.png", dpi=DPI, bbox_inches="tight")
+        plt.close(fig)
+        made[name] = f"{plots_dir.name}/{name}.png"
+    return made
+
+
+def _measured(result: WorkloadResult) -> bool:
+    return any(s.figure(result.headline) is not None for s in result.sides)
+
+
+def _headline_bars(record: StudyRecord):
+    results = [r for r in record.workloads if _measured(r)]
+    if not results:
+        return None
+    fig, axes = plt.subplots(1, len(results), figsize=(3.2 * len(results) + 1, 3.8),
+                             squeeze=False)
+    for ax, result in zip(axes[0], results, strict=True):
+        sides = [(s.label, s.figure(result.headline)) for s in result.sides]
+        sides = [(label, f) for label, f in sides if f is not None]
+        xs = list(range(len(sides)))
+        ax.bar(xs, [f.mean for _, f in sides], yerr=[f.stddev for _, f in sides],
+               color=SIDE_COLOURS[:len(sides)], capsize=5, alpha=0.85)
+        for x, (_, f) in zip(xs, sides, strict=True):
+            ax.annotate(f"{f.mean:,.0f}" if abs(f.mean) >= 100 else f"{f.mean:.3g}",
+                        (x, f.mean), xytext=(0, 3), textcoords="offset points",
+                        ha="center", va="bottom", fontsize=8)
+        ax.set_xticks(xs, [label for label, _ in sides], rotation=15)
+        first = sides[0][1]
+        ax.set(title=result.workload, ylabel=f"{first.label} ({first.unit})")
+        ax.set_ylim(bottom=0)
+        ax.grid(alpha=0.3, axis="y")
+    fig.suptitle("Headline figure per workload and config (mean ± one standard deviation)")
+    fig.tight_layout()
+    return fig
+
+
+def _change_bars(record: StudyRecord):
+    rows = [(r.workload, m) for r in record.workloads
+            if (m := headline_comparison(r)) is not None and m.has_ratio_interval]
+    if not rows:
+        return None
+    fig, ax = plt.subplots(figsize=(8, 0.5 * len(rows) + 1.6))
+    ys = list(range(len(rows)))[::-1]
+    for y, (_, m) in zip(ys, rows, strict=True):
+        ax.barh(y, m.change_pct, color=VERDICT_COLOURS.get(m.verdict, "tab:gray"), alpha=0.7)
+        ax.errorbar(m.change_pct, y, xerr=[[m.change_pct - m.ci_low_pct],
+                                           [m.ci_high_pct - m.change_pct]],
+                    fmt="none", ecolor="black", capsize=4)
+    ax.axvline(0, color="black", lw=0.8)
+    ax.set_yticks(ys, [f"{w}: {m.title}" for w, m in rows])
+    widest = max(max(abs(m.ci_low_pct), abs(m.ci_high_pct)) for _, m in rows)
+    if math.isfinite(widest) and widest > 0:
+        ax.set_xlim(-1.1 * widest, 1.1 * widest)
+    ax.set(xlabel=f"change of {record.candidate} against {record.baseline} (%), "
+                  "bars: 95% interval",
+           title="Headline change per workload (grey: no significant difference)")
+    ax.grid(alpha=0.3, axis="x")
+    return fig
+
+
+def _scaling(result: WorkloadResult):
+    sides = [s for s in result.sides if len(s.by_clients) > 1]
+    if not sides:
+        return None
+    fig, ax = plt.subplots(figsize=(6.5, 3.8))
+    for colour, side in zip(SIDE_COLOURS, sides, strict=False):
+        counts = sorted(side.by_clients, key=int)
+        ax.plot([int(c) for c in counts], [side.by_clients[c] for c in counts], marker="o",
+                color=colour, label=side.label)
+    fig_ = sides[0].figure(result.headline)
+    unit = f" ({fig_.unit})" if fig_ is not None else ""
+    label = fig_.label if fig_ is not None else result.headline
+    ax.set(xlabel="clients", ylabel=f"{label}{unit}",
+           title=f"{result.workload}: {label} by client count")
+    ax.set_ylim(bottom=0)
+    ax.grid(alpha=0.3)
+    ax.legend()
+    return fig

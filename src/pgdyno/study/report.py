@@ -1,0 +1,367 @@
+"""The study report: words and layout for a ``StudyRecord``, nothing computed here.
+
+Order: the question (with hardware and date), the executive summary, a one-glance table,
+the absolute charts, one section per workload, the settings that differ, the conclusions,
+the threats to validity, and the runs. Every sentence is worded from a ``Finding``; every
+figure in it is the finding's own value (recomputable from the runs, see model.py).
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+from pgdyno.compare.model import MetricComparison
+from pgdyno.compare.render import interval, io_table, metrics_table, pct, verdict_text
+from pgdyno.compare.stats import FASTER, HIGHER, LOWER, SLOWER
+from pgdyno.config.units import human_bytes
+from pgdyno.reports import html
+from pgdyno.reports.document import Document, Section, Table, figure
+from pgdyno.study.conclusions import headline_comparison
+from pgdyno.study.model import Finding, Side, StudyRecord, Threat, WorkloadResult
+from pgdyno.study.plots import study_plots
+
+REPORT_STEM = "study"
+SECTION_TITLES = {"summary": "Executive summary", "glance": "At a glance",
+                  "charts": "Charts", "settings": "Settings: baseline and candidate",
+                  "conclusions": "Conclusions", "threats": "Threats to validity"}
+
+
+def write_study_report(record: StudyRecord, out_dir: Path) -> Path:
+    """study.md, study.html (self-contained) and plots/ in ``out_dir``."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    images = study_plots(record, out_dir / "plots")
+    return html.write_document(build_document(record, images, out_dir), out_dir, REPORT_STEM)
+
+
+def build_document(record: StudyRecord, images: dict[str, str], out_dir: Path) -> Document:
+    parts = {"summary": _summary, "glance": _glance, "charts": _charts,
+             "workloads": _workloads, "settings": _settings, "conclusions": _conclusions,
+             "threats": _threats}
+    sections = [_question(record)]
+    for name in record.sections:
+        sections += parts[name](record, images, out_dir)
+    sections.append(_runs(record))
+    return Document(title=f"pgdyno study: {record.title}", sections=sections)
+
+
+# ----- sentences ---------------------------------------------------------------------------------
+
+def sentence(f: Finding, record: StudyRecord) -> str:
+    """One finding in words, with its figure, its interval where one exists, and a link
+    to the section it comes from."""
+    text = _WORDS[f.kind](f, record) if f.kind in _WORDS else ""
+    return f"{text} ([{_where(f, record)}](#{f.section}))" if text else ""
+
+
+def _what(f: Finding, record: StudyRecord) -> str:
+    result = record.workload(f.workload)
+    return result.workload if result else f.workload
+
+
+def _where(f: Finding, record: StudyRecord) -> str:
+    return f.workload if f.workload else SECTION_TITLES.get(f.section, f.section)
+
+
+def _num(value: float, unit: str = "") -> str:
+    text = f"{value:,.0f}" if abs(value) >= 100 else figure(value)
+    return f"{text} {unit}".strip()
+
+
+def _interval(f: Finding) -> str:
+    v = f.values
+    if "ci_low_pct" not in v:
+        return "no interval (too few samples)"
+    level = f"{100 * v.get('confidence', 0.95):.0f}%"
+    return f"{level} interval {pct(v['ci_low_pct'])} to {pct(v['ci_high_pct'])}"
+
+
+def _change(f: Finding, record: StudyRecord) -> str:
+    v, w = f.values, f.words
+    where = f" at {w['size_unit']} {v['size']:.0f}" if "size" in v else ""
+    moved = {FASTER: "improved", SLOWER: "worsened", HIGHER: "raised", LOWER: "lowered"}
+    verb = moved.get(w["verdict"], "changed")
+    return (f"{_what(f, record)}{where}: {w['candidate']} {verb} {w['metric']} from "
+            f"{_num(v['baseline'], w['unit'])} ({w['baseline']}) to "
+            f"{_num(v['candidate'], w['unit'])}, {pct(v['change_pct'])} "
+            f"({_interval(f)}): {w['verdict']}.")
+
+
+def _no_difference(f: Finding, record: StudyRecord) -> str:
+    v, w = f.values, f.words
+    where = f" at {w['size_unit']} {v['size']:.0f}" if "size" in v else ""
+    return (f"{_what(f, record)}{where}: {w['metric']} {_num(v['baseline'], w['unit'])} "
+            f"({w['baseline']}) against {_num(v['candidate'], w['unit'])} ({w['candidate']}), "
+            f"{pct(v.get('change_pct', math.nan))} ({_interval(f)}): no significant difference.")
+
+
+def _undetermined(f: Finding, record: StudyRecord) -> str:
+    v, w = f.values, f.words
+    where = f" at {w['size_unit']} {v['size']:.0f}" if "size" in v else ""
+    why = f" ({w['reason']})" if w.get("reason") else ""
+    return (f"{_what(f, record)}{where}: {w['metric']} {_num(v['baseline'], w['unit'])} "
+            f"({w['baseline']}) against {_num(v['candidate'], w['unit'])} ({w['candidate']}): "
+            f"{w['verdict']}{why}.")
+
+
+def _measured(f: Finding, record: StudyRecord) -> str:
+    w = f.words
+    figures = "; ".join(f"{w[f'label:{name}']} {_num(value, w[f'unit:{name}'])}"
+                        for name, value in f.values.items())
+    return f"{_what(f, record)} measured ({w['config']}): {figures}."
+
+
+def _peak(f: Finding, record: StudyRecord) -> str:
+    v, w = f.values, f.words
+    return (f"{_what(f, record)} ({w['config']}): {w['metric']} peaked at "
+            f"{_num(v['peak'], w['unit'])} with {v['clients']:.0f} clients "
+            f"({_num(v['at_lowest'], w['unit'])} at {v['lowest_clients']:.0f}).")
+
+
+def _bottleneck(f: Finding, record: StudyRecord) -> str:
+    v, w = f.values, f.words
+    return (f"{_what(f, record)} ({w['config']}): the bottleneck verdict was "
+            f"{w['bottleneck']} in {v['votes']:.0f} of {v['iterations']:.0f} iterations.")
+
+
+def _common(f: Finding, record: StudyRecord) -> str:
+    w = f.words
+    return (f"Every workload with a verdict ({w['workloads']}) had the same bottleneck: "
+            f"{w['bottleneck']}.")
+
+
+def _write_cv(f: Finding, record: StudyRecord) -> str:
+    v, w = f.values, f.words
+    trend = ("smoother" if v["candidate_pct"] < v["baseline_pct"]
+             else "burstier" if v["candidate_pct"] > v["baseline_pct"] else "as steady")
+    return (f"{_what(f, record)}: write IOPS on {w['device']} varied with a coefficient of "
+            f"variation of {v['baseline_pct']:.1f}% ({w['baseline']}) and "
+            f"{v['candidate_pct']:.1f}% ({w['candidate']}): {w['candidate']}'s writes were "
+            f"{trend} (checkpoint flushing spread over time lowers it).")
+
+
+def _smart(f: Finding, record: StudyRecord) -> str:
+    v, w = f.values, f.words
+    parts = [f"temperature {v['temperature_c_before']:.0f} °C → "
+             f"{v['temperature_c_after']:.0f} °C"]
+    if "written_bytes" in v:
+        parts.append(f"{human_bytes(v['written_bytes'])} written, "
+                     f"{human_bytes(v.get('read_bytes', 0))} read")
+    if "throttle_events" in v:
+        parts.append(f"{v['throttle_events']:.0f} thermal throttle events")
+    if "media_errors_after" in v:
+        parts.append(f"{v['media_errors_after']:.0f} media errors")
+    return f"SMART during {_what(f, record)} ({w['config']}): {', '.join(parts)}."
+
+
+def _endurance(f: Finding, record: StudyRecord) -> str:
+    return f"Endurance ({_what(f, record)}, {f.words['config']}): {f.words['endurance']}."
+
+
+_WORDS = {"change": _change, "no_difference": _no_difference, "undetermined": _undetermined,
+          "step_change": _change, "step_no_difference": _no_difference,
+          "step_undetermined": _undetermined, "measured": _measured, "peak": _peak,
+          "bottleneck": _bottleneck, "common_bottleneck": _common, "write_cv": _write_cv,
+          "smart": _smart, "endurance": _endurance}
+
+
+def threat_sentence(t: Threat) -> str:
+    v = t.values
+    where = f"{t.workload}: " if t.workload else ""
+    texts = {
+        "failed_cell": f"cell {t.detail} failed; its runs are not in the comparisons.",
+        "interrupted_cell": f"cell {t.detail} was interrupted; run the study again to finish it.",
+        "pending_cell": f"cell {t.detail} has not run yet; run the study again to finish it.",
+        "missing_cell": f"cell {t.detail}.",
+        "contaminated": f"{where}other load on the host during {t.detail}.",
+        "noise": f"{where}{t.detail} varied by ±{v.get('noise_pct', math.nan):.1f}% between "
+                 "iterations: a smaller change cannot be told from noise.",
+        "single_sample": f"{where}{t.detail} has {v.get('baseline_n', 0):.0f} and "
+                         f"{v.get('candidate_n', 0):.0f} samples: no interval is possible "
+                         "below two per side (repeat the cells).",
+        "short_window": f"{where}{t.detail}'s measured windows were {v.get('window_s', 0):.0f} s "
+                        "long: no checkpoint cycle or autovacuum fits in them, so the figures "
+                        "describe a burst, not a steady state.",
+        "dataset_fit": f"{where}the dataset "
+                       + (f"({human_bytes(v['dataset_bytes'])}) " if "dataset_bytes" in v
+                          else "") + f"lived in {t.detail}: reads did not reach the storage.",
+    }
+    return texts.get(t.kind, f"{where}{t.kind}: {t.detail}")
+
+
+# ----- sections ----------------------------------------------------------------------------------
+
+def _question(record: StudyRecord) -> Section:
+    cells = len(record.cells)
+    ok = sum(c.status == "ok" for c in record.cells)
+    wall = (f"; the runs took {record.wall_seconds / 60:.1f} min"
+            if record.wall_seconds else "")
+    return Section("Question", anchor="question", paragraphs=[
+        f"**{record.question}**",
+        f"Hardware: {record.hardware}.",
+        f"Campaign {record.campaign} at size {record.size}, {record.started_at[:19]} to "
+        f"{record.ended_at[:19]} UTC: {ok} of {cells} cells ok{wall}. Baseline: "
+        f"{record.baseline}" + (f"; candidate: {record.candidate}." if record.candidate
+                                else ".")])
+
+
+def _summary(record: StudyRecord, images: dict[str, str], out_dir: Path) -> list[Section]:
+    lines = [s for f in record.findings if f.summary and (s := sentence(f, record))]
+    failed = [c for c in record.cells if c.status != "ok"]
+    if failed:
+        lines.append(f"{len(failed)} of {len(record.cells)} cells did not finish ok "
+                     f"({', '.join(c.key for c in failed)}): see [Threats to validity]"
+                     "(#threats).")
+    lines = lines or ["No comparison or figure could be made from the runs so far."]
+    return [Section(SECTION_TITLES["summary"], anchor="summary",
+                    paragraphs=[f"- {line}" for line in lines])]
+
+
+def _glance(record: StudyRecord, images: dict[str, str], out_dir: Path) -> list[Section]:
+    a, b = record.baseline, record.candidate or "—"
+    rows = []
+    for result in record.workloads:
+        rows.append(_glance_row(result, record))
+    table = Table(["Workload", "Metric", a, b, "Change", "Interval", "Verdict",
+                   "Bottleneck"], rows)
+    return [Section(SECTION_TITLES["glance"], anchor="glance", tables=[table])]
+
+
+def _glance_row(result: WorkloadResult, record: StudyRecord) -> list[str]:
+    m = headline_comparison(result)
+    bottlenecks = " → ".join(s.bottleneck or "—" for s in result.sides)
+    if m is not None:
+        return [f"[{result.workload}](#{result.anchor})", m.title,
+                _num(m.baseline_mean), _num(m.candidate_mean), pct(m.change_pct),
+                interval(m), verdict_text(m), bottlenecks]
+    side = result.sides[0] if result.sides else None
+    fig = side.figure(result.headline) if side else None
+    if fig is None:
+        return [f"[{result.workload}](#{result.anchor})", result.headline, "—", "—", "—",
+                "—", "not measured", bottlenecks]
+    value = f"{_num(fig.mean)} ({side.label})"
+    return [f"[{result.workload}](#{result.anchor})", f"{fig.label} ({fig.unit})", value,
+            "—", "—", "—", "one config", bottlenecks]
+
+
+def _charts(record: StudyRecord, images: dict[str, str], out_dir: Path) -> list[Section]:
+    section = Section(SECTION_TITLES["charts"], anchor="charts")
+    captions = {"headline_bars": "Headline figure of each workload, side by side "
+                                 "(absolute values; bars: mean, whiskers: ± one standard "
+                                 "deviation over iterations)",
+                "change_bars": "Change of each workload's headline figure, candidate "
+                               "against baseline, with its interval"}
+    for name, caption in captions.items():
+        if name in images:
+            section.images.append((caption, images[name]))
+    if not section.images:
+        section.paragraphs.append("No figure was measured.")
+    return [section]
+
+
+def _workloads(record: StudyRecord, images: dict[str, str], out_dir: Path) -> list[Section]:
+    return [s for result in record.workloads for s in _workload(result, images, out_dir)]
+
+
+def _workload(result: WorkloadResult, images: dict[str, str], out_dir: Path) -> list[Section]:
+    section = Section(f"{result.workload}: {result.description}", anchor=result.anchor)
+    cmp = result.comparison
+    for side in result.sides:
+        section.paragraphs += _side_lines(side)
+    if cmp is not None:
+        clients = result.sides[0].clients
+        section.tables.append(metrics_table(cmp, clients if clients is not None else
+                                            cmp.metrics[0].clients))
+        for profile in cmp.io_profiles:
+            section.tables.append(io_table(profile, cmp))
+    elif result.sides:
+        section.tables.append(_figures_table(result.sides[0]))
+    if any(len(s.by_clients) > 1 for s in result.sides):
+        section.tables.append(_scaling_table(result))
+    if result.steps:
+        section.tables.append(_steps_table(result))
+    if result.compare_dir:
+        section.paragraphs.append(f"The whole comparison: [{result.compare_dir}/compare.md]"
+                                  f"({result.compare_dir}/compare.md).")
+        for png in sorted((out_dir / result.compare_dir / "plots").glob("*.png")):
+            caption = png.stem.replace("_", " ").replace("-", " ")
+            section.images.append((f"{result.workload}: {caption}",
+                                   str(png.relative_to(out_dir))))
+    if f"scaling_{result.workload}" in images:
+        section.images.append((f"{result.workload}: headline by clients",
+                               images[f"scaling_{result.workload}"]))
+    return [section]
+
+
+def _side_lines(side: Side) -> list[str]:
+    lines = [f"{side.label}: {len(side.runs)} run(s)"
+             + (f" at {side.clients} clients" if side.clients is not None else "")
+             + (f"; bottleneck verdict {side.bottleneck} "
+                f"({', '.join(f'{k} {v}' for k, v in side.bottleneck_votes.items())})"
+                if side.bottleneck else "")
+             + (f"; dataset in {side.dataset_fit}"
+                + (f" ({human_bytes(side.dataset_bytes)})" if side.dataset_bytes else "")
+                if side.dataset_fit else "") + "."]
+    return lines
+
+
+def _figures_table(side: Side) -> Table:
+    return Table(["Metric", "Unit", "Mean", "Std dev", "CV", "n"],
+                 [[f.label, f.unit, _num(f.mean), _num(f.stddev),
+                   f"{100 * f.stddev / f.mean:.1f}%" if f.mean else "—", str(f.n)]
+                  for f in side.figures], caption=f"{side.label}")
+
+
+def _scaling_table(result: WorkloadResult) -> Table:
+    counts = sorted({int(c) for s in result.sides for c in s.by_clients})
+    return Table(["Clients", *[s.label for s in result.sides]],
+                 [[str(c), *[_num(s.by_clients[str(c)]) if str(c) in s.by_clients else "—"
+                             for s in result.sides]] for c in counts],
+                 caption=f"{result.headline} by client count")
+
+
+def _steps_table(result: WorkloadResult) -> Table:
+    rows = []
+    for step in result.steps:
+        m: MetricComparison | None = step.comparison.metric(result.headline)
+        if m is None:
+            continue
+        rows.append([str(step.size), _num(m.baseline_mean), _num(m.candidate_mean),
+                     pct(m.change_pct), interval(m), verdict_text(m)])
+    a = result.sides[0].label if result.sides else "A"
+    b = result.sides[1].label if len(result.sides) > 1 else "B"
+    return Table([result.size_unit.capitalize() or "Size", a, b, "Change", "Interval",
+                  "Verdict"], rows, caption=f"{result.headline} at each step of the sweep")
+
+
+def _settings(record: StudyRecord, images: dict[str, str], out_dir: Path) -> list[Section]:
+    section = Section(SECTION_TITLES["settings"], anchor="settings")
+    if record.settings:
+        section.tables.append(Table(["Layer", "Parameter", record.baseline,
+                                     record.candidate or "", "Rationale"],
+                                    [[s["layer"], s["name"], s["before"], s["after"],
+                                      s["rationale"]] for s in record.settings]))
+    else:
+        section.paragraphs.append("The configs compared set the same values.")
+    return [section]
+
+
+def _conclusions(record: StudyRecord, images: dict[str, str], out_dir: Path) -> list[Section]:
+    lines = [s for f in record.findings if (s := sentence(f, record))]
+    return [Section(SECTION_TITLES["conclusions"], anchor="conclusions",
+                    paragraphs=[f"- {line}" for line in lines]
+                    or ["No conclusion: nothing was measured on both sides."])]
+
+
+def _threats(record: StudyRecord, images: dict[str, str], out_dir: Path) -> list[Section]:
+    lines = [threat_sentence(t) for t in record.threats]
+    return [Section(SECTION_TITLES["threats"], anchor="threats",
+                    paragraphs=[f"- {line}" for line in lines]
+                    or ["None found: every cell finished, no iteration was contaminated, "
+                        "the intervals are narrow and the windows long."])]
+
+
+def _runs(record: StudyRecord) -> Section:
+    return Section("Runs", anchor="runs", tables=[Table(
+        ["Cell", "Status", "Run"],
+        [[c.key, c.status, c.run_dir or "—"] for c in record.cells])])

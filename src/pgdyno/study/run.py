@@ -1,0 +1,69 @@
+"""A study end to end: run the campaign's cells, then build and write the study report.
+
+The report is always rebuilt from the journal and the run directories, after any run:
+a study interrupted and started again resumes its cells, and its report is whole.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from rich.console import Console
+
+from pgdyno.campaign.runner import CampaignOutcome, run_campaign
+from pgdyno.campaign.spec import CampaignSpec, load_spec
+from pgdyno.errors import UsageError
+from pgdyno.study.build import build_study
+from pgdyno.study.model import StudyRecord
+from pgdyno.study.report import write_study_report
+from pgdyno.study.spec import study_of
+
+STUDY_DIR = "study"
+"""The study's files, inside the campaign's directory (results/campaigns/NAME[--SIZE])."""
+
+
+@dataclass
+class StudyOutcome:
+    campaign: CampaignOutcome
+    record: StudyRecord | None = None
+    report: Path | None = None
+
+
+def run_campaign_or_study(spec: CampaignSpec, console: Console, show_progress: bool,
+                          retry_failed: bool, allow_os_changes: bool) -> StudyOutcome:
+    """The campaign's cells; then, when it states a question, its study report."""
+    study = study_of(spec)  # checked before the first cell runs
+    outcome = StudyOutcome(run_campaign(spec, console, show_progress=show_progress,
+                                        retry_failed=retry_failed,
+                                        allow_os_changes=allow_os_changes))
+    if study is not None:
+        outcome.record, outcome.report = write_study(spec)
+    return outcome
+
+
+def write_study(spec: CampaignSpec) -> tuple[StudyRecord, Path]:
+    study = study_of(spec)
+    if study is None:
+        raise UsageError(f"campaign {spec.path} has no [study] table; accepted: a campaign "
+                         "file with [study] question = \"...\"")
+    out_dir = spec.journal_dir / STUDY_DIR
+    out_dir.mkdir(parents=True, exist_ok=True)
+    record = build_study(spec, study, out_dir)
+    record.save(out_dir)
+    return record, write_study_report(record, out_dir)
+
+
+def rebuild_study(name: str, results_dir: Path, size: str | None = None
+                  ) -> tuple[StudyRecord, Path]:
+    """``pgdyno report --campaign NAME``: the study again, from the campaign's own copy of
+    its file, its journal and its runs."""
+    folder = results_dir / "campaigns" / (name if size is None else f"{name}--{size}")
+    copy = folder / "campaign.toml"
+    if not copy.is_file():
+        raise UsageError(f"--campaign {name}: no campaign ran under {folder} (no "
+                         "campaign.toml there); accepted: a campaign's [campaign] name, with "
+                         "--size when it ran at one, and --results-dir of its results")
+    spec = load_spec(copy, results_dir, size)
+    spec.name = name  # the copy's file name is not the campaign's
+    return write_study(spec)

@@ -1,0 +1,290 @@
+"""Studies (issue 25): every example study at its quick size, its report's sections, its
+conclusions recomputed from the runs' own summaries, a failed and a contaminated cell, and
+an interrupted study resumed into a whole report."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from pgdyno.campaign.spec import load_spec
+from pgdyno.errors import UsageError
+from pgdyno.study.model import StudyRecord
+from pgdyno.study.report import SECTION_TITLES
+from pgdyno.study.spec import study_of
+from tests.conftest import make_shared_dir, run_cli
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+STUDIES = ["drive-qualification", "storage-pgbench", "instance-report", "wal-archiving",
+           "small-instance"]
+
+
+def _record(results: Path, name: str, size: str | None = "quick") -> tuple[StudyRecord, Path]:
+    folder = results / "campaigns" / (name if size is None else f"{name}--{size}") / "study"
+    return StudyRecord.load(folder), folder
+
+
+# ----- the file --------------------------------------------------------------------------------
+
+def _write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "s.toml"
+    path.write_text(text)
+    return path
+
+
+BASE = """
+[campaign]
+name = "s"
+workloads = ["tpcb", "cpu"]
+[bench]
+duration = 2
+[bench.cpu]
+clients = 1
+[[config]]
+label = "a"
+[[config]]
+label = "b"
+set = ["work_mem=8MB"]
+"""
+
+
+def test_a_workload_without_a_server_runs_once_per_repetition(tmp_path: Path) -> None:
+    spec = load_spec(_write(tmp_path, BASE))
+    keys = [c.key for c in spec.cells()]
+    assert keys == ["r1:tpcb:a", "r1:tpcb:b", "r1:cpu:a"]
+    assert spec.options_for(spec.cells()[2]).clients == (1,)  # [bench.cpu] clients
+    assert spec.options_for(spec.cells()[0]).clients == (8,)
+
+
+@pytest.mark.parametrize(("extra", "words"), [
+    ('[study]\nquestion = "q"\nbaseline = "zz"', "baseline = 'zz' is not a [[config]] label"),
+    ('[study]\nquestion = ""', "question"),
+    ('[study]\nquestion = "q"\nsections = ["nope"]', "sections"),
+    ('[study]\nquestion = "q"\ncolour = 1', "colour unknown"),
+    ('[study]\nquestion = "q"\ncandidate = "a"', "is the baseline"),
+])
+def test_bad_study_tables_are_one_line(tmp_path: Path, extra: str, words: str) -> None:
+    spec = load_spec(_write(tmp_path, BASE + extra))
+    with pytest.raises(UsageError, match=words.replace("[", r"\[").replace("]", r"\]")) as exc:
+        study_of(spec)
+    assert "\n" not in str(exc.value)
+
+
+def test_an_unknown_size_names_the_ones_there(tmp_path: Path) -> None:
+    with pytest.raises(UsageError, match="no \\[size.huge\\] table; accepted: quick"):
+        load_spec(_write(tmp_path, BASE + "[size.quick]\nrepeat = 1\n"), size="huge")
+    spec = load_spec(_write(tmp_path, BASE + "[size.quick]\nrepeat = 3\n[size.quick.bench]\n"
+                                             "duration = 1\n"), size="quick")
+    assert spec.repeat == 3 and spec.bench["duration"] == 1
+    assert spec.journal_dir.name == "s--quick"
+
+
+@pytest.mark.parametrize("name", STUDIES)
+def test_every_example_parses_at_both_sizes(name: str, tmp_path: Path,
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PGDYNO_WORKDIR", str(tmp_path))  # fio makes a missing workdir
+    for size in (None, "quick"):
+        spec = load_spec(EXAMPLES / f"{name}.toml", Path("results"), size)
+        study = study_of(spec)
+        assert study is not None and study.question.endswith("?")
+
+
+def test_the_layout_cli_option_reaches_the_cli() -> None:
+    out = subprocess.run([sys.executable, "-m", "pgdyno", "campaign", "--help"],
+                         capture_output=True, text=True, env={**os.environ, "COLUMNS": "200"})
+    assert "--size" in out.stdout
+
+
+# ----- the examples at their quick size ---------------------------------------------------
+
+@pytest.fixture(scope="module")
+def quick_studies() -> dict[str, tuple[Path, float]]:
+    """Every example run once at --size quick: (results directory, wall seconds)."""
+    out = {}
+    wal_root = make_shared_dir("pgdyno-study-")
+    for name in STUDIES:
+        root = make_shared_dir(f"pgdyno-study-{name}-")
+        workdir = wal_root if name == "wal-archiving" else root / "wd"
+        workdir.mkdir(exist_ok=True)
+        workdir.chmod(0o755)
+        started = time.monotonic()
+        proc = run_cli(["campaign", str(EXAMPLES / f"{name}.toml"), "--size", "quick",
+                        "--results-dir", str(root / "results"), "--no-progress"], workdir,
+                       timeout=600)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        assert "study: " in proc.stdout
+        out[name] = (root / "results", time.monotonic() - started)
+    return out
+
+
+@pytest.mark.server
+@pytest.mark.parametrize("name", STUDIES)
+def test_example_study_report_has_every_section(quick_studies, name: str) -> None:
+    results, seconds = quick_studies[name]
+    assert seconds < 180, f"{name} took {seconds:.0f} s at --size quick"
+    record, folder = _record(results, name)
+    text = (folder / "study.md").read_text()
+    html = (folder / "study.html").read_text()
+    assert text.startswith(f"# pgdyno study: {record.title}")
+    assert f"**{record.question}**" in text
+    positions = [text.index(f"## {SECTION_TITLES[s]}") for s in
+                 ("summary", "glance", "charts", "settings", "conclusions", "threats")]
+    assert positions == sorted(positions)
+    for result in record.workloads:
+        assert f'<a id="{result.anchor}"></a>' in text and f'id="{result.anchor}"' in html
+    assert (folder / "plots" / "headline_bars.png").stat().st_size > 0
+    assert 'src="data:image/png;base64,' in html  # self-contained
+    summary = text.split("## Executive summary")[1].split("\n## ")[0]
+    sentences = [line for line in summary.splitlines() if line.startswith("- ")]
+    assert 1 <= len(sentences) <= 7
+    assert all("](#" in line for line in sentences)  # each links to its section
+    assert all(c.status == "ok" for c in record.cells), record.cells
+
+
+def _iteration_values(run_dirs: list[str], metric: str, clients: int) -> list[float]:
+    """Per-iteration values of ``metric`` read straight from the runs' summary.json."""
+    values = []
+    for run in run_dirs:
+        summary = json.loads((Path(run) / "summary.json").read_text())
+        values += [it["metrics"][metric] for it in summary["iterations"]
+                   if it["status"] == "ok" and it["clients"] == clients
+                   and metric in it["metrics"]]
+    return values
+
+
+@pytest.mark.server
+@pytest.mark.parametrize("name", ["drive-qualification", "instance-report"])
+def test_conclusions_recomputed_from_the_runs(quick_studies, name: str) -> None:
+    """Each compared headline: its means are the runs' own per-iteration values, its change
+    is their ratio of geometric means, and its words agree with its interval."""
+    results, _ = quick_studies[name]
+    record, folder = _record(results, name)
+    text = (folder / "study.md").read_text()
+    checked = 0
+    for f in record.findings:
+        if f.kind not in ("change", "no_difference", "undetermined"):
+            continue
+        result = record.workload(f.workload)
+        a, b = result.sides
+        metric, clients = result.headline, int(f.values["clients"])
+        xs = _iteration_values(a.runs, metric, clients)
+        ys = _iteration_values(b.runs, metric, clients)
+        assert f.values["baseline"] == pytest.approx(statistics.fmean(xs), rel=1e-9)
+        assert f.values["candidate"] == pytest.approx(statistics.fmean(ys), rel=1e-9)
+        if "ci_low_pct" in f.values:
+            geo = math.exp(statistics.fmean(map(math.log, ys))
+                           - statistics.fmean(map(math.log, xs)))
+            assert f.values["change_pct"] == pytest.approx(100 * (geo - 1), abs=1e-6)
+            low, high = f.values["ci_low_pct"], f.values["ci_high_pct"]
+            assert low <= f.values["change_pct"] <= high
+            if low > 0 or high < 0:
+                assert f.kind == "change"
+            else:
+                assert f.kind == "no_difference"
+        else:
+            assert f.kind == "undetermined"
+        assert f"{f.values['baseline']:,.0f}" in text or f"{f.values['baseline']:.3g}" in text
+        checked += 1
+    assert checked >= 1
+
+
+@pytest.mark.server
+def test_report_rebuilt_from_files_alone(quick_studies) -> None:
+    results, _ = quick_studies["storage-pgbench"]
+    record, folder = _record(results, "storage-pgbench")
+    before = (folder / "study.md").read_text()
+    (folder / "study.md").unlink()
+    (folder / "study.json").unlink()
+    proc = run_cli(["report", "--campaign", "storage-pgbench", "--size", "quick",
+                    "--results-dir", str(results)], make_shared_dir("pgdyno-wd-"))
+    assert proc.returncode == 0, proc.stderr
+    assert (folder / "study.md").read_text() == before
+    again = StudyRecord.load(folder)
+    assert [f.values for f in again.findings] == [f.values for f in record.findings]
+    assert any(f.kind == "peak" for f in record.findings)  # scaling over client counts
+
+
+# ----- failure cases ------------------------------------------------------------------------------
+
+FAILING = """
+[campaign]
+name = "failing"
+workloads = ["tpcb"]
+clients = [1]
+repeat = 2
+[bench]
+scale = 1
+duration = 2
+warmup = 0
+iterations = 2
+[[config]]
+label = "stock"
+[[config]]
+label = "broken"
+set = ["shared_buffers=64GB"]
+[study]
+question = "What happens to a study with a failed and a contaminated cell?"
+"""
+
+
+@pytest.mark.server
+def test_failed_and_contaminated_cells_are_threats(tmp_path: Path) -> None:
+    root = make_shared_dir("pgdyno-study-fail-")
+    campaign = root / "failing.toml"
+    campaign.write_text(FAILING)
+    burners = [subprocess.Popen([sys.executable, "-c", "while True: pass"])
+               for _ in range(2)]
+    try:
+        proc = run_cli(["campaign", str(campaign), "--results-dir", str(root / "results"),
+                        "--no-progress"], root, timeout=300)
+    finally:
+        for b in burners:
+            b.kill()
+    assert proc.returncode == 0, proc.stderr
+    record, folder = _record(root / "results", "failing", None)
+    failed = [c.key for c in record.cells if c.status == "failed"]
+    assert failed and all(":broken" in key for key in failed)
+    kinds = {t.kind for t in record.threats}
+    assert "failed_cell" in kinds and "contaminated" in kinds
+    text = (folder / "study.md").read_text()
+    summary = text.split("## Executive summary")[1].split("\n## ")[0]
+    assert "did not finish ok" in summary
+    threats = text.split("## Threats to validity")[1].split("\n## ")[0]
+    assert "failed" in threats and "other load on the host" in threats
+
+
+@pytest.mark.server
+def test_an_interrupted_study_resumes_and_its_report_is_whole() -> None:
+    root = make_shared_dir("pgdyno-study-int-")
+    campaign = root / "s.toml"
+    campaign.write_text(FAILING.replace('name = "failing"', 'name = "resumed"')
+                        .replace('set = ["shared_buffers=64GB"]', 'set = ["work_mem=8MB"]'))
+    env = {**os.environ, "PGDYNO_WORKDIR": str(root)}
+    args = [sys.executable, "-m", "pgdyno", "campaign", str(campaign), "--results-dir",
+            str(root / "results"), "--no-progress"]
+    proc = subprocess.Popen(args, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    journal = root / "results" / "campaigns" / "resumed" / "journal.jsonl"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        if journal.is_file() and journal.read_text().count('"run-end"') >= 1:
+            break
+        time.sleep(0.2)
+    proc.send_signal(signal.SIGINT)
+    proc.communicate(timeout=120)
+    assert proc.returncode == 130
+    again = subprocess.run(args, env=env, capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0, again.stderr
+    assert "already done" in again.stdout
+    record, folder = _record(root / "results", "resumed", None)
+    assert [c.status for c in record.cells] == ["ok"] * 4
+    assert "## Conclusions" in (folder / "study.md").read_text()
