@@ -209,7 +209,8 @@ def postgres_processes(fragment: str) -> list[int]:
     return found
 
 
-def scratch_database(server: LocalServer, name: str) -> Iterator[ConnectionInfo]:
+def scratch_database(server: LocalServer, name: str,
+                     schema: str = dataset.SCHEMA) -> Iterator[ConnectionInfo]:
     """A new, empty database on ``server`` for one test or module; dropped afterwards.
 
     The connection resolves names in pgdyno's own schema, as workload connections do (its
@@ -222,7 +223,7 @@ def scratch_database(server: LocalServer, name: str) -> Iterator[ConnectionInfo]
     with psycopg.connect(admin.conninfo("postgres"), autocommit=True) as conn:
         conn.execute(drop)
         conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-    yield dataset.scoped(server.connection().with_dbname(name))
+    yield dataset.scoped(server.connection().with_dbname(name), schema)
     with psycopg.connect(admin.conninfo("postgres"), autocommit=True) as conn:
         conn.execute(drop)
 

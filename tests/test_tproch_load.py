@@ -27,6 +27,7 @@ from pgdyno.workloads import dataset
 from pgdyno.workloads.tproch import schema
 from pgdyno.workloads.tproch.loader import CopyJob, data_jobs, load, plan_parts, tpchgen_program
 from pgdyno.workloads.tproch.model import LoadOptions, LoadProgress, LoadResult
+from pgdyno.workloads.tproch.schema import DATASET_SCHEMA as TPCH_SCHEMA
 from tests.conftest import scratch_database
 
 SF = 0.01
@@ -96,7 +97,7 @@ def csv_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def loaded(server: LocalServer) -> Iterator[tuple[ConnectionInfo, LoadResult,
                                                   list[LoadProgress]]]:
     """SF 0.01 loaded once for the module, with the progress reports it produced."""
-    for target in scratch_database(server, "tproch_load"):
+    for target in scratch_database(server, "tproch_load", TPCH_SCHEMA):
         reports: list[LoadProgress] = []
         result = load(target, LoadOptions(scale_factor=SF, workers=2), reports.append)
         yield target, result, reports
@@ -104,7 +105,7 @@ def loaded(server: LocalServer) -> Iterator[tuple[ConnectionInfo, LoadResult,
 
 @pytest.fixture()
 def scratch_db(server: LocalServer) -> Iterator[ConnectionInfo]:
-    yield from scratch_database(server, "tproch_scratch")
+    yield from scratch_database(server, "tproch_scratch", TPCH_SCHEMA)
 
 
 # ----- the loaded data ---------------------------------------------------------------------
@@ -216,7 +217,7 @@ def test_force_builds_beside_a_users_table_of_our_name(scratch_db: ConnectionInf
     assert result.rows["lineitem"] > 0
     with psycopg.connect(user.conninfo()) as conn:
         assert conn.execute("SELECT * FROM public.lineitem").fetchall() == [("mine",)]
-        assert conn.execute("SELECT count(*) FROM pgdyno_bench.lineitem").fetchone()[0] \
+        assert conn.execute("SELECT count(*) FROM pgdyno_tpch.lineitem").fetchone()[0] \
             == result.rows["lineitem"]
 
 

@@ -40,6 +40,7 @@ from pgdyno.workloads.tproch.queries import (
     quote,
     render,
 )
+from pgdyno.workloads.tproch.schema import DATASET_SCHEMA as TPCH_SCHEMA
 from tests.conftest import scratch_database
 
 SF = 0.05
@@ -201,7 +202,7 @@ def duck(csv_dir: Path) -> Iterator[Any]:
 def pg(server: LocalServer) -> Iterator[ConnectionInfo]:
     """The same scale factor loaded by pgdyno's own loader (tpchgen-cli into COPY, then keys,
     indexes and VACUUM ANALYZE), as a TPROC-H run would have it."""
-    for target in scratch_database(server, "tproch_queries"):
+    for target in scratch_database(server, "tproch_queries", TPCH_SCHEMA):
         load(target, LoadOptions(scale_factor=SF, workers=2))
         yield target
 

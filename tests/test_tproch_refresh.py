@@ -24,6 +24,7 @@ from pgdyno.targets.local import LocalServer
 from pgdyno.workloads.tproch import refresh, schema
 from pgdyno.workloads.tproch.loader import load
 from pgdyno.workloads.tproch.model import LoadOptions, RefreshSet
+from pgdyno.workloads.tproch.schema import DATASET_SCHEMA as TPCH_SCHEMA
 from tests.conftest import scratch_database
 from tests.test_tproch_load import _duck_type, duckdb_tables, generate_csv
 
@@ -47,7 +48,7 @@ def csv_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def dbs(server: LocalServer) -> Iterator[tuple[ConnectionInfo, ConnectionInfo]]:
     """The loaded dataset, and an untouched copy of it for the replay."""
-    for target in scratch_database(server, "tproch_refresh"):
+    for target in scratch_database(server, "tproch_refresh", TPCH_SCHEMA):
         load(target, LoadOptions(scale_factor=SF, workers=2))
         copy = "tproch_refresh_replay"
         admin = server.admin_connection().conninfo("postgres")

@@ -21,6 +21,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
+from pgdyno.workloads.tproch.schema import DATASET_SCHEMA as TPCH_SCHEMA
 from tests.conftest import make_shared_dir, run_cli, scratch_database
 
 pytestmark = pytest.mark.server
@@ -122,7 +123,7 @@ def test_report_tables_and_plots(run: Path) -> None:
 def test_timeout_leaves_the_other_21_and_counts_the_missing(server, workdir: Path) -> None:
     """Q15's CREATE VIEW waits on a view of the same name this test is creating in an open
     transaction; statement_timeout cancels it, the stream goes on."""
-    for target in scratch_database(server, "tproch_timeout"):
+    for target in scratch_database(server, "tproch_timeout", TPCH_SCHEMA):
         results = make_shared_dir("pgdyno-results-")
         dsn = target.conninfo()
         first = run_cli(["bench", "tproch", "--dsn", dsn, "--scale-factor", SF, "--tests",

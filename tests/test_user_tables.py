@@ -23,7 +23,7 @@ from psycopg import sql
 from pgdyno.targets.binaries import embedded_install, install_from_dir
 from pgdyno.targets.connection import ConnectionInfo
 from pgdyno.targets.local import LocalServer
-from pgdyno.workloads import dataset
+from pgdyno.workloads import registry
 from pgdyno.workloads.oltp.schema import table_names
 from pgdyno.workloads.pgbench.dataset import PGBENCH_TABLES
 from pgdyno.workloads.tprocc import schema as tprocc_schema
@@ -67,10 +67,11 @@ def _assert_untouched(db: psycopg.Connection, schemas: list[str], owner: str) ->
                 f"{schema}.{name}"
 
 
-def _assert_built_in_pgdyno_schema(db: psycopg.Connection, names: list[str]) -> None:
-    for name in names:
+def _assert_built_in_pgdyno_schema(db: psycopg.Connection, workload: str) -> None:
+    schema = registry.get(workload).dataset_schema
+    for name in WORKLOADS[workload][1]:
         count = db.execute(sql.SQL("SELECT count(*) FROM {}").format(
-            sql.Identifier(dataset.SCHEMA, name))).fetchone()[0]
+            sql.Identifier(schema, name))).fetchone()[0]
         if name not in ("history", "new_order", "pgbench_history", "tproch_refresh_state"):
             assert count > 0, name
 
@@ -114,13 +115,13 @@ def test_dsn_force_leaves_alices_tables_alone(pg15_with_alice, workload: str,
     _bench(workload, workdir, make_shared_dir("pgdyno-results-"), "--dsn", dsn)
     with psycopg.connect(alice.conninfo()) as db:
         _assert_untouched(db, ["alice", "public", "extra"], "alice")
-        _assert_built_in_pgdyno_schema(db, WORKLOADS[workload][1])
+        _assert_built_in_pgdyno_schema(db, workload)
         # The tables pgdyno made are recorded as its own, in its own schema.
-        recorded = db.execute("SELECT tables FROM pgdyno_bench.pgdyno_dataset "
-                              "WHERE workload = %s",
-                              (workload if workload in ("tpcb", "tprocc", "tproch")
-                               else "oltp",)).fetchone()
-    assert recorded is None or all(t.startswith("pgdyno_bench.") for t in recorded[0])
+        schema = registry.get(workload).dataset_schema
+        recorded = [t for (tables,) in db.execute(sql.SQL(
+            "SELECT tables FROM {}.pgdyno_dataset").format(sql.Identifier(schema)))
+            for t in tables]
+    assert recorded and all(t.startswith(f"{schema}.") for t in recorded)
 
 
 @pytest.mark.server
@@ -146,8 +147,8 @@ def test_embedded_force_leaves_the_roles_own_schema_alone() -> None:
     try:
         with psycopg.connect(admin.conninfo()) as db:
             _assert_untouched(db, ["pgdyno", "public", "extra"], admin.user)
-            for _, names in WORKLOADS.values():
-                _assert_built_in_pgdyno_schema(db, names)
+            for workload in WORKLOADS:
+                _assert_built_in_pgdyno_schema(db, workload)
     finally:
         server.stop()
 

@@ -1,12 +1,13 @@
 """Guarding and reusing datasets: pgdyno creates, and drops, only what it can prove is its own.
 
-Every workload's objects live in one schema of pgdyno's own, ``pgdyno_bench``, created by
-pgdyno with an ownership marker (its comment). Workload connections resolve unqualified
-names in that schema only (``search_path=pgdyno_bench``, for psycopg and for pgbench
-through ``PGOPTIONS``), so a user's ``alice.customer`` or ``public.pgbench_history`` is
-never found by name, never dropped, never filled, whatever the role's search_path says.
+Every workload's objects live in a schema of pgdyno's own (``pgdyno_bench``; TPROC-H,
+whose ``customer`` and ``orders`` are not TPROC-C's, in ``pgdyno_tpch``), created by pgdyno
+with an ownership marker (its comment). Workload connections resolve unqualified names in
+that schema only (``search_path=pgdyno_bench``, for psycopg and for pgbench through
+``PGOPTIONS``), so a user's ``alice.customer`` or ``public.pgbench_history`` is never found
+by name, never dropped, never filled, whatever the role's search_path says.
 
-Every dataset pgdyno builds is recorded in ``pgdyno_bench.pgdyno_dataset`` (workload, size
+Every dataset pgdyno builds is recorded in its schema's ``pgdyno_dataset`` (workload, size
 key, the tables it made). Before building, pgdyno lists the user tables in the whole
 database; any table not recorded there is *foreign*, and initialisation stops with a clear
 error unless the user passed ``--force`` (which lets the workload be built beside them, in
@@ -34,13 +35,13 @@ SCHEMA = "pgdyno_bench"
 """pgdyno's own schema in the workload database (not ``pgdyno``: that is the embedded
 server's role, and so the role's own ``"$user"`` schema, the user's place)."""
 MARKER = ("created by pgdyno for its workload tables; pgdyno drops only the tables "
-          "recorded in pgdyno_bench.pgdyno_dataset")
+          "recorded in this schema's pgdyno_dataset")
 """The schema's comment: the proof that the schema is pgdyno's, checked before any DROP."""
 REGISTRY_TABLE = "pgdyno_dataset"
 LEGACY_REGISTRY = f"public.{REGISTRY_TABLE}"
 """Where releases before the schema recorded their datasets."""
 
-_CREATE_REGISTRY = sql.SQL("""
+_CREATE_REGISTRY = """
 CREATE TABLE IF NOT EXISTS {}.{} (
     workload    text PRIMARY KEY,
     size_key    text NOT NULL,
@@ -48,7 +49,7 @@ CREATE TABLE IF NOT EXISTS {}.{} (
     created_at  timestamptz NOT NULL DEFAULT now(),
     build_seconds double precision,
     pgdyno_version text
-)""").format(sql.Identifier(SCHEMA), sql.Identifier(REGISTRY_TABLE))
+)"""
 
 _USER_TABLES = """
 SELECT n.nspname || '.' || c.relname
@@ -61,16 +62,19 @@ ORDER BY 1"""
 
 _SCHEMA_MARKER = """
 SELECT obj_description(oid, 'pg_namespace') FROM pg_namespace WHERE nspname = %s"""
+_MARKED_SCHEMAS = """
+SELECT nspname FROM pg_namespace WHERE obj_description(oid, 'pg_namespace') = %s
+ORDER BY 1"""
 
 
-def scoped(conn: ConnectionInfo) -> ConnectionInfo:
+def scoped(conn: ConnectionInfo, schema: str = SCHEMA) -> ConnectionInfo:
     """The workload's way in: unqualified names resolve in pgdyno's schema only."""
-    return conn.in_schema(SCHEMA)
+    return conn.in_schema(schema)
 
 
-def qualified(table: str) -> str:
+def qualified(table: str, schema: str = SCHEMA) -> str:
     """``pgdyno_bench.table`` (a table name as the workloads write it, unqualified)."""
-    return table if "." in table else f"{SCHEMA}.{table}"
+    return table if "." in table else f"{schema}.{table}"
 
 
 @dataclass(frozen=True)
@@ -83,33 +87,36 @@ class DatasetState:
     foreign_tables: tuple[str, ...]
     """Schema-qualified tables pgdyno did not create, anywhere in the database."""
     ours: tuple[str, ...] = ()
-    """Schema-qualified tables recorded in pgdyno's registry (all workloads)."""
+    """Schema-qualified tables recorded in the registry of ``schema`` (all its workloads)."""
+    schema: str = SCHEMA
+    """The schema of pgdyno's this workload builds in."""
 
 
 def inspect(conn: psycopg.Connection, workload: str, size_key: str,
-            tables: list[str]) -> DatasetState:
+            tables: list[str], schema: str = SCHEMA) -> DatasetState:
     """Look at the database without changing it."""
     present = {row[0] for row in conn.execute(_USER_TABLES)}
     ours: set[str] = set()
     recorded_size = None
-    for registry, is_current in ((LEGACY_REGISTRY, False), (qualified(REGISTRY_TABLE), True)):
+    registries = [(LEGACY_REGISTRY, "public")] + [
+        (f"{name}.{REGISTRY_TABLE}", name)
+        for (name,) in conn.execute(_MARKED_SCHEMAS, (MARKER,))]
+    for registry, home in registries:
         if registry not in present:
             continue
         ours.add(registry)
-        schema, name = registry.split(".")
         for wl, size, recorded in conn.execute(sql.SQL(
                 "SELECT workload, size_key, tables FROM {}.{}").format(
-                    sql.Identifier(schema), sql.Identifier(name))):
-            default_schema = SCHEMA if is_current else "public"
-            ours.update(t if "." in t else f"{default_schema}.{t}" for t in recorded)
-            if wl == workload and is_current:
+                    sql.Identifier(home), sql.Identifier(REGISTRY_TABLE))):
+            ours.update(qualified(t, home) for t in recorded)
+            if wl == workload and home == schema:
                 recorded_size = size
     foreign = tuple(sorted(present - ours))
-    wanted = {qualified(t) for t in tables}
+    wanted = {qualified(t, schema) for t in tables}
     reusable = (recorded_size == size_key and wanted <= present
-                and schema_is_ours(conn))
+                and schema_is_ours(conn, schema))
     return DatasetState(reusable, recorded_size, foreign,
-                        tuple(sorted(t for t in ours if t.startswith(f"{SCHEMA}."))))
+                        tuple(sorted(t for t in ours if t.startswith(f"{schema}."))), schema)
 
 
 def check_can_initialise(state: DatasetState, dbname: str, force: bool) -> None:
@@ -120,7 +127,7 @@ def check_can_initialise(state: DatasetState, dbname: str, force: bool) -> None:
         raise UsageError(
             f"database {dbname} holds tables pgdyno did not create ({shown}{more}); "
             "refusing to initialise a workload there: use another database or --force "
-            f"(which builds in pgdyno's own schema {SCHEMA} and never touches them)"
+            "(which builds in pgdyno's own schema and never touches them)"
         )
 
 
@@ -128,39 +135,40 @@ def refuse_name_collisions(tables: list[str], state: DatasetState, what: str) ->
     """Even with --force, never drop or overwrite a table pgdyno did not create: only one
     inside pgdyno's own schema could ever be reached by a workload's name, so only such a
     table stops the build (``what``: "pgbench's", "TPROC-C's")."""
-    clashing = sorted({qualified(t) for t in tables}.intersection(state.foreign_tables))
+    clashing = sorted({qualified(t, state.schema) for t in tables}.intersection(
+        state.foreign_tables))
     if clashing:
         raise UsageError(
-            f"pgdyno's schema {SCHEMA} holds tables named like {what} ({', '.join(clashing)}) "
-            "that pgdyno did not create; refusing to replace them, even with --force: "
-            "use another database, or move them out of that schema")
+            f"pgdyno's schema {state.schema} holds tables named like {what} "
+            f"({', '.join(clashing)}) that pgdyno did not create; refusing to replace them, "
+            "even with --force: use another database, or move them out of that schema")
 
 
-def schema_is_ours(conn: psycopg.Connection) -> bool:
-    row = conn.execute(_SCHEMA_MARKER, (SCHEMA,)).fetchone()
+def schema_is_ours(conn: psycopg.Connection, schema: str = SCHEMA) -> bool:
+    row = conn.execute(_SCHEMA_MARKER, (schema,)).fetchone()
     return row is not None and row[0] == MARKER
 
 
-def ensure_schema(conn: psycopg.Connection) -> None:
+def ensure_schema(conn: psycopg.Connection, schema: str = SCHEMA) -> None:
     """Create pgdyno's schema with its marker, or check that the one there is pgdyno's."""
-    row = conn.execute(_SCHEMA_MARKER, (SCHEMA,)).fetchone()
+    row = conn.execute(_SCHEMA_MARKER, (schema,)).fetchone()
     dbname = conn.info.dbname
     if row is not None:
         if row[0] != MARKER:
             raise UsageError(
-                f"database {dbname} has a schema {SCHEMA} that pgdyno did not create (its "
+                f"database {dbname} has a schema {schema} that pgdyno did not create (its "
                 "comment is not pgdyno's marker); refusing to build or drop anything in it: "
                 "use another database, or rename that schema")
         return
     try:
         with conn.transaction():
-            conn.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(SCHEMA)))
+            conn.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(schema)))
             conn.execute(sql.SQL("COMMENT ON SCHEMA {} IS {}").format(
-                sql.Identifier(SCHEMA), sql.Literal(MARKER)))
+                sql.Identifier(schema), sql.Literal(MARKER)))
     except psycopg.errors.InsufficientPrivilege:
         user = conn.info.user
         raise UsageError(
-            f"role {user} may not create pgdyno's schema {SCHEMA} in database {dbname}; "
+            f"role {user} may not create pgdyno's schema {schema} in database {dbname}; "
             f"grant it (GRANT CREATE ON DATABASE {dbname} TO {user}) or use a database "
             "where it may") from None
 
@@ -171,50 +179,52 @@ def prepare_build(conn: psycopg.Connection, state: DatasetState, workload: str,
     and the drop of pgdyno's own previous tables of those names."""
     check_can_initialise(state, conn.info.dbname, force)
     refuse_name_collisions(tables, state, what)
-    ensure_schema(conn)
-    claim(conn, workload, size_key, tables)
-    drop_tables(conn, tables, what)
+    ensure_schema(conn, state.schema)
+    claim(conn, workload, size_key, tables, state.schema)
+    drop_tables(conn, tables, what, state.schema)
 
 
-def drop_tables(conn: psycopg.Connection, tables: list[str], what: str) -> None:
+def drop_tables(conn: psycopg.Connection, tables: list[str], what: str,
+                schema: str = SCHEMA) -> None:
     """Drop pgdyno's own tables of these names: schema-qualified, after the marker check,
     and without CASCADE, so that a view or key of the user's that depends on one stops the
     rebuild with an error instead of disappearing with it."""
-    if not schema_is_ours(conn):
-        raise UsageError(f"schema {SCHEMA} in database {conn.info.dbname} is not pgdyno's "
+    if not schema_is_ours(conn, schema):
+        raise UsageError(f"schema {schema} in database {conn.info.dbname} is not pgdyno's "
                          "(no marker); refusing to drop anything in it")
     for table in tables:
         try:
             conn.execute(sql.SQL("DROP TABLE IF EXISTS {}.{}").format(
-                sql.Identifier(SCHEMA), sql.Identifier(table.split(".")[-1])))
+                sql.Identifier(schema), sql.Identifier(table.split(".")[-1])))
         except psycopg.errors.DependentObjectsStillExist as exc:
             raise UsageError(
                 f"cannot rebuild {what} tables: other objects depend on table "
-                f"{qualified(table)} ({exc.diag.message_detail or exc}); drop them or use "
+                f"{qualified(table, schema)} ({exc.diag.message_detail or exc}); drop them or use "
                 "another database") from None
 
 
 def record(conn: psycopg.Connection, workload: str, size_key: str, tables: list[str],
-           build_seconds: float, version: str) -> None:
+           build_seconds: float, version: str, schema: str = SCHEMA) -> None:
     """Remember a dataset pgdyno just built (after a successful initialisation)."""
-    conn.execute(_CREATE_REGISTRY)
+    registry = (sql.Identifier(schema), sql.Identifier(REGISTRY_TABLE))
+    conn.execute(sql.SQL(_CREATE_REGISTRY).format(*registry))
     conn.execute(sql.SQL(
         """INSERT INTO {}.{} (workload, size_key, tables, build_seconds, pgdyno_version)
             VALUES (%s, %s, %s, %s, %s)
             ON CONFLICT (workload) DO UPDATE SET size_key = EXCLUDED.size_key,
                 tables = EXCLUDED.tables, created_at = now(),
                 build_seconds = EXCLUDED.build_seconds,
-                pgdyno_version = EXCLUDED.pgdyno_version""").format(
-        sql.Identifier(SCHEMA), sql.Identifier(REGISTRY_TABLE)),
-        (workload, size_key, [qualified(t) for t in tables], build_seconds, version),
+                pgdyno_version = EXCLUDED.pgdyno_version""").format(*registry),
+        (workload, size_key, [qualified(t, schema) for t in tables], build_seconds, version),
     )
 
 
-def claim(conn: psycopg.Connection, workload: str, size_key: str, tables: list[str]) -> None:
+def claim(conn: psycopg.Connection, workload: str, size_key: str, tables: list[str],
+          schema: str = SCHEMA) -> None:
     """Record the tables a build is about to make, before it touches anything, under a
     size that never matches: an interrupted build (Ctrl-C, a crash) is then neither
     reused nor mistaken for foreign tables, and the next run rebuilds it without --force."""
-    record(conn, workload, f"{size_key} {INCOMPLETE}", tables, 0.0, __version__)
+    record(conn, workload, f"{size_key} {INCOMPLETE}", tables, 0.0, __version__, schema)
 
 
 INCOMPLETE = "(incomplete)"

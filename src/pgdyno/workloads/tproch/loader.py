@@ -153,9 +153,10 @@ def load(target: ConnectionInfo, options: LoadOptions,
          progress: ProgressCallback | None = None) -> LoadResult:
     """Build (or reuse) the TPROC-H dataset of ``options.scale_factor`` in ``target``."""
     workers = options.workers or default_workers()
-    target = dataset.scoped(target)
+    target = dataset.scoped(target, schema.DATASET_SCHEMA)
     with psycopg.connect(target.conninfo(), autocommit=True) as conn:
-        state = dataset.inspect(conn, schema.WORKLOAD, options.size_key, list(schema.TABLES))
+        state = dataset.inspect(conn, schema.WORKLOAD, options.size_key, list(schema.TABLES),
+                                schema.DATASET_SCHEMA)
         if state.reusable and not options.rebuild:
             return _reused(options, workers)
         program = tpchgen_program()
@@ -174,7 +175,7 @@ def load(target: ConnectionInfo, options: LoadOptions,
 
     with psycopg.connect(target.conninfo(), autocommit=True) as conn:
         dataset.record(conn, schema.WORKLOAD, options.size_key, list(schema.TABLES),
-                       seconds, __version__)
+                       seconds, __version__, schema.DATASET_SCHEMA)
     total = sum(loader.table_rows.values())
     return LoadResult(schema_version=SCHEMA_VERSION, scale_factor=options.scale_factor,
                       reused=False, workers=workers, rows=dict(loader.table_rows),

@@ -35,6 +35,9 @@ from pgdyno.workloads.keys import primary_key as _pk
 
 WORKLOAD = "tproch"
 """The name the dataset is recorded under (pgdyno_dataset.workload)."""
+DATASET_SCHEMA = "pgdyno_tpch"
+"""pgdyno's schema for TPROC-H: its customer and orders are not TPROC-C's, and both
+datasets stay (a study runs both against one database)."""
 
 REFRESH_TABLE = "tproch_refresh"
 """pgdyno's bookkeeping of the refresh pairs applied to this dataset (see refresh.py)."""
