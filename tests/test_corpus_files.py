@@ -436,3 +436,154 @@ def test_an_eof_error_is_not_taken_for_ctrl_c(tmp_path: Path,
     assert "interrupted" not in out.stderr
     assert out.stderr.rstrip().endswith(
         "EOFError: Compressed file ended before the end-of-stream marker was reached")
+
+
+# ----- the search's study (pgdyno tune --search, issue 30) -------------------------------
+
+TUNE_SEARCH = ["tune", "--search", "tpcb", "--budget", "1", "--search-name", "t",
+               "--scale", "1", "--duration", "2", "--clients", "1", "--no-progress"]
+
+
+@pytest.fixture(scope="module")
+def study_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A real study.db: Optuna's tables and three finished baselines."""
+    from types import SimpleNamespace
+
+    from pgdyno.search import study as study_mod
+
+    directory = tmp_path_factory.mktemp("study")
+    study = study_mod.open_study(directory, "maximize", 1)
+    for i, name in enumerate(("default", "pgtune", "tuned")):
+        study_mod.record_baseline(study, name, name, SimpleNamespace(
+            status="ok", value=100.0 + i, run_dir=f"r{i}", reason="", seconds=1.0))
+    return directory / "study.db"
+
+
+def _zero_header(path: Path) -> None:
+    """SQLite's 16-byte magic string overwritten (another program's file, a bad copy)."""
+    path.write_bytes(b"\0" * 16 + path.read_bytes()[16:])
+
+
+def _other_sqlite(path: Path) -> None:
+    """A whole SQLite database, but not an Optuna study."""
+    path.unlink()
+    with sqlite3.connect(path) as conn:
+        conn.execute("CREATE TABLE notes (x)")
+    conn.close()
+
+
+STUDY_CASES = [
+    ("garbage", _garbage, "not a SQLite database"),
+    ("bad-header", _zero_header, "not a SQLite database"),
+    ("truncated", _truncated, "truncated or corrupt"),
+    ("truncated-to-a-page", lambda p: p.write_bytes(p.read_bytes()[:4096]),
+     "truncated or corrupt"),
+    ("directory", _directory, "a directory"),
+    ("not-a-study", _other_sqlite, "not an Optuna study"),
+]
+
+
+@pytest.mark.parametrize("damage, words", [(d, w) for _, d, w in STUDY_CASES],
+                         ids=[i for i, _, _ in STUDY_CASES])
+def test_damaged_study_is_one_line_naming_it(study_db: Path, tmp_path: Path,
+                                             damage: Callable[[Path], None],
+                                             words: str) -> None:
+    """Before, a 105-line SQLAlchemy traceback and exit 1; and the search's directory got
+    a new trials/ and search.json first."""
+    search_dir = tmp_path / "res" / "searches" / "t"
+    search_dir.mkdir(parents=True)
+    study = search_dir / "study.db"
+    shutil.copyfile(study_db, study)
+    damage(study)
+    before = sorted((p, p.stat().st_mtime_ns) for p in tmp_path.rglob("*"))
+    out = run_cli_here([*TUNE_SEARCH, "--results-dir", str(tmp_path / "res")],
+                       tmp_path / "work")
+    assert "Traceback" not in out.stderr, out.stderr
+    assert out.returncode == 2, (out.returncode, out.stderr)
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("pgdyno: error: "), out.stderr
+    assert str(study) in lines[0] and words in lines[0], lines[0]
+    assert "--search-name" in lines[0]  # the way out
+    assert sorted((p, p.stat().st_mtime_ns) for p in tmp_path.rglob("*")) == before
+
+
+@pytest.mark.parametrize("kind", ["truncated", "garbage", "wrong-type", "empty"])
+def test_damaged_search_record_is_one_line_naming_it(tmp_path: Path, kind: str) -> None:
+    search_dir = tmp_path / "res" / "searches" / "t"
+    search_dir.mkdir(parents=True)
+    record = search_dir / "search.json"
+    record.write_text(json.dumps({"schema_version": 1, "name": "t", "space": {"knobs": []}},
+                                 indent=2))
+    DAMAGE[kind](record)
+    before = sorted((p, p.stat().st_mtime_ns) for p in tmp_path.rglob("*"))
+    out = run_cli_here([*TUNE_SEARCH, "--results-dir", str(tmp_path / "res")],
+                       tmp_path / "work")
+    assert "Traceback" not in out.stderr, out.stderr
+    assert out.returncode == 2, (out.returncode, out.stderr)
+    (line,) = out.stderr.strip().splitlines()
+    assert str(record) in line and re.search(WORDS[kind], line, re.IGNORECASE), line
+    assert sorted((p, p.stat().st_mtime_ns) for p in tmp_path.rglob("*")) == before
+
+
+# ----- the other workloads' raw files -----------------------------------------------------
+
+def _response_log(path: Path) -> None:
+    import gzip
+
+    with gzip.open(path, "wt") as out:
+        out.write("end_epoch\tpid\ttransaction\tms\n")
+        out.writelines(f"{1e9 + i:.3f}\t7\tnew_order\t1.250\n" for i in range(20_000))
+
+
+def _read(reader: str, path: Path) -> None:
+    """One raw file through the reader `pgdyno report` uses for it."""
+    from pgdyno.workloads.cpu import plugin as cpu
+    from pgdyno.workloads.tprocc import report as tprocc_report
+    from pgdyno.workloads.tprocc import response
+    from pgdyno.workloads.tproch import streams
+
+    {"response": response.read_samples, "consistency": tprocc_report.read_conditions,
+     "queries": lambda p: streams.read_queries(p.parent),
+     "tests": lambda p: streams.read_tests(p.parent),
+     "window": lambda p: cpu._read_window(p.parent)}[reader](path)  # noqa: SLF001
+
+
+QUERIES_HEAD = "test,stream,position,query,start,end,seconds,rows,status,error\n"
+OTHER_RAW = [  # (reader, file, its whole content or a writer, damage, words)
+    ("response", "response_times.tsv.gz", _response_log, "truncated", "truncated"),
+    ("response", "response_times.tsv.gz", _response_log, "garbage", "damaged response-time"),
+    ("consistency", "consistency.json", '{"conditions": [{"number": 1}]}', "wrong-type",
+     "not a pgdyno consistency check"),
+    ("consistency", "consistency.json", '{"conditions": []}', "garbage", "binary data"),
+    ("queries", "queries.csv", f"{QUERIES_HEAD}power,0,1,1,1.0,2.0,1.0,5,ok,\n", "garbage",
+     "binary data"),
+    ("queries", "queries.csv", f"{QUERIES_HEAD}power,0,1,1,1.0,2.0,1.0,5,ok,\npower,0,2,2,2.0,3",
+     "none", "row 2 is damaged or truncated"),
+    ("tests", "tests.json", '{"power": {"seconds": 1.5}}', "truncated", "truncated"),
+    ("window", "window.json", '{"window_start": 1.5}', "wrong-type",
+     "not a pgdyno iteration window"),
+    ("window", "window.json", '{"window_start": 1.5}', "empty", "empty"),
+]
+
+
+@pytest.mark.parametrize("reader, name, content, kind, words", OTHER_RAW,
+                         ids=[f"{r}-{k}" for r, _, _, k, _ in OTHER_RAW])
+def test_other_raw_files_are_one_line_naming_them(tmp_path: Path, reader: str, name: str,
+                                                 content: str | Callable[[Path], None],
+                                                 kind: str, words: str) -> None:
+    """TPROC-C's response times and consistency check, TPROC-H's timings and tests, the CPU
+    baseline's window: before, a JSONDecodeError, UnicodeDecodeError or (for the gzip log)
+    an EOFError read as Ctrl-C."""
+    from pgdyno.errors import UsageError
+
+    path = tmp_path / name
+    if callable(content):
+        content(path)
+    else:
+        path.write_text(content)
+    if kind != "none":
+        DAMAGE[kind](path)
+    with pytest.raises(UsageError) as caught:
+        _read(reader, path)
+    assert str(path) in str(caught.value) and words in str(caught.value), caught.value
+    assert "\n" not in str(caught.value)

@@ -29,7 +29,7 @@ from pgdyno.config.detect import detect_profile
 from pgdyno.config.pgcatalog import for_install
 from pgdyno.config.resolve import NAMED, resolve_config
 from pgdyno.errors import UsageError
-from pgdyno.results.manifest import BenchOptions
+from pgdyno.results.manifest import BenchOptions, read_json_file
 from pgdyno.results.rundir import write_json_atomic, write_text_atomic
 from pgdyno.search import confirm as confirm_mod
 from pgdyno.search import study as study_mod
@@ -145,7 +145,7 @@ def run_search(opts: SearchOptions, console: Console | None = None) -> SearchOut
     bench = dataclasses.replace(opts.bench, show_progress=False)
     name = search_name(opts)
     search_dir = bench.results_dir / "searches" / name
-    (search_dir / "trials").mkdir(parents=True, exist_ok=True)
+    study_mod.check_study_file(search_dir / study_mod.STUDY_FILE)  # before anything is written
     workload = registry.get(bench.workload)
     spec = headline_spec(bench.workload)
     install = install_for(bench.target)
@@ -160,6 +160,7 @@ def run_search(opts: SearchOptions, console: Console | None = None) -> SearchOut
     record = _open_record(search_dir, name, bench, space, spec, opts)
     space = record.space
     study = study_mod.open_study(search_dir, optuna_direction(spec), opts.seed)
+    (search_dir / "trials").mkdir(exist_ok=True)
     recovered = study_mod.recover_interrupted(study)
     notes = list(space.notes)
     if recovered:
@@ -202,6 +203,10 @@ def _free_bytes(path: Path) -> int | None:
         return None
 
 
+_RECORD_ADVICE = ("; move the search's directory away to start it afresh, or give another "
+                  "--search-name")
+
+
 def _open_record(search_dir: Path, name: str, bench: BenchOptions, space: SearchSpace, spec,
                  opts: SearchOptions) -> SearchRecord:
     from pgdyno.results.rundir import utc_now
@@ -212,11 +217,17 @@ def _open_record(search_dir: Path, name: str, bench: BenchOptions, space: Search
                           options=serde.to_dict(bench), allow_unsafe=opts.allow_unsafe,
                           created_at=utc_now())
     if path.exists():
-        old = json.loads(path.read_text())
+        old = read_json_file(path, "search record", _RECORD_ADVICE)
+        if not isinstance(old, dict):
+            raise UsageError(f"{path}: not a pgdyno search record (a JSON object){_RECORD_ADVICE}")
         if old.get("schema_version") != SCHEMA_VERSION:
             raise UsageError(f"{path}: schema_version {old.get('schema_version')}; accepted: "
                              f"{SCHEMA_VERSION}")
-        old_space = SearchSpace.from_dict(old["space"])
+        try:
+            old_space = SearchSpace.from_dict(old["space"])
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise UsageError(f"{path}: damaged search record (space: {type(exc).__name__}: "
+                             f"{exc}){_RECORD_ADVICE}") from None
         # The space it began with stays (free disk moves, and TPE needs the same ranges);
         # other knobs or pins make another search.
         if [k.name for k in old_space.knobs] != [k.name for k in space.knobs] or \
@@ -226,6 +237,7 @@ def _open_record(search_dir: Path, name: str, bench: BenchOptions, space: Search
                              "--search-name")
         record.created_at = old.get("created_at", record.created_at)
         record.space = old_space
+    search_dir.mkdir(parents=True, exist_ok=True)
     write_json_atomic(path, serde.to_dict(record))
     return record
 

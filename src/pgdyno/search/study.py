@@ -14,13 +14,18 @@ named configs, not points of the space, so TPE learns from the searched trials o
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import optuna
+import sqlalchemy.exc
 from optuna.trial import FrozenTrial, TrialState
+
+from pgdyno.errors import UsageError
 
 STUDY_FILE = "study.db"
 STUDY_NAME = "search"
@@ -48,17 +53,67 @@ class TrialRow:
     settings: dict[str, str]
 
 
+_ADVICE = ("; move it away to start this search afresh (its trials' run directories are "
+           "kept), or give another --search-name")
+
+
+def check_study_file(path: Path) -> None:
+    """A study file SQLite cannot read (a bad header, a truncated or garbled file) or that
+    is not an Optuna study, refused in one line naming it, before anything is written; an
+    absent or empty file is a new study. Opening it as Optuna does (read-write) lets SQLite
+    roll back a transaction a crash left in its journal, as a resumed search needs."""
+    if not path.exists() and not path.is_symlink():
+        return
+    if path.is_dir():
+        raise UsageError(f"{path}: a directory is where the search's study (a SQLite "
+                         f"file) should be{_ADVICE}")
+    try:
+        if path.stat().st_size == 0:
+            return
+        with contextlib.closing(sqlite3.connect(path)) as conn:
+            problems = [r[0] for r in conn.execute("PRAGMA quick_check").fetchall()]
+            tables = {r[0] for r in conn.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table'")}
+    except sqlite3.DatabaseError as exc:  # "file is not a database", "... is malformed"
+        raise UsageError(f"{path}: the search's study is damaged: {_sqlite_words(exc)}"
+                         f"{_ADVICE}") from None
+    except (OSError, sqlite3.Error) as exc:
+        raise UsageError(f"{path}: cannot read the search's study ({exc})") from None
+    if problems != ["ok"]:
+        raise UsageError(f"{path}: the search's study is damaged: SQLite's check says "
+                         f"{'; '.join(problems[:2])}{_ADVICE}")
+    if tables and "studies" not in tables:
+        raise UsageError(f"{path}: a SQLite database, but not an Optuna study (no table "
+                         f"'studies'){_ADVICE}")
+
+
+def _sqlite_words(exc: sqlite3.Error) -> str:
+    text = str(exc)
+    if "not a database" in text:
+        return "not a SQLite database (its header is not SQLite's)"
+    if "malformed" in text:
+        return "truncated or corrupt (SQLite: database disk image is malformed)"
+    return f"SQLite: {text}"
+
+
 def open_study(search_dir: Path, direction: str, seed: int) -> optuna.Study:
     """The search's study, created or loaded; the sampler's seed moves on with each
     finished trial so a resumed search does not replay the same random draws."""
-    storage = optuna.storages.RDBStorage(f"sqlite:///{search_dir / STUDY_FILE}")
-    existing = [s.study_name for s in optuna.study.get_all_study_summaries(storage)]
-    done = 0
-    if STUDY_NAME in existing:
-        done = len(optuna.load_study(study_name=STUDY_NAME, storage=storage).trials)
-    sampler = optuna.samplers.TPESampler(seed=seed + done, n_startup_trials=8)
-    return optuna.create_study(study_name=STUDY_NAME, storage=storage, direction=direction,
-                               sampler=sampler, load_if_exists=True)
+    path = search_dir / STUDY_FILE
+    check_study_file(path)
+    try:
+        storage = optuna.storages.RDBStorage(f"sqlite:///{path}")
+        existing = [s.study_name for s in optuna.study.get_all_study_summaries(storage)]
+        done = 0
+        if STUDY_NAME in existing:
+            done = len(optuna.load_study(study_name=STUDY_NAME, storage=storage).trials)
+        sampler = optuna.samplers.TPESampler(seed=seed + done, n_startup_trials=8)
+        return optuna.create_study(study_name=STUDY_NAME, storage=storage,
+                                   direction=direction, sampler=sampler, load_if_exists=True)
+    except sqlalchemy.exc.SQLAlchemyError as exc:  # what the check above cannot see
+        reason = getattr(exc, "orig", None) or exc
+        raise UsageError(f"{path}: cannot open the search's study "
+                         f"({type(reason).__name__}: {reason}){_ADVICE}") from None
 
 
 def recover_interrupted(study: optuna.Study) -> list[int]:

@@ -30,9 +30,10 @@ from pgdyno.analysis.summary import (
     histogram_bins,
     stability_warnings,
 )
-from pgdyno.errors import RunFailed
+from pgdyno.errors import RunFailed, UsageError
 from pgdyno.reports.document import Section, Table, fmt
 from pgdyno.reports.plots import plt, save_figure, series_style
+from pgdyno.results.manifest import read_json_file
 from pgdyno.results.rundir import IterationRecord, RunDirectory, RunPlan, write_json_atomic
 from pgdyno.workloads.base import (
     CPU_BASELINE_METRIC,
@@ -224,10 +225,15 @@ class Cpu(NoCompareDetail):
 
 
 def _read_window(it_dir: Path) -> float:
-    """When the measured sysbench run started (epoch seconds): its telemetry window."""
-    import json
-
-    return float(json.loads((it_dir / WINDOW).read_text())["window_start"])
+    """When the measured sysbench run started (epoch seconds): its telemetry window; a
+    damaged file is one line naming it."""
+    path = it_dir / WINDOW
+    data = read_json_file(path, "iteration window")
+    try:
+        return float(data["window_start"])
+    except (KeyError, TypeError, ValueError):
+        raise UsageError(f"{path}: not a pgdyno iteration window (expected "
+                         "{\"window_start\": epoch seconds})") from None
 
 
 def _iteration(result: sysbench.CpuResult, hist: LatencyHistogram, record: IterationRecord,

@@ -37,6 +37,7 @@ from pgdyno.analysis.summary import (
 from pgdyno.errors import RunFailed, UsageError
 from pgdyno.reports.document import Section
 from pgdyno.results.capacity import DeviceCapacity, record_capacity
+from pgdyno.results.manifest import read_json_file
 from pgdyno.results.rundir import IterationRecord, RunDirectory, RunPlan, utc_now, write_json_atomic
 from pgdyno.telemetry.devices import resolve_path
 from pgdyno.telemetry.smart import read_smart
@@ -578,12 +579,22 @@ def iteration_metrics(fio_it: FioIteration) -> dict[str, float]:
     return {k: float(v) for k, v in out.items() if v is not None and not math.isnan(v)}
 
 
+def _window_start(path: Path) -> float:
+    """When the iteration's measured jobs began (epoch seconds); a damaged file is one line
+    naming it."""
+    data = read_json_file(path, "iteration window")
+    try:
+        return float(data["window_start"])
+    except (KeyError, TypeError, ValueError):
+        raise UsageError(f"{path}: not a pgdyno iteration window (expected "
+                         "{\"window_start\": epoch seconds})") from None
+
+
 def _iteration(record: IterationRecord, fio_it: FioIteration,
                it_dir: Path) -> IterationSummary:
     metrics = iteration_metrics(fio_it)
     head = metrics.get("randread_peak_iops", math.nan)
-    window = json.loads((it_dir / WINDOW).read_text())["window_start"] \
-        if (it_dir / WINDOW).is_file() else 0.0
+    window = _window_start(it_dir / WINDOW) if (it_dir / WINDOW).is_file() else 0.0
     jobs_done = [j for p in fio_it.places for j in p.jobs]
     lasted = _lasted(it_dir)
     none = LatencyStats(count=0, mean_ms=math.nan, median_ms=math.nan, stddev_ms=math.nan,

@@ -11,7 +11,6 @@ come from the server's duration lines (``response_times.tsv.gz``, see
 
 from __future__ import annotations
 
-import json
 import math
 import statistics
 from dataclasses import dataclass
@@ -21,8 +20,10 @@ import numpy as np
 
 from pgdyno.analysis.histogram import LatencyHistogram
 from pgdyno.analysis.summary import RunSummary
+from pgdyno.errors import UsageError
 from pgdyno.reports.document import Section, Table, fmt
 from pgdyno.reports.plots import plt, save_figure, series_style
+from pgdyno.results.manifest import read_json_file
 from pgdyno.results.rundir import RunPlan
 from pgdyno.workloads import tprocc
 from pgdyno.workloads.tprocc import Snapshot, response
@@ -56,12 +57,18 @@ def read_window(plan: RunPlan, it_dir: Path) -> Window | None:
     path = it_dir / "window.json"
     if not path.exists():
         return None
-    points = json.loads(path.read_text())
+    points = read_json_file(path, "measured window")
+    if not isinstance(points, dict):
+        raise UsageError(f"{path}: not a pgdyno measured window (a JSON object)")
     if "start" not in points or "end" not in points:
         return None
-    start = Snapshot.from_dict(points["start"]["snapshot"])
-    end = Snapshot.from_dict(points["end"]["snapshot"])
-    series = [Snapshot.from_dict(p["snapshot"]) for p in points.get("series", [])]
+    try:
+        start = Snapshot.from_dict(points["start"]["snapshot"])
+        end = Snapshot.from_dict(points["end"]["snapshot"])
+        series = [Snapshot.from_dict(p["snapshot"]) for p in points.get("series", [])]
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise UsageError(f"{path}: damaged measured window ({type(exc).__name__}: "
+                         f"{exc})") from None
     return Window(start=start, end=end, series=series)
 
 
@@ -156,11 +163,10 @@ def tprocc_sections(summary: RunSummary, plan: RunPlan, run_dir: Path) -> list[S
     section.tables += _response_tables(windows, plan)
     consistency = run_dir / "raw" / "consistency.json"
     if consistency.exists():
-        data = json.loads(consistency.read_text())
         section.tables.append(Table(
             ["Condition", "Description", "Result", "Checked", "Violations"],
             [[str(c["number"]), c["description"], "pass" if c["passed"] else "FAIL",
-              str(c["checked"]), str(c["violations"])] for c in data["conditions"]],
+              str(c["checked"]), str(c["violations"])] for c in read_conditions(consistency)],
             caption="TPC-C consistency conditions (clause 3.3.2) after the run"))
     return [section]
 
@@ -328,3 +334,18 @@ def _mode(plan: RunPlan) -> str:
     spread = ("each transaction on any warehouse" if plan.parameters.get("all_warehouses")
               else "home warehouse per user")
     return f"{keying}, {spread}"
+
+
+_CONDITION_KEYS = ("number", "description", "passed", "checked", "violations")
+
+
+def read_conditions(path: Path) -> list[dict]:
+    """The consistency conditions checked after the run; a damaged file is one line naming
+    it."""
+    data = read_json_file(path, "consistency check")
+    conditions = data.get("conditions") if isinstance(data, dict) else None
+    if not isinstance(conditions, list) or not all(
+            isinstance(c, dict) and all(k in c for k in _CONDITION_KEYS) for c in conditions):
+        raise UsageError(f"{path}: not a pgdyno consistency check (conditions: "
+                         f"{', '.join(_CONDITION_KEYS)})")
+    return conditions

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import gzip
 import re
+import zlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,6 +34,7 @@ from pathlib import Path
 import numpy as np
 
 from pgdyno.analysis.histogram import LatencyHistogram
+from pgdyno.errors import UsageError
 from pgdyno.telemetry.checkpoints import line_time
 from pgdyno.workloads.tprocc.model import TRANSACTIONS
 
@@ -126,10 +128,24 @@ def write_samples(log_lines: Iterable[str], out: Path) -> int:
 
 
 def read_samples(path: Path) -> list[ResponseSample]:
-    with gzip.open(path, "rt") as src:
-        next(src, None)
+    """Every timed call of the file; a damaged file (a gzip stream cut short or corrupt, a
+    line that is not four fields) is one line naming it, never an EOFError (which the
+    command line would take for Ctrl-C)."""
+    try:
+        with gzip.open(path, "rt") as src:
+            next(src, None)
+            lines = [line.rstrip("\n").split("\t") for line in src if line.strip()]
+    except EOFError:
+        raise UsageError(f"{path}: the file is truncated (its gzip stream ends "
+                         "early)") from None
+    except (gzip.BadGzipFile, zlib.error, UnicodeDecodeError) as exc:
+        raise UsageError(f"{path}: damaged response-time file ({exc})") from None
+    try:
         return [ResponseSample(end_epoch=float(e), pid=int(p), transaction=t, ms=float(m))
-                for e, p, t, m in (line.rstrip("\n").split("\t") for line in src if line.strip())]
+                for e, p, t, m in lines]
+    except ValueError:
+        raise UsageError(f"{path}: damaged response-time file (a line that is not "
+                         "end_epoch, pid, transaction, ms)") from None
 
 
 def stats_by_type(samples: Iterable[ResponseSample], window: tuple[float, float] | None = None

@@ -25,7 +25,11 @@ from pgdyno.results.manifest import load_manifest
 from pgdyno.results.rundir import RunDirectory, write_json_atomic
 from pgdyno.results.sweepdir import SweepRecord
 from pgdyno.workloads import tprocc
-from pgdyno.workloads.tprocc.report import iteration_windows, pooled_response_stats
+from pgdyno.workloads.tprocc.report import (
+    iteration_windows,
+    pooled_response_stats,
+    read_conditions,
+)
 
 SCHEMA_VERSION = 1
 SHORT = {"new_order": "NO", "payment": "P", "order_status": "OS", "delivery": "D",
@@ -135,7 +139,7 @@ def _consistency(run_dir: Path) -> str:
     path = run_dir / "raw" / "consistency.json"
     if not path.is_file():
         return "–"
-    conditions = json.loads(path.read_text())["conditions"]
+    conditions = read_conditions(path)
     failed = [str(c["number"]) for c in conditions if not c["passed"]]
     return "pass" if not failed else "FAIL " + ",".join(failed)
 

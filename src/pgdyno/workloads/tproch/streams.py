@@ -28,6 +28,8 @@ from typing import Any
 
 import psycopg
 
+from pgdyno.errors import UsageError
+from pgdyno.results.manifest import read_json_file
 from pgdyno.workloads.tproch import params, queries, refresh
 
 QUERIES_CSV = "queries.csv"
@@ -335,30 +337,47 @@ def _one_line(exc: BaseException) -> str:
 
 
 def read_queries(it_dir: Path) -> list[QueryTiming]:
-    return [_typed(QueryTiming, row) for row in _rows(it_dir / QUERIES_CSV)]
+    path = it_dir / QUERIES_CSV
+    return [_typed(QueryTiming, row, path, n) for n, row in enumerate(_rows(path), 1)]
 
 
 def read_refresh(it_dir: Path) -> list[RefreshTiming]:
-    return [_typed(RefreshTiming, row) for row in _rows(it_dir / REFRESH_CSV)]
+    path = it_dir / REFRESH_CSV
+    return [_typed(RefreshTiming, row, path, n) for n, row in enumerate(_rows(path), 1)]
 
 
 def read_tests(it_dir: Path) -> dict[str, dict[str, float]]:
+    """The power and throughput tests' times; a damaged file is one line naming it."""
     path = it_dir / TESTS_JSON
-    return json.loads(path.read_text()) if path.is_file() else {}
+    if not path.is_file():
+        return {}
+    data = read_json_file(path, "TPROC-H test record")
+    if not isinstance(data, dict) or not all(isinstance(v, dict) for v in data.values()):
+        raise UsageError(f"{path}: not a pgdyno TPROC-H test record (an object of tests)")
+    return data
 
 
 def _rows(path: Path) -> list[dict[str, str]]:
     if not path.is_file():
         return []
-    with path.open(newline="") as f:
-        return list(csv.DictReader(f))
+    try:
+        text = path.read_bytes().decode()
+    except UnicodeDecodeError:
+        raise UsageError(f"{path}: binary data, not a pgdyno timings file (CSV text)") from None
+    return list(csv.DictReader(text.splitlines()))
 
 
-def _typed(cls: type, row: dict[str, str]) -> Any:
+def _typed(cls: type, row: dict[str, str], path: Path, number: int) -> Any:
+    """One row of a timings file; a row cut short (a crash, a full disk) or edited is one
+    line naming the file."""
     kinds = {name: f.type for name, f in cls.__dataclass_fields__.items()}
     out: dict[str, Any] = {}
     for name, kind in kinds.items():
         value = row.get(name, "")
-        out[name] = (int(value) if kind == "int" else float(value) if kind == "float"
-                     else value)
+        try:
+            out[name] = (int(value) if kind == "int" else float(value) if kind == "float"
+                         else value)
+        except (TypeError, ValueError):
+            raise UsageError(f"{path}: row {number} is damaged or truncated ({name} = "
+                             f"{value!r}; expected a number)") from None
     return cls(**out)
