@@ -136,6 +136,18 @@ def _cli_type(tp: Any) -> Any:
     return tp if tp is bool else tp | None
 
 
+def _is_path(tp: Any) -> bool:
+    return tp is Path or Path in typing.get_args(tp)
+
+
+def cli_annotation(opt: CliOption) -> Any:
+    """The type the command line parses an option as: a path as text, since Click turns an
+    empty path into "." (the current directory), where ``build_options`` refuses it."""
+    if not _is_path(opt.type):
+        return opt.type
+    return str | None if type(None) in typing.get_args(opt.type) else str
+
+
 def all_options() -> list[CliOption]:
     return [*COMMON, *workload_options()]
 
@@ -164,6 +176,10 @@ def build_options(workload: str, **kw: Any) -> BenchOptions:
     plugin = registry.get(workload)
     values = {**defaults(), **kw}
     _refuse_foreign_options(workload, values)
+    _refuse_empty(values)
+    for opt in all_options():  # the command line gives paths as text (see cli_annotation)
+        if _is_path(opt.type) and isinstance(values.get(opt.name), str):
+            values[opt.name] = Path(values[opt.name])
     clients = (parse_int_list(values["clients"], "--clients") if values["clients"] is not None
                else plugin.default_clients())
     check_clients_fit(clients)
@@ -244,6 +260,24 @@ def check_clients_fit(clients: tuple[int, ...]) -> None:
         raise UsageError(f"--clients {max(clients)}: at most {limit:,} on this system (pgbench "
                          f"needs one open file per client plus 3; the hard limit is {hard:,}, "
                          "`ulimit -Hn`)")
+
+
+EMPTY_ACCEPTED = frozenset({"results_db"})
+"""Options whose empty value means something: ``--results-db ''`` is the SQLite index even
+when PGDYNO_RESULTS_DB is set."""
+
+
+def _refuse_empty(values: dict[str, Any]) -> None:
+    """An empty value (``--archive ''``, ``--queries ''``) is a typo or an unset shell
+    variable, not "the default": refused, naming the option and what it takes, before a
+    whole job runs with the default in its place."""
+    for opt in all_options():
+        value = values.get(opt.name)
+        items = value if isinstance(value, (list, tuple)) else [value]
+        empty = [v for v in items if isinstance(v, str) and not v.strip()]
+        if empty and opt.name not in EMPTY_ACCEPTED:
+            raise UsageError(f"{opt.cli_flag} {empty[0]!r}: an empty value; accepted: "
+                             f"{opt.help} (or leave the option out for its default)")
 
 
 def _refuse_foreign_options(workload: str, values: dict[str, Any]) -> None:
