@@ -24,6 +24,9 @@ from tests.conftest import run_cli_here
 BENCH = ["bench", "tpcb", "--scale", "1", "--duration", "2", "--warmup", "0",
          "--iterations", "1", "--clients", "1", "--no-progress", "--results-dir", "res"]
 CAMPAIGN = ["campaign", "c.toml", "--results-dir", "res", "--no-progress"]
+TPROCH = ["bench", "tproch", "--scale-factor", "0.01", "--no-progress", "--results-dir", "res"]
+SEARCH = ["tune", "--search", "tpcb", "--budget", "1", "--scale", "1", "--no-progress",
+          "--results-dir", "res"]
 TUNE = ["tune", "--hardware", "r8g.xlarge", "--format", "conf"]
 BINARY = bytes(range(128, 256)) * 4
 """Not UTF-8 from its first byte: what a user gets giving an image or a tarball."""
@@ -239,6 +242,28 @@ CASES: list[Case] = [
          ["hardware is an integer", "[hardware]"], {"hw.toml": "hardware = 3\n"}),
     Case("tune-hardware-directory", ["tune", "--hardware", "hw"],
          ["--hardware hw", "is a directory"], {"hw": DIRECTORY}),
+
+    # ----- empty values: a typo or an unset shell variable, never the default (issue 30) ---
+    *[Case(f"empty-{flag[2:]}", [*BENCH, flag, ""], [f"{flag} ''", "an empty value", words])
+      for flag, words in (("--archive", "buffered"), ("--config", "pgtune"),
+                          ("--set", "key=value"), ("--dsn", "an existing server"),
+                          ("--dataset-size", "3GB"), ("--tx-logs", "all | none"),
+                          ("--workdir", "clusters"), ("--results-dir", "run directories"),
+                          ("--archive-dir", "WAL"), ("--wal-dir", ""), ("--pg-bin", ""),
+                          ("--script", ""), ("--protocol", "prepared"))],
+    Case("empty-queries", [*TPROCH, "--queries", ""], ["--queries ''", "an empty value",
+                                                      "1,3,5-7"]),
+    Case("empty-tests", [*TPROCH, "--tests", ""], ["--tests ''", "power"]),
+    Case("empty-mix", ["bench", "tprocc", "--no-progress", "--results-dir", "res", "--mix", ""],
+         ["--mix ''"]),
+    Case("empty-knobs", [*SEARCH, "--knobs", ""], ["--knobs ''", "setting names", "all"]),
+    Case("empty-knob-name", [*SEARCH, "--knobs", "work_mem,"],
+         ["--knobs 'work_mem,'", "an empty setting name"]),
+    Case("empty-search-name", [*SEARCH, "--search-name", ""], ["--search-name ''"]),
+    Case("search-name-escapes", [*SEARCH, "--search-name", "../x"],
+         ["--search-name '../x'", "without /"]),
+    Case("empty-time", [*SEARCH, "--time", ""], ["--time ''", "45m"]),
+    Case("empty-search-workdir", [*SEARCH, "--workdir", ""], ["--workdir ''", "clusters"]),
 ]
 
 

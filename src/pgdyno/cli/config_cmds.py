@@ -237,7 +237,7 @@ def _tune_command():
     """`tune` with the search's options and every bench option (for the trials' runs)."""
     import inspect
 
-    from pgdyno.runner.options import all_options
+    from pgdyno.runner.options import all_options, cli_annotation
 
     params = list(inspect.signature(tune).parameters.values())
     own = {p.name for p in params}
@@ -248,14 +248,16 @@ def _tune_command():
             continue
         flag = f"{o.cli_flag}/--no-{o.cli_flag[2:]}" if o.type is bool else o.cli_flag
         default = list(o.default) if isinstance(o.default, tuple) else o.default
+        if cli_annotation(o) is not o.type and default is not None:  # a path, as text
+            default = str(default)
         help_text = o.help
         if o.name in SEARCH_BENCH_DEFAULTS:
             default = None
             help_text += f" (--search default: {SEARCH_BENCH_DEFAULTS[o.name]})"
         bench_names.append(o.name)
         search.append(inspect.Parameter(
-            o.name, inspect.Parameter.KEYWORD_ONLY, annotation=o.type | None
-            if o.name in SEARCH_BENCH_DEFAULTS else o.type,
+            o.name, inspect.Parameter.KEYWORD_ONLY, annotation=cli_annotation(o) | None
+            if o.name in SEARCH_BENCH_DEFAULTS else cli_annotation(o),
             default=typer.Option(default, flag, help="--search: " + help_text)))
 
     def command(**kw) -> None:
@@ -282,7 +284,7 @@ def _tune_command():
 def _tune_search(picked: dict, bench_kw: dict, tune_kw: dict) -> None:
     """Arguments to SearchOptions, one call to the search, its result to stdout."""
     from pgdyno.runner.options import build_options
-    from pgdyno.search.run import SearchOptions, parse_time_limit, run_search
+    from pgdyno.search.run import SearchOptions, parse_knobs, parse_time_limit, run_search
 
     if tune_kw["overrides"]:
         raise UsageError("tune --search: --set does not apply; pin a setting with --fix "
@@ -296,12 +298,11 @@ def _tune_search(picked: dict, bench_kw: dict, tune_kw: dict) -> None:
         if bench_kw.get(name) is None:
             bench_kw[name] = value
     bench = build_options(picked["search"], **bench_kw, pg_bin=tune_kw["pg_bin"])
-    knobs = tuple(k.strip() for k in picked["knobs"].split(",") if k.strip()) \
-        if picked["knobs"] else None
     opts = SearchOptions(
         bench=bench, budget=picked["budget"],
-        time_s=parse_time_limit(picked["time_limit"]) if picked["time_limit"]
-        else None, knobs=knobs, fixes=tuple(picked["fix"]), allow_unsafe=picked["allow_unsafe"],
+        time_s=parse_time_limit(picked["time_limit"]) if picked["time_limit"] is not None
+        else None, knobs=parse_knobs(picked["knobs"]) if picked["knobs"] is not None
+        else None, fixes=tuple(picked["fix"]), allow_unsafe=picked["allow_unsafe"],
         top=picked["top"], reruns=picked["reruns"], compare_pairs=picked["compare_pairs"],
         compare_max_pairs=picked["compare_max_pairs"],
         seed=picked["search_seed"], name=picked["search_name"], show_progress=bench.show_progress)

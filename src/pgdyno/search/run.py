@@ -107,7 +107,26 @@ def parse_time_limit(text: str) -> float:
     return sum(float(n) * _TIME_UNITS[u] for n, u in parts)
 
 
+def parse_knobs(text: str) -> tuple[str, ...]:
+    """``--knobs``: setting names separated by commas, or ``all``; an empty value or name is
+    refused (before, ``--knobs ''`` searched the default knobs)."""
+    names = tuple(k.strip() for k in text.split(","))
+    if not all(names):
+        what = "an empty value" if not text.strip() else "an empty setting name"
+        raise UsageError(f"--knobs {text!r}: {what}; accepted: setting names "
+                         "separated by commas (e.g. shared_buffers,work_mem), or all (leave "
+                         "--knobs out for the workload's default knobs)")
+    return names
+
+
 def validate(opts: SearchOptions) -> None:
+    if opts.knobs is not None and not opts.knobs:
+        raise UsageError("--knobs: no setting named; accepted: setting names separated by "
+                         "commas, or all")
+    if opts.name is not None and (not opts.name.strip() or "/" in opts.name
+                                  or opts.name in (".", "..")):
+        raise UsageError(f"--search-name {opts.name!r}: accepted: a name without /, e.g. "
+                         "tpcb-memory (the search's directory under RESULTS/searches)")
     if opts.budget is None and opts.time_s is None:
         raise UsageError("tune --search needs --budget N (trials) or --time 45m")
     if opts.budget is not None and opts.budget < 1:

@@ -103,8 +103,12 @@ class ArchiveSpec:
 
 def parse_archive(value: str | None, directory: Path | None, workdir: Path,
                   dsn: str | None) -> ArchiveSpec:
-    """``--archive``/``--archive-dir`` into an ArchiveSpec; bad input is one line."""
-    text = (value or "off").strip()
+    """``--archive``/``--archive-dir`` into an ArchiveSpec; bad input is one line (an empty
+    value too: it is not "off")."""
+    text = "off" if value is None else value.strip()
+    if not text:
+        raise UsageError(f"--archive {value!r}: an empty value; accepted: off | buffered | "
+                         "direct | a shell command using %p and %f")
     method = text.lower() if text.lower() in METHODS else "command"
     if method == "off":
         if directory is not None:

@@ -131,11 +131,15 @@ class Tproch:
         if not 0.01 <= sf <= 100_000:
             raise UsageError(f"--scale-factor {sf:g}: accepted values are 0.01 to 100000")
         check_positive(raw.get("load_workers"), "--load-workers")
-        tests = tuple(t.strip() for t in str(raw.get("tests") or "power,throughput").split(","))
+        given_tests = raw.get("tests")
+        tests = tuple(t.strip() for t in str("power,throughput" if given_tests is None
+                                             else given_tests).split(","))
         if not tests or any(t not in TESTS for t in tests):
             raise UsageError(f"--tests {raw.get('tests')!r}: accepted values are power, "
                              "throughput or power,throughput")
-        query_list = queries.parse_query_list(raw["queries"]) if raw.get("queries") else ()
+        # An empty --queries is a bad list, not "all 22".
+        query_list = (queries.parse_query_list(raw["queries"])
+                      if raw.get("queries") is not None else ())
         clients = opts.clients
         if raw.get("streams") is not None:
             clients = parse_int_list(str(raw["streams"]), "--streams")
