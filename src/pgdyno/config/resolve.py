@@ -16,7 +16,12 @@ from pgdyno.config.detect import detect_profile
 from pgdyno.config.envfile import parse_env, settings_from_env
 from pgdyno.config.hardware import HardwareProfile
 from pgdyno.config.model import ConfigPlan, Setting, TuneInputs, pg_group
-from pgdyno.config.pgcatalog import SettingsCatalogue, for_install, snapshot
+from pgdyno.config.pgcatalog import (
+    SettingsCatalogue,
+    available_majors,
+    for_install,
+    snapshot,
+)
 from pgdyno.config.pgtune import pgtune_settings
 from pgdyno.config.sizing import (
     BASE_CONNECTIONS,
@@ -207,15 +212,36 @@ def read_config_file(name: str) -> ConfigFile:
 def _pg_values(table: dict[str, Any], origin: str) -> list[tuple[str, str]]:
     """(setting, value text) of a [postgresql] table. A dotted key such as
     ``pg_stat_statements.max = 1000`` arrives as a nested table: it names an extension's
-    setting, one level deep."""
+    setting, one level deep. A core setting's name is never such a prefix: ``shared_buffers
+    = { a = 1 }`` (an inline table, or [postgresql.shared_buffers]) is refused, not read as
+    a custom setting ``shared_buffers.a``."""
     out = []
     for key, value in table.items():
         if isinstance(value, dict):
+            if key.lower() in _core_setting_names():
+                raise UsageError(
+                    f"{origin}: [postgresql] {key} is a table ({_inline(value)}); {key} is a "
+                    "PostgreSQL setting, not an extension's prefix; accepted: a string, a "
+                    f"number or a boolean (e.g. {key} = \"...\"), or an extension's setting "
+                    "as extension.name = value")
             for sub, inner in value.items():
                 out.append((f"{key}.{sub}", _pg_value(f"{key}.{sub}", inner, origin)))
         else:
             out.append((key, _pg_value(key, value, origin)))
     return out
+
+
+def _core_setting_names() -> frozenset[str]:
+    """Every setting of every PostgreSQL version pgdyno knows, lower-cased (PostgreSQL
+    reads setting names without regard to case)."""
+    return frozenset(name.lower() for major in available_majors()
+                     for name in snapshot(major).specs)
+
+
+def _inline(table: dict[str, Any]) -> str:
+    """A table as TOML's inline syntax, shortened: what the message shows of it."""
+    text = "{ " + ", ".join(f"{k} = {v!r}" for k, v in table.items()) + " }"
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _pg_value(key: str, value: Any, origin: str) -> str:
