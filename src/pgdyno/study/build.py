@@ -148,7 +148,9 @@ def _steps(paths: list[Path]) -> dict[int, list[RunData]]:
             continue
         for step in record.steps:
             if step.status == "ok" and step.run:
-                run_path = Path(step.run) if Path(step.run).is_absolute() else path / step.run
+                # A step's run sits beside the sweep directory, in the same context.
+                run_path = Path(step.run) if Path(step.run).is_absolute() \
+                    else path.parent / step.run
                 out.setdefault(step.size, []).extend(_load([run_path]))
     return out
 
