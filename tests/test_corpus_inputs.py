@@ -25,6 +25,9 @@ BENCH = ["bench", "tpcb", "--scale", "1", "--duration", "2", "--warmup", "0",
          "--iterations", "1", "--clients", "1", "--no-progress", "--results-dir", "res"]
 CAMPAIGN = ["campaign", "c.toml", "--results-dir", "res", "--no-progress"]
 TPROCH = ["bench", "tproch", "--scale-factor", "0.01", "--no-progress", "--results-dir", "res"]
+COMPARE_AA = ["compare", "tpcb", "--no-progress", "--baseline", "default", "--candidate",
+              "default", "--scale", "1", "--duration", "1", "--iterations", "1",
+              "--results-dir", "res"]
 SEARCH = ["tune", "--search", "tpcb", "--budget", "1", "--scale", "1", "--no-progress",
           "--results-dir", "res"]
 TUNE = ["tune", "--hardware", "r8g.xlarge", "--format", "conf"]
@@ -277,6 +280,15 @@ CASES: list[Case] = [
          ["--search-name '../x'", "without /"]),
     Case("empty-time", [*SEARCH, "--time", ""], ["--time ''", "45m"]),
     Case("empty-search-workdir", [*SEARCH, "--workdir", ""], ["--workdir ''", "clusters"]),
+
+    # ----- pgdyno compare running both sides: an A/A note never precedes a refusal ---------
+    Case("compare-aa-pairs-zero", [*COMPARE_AA, "--pairs", "0"], ["--pairs 0", "at least 2"]),
+    Case("compare-aa-pairs-one", [*COMPARE_AA, "--pairs", "1"], ["--pairs 1", "at least 2"]),
+    Case("compare-aa-config-missing", [*COMPARE_AA[:3], "--baseline", "nofile.toml",
+                                       "--candidate", "nofile.toml", *COMPARE_AA[7:]],
+         ["--config nofile.toml", "no such config"]),
+    Case("compare-aa-set-unknown", [*COMPARE_AA, "--baseline-set", "nosuch=1",
+                                    "--candidate-set", "nosuch=1"], ["--set nosuch", "unknown"]),
 ]
 
 

@@ -127,13 +127,13 @@ def compare(
                  tuple(baseline_set))
         b = Side(_side_label(candidate or "default", candidate_set), candidate or "default",
                  tuple(candidate_set))
-        if a == b:
-            typer.echo("note: baseline and candidate are the same config (an A/A test)",
-                       err=True)
         console = Console(stderr=True)
         done = run_interleaved(base, a, b, pairs, console,
                                on_run=lambda side, path: console.print(f"{side}: {path}")
                                if progress else None)
+        if a == b:  # after the runs: a refused command (--pairs 0) prints one line only
+            typer.echo("note: baseline and candidate are the same config (an A/A test)",
+                       err=True)
         for msg in done.failed:
             typer.echo(f"warning: {msg}", err=True)
         a_runs = [load_run(p) for p in done.baseline]
