@@ -288,3 +288,22 @@ def test_an_interrupted_study_resumes_and_its_report_is_whole() -> None:
     record, folder = _record(root / "results", "resumed", None)
     assert [c.status for c in record.cells] == ["ok"] * 4
     assert "## Conclusions" in (folder / "study.md").read_text()
+
+
+@pytest.mark.server
+def test_the_status_line_is_measured_against_the_sizing_target(quick_studies) -> None:
+    """Seed 002: warm TPS over vCPUs × the file's TPS per core, VALIDATED only in the band."""
+    results, _ = quick_studies["instance-report"]
+    record, folder = _record(results, "instance-report")
+    v = record.validation
+    assert v is not None and v.per_core == 1200 and (v.band_low, v.band_high) == (0.7, 1.1)
+    side = record.workload("tpcb").side("tuned-warm")
+    measured = statistics.fmean(_iteration_values(side.runs, "tps", side.clients))
+    vcpus = json.loads((Path(side.runs[0]) / "manifest.json").read_text())["host"]["cpu_count"]
+    ratio = measured / (vcpus * 1200)
+    assert v.measured == pytest.approx(measured) and v.ratio == pytest.approx(ratio)
+    expected = ("VALIDATED" if 0.7 <= ratio <= 1.1 else
+                "BELOW TARGET" if ratio < 0.7 else "ABOVE TARGET")
+    assert v.status == expected
+    question = (folder / "study.md").read_text().split("## Executive summary")[0]
+    assert f"Status: **{expected}**" in question and f"{100 * ratio:.0f}% of" in question

@@ -31,6 +31,7 @@ from pgdyno.study.model import (
     Side,
     StepComparison,
     StudyRecord,
+    Validation,
     WorkloadResult,
 )
 from pgdyno.study.spec import StudySpec
@@ -51,6 +52,7 @@ def build_study(spec: CampaignSpec, study: StudySpec, out_dir: Path) -> StudyRec
         ended_at=_last(events, "at"), baseline=study.baseline, candidate=study.candidate,
         sections=list(study.sections), cells=cells, workloads=results,
         settings=_settings(results), wall_seconds=_wall_seconds(events))
+    record.validation = _validation(study, record)
     record.findings = conclusions.findings(record)
     record.threats = conclusions.threats(record)
     return record
@@ -218,7 +220,7 @@ def _side(label: str, dirs: list[str], runs: list[RunData], clients: int | None,
         side.dataset_fit = str(dataset.get("fits") or "")
         side.dataset_bytes = dataset.get("size_bytes")
         side.memory_bytes = dataset.get("available_bytes")
-    side.smart, side.endurance = _smart(its)
+    side.smart, side.endurance, side.smart_note = _smart(its)
     head = _headline(plugin)
     for count in sorted({it.clients for it in _iterations(runs, None)}):
         values = [it.metrics[head] for it in _iterations(runs, count) if head in it.metrics]
@@ -227,13 +229,14 @@ def _side(label: str, dirs: list[str], runs: list[RunData], clients: int | None,
     return side
 
 
-def _smart(its: list[IterationSummary]) -> tuple[dict[str, float], str]:
+def _smart(its: list[IterationSummary]) -> tuple[dict[str, float], str, str]:
     """The first and last SMART readings of the side's iterations (one device: the first
     that reported), when the device reports them."""
-    changes = [c for it in its if it.telemetry is not None for c in it.telemetry.smart
-               if c.available]
+    readings = [c for it in its if it.telemetry is not None for c in it.telemetry.smart]
+    changes = [c for c in readings if c.available]
     if not changes:
-        return {}, ""
+        reasons = sorted({c.reason for c in readings if c.reason})
+        return {}, "", "; ".join(reasons) or "no SMART reading was taken"
     first, last = changes[0], changes[-1]
     out = {"temperature_c_before": first.temperature_before_c,
            "temperature_c_after": max((c.temperature_after_c or 0) for c in changes),
@@ -243,10 +246,34 @@ def _smart(its: list[IterationSummary]) -> tuple[dict[str, float], str]:
            "percent_used_after": last.percent_used_after,
            "media_errors_after": last.media_errors_after,
            "throttle_events": sum(c.throttle_events or 0 for c in changes)}
-    return {k: float(v) for k, v in out.items() if v is not None}, last.endurance
+    return {k: float(v) for k, v in out.items() if v is not None}, last.endurance, ""
 
 
 # ----- the record's other parts ------------------------------------------------------------------
+
+def _validation(study: StudySpec, record: StudyRecord) -> Validation | None:
+    v = study.validate
+    result = record.workload(v.workload) if v is not None else None
+    side = result.side(v.side) if result is not None and v is not None else None
+    if v is None or result is None or side is None:
+        return None
+    fig = side.figure(v.metric or result.headline)
+    vcpus = _vcpus(side)
+    if fig is None or vcpus is None:
+        return None
+    return Validation(workload=v.workload, metric=fig.label, side=v.side, measured=fig.mean,
+                      vcpus=vcpus, per_core=v.per_core, source=v.source,
+                      band_low=v.band[0], band_high=v.band[1])
+
+
+def _vcpus(side: Side) -> int | None:
+    for run_dir in side.runs:
+        with contextlib.suppress(PgdynoError, OSError):
+            count = (load_run(Path(run_dir)).manifest.get("host") or {}).get("cpu_count")
+            if count:
+                return int(count)
+    return None
+
 
 def _hardware(results: list[WorkloadResult]) -> str:
     for result in results:

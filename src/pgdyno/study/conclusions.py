@@ -38,6 +38,7 @@ def findings(record: StudyRecord) -> list[Finding]:
         out += _write_cv(result)
         out += _smart(result)
     out += _common_bottleneck(record)
+    out += _validation(record)
     _pick_summary(out)
     return out
 
@@ -194,10 +195,25 @@ def _smart(result: WorkloadResult) -> list[Finding]:
     return out
 
 
+def _validation(record: StudyRecord) -> list[Finding]:
+    v = record.validation
+    if v is None:
+        return []
+    result = record.workload(v.workload)
+    return [Finding(kind="validation", workload=v.workload,
+                    section=result.anchor if result else "question",
+                    values={"measured": v.measured, "target": v.target, "ratio": v.ratio,
+                            "vcpus": float(v.vcpus), "per_core": v.per_core,
+                            "band_low": v.band_low, "band_high": v.band_high},
+                    words={"status": v.status, "metric": v.metric, "side": v.side,
+                           "source": v.source})]
+
+
 def _pick_summary(found: list[Finding]) -> None:
     """The executive summary: every headline verdict, then the envelope, the common
     bottleneck and the write smoothing, at most six sentences in all."""
-    order = ("change", "no_difference", "undetermined", "common_bottleneck", "measured",
+    order = ("validation", "change", "no_difference", "undetermined", "common_bottleneck",
+             "measured",
              "write_cv", "peak", "bottleneck")
     picked = 0
     for kind in order:

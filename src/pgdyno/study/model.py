@@ -22,6 +22,39 @@ RECORD_FILE = "study.json"
 
 
 @dataclass
+class Validation:
+    """Seed 002's status line: the measured headline against the sizing math's target
+    (vCPUs × a per-core figure the file states or a hardware profile holds)."""
+
+    workload: str
+    metric: str
+    side: str
+    measured: float
+    vcpus: int
+    per_core: float
+    source: str
+    """Where ``per_core`` comes from: "the study file", "hardware profile r8g.xlarge"."""
+    band_low: float
+    band_high: float
+
+    @property
+    def target(self) -> float:
+        return self.vcpus * self.per_core
+
+    @property
+    def ratio(self) -> float:
+        return self.measured / self.target if self.target else float("nan")
+
+    @property
+    def status(self) -> str:
+        if not self.target:
+            return "UNDETERMINED"
+        if self.ratio < self.band_low:
+            return "BELOW TARGET"
+        return "VALIDATED" if self.ratio <= self.band_high else "ABOVE TARGET"
+
+
+@dataclass
 class MetricFigure:
     """One metric of a workload on one side: its per-iteration values and their mean."""
 
@@ -59,6 +92,8 @@ class Side:
     """SMART/NVMe figures before and after (``temperature_c_before``, ...), when read."""
     endurance: str = ""
     """The device's endurance projection at this side's write rate, when SMART was read."""
+    smart_note: str = ""
+    """Why no SMART figure was read (a virtual disk, no permission), when none was."""
     by_clients: dict[str, float] = field(default_factory=dict)
     """The headline metric's mean per client count (keys: the count, as text): scaling."""
 
@@ -156,6 +191,7 @@ class StudyRecord:
     """Baseline → candidate settings (layer, name, before, after, rationale)."""
     wall_seconds: float | None = None
     """The campaign's measured run time (the journal's run-end seconds, summed)."""
+    validation: Validation | None = None
 
     def workload(self, name: str) -> WorkloadResult | None:
         return next((w for w in self.workloads if w.workload == name), None)

@@ -154,6 +154,15 @@ def _smart(f: Finding, record: StudyRecord) -> str:
     return f"SMART during {_what(f, record)} ({w['config']}): {', '.join(parts)}."
 
 
+def _validation(f: Finding, record: StudyRecord) -> str:
+    v, w = f.values, f.words
+    return (f"Status: **{w['status']}**: {_what(f, record)} ({w['side']}) measured "
+            f"{_num(v['measured'])} {w['metric']}, {100 * v['ratio']:.0f}% of the sizing "
+            f"math's target of {_num(v['target'])} ({v['vcpus']:.0f} vCPUs × "
+            f"{_num(v['per_core'])} per core, from {w['source']}); the band is "
+            f"{100 * v['band_low']:.0f}–{100 * v['band_high']:.0f}%.")
+
+
 def _endurance(f: Finding, record: StudyRecord) -> str:
     return f"Endurance ({_what(f, record)}, {f.words['config']}): {f.words['endurance']}."
 
@@ -162,7 +171,7 @@ _WORDS = {"change": _change, "no_difference": _no_difference, "undetermined": _u
           "step_change": _change, "step_no_difference": _no_difference,
           "step_undetermined": _undetermined, "measured": _measured, "peak": _peak,
           "bottleneck": _bottleneck, "common_bottleneck": _common, "write_cv": _write_cv,
-          "smart": _smart, "endurance": _endurance}
+          "smart": _smart, "endurance": _endurance, "validation": _validation}
 
 
 def threat_sentence(t: Threat) -> str:
@@ -196,8 +205,9 @@ def _question(record: StudyRecord) -> Section:
     ok = sum(c.status == "ok" for c in record.cells)
     wall = (f"; the runs took {record.wall_seconds / 60:.1f} min"
             if record.wall_seconds else "")
+    status = [sentence(f, record) for f in record.findings if f.kind == "validation"]
     return Section("Question", anchor="question", paragraphs=[
-        f"**{record.question}**",
+        f"**{record.question}**", *status,
         f"Hardware: {record.hardware}.",
         f"Campaign {record.campaign} at size {record.size}, {record.started_at[:19]} to "
         f"{record.ended_at[:19]} UTC: {ok} of {cells} cells ok{wall}. Baseline: "
@@ -280,17 +290,65 @@ def _workload(result: WorkloadResult, images: dict[str, str], out_dir: Path) -> 
         section.tables.append(_scaling_table(result))
     if result.steps:
         section.tables.append(_steps_table(result))
+    sections = [section]
     if result.compare_dir:
         section.paragraphs.append(f"The whole comparison: [{result.compare_dir}/compare.md]"
                                   f"({result.compare_dir}/compare.md).")
+        own = _workload_sections(result, out_dir)
+        shown = {path for s in own for _, path in s.images}
         for png in sorted((out_dir / result.compare_dir / "plots").glob("*.png")):
-            caption = png.stem.replace("_", " ").replace("-", " ")
-            section.images.append((f"{result.workload}: {caption}",
-                                   str(png.relative_to(out_dir))))
+            path = str(png.relative_to(out_dir))
+            if path not in shown:
+                caption = png.stem.replace("_", " ").replace("-", " ")
+                section.images.append((f"{result.workload}: {caption}", path))
+        sections += own
     if f"scaling_{result.workload}" in images:
         section.images.append((f"{result.workload}: headline by clients",
                                images[f"scaling_{result.workload}"]))
-    return [section]
+    smart = _smart_table(result)
+    if smart is not None:
+        section.tables.append(smart)
+    return sections
+
+
+def _workload_sections(result: WorkloadResult, out_dir: Path) -> list[Section]:
+    """The workload's own comparison sections (TPROC-H: per-query speedup and plan
+    changes), as its plugin lays them out, one level down, images re-rooted here."""
+    from pgdyno.workloads import registry
+
+    cmp = result.comparison
+    if cmp is None or not cmp.workload_detail or not result.compare_dir:
+        return []
+    folder = out_dir / result.compare_dir
+    own = registry.get(result.workload).compare_sections(cmp.workload_detail, folder)
+    for s in own:
+        s.level = 3
+        s.images = [(caption, f"{result.compare_dir}/{path}") for caption, path in s.images]
+    return own
+
+
+def _smart_table(result: WorkloadResult) -> Table | None:
+    """SMART of this phase (workload) per side: seed 000's table, or why there is none."""
+    rows = []
+    for side in result.sides:
+        v = side.smart
+        if v:
+            rows.append([side.label,
+                         f"{v.get('temperature_c_before', math.nan):.0f} → "
+                         f"{v.get('temperature_c_after', math.nan):.0f} °C",
+                         human_bytes(v["written_bytes"]) if "written_bytes" in v else "—",
+                         human_bytes(v["read_bytes"]) if "read_bytes" in v else "—",
+                         f"{v.get('percent_used_before', math.nan):.0f}% → "
+                         f"{v.get('percent_used_after', math.nan):.0f}%",
+                         f"{v['media_errors_after']:.0f}" if "media_errors_after" in v else "—",
+                         f"{v['throttle_events']:.0f}" if "throttle_events" in v else "—"])
+        elif side.smart_note:
+            rows.append([side.label, f"not available: {side.smart_note}", "", "", "", "", ""])
+    if not rows:
+        return None
+    return Table(["Phase", "Temperature", "Host writes", "Host reads", "Percentage used",
+                  "Media errors", "Throttle events"], rows,
+                 caption=f"SMART during {result.workload} (first reading before, last after)")
 
 
 def _side_lines(side: Side) -> list[str]:

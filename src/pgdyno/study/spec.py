@@ -10,6 +10,12 @@
     sections = ["summary", ...]        # optional: which sections the report has (in the
                                        # report's own order); default: all of them
 
+    [study.validate]                   # optional: seed 002's status line
+    per_core = 1500                    # the headline per vCPU the sizing math assumes, or
+    hardware = "r8g.xlarge"            # a profile whose tps_per_core it takes
+    band = [0.7, 0.9]                  # VALIDATED when measured/target is in the band
+    workload = "tpcb"                  # default: the first; side: default the baseline
+
 Every workload of the campaign is compared baseline against candidate when both ran it;
 a workload that ran under one config (fio, cpu) is described, not compared.
 """
@@ -25,7 +31,18 @@ from pgdyno.errors import UsageError
 SECTIONS = ("summary", "glance", "charts", "workloads", "settings", "conclusions", "threats")
 """The study report's sections, in the order the report has them (title and question
 always come first, the runs' list always last)."""
-STUDY_KEYS = {"question", "title", "baseline", "candidate", "sections"}
+STUDY_KEYS = {"question", "title", "baseline", "candidate", "sections", "validate"}
+VALIDATE_KEYS = {"per_core", "hardware", "band", "workload", "side", "metric"}
+
+
+@dataclass(frozen=True)
+class ValidateSpec:
+    workload: str
+    side: str
+    metric: str | None
+    per_core: float
+    source: str
+    band: tuple[float, float]
 
 
 @dataclass(frozen=True)
@@ -35,6 +52,7 @@ class StudySpec:
     baseline: str
     candidate: str | None
     sections: tuple[str, ...]
+    validate: ValidateSpec | None = None
 
 
 def study_of(spec: CampaignSpec) -> StudySpec | None:
@@ -66,7 +84,46 @@ def study_of(spec: CampaignSpec) -> StudySpec | None:
                          f"{', '.join(SECTIONS)}")
     return StudySpec(question=question, title=_line(table, "title", where) or spec.name,
                      baseline=baseline, candidate=candidate,
-                     sections=tuple(s for s in SECTIONS if s in sections))
+                     sections=tuple(s for s in SECTIONS if s in sections),
+                     validate=_validate(table.get("validate"), spec, baseline, where))
+
+
+def _validate(table: object, spec: CampaignSpec, baseline: str,
+              where: str) -> ValidateSpec | None:
+    if table is None:
+        return None
+    where = f"{where} validate"
+    if not isinstance(table, dict) or set(table) - VALIDATE_KEYS:
+        bad = sorted(set(table) - VALIDATE_KEYS) if isinstance(table, dict) else ["(not a table)"]
+        raise UsageError(f"{where}: {', '.join(bad)} not accepted; accepted: a table of "
+                         f"{', '.join(sorted(VALIDATE_KEYS))}")
+    workload = _line(table, "workload", where) or spec.workloads[0]
+    if workload not in spec.workloads:
+        raise UsageError(f"{where}: workload = {workload!r} is not one of the campaign's; "
+                         f"accepted: {', '.join(spec.workloads)}")
+    side = _line(table, "side", where) or baseline
+    if side not in [c.label for c in spec.configs]:
+        raise UsageError(f"{where}: side = {side!r} is not a [[config]] label; accepted: "
+                         f"{', '.join(c.label for c in spec.configs)}")
+    per_core, source = table.get("per_core"), "the study file"
+    if "hardware" in table:
+        from pgdyno.config.profiles import load_hardware
+
+        name = _line(table, "hardware", where)
+        per_core, source = load_hardware(str(name)).tps_per_core, f"hardware profile {name}"
+    if (not isinstance(per_core, int | float) or isinstance(per_core, bool)
+            or per_core <= 0):
+        raise UsageError(f"{where}: per_core = {per_core!r}; accepted: a positive number (the "
+                         "headline per vCPU), or hardware = a profile with tps_per_core")
+    band = table.get("band", [0.7, 0.9])
+    if (not isinstance(band, list) or len(band) != 2
+            or not all(isinstance(b, int | float) and not isinstance(b, bool) for b in band)
+            or not 0 < band[0] <= band[1]):
+        raise UsageError(f"{where}: band = {band!r}; accepted: [low, high], shares of the "
+                         "target with 0 < low <= high (e.g. [0.7, 0.9])")
+    metric = _line(table, "metric", where)
+    return ValidateSpec(workload=workload, side=side, metric=metric, per_core=float(per_core),
+                        source=source, band=(float(band[0]), float(band[1])))
 
 
 def _line(table: dict, key: str, where: str, required: bool = False) -> str | None:
