@@ -52,6 +52,8 @@ def build_study(spec: CampaignSpec, study: StudySpec, out_dir: Path) -> StudyRec
         ended_at=_last(events, "at"), baseline=study.baseline, candidate=study.candidate,
         sections=list(study.sections), cells=cells, workloads=results,
         settings=_settings(results), wall_seconds=_wall_seconds(events))
+    record.vcpus = next((n for r in results for side in r.sides
+                         if (n := _vcpus(side)) is not None), None)
     record.validation = _validation(study, record)
     record.findings = conclusions.findings(record)
     record.threats = conclusions.threats(record)

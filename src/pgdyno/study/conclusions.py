@@ -14,6 +14,7 @@ import math
 from pgdyno.compare.model import Comparison, MetricComparison
 from pgdyno.compare.stats import FASTER, HIGHER, LOWER, SAME, SLOWER
 from pgdyno.study.model import Finding, Side, StudyRecord, Threat, WorkloadResult
+from pgdyno.workloads import registry
 
 MEASURED_FIGURES = 6
 """How many of an uncompared workload's metrics its "measured" finding cites."""
@@ -24,6 +25,11 @@ SHORT_WINDOW_S = 60.0
 """A measured window shorter than this misses checkpoints (checkpoint_timeout is minutes)
 and autovacuum: the figures describe a burst, not a steady state."""
 CHANGED = (FASTER, SLOWER, HIGHER, LOWER)
+HEADROOM = 0.8
+"""Sustained load a size is recommended for: this share of its measured peak (the rest
+absorbs bursts, checkpoints and vacuum; the context report uses the same share)."""
+PROJECTED_VCPUS = (2, 4, 8, 16, 32)
+"""The sizes the per-core projection is written for."""
 
 
 def findings(record: StudyRecord) -> list[Finding]:
@@ -39,6 +45,7 @@ def findings(record: StudyRecord) -> list[Finding]:
         out += _smart(result)
     out += _common_bottleneck(record)
     out += _validation(record)
+    out += recommendations(record, out)
     _pick_summary(out)
     return out
 
@@ -209,11 +216,62 @@ def _validation(record: StudyRecord) -> list[Finding]:
                            "source": v.source})]
 
 
+def recommendations(record: StudyRecord, found: list[Finding]) -> list[Finding]:
+    """What to do, by rule: adopt the candidate when it won every compared headline beyond
+    the noise, keep the baseline when it won none, avoid it where it lost; and the headroom
+    each workload's peak leaves (seed 004)."""
+    heads = [f for f in found if f.kind in ("change", "no_difference", "undetermined")]
+    out = []
+    better = [f for f in heads if f.words["verdict"] in (FASTER, HIGHER)
+              and _improves(record, f)]
+    worse = [f for f in heads if f.kind == "change" and f not in better]
+    if heads and record.candidate:
+        if len(better) == len(heads):
+            out.append(Finding("adopt", "", "conclusions", {"workloads": float(len(heads))},
+                               {"candidate": record.candidate, "baseline": record.baseline}))
+        elif not better:
+            out.append(Finding("keep", "", "conclusions", {"workloads": float(len(heads))},
+                               {"candidate": record.candidate, "baseline": record.baseline}))
+        out += [Finding("avoid", f.workload, f.section, dict(f.values), dict(f.words))
+                for f in worse]
+    for f in found:
+        if f.kind == "peak" and registry.get(f.workload).needs_server:  # a load to plan for
+            out.append(Finding("headroom", f.workload, f.section,
+                               {"peak": f.values["peak"], "share": HEADROOM,
+                                "limit": HEADROOM * f.values["peak"],
+                                "clients": f.values["clients"]}, dict(f.words)))
+    return out
+
+
+def _improves(record: StudyRecord, f: Finding) -> bool:
+    """FASTER means better; HIGHER is better only for a metric where higher is better."""
+    if f.words["verdict"] == FASTER:
+        return True
+    result = record.workload(f.workload)
+    side = result.sides[0] if result and result.sides else None
+    fig = side.figure(result.headline) if side else None
+    return fig is not None and fig.direction > 0
+
+
+def projection(record: StudyRecord, vcpus: int) -> dict[str, dict[int, float]]:
+    """Each workload's headline per vCPU, times other sizes: a linear upper bound (real
+    scaling is lower: locks, WAL and memory bandwidth do not grow with cores)."""
+    out: dict[str, dict[int, float]] = {}
+    for result in record.workloads:
+        side = result.sides[0] if result.sides else None
+        fig = side.figure(result.headline) if side else None
+        if fig is None or fig.direction <= 0 or vcpus <= 0:
+            continue
+        peak = max(side.by_clients.values()) if side.by_clients else fig.mean
+        out[result.workload] = {n: peak / vcpus * n for n in PROJECTED_VCPUS}
+    return out
+
+
 def _pick_summary(found: list[Finding]) -> None:
     """The executive summary: every headline verdict, then the envelope, the common
     bottleneck and the write smoothing, at most six sentences in all."""
     order = ("validation", "change", "no_difference", "undetermined", "common_bottleneck",
-             "measured",
+             "adopt", "keep", "measured",
              "write_cv", "peak", "bottleneck")
     picked = 0
     for kind in order:

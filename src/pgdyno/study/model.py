@@ -192,6 +192,8 @@ class StudyRecord:
     wall_seconds: float | None = None
     """The campaign's measured run time (the journal's run-end seconds, summed)."""
     validation: Validation | None = None
+    vcpus: int | None = None
+    """The measured host's vCPUs (the projection's starting point)."""
 
     def workload(self, name: str) -> WorkloadResult | None:
         return next((w for w in self.workloads if w.workload == name), None)

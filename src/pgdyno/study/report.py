@@ -17,7 +17,7 @@ from pgdyno.compare.stats import FASTER, HIGHER, LOWER, SLOWER
 from pgdyno.config.units import human_bytes
 from pgdyno.reports import html
 from pgdyno.reports.document import Document, Section, Table, figure
-from pgdyno.study.conclusions import headline_comparison
+from pgdyno.study.conclusions import headline_comparison, projection
 from pgdyno.study.model import Finding, Side, StudyRecord, Threat, WorkloadResult
 from pgdyno.study.plots import study_plots
 
@@ -163,6 +163,32 @@ def _validation(f: Finding, record: StudyRecord) -> str:
             f"{100 * v['band_low']:.0f}–{100 * v['band_high']:.0f}%.")
 
 
+def _adopt(f: Finding, record: StudyRecord) -> str:
+    w = f.words
+    return (f"Recommendation: adopt {w['candidate']}: it beat {w['baseline']} beyond the "
+            f"noise on all {f.values['workloads']:.0f} compared workloads.")
+
+
+def _keep(f: Finding, record: StudyRecord) -> str:
+    w = f.words
+    return (f"Recommendation: keep {w['baseline']}: {w['candidate']} beat it beyond the noise "
+            f"on none of the {f.values['workloads']:.0f} compared workloads (measure longer or "
+            "with more repetitions before changing).")
+
+
+def _avoid(f: Finding, record: StudyRecord) -> str:
+    w = f.words
+    return (f"Recommendation: not {w['candidate']} for {_what(f, record)}: {w['metric']} "
+            f"{pct(f.values['change_pct'])} ({_interval(f)}).")
+
+
+def _headroom(f: Finding, record: StudyRecord) -> str:
+    v, w = f.values, f.words
+    return (f"Headroom ({_what(f, record)}, {w['config']}): plan sustained load under "
+            f"{_num(v['limit'], w['unit'])}, {100 * v['share']:.0f}% of the measured peak of "
+            f"{_num(v['peak'], w['unit'])}; above it, move up a size.")
+
+
 def _endurance(f: Finding, record: StudyRecord) -> str:
     return f"Endurance ({_what(f, record)}, {f.words['config']}): {f.words['endurance']}."
 
@@ -171,7 +197,8 @@ _WORDS = {"change": _change, "no_difference": _no_difference, "undetermined": _u
           "step_change": _change, "step_no_difference": _no_difference,
           "step_undetermined": _undetermined, "measured": _measured, "peak": _peak,
           "bottleneck": _bottleneck, "common_bottleneck": _common, "write_cv": _write_cv,
-          "smart": _smart, "endurance": _endurance, "validation": _validation}
+          "smart": _smart, "endurance": _endurance, "validation": _validation,
+          "adopt": _adopt, "keep": _keep, "avoid": _avoid, "headroom": _headroom}
 
 
 def threat_sentence(t: Threat) -> str:
@@ -404,11 +431,39 @@ def _settings(record: StudyRecord, images: dict[str, str], out_dir: Path) -> lis
     return [section]
 
 
+RECOMMENDING = ("adopt", "keep", "avoid", "headroom")
+
+
 def _conclusions(record: StudyRecord, images: dict[str, str], out_dir: Path) -> list[Section]:
-    lines = [s for f in record.findings if (s := sentence(f, record))]
-    return [Section(SECTION_TITLES["conclusions"], anchor="conclusions",
-                    paragraphs=[f"- {line}" for line in lines]
-                    or ["No conclusion: nothing was measured on both sides."])]
+    lines = [s for f in record.findings if f.kind not in RECOMMENDING
+             and (s := sentence(f, record))]
+    section = Section(SECTION_TITLES["conclusions"], anchor="conclusions",
+                      paragraphs=[f"- {line}" for line in lines]
+                      or ["No conclusion: nothing was measured."])
+    recs = Section("Recommendations", level=3, anchor="recommendations", paragraphs=[
+        f"- {s}" for f in record.findings if f.kind in RECOMMENDING
+        and (s := sentence(f, record))])
+    out = [section] + ([recs] if recs.paragraphs else [])
+    table = _projection_table(record)
+    if table is not None:
+        out.append(Section("Scaling projection", level=3, anchor="projection", paragraphs=[
+            "Each workload's peak per vCPU on this machine, times other sizes: a linear "
+            "upper bound (locks, WAL and memory bandwidth do not grow with cores; "
+            "`pgdyno report --context` fits the real curve once other sizes are measured)."],
+            tables=[table]))
+    return out
+
+
+def _projection_table(record: StudyRecord) -> Table | None:
+    vcpus = record.vcpus
+    projected = projection(record, vcpus or 0)
+    if not projected:
+        return None
+    sizes = sorted({n for p in projected.values() for n in p})
+    return Table(["vCPUs", *projected], [[str(n), *[_num(projected[w][n]) for w in projected]]
+                                         for n in sizes],
+                 caption=f"headline projected from {vcpus} vCPUs (upper bound)")
+
 
 
 def _threats(record: StudyRecord, images: dict[str, str], out_dir: Path) -> list[Section]:
