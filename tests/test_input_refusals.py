@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import socket
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -109,3 +111,96 @@ def test_tx_logs_values(given: str | None, cap: int | None) -> None:
 
     assert parse_tx_logs(given) == cap
 
+
+
+# ----- refusals found by a pre-flight check, before the run directory (issue 30) --------
+
+def _one_line_and_nothing_made(out, root: Path, *words: str) -> None:
+    assert "Traceback" not in out.stderr, out.stderr
+    assert out.returncode == 2, (out.returncode, out.stderr)
+    (line,) = out.stderr.strip().splitlines()
+    assert line.startswith("pgdyno: error: ") and "run directory" not in line, line
+    for word in words:
+        assert word in line, (word, line)
+    assert not (root / "results").exists(), sorted(str(p) for p in root.rglob("*"))
+    assert not (root / "work").exists()
+
+
+ARCHIVE = ["bench", "tpcb", "--scale", "1", "--clients", "1", "--duration", "1",
+           "--no-progress", "--archive", "buffered"]
+
+
+@pytest.mark.parametrize(("where", "words"), [
+    ("afile", ["is a file", "a directory (created if absent)"]),
+    ("afile/archive", ["afile is a file"]),
+])
+def test_an_archive_dir_that_cannot_be_is_refused_before_anything(
+        tmp_path: Path, where: str, words: list[str]) -> None:
+    """Before, the run started, made its run directory and failed there (exit 2, but a
+    failed run left behind)."""
+    (tmp_path / "afile").write_text("x")
+    out = run_cli([*ARCHIVE, "--archive-dir", str(tmp_path / where), "--results-dir",
+                   str(tmp_path / "results")], tmp_path / "work")
+    _one_line_and_nothing_made(out, tmp_path, f"--archive-dir {tmp_path / where}", *words)
+
+
+def test_an_archive_dir_out_of_the_server_users_reach_is_refused(tmp_path: Path) -> None:
+    from pgdyno.targets.osuser import running_as_root
+
+    if not running_as_root():
+        pytest.skip("the server runs as this user: every directory it may write it reaches")
+    private = tmp_path / "private"
+    private.mkdir(mode=0o700)
+    out = run_cli([*ARCHIVE, "--archive-dir", str(private / "archive"), "--results-dir",
+                   str(tmp_path / "results")], tmp_path / "work")
+    _one_line_and_nothing_made(out, tmp_path, "cannot traverse", str(private))
+    assert list(private.iterdir()) == []
+
+
+def test_an_archive_dir_on_a_read_only_filesystem_is_refused(tmp_path: Path) -> None:
+    mount = tmp_path / "ro"
+    mount.mkdir()
+    made = subprocess.run(["mount", "-t", "tmpfs", "-o", "ro,size=64k", "tmpfs", str(mount)],
+                          capture_output=True, check=False)
+    if made.returncode != 0:
+        pytest.skip(f"cannot mount a read-only tmpfs here: {made.stderr.decode().strip()}")
+    try:
+        for where in (mount, mount / "archive"):
+            out = run_cli([*ARCHIVE, "--archive-dir", str(where), "--results-dir",
+                           str(tmp_path / "results")], tmp_path / "work")
+            _one_line_and_nothing_made(out, tmp_path, f"{mount} is on a read-only filesystem")
+    finally:
+        subprocess.run(["umount", str(mount)], check=True)
+
+
+def test_a_missing_tpchgen_cli_is_refused_before_anything(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """TPROC-H's data generator is looked for before the run directory is made (before, it
+    was looked for by the load, in a run directory then left failed)."""
+    monkeypatch.setattr(sys, "executable", str(tmp_path / "python"))
+    out = run_cli(["bench", "tproch", "--scale-factor", "0.01", "--no-progress",
+                   "--results-dir", str(tmp_path / "results")], tmp_path / "work",
+                  env={"PATH": str(tmp_path)})
+    _one_line_and_nothing_made(out, tmp_path, "tpchgen-cli not found", "pip install tpchgen-cli")
+
+
+@pytest.mark.server
+def test_a_dsn_database_the_tproch_load_would_refuse_is_refused_before_anything(
+        server, tmp_path: Path) -> None:
+    """A --dsn database holding a user's lineitem: the load's refusal (tables pgdyno did
+    not create, --force offered) comes before the run directory, read without changing the
+    database; with --force the run goes on past it."""
+    import psycopg
+
+    from tests.conftest import scratch_database
+
+    for conn in scratch_database(server, "pgdyno_refuse_lineitem"):
+        with psycopg.connect(conn.in_schema(None).conninfo(), autocommit=True) as db:
+            db.execute("CREATE TABLE lineitem (precious text)")
+        out = run_cli(["bench", "tproch", "--scale-factor", "0.01", "--no-progress",
+                       "--dsn", conn.conninfo(), "--results-dir", str(tmp_path / "results")],
+                      tmp_path / "work")
+        _one_line_and_nothing_made(out, tmp_path, "public.lineitem", "--force")
+        with psycopg.connect(conn.conninfo(), autocommit=True) as db:
+            assert db.execute("SELECT count(*) FROM pg_namespace WHERE nspname = "
+                              "'pgdyno_tpch'").fetchone() == (0,)

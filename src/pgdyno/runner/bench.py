@@ -360,13 +360,19 @@ def _make_room_for_clients(opts: BenchOptions, settings: dict[str, str], record:
 
 def _archive_settings(opts: BenchOptions, settings: dict[str, str], record: dict) -> None:
     """--archive: archive_mode and archive_command on a server pgdyno starts, recorded with
-    the config's settings (their source says --archive)."""
+    the config's settings (their source says --archive); its directory checked."""
     from pgdyno.targets import archive
+    from pgdyno.targets.osuser import server_user
 
-    added = archive.archive_settings(archive.spec_of(opts.target))
+    spec = archive.spec_of(opts.target)
+    added = archive.archive_settings(spec)
     if not added:
         return
     archive.check_wal_level(settings)
+    # Before anything is created: an archive directory that is a file, on a read-only
+    # filesystem or out of the server user's reach is bad input, not a failed run. Archiving
+    # is refused with --dsn and --ssh, so the server is local and runs as server_user().
+    archive.check_directory(spec, server_user())
     settings.update(added)
     record.setdefault("pg_settings", {}).update(added)
     record.setdefault("sources", {}).update(

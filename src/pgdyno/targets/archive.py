@@ -150,6 +150,39 @@ def check_wal_level(settings: dict[str, str]) -> None:
                          "wal_level = minimal (override with --set wal_level=replica)")
 
 
+def check_directory(spec: ArchiveSpec, user: ServerUser) -> None:
+    """The archive directory as ``prepare`` will need it, checked before anything is
+    created (no run directory is made for bad input): not a file, nor under one, on a
+    writable filesystem, writable (or creatable) by pgdyno, and reachable by the server
+    user who writes the segments. Nothing is created or changed here."""
+    if not spec.enabled or spec.directory is None:
+        return
+    directory = spec.directory
+    label = f"--archive-dir {directory}"
+    existing = directory
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir():
+        where = "" if existing == directory else f"{existing} "
+        raise UsageError(f"{label}: {where}is a file; accepted: a directory (created if "
+                         "absent)")
+    try:
+        read_only = bool(os.statvfs(existing).f_flag & os.ST_RDONLY)
+    except OSError:
+        read_only = False
+    if read_only:
+        raise UsageError(f"{label}: {existing} is on a read-only filesystem; accepted: a "
+                         "directory on a writable one")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        what = "write in it" if existing == directory else f"create it in {existing}"
+        raise UsageError(f"{label}: pgdyno may not {what} (permission denied); accepted: a "
+                         "directory this user may write")
+    blocked = unreachable_ancestor(directory, user)
+    if blocked is not None:
+        raise UsageError(f"{label}: the server user {user.name} cannot traverse {blocked}; "
+                         "choose another directory")
+
+
 def prepare(spec: ArchiveSpec, user: ServerUser) -> list[str]:
     """Create the archive directory for the server user, install the archive command and
     empty the segments pgdyno archived there before; returns notes for the run."""

@@ -30,6 +30,8 @@ from pgdyno.analysis.summary import (
 from pgdyno.errors import RunFailed, UsageError
 from pgdyno.reports.document import Section
 from pgdyno.results.rundir import IterationRecord, RunDirectory, RunPlan
+from pgdyno.targets.dsn import dsn_connection
+from pgdyno.workloads import dataset
 from pgdyno.workloads.base import (
     HIGHER,
     LOWER,
@@ -43,7 +45,7 @@ from pgdyno.workloads.base import (
     option,
 )
 from pgdyno.workloads.checks import check_positive, exclusive, parse_int_list, parse_size_option
-from pgdyno.workloads.tproch import loader, queries, refresh, streams
+from pgdyno.workloads.tproch import loader, queries, refresh, schema, streams
 from pgdyno.workloads.tproch.metrics import iteration_figures, stream_geomeans
 from pgdyno.workloads.tproch.model import LoadOptions, LoadProgress
 
@@ -159,7 +161,13 @@ class Tproch:
                                    warmup_s=0, duration_s=max(opts.duration_s, 1))
 
     def check_with_target(self, opts: BenchOptions, install: object | None) -> None:
-        """Nothing to check before the server is up."""
+        """Before anything is created (no run directory for bad input): the data generator
+        is there, and a --dsn database, up already, holds nothing the load would refuse
+        (tables pgdyno did not create without --force, or of TPROC-H's names in its own
+        schema). A server pgdyno starts is looked into only once it runs."""
+        loader.tpchgen_program()
+        if opts.target.kind == "dsn" and opts.target.dsn:
+            _check_dsn_database(opts)
 
     def storage_directories(self, opts: BenchOptions) -> dict[str, Path]:
         return {}
@@ -271,6 +279,24 @@ class Tproch:
         from pgdyno.workloads.tproch.report import compare_sections
 
         return compare_sections(detail, out_dir)
+
+
+def _check_dsn_database(opts: BenchOptions) -> None:
+    """The load's refusals, read from the --dsn database without changing it; a server
+    that does not answer is left to the target's own check, which says so in its words."""
+    conn = dataset.scoped(dsn_connection(opts.target.dsn or ""), schema.DATASET_SCHEMA)
+    size_key = LoadOptions(scale_factor=opts.workload_options.scale_factor).size_key
+    try:
+        db = psycopg.connect(conn.conninfo(), autocommit=True, connect_timeout=5)
+    except psycopg.OperationalError:
+        return
+    with db:
+        state = dataset.inspect(db, schema.WORKLOAD, size_key, list(schema.TABLES),
+                                schema.DATASET_SCHEMA)
+        if state.reusable:
+            return
+        dataset.check_can_initialise(state, db.info.dbname, opts.force)
+        dataset.refuse_name_collisions(list(schema.TABLES), state, "TPROC-H's")
 
 
 def _timeout_ms(text: str | None) -> int | None:
