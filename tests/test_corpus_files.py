@@ -353,7 +353,18 @@ def _bad_histogram(path: Path) -> None:
     path.write_text("".join(lines))
 
 
-RAW_DAMAGE = {**DAMAGE, "flipped": _flip, "bad-histogram": _bad_histogram}
+def _cut_inside_a_line(path: Path) -> None:
+    """Cut at half, moved off a line's end: a text file cut exactly after a line is a
+    shorter file, whole (an interrupted run's), not a truncated one."""
+    data = path.read_bytes()
+    cut = len(data) // 2
+    while data[cut - 1:cut] == b"\n":
+        cut -= 1
+    path.write_bytes(data[:cut])
+
+
+RAW_DAMAGE = {**DAMAGE, "flipped": _flip, "bad-histogram": _bad_histogram,
+              "cut-inside-a-line": _cut_inside_a_line}
 LOG_ROUTE, SECONDS_ROUTE = "logs", "seconds"
 """The iteration's percentiles come from its per-transaction logs when they are all there,
 else from its per-second files: the damage of the latter is read with the logs moved away."""
@@ -362,13 +373,13 @@ RAW_CASES = [
     ("tx.gz", LOG_ROUTE, "empty", "empty"),
     ("tx.gz", LOG_ROUTE, "garbage", "not a gzip file"),
     ("tx.gz", LOG_ROUTE, "flipped", "gzip data is corrupt"),
-    ("latency.hlog", SECONDS_ROUTE, "truncated", "truncated"),
+    ("latency.hlog", SECONDS_ROUTE, "cut-inside-a-line", "truncated"),
     ("latency.hlog", SECONDS_ROUTE, "empty", "empty"),
     ("latency.hlog", SECONDS_ROUTE, "garbage", "binary data"),
     ("latency.hlog", SECONDS_ROUTE, "bad-histogram", "line 6 is damaged: its histogram does "
                                                      "not decode"),
     ("latency.hlog", SECONDS_ROUTE, "directory", "directory"),
-    ("seconds.csv", SECONDS_ROUTE, "truncated", "truncated"),
+    ("seconds.csv", SECONDS_ROUTE, "cut-inside-a-line", "truncated"),
     ("seconds.csv", SECONDS_ROUTE, "empty", "empty"),
     ("seconds.csv", SECONDS_ROUTE, "garbage", "binary data"),
     ("seconds.csv", SECONDS_ROUTE, "wrong-type", "not a pgdyno seconds file"),

@@ -151,7 +151,7 @@ def read_intervals(path: Path) -> Iterator[Interval]:
                 problem = _payload_problem(payload)
             except (ValueError, OverflowError):
                 problem = "not an interval histogram (Tag=NAME,start,length,max,payload)"
-            if problem is not None and not raw.endswith(b"\n"):
+            if not raw.endswith(b"\n"):  # every line ends with one: the last was cut short
                 raise UsageError(f"{path}: the file is truncated (it ends inside line "
                                  f"{number}, an interval histogram cut short)")
             if problem is not None:

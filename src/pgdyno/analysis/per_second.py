@@ -274,13 +274,12 @@ def read_seconds(path: Path) -> dict[tuple[int, int], SecondRow]:
         raise UsageError(f"{path}: " + ("the file is truncated (it ends inside its header)"
                                         if cut else "not a pgdyno seconds file (expected the "
                                         f"header {','.join(_COLUMNS[:4])},...)"))
+    if not text.endswith("\n"):  # every line ends with one: the last was cut short
+        raise UsageError(f"{path}: the file is truncated (it ends inside line {len(lines)})")
     for number, values in enumerate(reader, 2):
         try:
             row = SecondRow(**{c: int(v) for c, v in zip(_COLUMNS, values, strict=True)})
         except (ValueError, TypeError):
-            if number == len(lines) and not text.endswith("\n"):
-                raise UsageError(f"{path}: the file is truncated (it ends inside line "
-                                 f"{number})") from None
             raise UsageError(f"{path}: line {number} is damaged ({len(values)} fields; "
                              f"expected {len(_COLUMNS)} integers)") from None
         key = (row.second, row.script)
