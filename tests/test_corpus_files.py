@@ -372,7 +372,7 @@ RAW_CASES = [
     ("tx.gz", LOG_ROUTE, "truncated", "truncated .*gzip stream ends early"),
     ("tx.gz", LOG_ROUTE, "empty", "empty"),
     ("tx.gz", LOG_ROUTE, "garbage", "not a gzip file"),
-    ("tx.gz", LOG_ROUTE, "flipped", "gzip data is corrupt"),
+    ("tx.gz", LOG_ROUTE, "flipped", "gzip data is corrupt|gzip stream ends early"),
     ("latency.hlog", SECONDS_ROUTE, "cut-inside-a-line", "truncated"),
     ("latency.hlog", SECONDS_ROUTE, "empty", "empty"),
     ("latency.hlog", SECONDS_ROUTE, "garbage", "binary data"),
