@@ -47,7 +47,7 @@ from pgdyno import __version__
 from pgdyno.errors import UsageError
 from pgdyno.targets.connection import ConnectionInfo
 from pgdyno.workloads import dataset
-from pgdyno.workloads.parallel import run_pool
+from pgdyno.workloads.parallel import BuildPhases, run_pool
 
 DATASET = "oltp"
 """Registry name (pgdyno_dataset.workload), shared by oltp-read-only and oltp-read-write,
@@ -330,25 +330,22 @@ class _Builder:
         self.progress = progress
         self.rows_total = opts.tables * opts.table_size
         self.rows_done = 0
-        self.phase = "data"
-        self.started = time.monotonic()
-        self.phase_seconds: dict[str, float] = {}
+        self.phases = BuildPhases(self.report)
+
+    @property
+    def phase_seconds(self) -> dict[str, float]:
+        return self.phases.seconds
 
     def report(self, phase: str | None = None) -> None:
         if self.progress is None:
             return
-        elapsed = max(time.monotonic() - self.started, 1e-9)
-        self.progress(LoadProgress(phase=phase or self.phase, rows_done=self.rows_done,
+        elapsed = max(self.phases.elapsed_s, 1e-9)
+        self.progress(LoadProgress(phase=phase or self.phases.phase, rows_done=self.rows_done,
                                    rows_total=self.rows_total,
                                    rows_per_s=self.rows_done / elapsed))
 
     def run_phase(self, phase: str, jobs: list[_Job]) -> None:
-        self.phase = phase
-        started = time.monotonic()
-        self.report()
-        for job, _ in run_pool(self.conn, jobs, min(self.workers, len(jobs))):
-            self.rows_done += job.rows
-            self.report()
         # "keys" runs as two pools (indexes, then primary keys): their times add up.
-        self.phase_seconds[phase] = (self.phase_seconds.get(phase, 0.0)
-                                     + time.monotonic() - started)
+        pool = run_pool(self.conn, jobs, min(self.workers, len(jobs)))
+        for job, _ in self.phases.follow(phase, len(jobs), pool):
+            self.rows_done += job.rows

@@ -14,7 +14,6 @@ interrupted load is never mistaken for a reusable one.
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -25,19 +24,12 @@ import psycopg
 from pgdyno import __version__
 from pgdyno.targets.connection import ConnectionInfo
 from pgdyno.workloads import dataset
-from pgdyno.workloads.parallel import run_pool
+from pgdyno.workloads.parallel import BuildPhases, default_workers, run_pool
 from pgdyno.workloads.tprocc import schema
 from pgdyno.workloads.tprocc.model import SCHEMA_VERSION, LoadOptions, LoadProgress, LoadResult
 
 ProgressCallback = Callable[[LoadProgress], None]
-
-
-def default_workers() -> int:
-    """One loader connection per CPU this process may run on (cgroup/affinity-aware)."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # not Linux
-        return max(1, os.cpu_count() or 1)
+__all__ = ["default_workers", "load"]
 
 
 def load(target: ConnectionInfo, options: LoadOptions,
@@ -71,7 +63,7 @@ def load(target: ConnectionInfo, options: LoadOptions,
                        seconds, __version__)
     return LoadResult(schema_version=SCHEMA_VERSION, warehouses=options.warehouses,
                       reused=False, workers=workers, order_line_partitions=partitions,
-                      rows=loader.rows, seconds=seconds, phase_seconds=loader.phase_seconds,
+                      rows=loader.rows, seconds=seconds, phase_seconds=loader.phases.seconds,
                       load_c_last=schema.LOAD_C_LAST)
 
 
@@ -101,20 +93,16 @@ class _Loader:
         self.progress = progress
         self.rows = 0
         self.warehouses_done = 0
-        self.phase = "data"
-        self.steps_done = 0
-        self.steps_total = 0
-        self.started = time.monotonic()
-        self.phase_seconds: dict[str, float] = {}
+        self.phases = BuildPhases(self.report)
 
     def report(self, phase: str | None = None) -> None:
         if self.progress is None:
             return
+        p = self.phases
         self.progress(LoadProgress(
-            phase=phase or self.phase, warehouses_done=self.warehouses_done,
+            phase=phase or p.phase, warehouses_done=self.warehouses_done,
             warehouses_total=self.options.warehouses, rows=self.rows,
-            elapsed_s=time.monotonic() - self.started, steps_done=self.steps_done,
-            steps_total=self.steps_total))
+            elapsed_s=p.elapsed_s, steps_done=p.steps_done, steps_total=p.steps_total))
 
     # ----- phases ----------------------------------------------------------------------
     def run_data(self) -> None:
@@ -136,20 +124,13 @@ class _Loader:
 
     # ----- the pool ----------------------------------------------------------------------
     def _phase(self, phase: str, jobs: list[_Job]) -> None:
-        self.phase = phase
-        self.steps_done = 0
-        self.steps_total = len(jobs)
-        started = time.monotonic()
-        self.report()
-        for job, result in run_pool(self.target, jobs, min(self.workers, len(jobs)),
-                                    self._session_settings()):
-            self.steps_done += 1
+        pool = run_pool(self.target, jobs, min(self.workers, len(jobs)),
+                        self._session_settings())
+        for job, result in self.phases.follow(phase, len(jobs), pool):
             if job.warehouse:
                 self.warehouses_done += 1
             if phase == "data" and result is not None:
                 self.rows += int(result)
-            self.report()
-        self.phase_seconds[phase] = time.monotonic() - started
 
     def _session_settings(self) -> dict[str, str]:
         settings = {}

@@ -25,14 +25,13 @@ from __future__ import annotations
 import contextlib
 import math
 import os
-import queue
 import shutil
 import subprocess
 import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -44,7 +43,7 @@ from pgdyno import __version__
 from pgdyno.errors import RunFailed, UsageError
 from pgdyno.targets.connection import ConnectionInfo
 from pgdyno.workloads import dataset
-from pgdyno.workloads.parallel import run_pool
+from pgdyno.workloads.parallel import BuildPhases, default_workers, run_pool
 from pgdyno.workloads.tproch import schema
 from pgdyno.workloads.tproch.model import SCHEMA_VERSION, LoadOptions, LoadProgress, LoadResult
 
@@ -82,14 +81,6 @@ CHUNK_BYTES = 1 << 20
 """Bytes read from a generator and written to COPY at a time."""
 
 PROGRESS_INTERVAL_S = 0.5
-
-
-def default_workers() -> int:
-    """One loader connection per CPU this process may run on (cgroup/affinity-aware)."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # not Linux
-        return max(1, os.cpu_count() or 1)
 
 
 def tpchgen_program() -> str:
@@ -179,7 +170,7 @@ def load(target: ConnectionInfo, options: LoadOptions,
     total = sum(loader.table_rows.values())
     return LoadResult(schema_version=SCHEMA_VERSION, scale_factor=options.scale_factor,
                       reused=False, workers=workers, rows=dict(loader.table_rows),
-                      seconds=seconds, phase_seconds=loader.phase_seconds,
+                      seconds=seconds, phase_seconds=loader.phases.seconds,
                       rows_per_s=total / seconds if seconds > 0 else 0.0, parts=parts)
 
 
@@ -208,45 +199,44 @@ class _Loader:
         self.rows = 0
         self.rows_total = sum(schema.approx_rows(options.scale_factor).values())
         self.table_rows: dict[str, int] = {}
-        self.phase = "data"
-        self.steps_done = 0
-        self.steps_total = 0
-        self.started = time.monotonic()
-        self.phase_seconds: dict[str, float] = {}
+        self.phases = BuildPhases(self.report)
 
     def report(self, phase: str | None = None) -> None:
         if self.progress is None:
             return
+        p = self.phases
         self.progress(LoadProgress(
-            phase=phase or self.phase, rows=self.rows, rows_total=self.rows_total,
-            elapsed_s=time.monotonic() - self.started, steps_done=self.steps_done,
-            steps_total=self.steps_total))
+            phase=phase or p.phase, rows=self.rows, rows_total=self.rows_total,
+            elapsed_s=p.elapsed_s, steps_done=p.steps_done, steps_total=p.steps_total))
 
     # ----- phases ----------------------------------------------------------------------
     def run_data(self, jobs: list[CopyJob]) -> None:
-        self._begin("data", len(jobs))
+        self.phases.begin("data", len(jobs))
         pool = _copy_pool(self.target, jobs, self.workers, self.program,
                           self.options.scale_factor)
-        with contextlib.closing(pool):  # an exception here stops the pool at once
-            self._follow(pool)
+        try:
+            with contextlib.closing(pool):  # an exception here stops the pool at once
+                self._follow(pool)
+        except (_GeneratorFailed, psycopg.Error) as exc:
+            raise _one_line_error(exc) from None
         self.table_rows = {t: self.table_rows.get(t, 0) for t in schema.DATA_TABLES}
-        self._end()
+        self.phases.end()
 
-    def _follow(self, pool: Iterator[int | _Done]) -> None:
+    def _follow(self, pool: Iterator[tuple[CopyJob | None, Any]]) -> None:
         last_report = time.monotonic()
-        for event in pool:
-            if isinstance(event, int):  # rows streamed so far by some generator
-                self.rows += event
+        for job, value in pool:
+            if job is None:  # rows streamed so far by some generator
+                self.rows += value
                 if time.monotonic() - last_report < PROGRESS_INTERVAL_S:
                     continue
+                self.report()
             else:
-                job, copied, streamed = event
+                copied, streamed = value
                 self.rows += sum(copied.values()) - streamed
                 for table, rows in copied.items():
                     self.table_rows[table] = self.table_rows.get(table, 0) + rows
-                self.steps_done += 1
+                self.phases.step()
             last_report = time.monotonic()
-            self.report()
 
     def run_keys(self) -> None:
         jobs = [_Statement(job.statement) for job in schema.key_jobs(self.options.scale_factor)]
@@ -257,27 +247,15 @@ class _Loader:
         self._statements("vacuum", jobs)
 
     # ----- helpers ---------------------------------------------------------------------
-    def _begin(self, phase: str, steps: int) -> None:
-        self.phase = phase
-        self.steps_done = 0
-        self.steps_total = steps
-        self.phase_started = time.monotonic()
-        self.report()
-
-    def _end(self) -> None:
-        self.phase_seconds[self.phase] = time.monotonic() - self.phase_started
-
     def _statements(self, phase: str, jobs: list[_Statement]) -> None:
-        self._begin(phase, len(jobs))
+        pool = run_pool(self.target, jobs, min(self.workers, len(jobs)),
+                        self._maintenance_settings())
         try:
-            for _ in run_pool(self.target, jobs, min(self.workers, len(jobs)),
-                              self._maintenance_settings()):
-                self.steps_done += 1
-                self.report()
+            for _ in self.phases.follow(phase, len(jobs), pool):
+                pass
         except psycopg.Error as exc:
             raise RunFailed(f"TPROC-H load stopped in phase {phase}: "
                             f"{_first_line(exc)}") from None
-        self._end()
 
     def _maintenance_settings(self) -> dict[str, str]:
         settings = {}
@@ -290,10 +268,6 @@ class _Loader:
 
 
 # ----- the data pool: generators piped into COPY --------------------------------------------
-
-_Done = tuple[CopyJob, dict[str, int], int]
-"""A finished job: rows copied per table, and newlines streamed (already reported)."""
-
 
 class _Stopped(Exception):
     """The pool is stopping (another job failed, or the caller gave up)."""
@@ -332,55 +306,19 @@ class _Generators:
 
 
 def _copy_pool(target: ConnectionInfo, jobs: list[CopyJob], workers: int, program: str,
-               sf: float) -> Generator[int | _Done, None, None]:
-    """Run ``jobs`` over ``workers`` connections; yield row counts as they stream and each
-    finished job. The first failure (or the caller's exception) kills every generator,
-    cancels every COPY and is raised here as one line."""
-    todo: queue.Queue[CopyJob] = queue.Queue()
-    for job in jobs:
-        todo.put(job)
-    events: queue.Queue[tuple[str, Any]] = queue.Queue()
+               sf: float) -> Iterator[tuple[CopyJob | None, Any]]:
+    """Run ``jobs`` over ``workers`` connections (``parallel.run_pool``); yield (None, rows
+    streamed) as generators stream and (job, (rows copied per table, newlines streamed)) as
+    each finishes. The first failure (or the caller's exception) kills every generator and
+    cancels every COPY (each in its own transaction, rolled back)."""
     generators = _Generators()
-    conns = [psycopg.connect(target.conninfo()) for _ in range(min(workers, len(jobs)))]
 
-    def work(conn: psycopg.Connection) -> None:
-        try:
-            while not generators.stopped:
-                try:
-                    job = todo.get_nowait()
-                except queue.Empty:
-                    break
-                copied, streamed = _run_job(conn, job, program, sf, generators,
-                                            lambda n: events.put(("rows", n)))
-                events.put(("done", (job, copied, streamed)))
-        except BaseException as exc:  # handed to the caller's thread
-            events.put(("error", exc))
-        events.put(("exit", None))
+    def run(conn: psycopg.Connection, job: CopyJob, note: Callable[[int], None]
+            ) -> tuple[dict[str, int], int]:
+        return _run_job(conn, job, program, sf, generators, note)
 
-    threads = [threading.Thread(target=work, args=(c,), daemon=True) for c in conns]
-    for thread in threads:
-        thread.start()
-    exited = 0
-    completed = False
-    try:
-        while exited < len(threads):
-            kind, value = events.get()
-            if kind == "error":
-                raise _one_line_error(value)
-            if kind == "exit":
-                exited += 1
-            else:
-                yield value
-        completed = True
-    finally:
-        if not completed:
-            generators.kill_all()
-            for conn in conns:
-                conn.cancel_safe()
-        for thread in threads:
-            thread.join()
-        for conn in conns:
-            conn.close()
+    return run_pool(target, jobs, min(workers, len(jobs)), run=run,
+                    on_stop=generators.kill_all)
 
 
 def _run_job(conn: psycopg.Connection, job: CopyJob, program: str, sf: float,
