@@ -120,7 +120,7 @@ def test_dsn_target_is_never_restarted_and_password_never_written(server, workdi
 def test_dsn_role_without_pg_checkpoint_runs_and_says_so(server, workdir: Path) -> None:
     import psycopg
 
-    from pgdyno.runner.bench import NO_CHECKPOINT
+    from pgdyno.workloads.base import NO_CHECKPOINT
 
     admin = server.admin_connection().conninfo("postgres")
     with psycopg.connect(admin, autocommit=True) as db:

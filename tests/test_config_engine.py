@@ -17,12 +17,15 @@ from pgdyno.config.pgcatalog import snapshot
 from pgdyno.config.render import RENDERERS
 from pgdyno.config.units import GB, MB
 from pgdyno.errors import UsageError
+from pgdyno.workloads.registry import ADVICE
 
 
 def resolve(name: str, overrides: list[str] | None = None, hardware: str = "r8g.xlarge",
             workload: str = "oltp", **kw) -> ResolvedConfig:
+    """As `pgdyno tune` and `pgdyno bench` resolve: with the workloads' advice (the tuned
+    matrix's benchmark group comes from the workload plugins)."""
     return resolve_config(name, overrides or [], pg_major=18, workload=workload,
-                          hardware=load_hardware(hardware), **kw)
+                          hardware=load_hardware(hardware), **{"advisor": ADVICE, **kw})
 
 
 def size(resolved: ResolvedConfig, key: str) -> int:

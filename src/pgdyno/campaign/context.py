@@ -39,7 +39,7 @@ from pgdyno.compare.runs import RunData, context_runs
 from pgdyno.provision.journal import ProvisionEvent, read_events
 from pgdyno.runner.outcome import outcome_of
 from pgdyno.workloads import registry
-from pgdyno.workloads.base import CPU_BASELINE_METRIC, headline_of
+from pgdyno.workloads.base import headline_of
 
 BASELINE_PRIME = 20000
 """The --cpu-max-prime of the per-core figures in hardware profiles (bench cpu's default)."""
@@ -297,14 +297,16 @@ def _on_server(run: RunData) -> bool:
 def _cpu_baseline(runs: list[RunData]) -> CpuBaseline | None:
     """The latest finished run that measured the host's per-core speed, if any."""
     for run in reversed(runs):
+        metric = (registry.get(run.workload).cpu_baseline_metric
+                  if run.workload in registry.names() else None)
         its = [it for it in (run.summary.iterations if run.summary else [])
-               if it.status == "ok" and CPU_BASELINE_METRIC in it.metrics]
+               if it.status == "ok" and metric in it.metrics]
         if run.status != "ok" or not its:
             continue
         threads = max(it.clients for it in its)
         options = (run.manifest.get("options") or {}).get("workload_options") or {}
         return CpuBaseline(
-            events_per_s_per_core=statistics.fmean(it.metrics[CPU_BASELINE_METRIC]
+            events_per_s_per_core=statistics.fmean(it.metrics[metric]
                                                    for it in its if it.clients == threads),
             threads=threads, max_prime=int(options.get("max_prime", BASELINE_PRIME)),
             run=str(run.path))

@@ -50,7 +50,7 @@ def tune(
                                  help="Catalogue name (r8g.xlarge, ...), profile file, or detect."),
     workload: str = typer.Option("oltp", "--workload",
                                  help="a tuning class (oltp, web, dw, mixed, desktop) or a "
-                                      "benchmark workload (tpcb, tprocc, ...)"),
+                                      "benchmark workload (pgdyno bench --help lists them)"),
     config: str = typer.Option("tuned", "--config", help="default, pgtune, tuned or a file."),
     pg_version: int = typer.Option(None, "--pg-version", min=15, max=18,
                                    help="Tune for this major version (else the target's)."),
@@ -83,7 +83,7 @@ def tune(
     resolved = resolve_config(config, list(overrides), install=install, workload=workload,
                               hardware=profile, connections=connections, dataset_bytes=size,
                               pg_major=pg_version, data_dir=data_dir, server_user=user,
-                              tuning=_tuning_of(workload))
+                              tuning=_tuning_of(workload), advisor=_advice())
     if diff:
         _print_diff(resolved, dsn, install, pg_version)
         return
@@ -103,6 +103,13 @@ def _tuning_of(workload: str) -> tuple[str, bool] | None:
 
     plugin = registry.WORKLOADS.get(workload)
     return plugin.tuning if plugin is not None else None
+
+
+def _advice():
+    """Every registered workload's advice for the tuned matrix (its benchmark group)."""
+    from pgdyno.workloads import registry
+
+    return registry.ADVICE
 
 
 def _install(pg_bin: Path | None, pg_version: int | None):
@@ -207,7 +214,8 @@ def _search_params() -> list:
 
     return [
         opt("search", None, str | None, "--search",
-            help="search settings for this WORKLOAD's headline metric (tpcb, tprocc, ...); "
+            help="search settings for this WORKLOAD's headline metric (pgdyno bench --help "
+                 "lists them); "
                  "the bench options below apply to every trial"),
         opt("budget", None, int | None, "--budget", help="--search: trials, baselines "
                                                          "(default, pgtune, tuned) included"),

@@ -12,14 +12,7 @@ import sys
 import typer
 
 from pgdyno import __version__
-from pgdyno.cli import (
-    bench_cmds,
-    compare_cmds,
-    config_cmds,
-    fleet_cmds,
-    provision_cmds,
-    signals,
-)
+from pgdyno.cli import signals
 from pgdyno.errors import PgdynoError, RunInterrupted
 from pgdyno.redact import redact
 
@@ -51,8 +44,14 @@ def main(version: bool = typer.Option(False, "--version", callback=_show_version
     """A dynamometer for PostgreSQL: real load, telemetry, bottleneck verdicts, reports."""
 
 
-for module in (bench_cmds, config_cmds, compare_cmds, provision_cmds, fleet_cmds):
-    module.register(app)
+try:  # the commands' options come from the workload plugins, loaded here
+    from pgdyno.cli import bench_cmds, compare_cmds, config_cmds, fleet_cmds, provision_cmds
+
+    for module in (bench_cmds, config_cmds, compare_cmds, provision_cmds, fleet_cmds):
+        module.register(app)
+except PgdynoError as exc:  # a workload plugin that fails to load: one line, not a traceback
+    print(f"pgdyno: error: {exc}", file=sys.stderr)
+    sys.exit(exc.exit_code)
 
 
 def fail(message: str, code: int) -> None:

@@ -106,6 +106,9 @@ class TuneInputs:
     pg_major: int
     connections: int | None = None
     dataset_bytes: int | None = None
+    advisor: Any = field(default=None, compare=False, metadata={"serialise": False})
+    """The workloads' advice and dataset units (``sizing.WorkloadAdvice``; the workload
+    registry's): the tuned matrix's benchmark group. Not saved with the plan's inputs."""
 
     def to_dict(self) -> dict[str, Any]:
         return to_dict(self)

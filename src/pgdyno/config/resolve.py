@@ -73,11 +73,14 @@ def resolve_config(name: str, overrides: list[str], *, install: Any | None = Non
                    connections: int | None = None, dataset_bytes: int | None = None,
                    pg_major: int | None = None, data_dir: Path | None = None,
                    server_user: Any | None = None,
-                   tuning: tuple[str, bool] | None = None) -> ResolvedConfig:
+                   tuning: tuple[str, bool] | None = None,
+                   advisor: Any | None = None) -> ResolvedConfig:
     """Resolve a named config or file for a target (``install``) or a PostgreSQL major version.
 
     ``tuning`` (pgtune database type, write-heavy) comes from a workload plugin; without
-    it ``workload`` names a tuning class (``pgdyno tune --workload oltp``).
+    it ``workload`` names a tuning class (``pgdyno tune --workload oltp``). ``advisor``
+    (``sizing.WorkloadAdvice``, the workload registry's ``ADVICE``): the workloads' advice in
+    the tuned matrix and their units in the sizing; None: neither.
     ``data_dir`` (an initialised, stopped cluster) lets PostgreSQL itself report the huge pages
     the settings need; ``server_user`` (a ServerUser) runs that query as the cluster's owner.
     """
@@ -89,7 +92,8 @@ def resolve_config(name: str, overrides: list[str], *, install: Any | None = Non
     db_type, write_heavy = tuning or classify(workload)
     inputs = TuneInputs(hardware=hardware, workload=workload, db_type=db_type,
                         write_heavy=write_heavy, pg_major=catalogue.major,
-                        connections=connections, dataset_bytes=dataset_bytes)
+                        connections=connections, dataset_bytes=dataset_bytes,
+                        advisor=advisor)
     plan = build_plan(name, inputs, catalogue)
     for item in overrides:
         plan.set(_override(item, catalogue))

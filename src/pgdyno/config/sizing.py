@@ -10,6 +10,7 @@ import math
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 from pgdyno.config.model import ConfigPlan, SizingLine, TuneInputs
 from pgdyno.config.pgcatalog import SettingsCatalogue
@@ -21,12 +22,51 @@ BUDGET_RAM_SHARE = 0.90
 """The rest is the kernel's, page tables and the OS page cache's floor."""
 BASE_CONNECTIONS = 300
 """max_connections of a pgdyno-managed server when the config does not set it."""
-PGBENCH_BYTES_PER_SCALE = 15_700_000
-"""Bytes of pgbench data per scale unit, measured on PG 18 at scale 10: the accounts table
-(100,000 rows of 100-byte tuples) + its index ≈ 15.7 MB per scale unit. The project's one
-figure for turning a scale into a dataset size and back."""
-PGBENCH_MB_PER_SCALE_TEXT = f"{PGBENCH_BYTES_PER_SCALE / 1e6:g} MB"
-"""The same for rationale text: '15.7 MB'."""
+
+
+# ----- what the workloads tell the config engine ------------------------------------------
+
+@dataclass(frozen=True)
+class AdviceInputs:
+    """What a workload's benchmark advice may look at: the machine and the config's room."""
+
+    vcpus: int
+    ram_bytes: int
+    dataset_bytes: int | None
+    """--dataset-size, when given."""
+    max_connections: int
+    pgdyno_sessions: int
+    reserved_slots: int
+
+    @property
+    def client_room(self) -> int:
+        """Connections left for a benchmark's clients."""
+        return self.max_connections - self.pgdyno_sessions - self.reserved_slots
+
+
+@dataclass(frozen=True)
+class Advice:
+    """One line of the tuned matrix's benchmark group: how to run a workload on this
+    machine (``PGBENCH_SCALE=1200``, with why)."""
+
+    key: str
+    value: object
+    why: str
+
+
+class WorkloadAdvice(Protocol):
+    """The installed workloads' advice, which the caller hands the config engine in
+    ``TuneInputs.advisor`` (``pgdyno.workloads.registry.ADVICE``): the engine knows no
+    workload itself."""
+
+    def advice(self, inputs: AdviceInputs) -> list[Advice]:
+        """The tuned matrix's benchmark group."""
+        ...
+
+    def dataset_lines(self, dataset_bytes: int) -> list[SizingLine]:
+        """Sizing lines of a --dataset-size in the workloads' own units ("pgbench scale of
+        that size")."""
+        ...
 
 
 def setting_bytes(plan: ConfigPlan, catalogue: SettingsCatalogue, name: str) -> int:
@@ -234,10 +274,9 @@ def compute_sizing(plan: ConfigPlan, inputs: TuneInputs, catalogue: SettingsCata
             SizingLine("cache", "in RAM (shared_buffers + page cache)",
                        "min(1, effective_cache_size / dataset)",
                        f"{min(100.0, 100 * ecs / data):.0f}%"),
-            SizingLine("cache", "pgbench scale of that size",
-                       f"dataset / {PGBENCH_MB_PER_SCALE_TEXT} per scale unit",
-                       str(max(1, data // PGBENCH_BYTES_PER_SCALE))),
         ]
+        if inputs.advisor is not None:
+            lines += inputs.advisor.dataset_lines(data)
     else:
         lines.append(SizingLine("cache", "dataset", "unknown (give --dataset-size)",
                                 f"cache holds up to {human_bytes(ecs)}"))

@@ -24,8 +24,7 @@ from pgdyno.config.sizing import (
     BASE_CONNECTIONS,
     BUDGET_RAM_SHARE,
     BUDGET_WORK_MEM_FACTOR,
-    PGBENCH_BYTES_PER_SCALE,
-    PGBENCH_MB_PER_SCALE_TEXT,
+    AdviceInputs,
     ConnectionRoom,
     connection_room,
     estimate_shared_memory,
@@ -605,27 +604,14 @@ def _pg_planner_logging(inputs: TuneInputs, pg: Emit) -> None:
 
 
 def _benchmark(inputs: TuneInputs, mem: MemoryPlan, emit: Emit) -> None:
-    g = "benchmark"
-    cpus = inputs.hardware.vcpus
-    if inputs.dataset_bytes:
-        scale = max(1, inputs.dataset_bytes // PGBENCH_BYTES_PER_SCALE)
-        why = (f"--dataset-size {human_bytes(inputs.dataset_bytes)} / "
-               f"{PGBENCH_MB_PER_SCALE_TEXT} per scale unit")
-    else:
-        scale = max(1, int(mem.ram * 1.25) // PGBENCH_BYTES_PER_SCALE)
-        why = "1.25 x RAM: the dataset exceeds the cache, storage is exercised"
-    conns = mem.connections or BASE_CONNECTIONS
-    spare = mem.room.sessions + mem.room.reserved_total
-    heavy = min(100, max(1, conns - spare))
-
-    def info(key: str, value: object, why: str) -> None:
-        emit(g, key, key.lower(), "benchmark", "info", value, "", why)
-
-    info("PGBENCH_SCALE", scale, why)
-    info("PGBENCH_DURATION", 60, "seconds per run: several checkpoints-free minutes add noise")
-    info("PGBENCH_CLIENTS_LIGHT", cpus, f"{cpus} vCPUs: one client per CPU")
-    info("PGBENCH_CLIENTS_MEDIUM", 4 * cpus, "4 x vCPUs: CPUs busy while others wait on I/O")
-    info("PGBENCH_CLIENTS_HEAVY", heavy,
-         f"max_connections {conns} - {mem.room.sessions} pgdyno sessions - "
-         f"{mem.room.reserved_total} reserved slots, at most 100")
-    info("FIO_RUNTIME", 60, "seconds per fio job: past the device's write cache")
+    """How to run each installed workload on this machine, in its own words (the workloads'
+    ``advice``; none when the caller gave no advisor)."""
+    if inputs.advisor is None:
+        return
+    facts = AdviceInputs(
+        vcpus=inputs.hardware.vcpus, ram_bytes=mem.ram, dataset_bytes=inputs.dataset_bytes,
+        max_connections=mem.connections or BASE_CONNECTIONS,
+        pgdyno_sessions=mem.room.sessions, reserved_slots=mem.room.reserved_total)
+    for advice in inputs.advisor.advice(facts):
+        emit("benchmark", advice.key, advice.key.lower(), "benchmark", "info", advice.value,
+             "", advice.why)

@@ -21,12 +21,26 @@ MISSING = ("", "–", "-", "n/a")
 """Cells that hold no value: they do not decide whether a column is numeric."""
 _NUMBER = re.compile(r"[-+−]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:[eE][-+]?\d+)?")
 _SEPARATORS = re.compile(r"[\s±/()→–\-~≈<>≤≥×,;:\[\]]+")
-_UNITS = frozenset({
+_MEASURES = frozenset({
     "%", "%util", "us", "µs", "ms", "s", "min", "h", "d", "b", "kb", "mb", "gb", "tb", "kib",
-    "mib", "gib", "tib", "8kb", "mb/s", "gb/s", "kb/s", "mib/s", "iops", "tps", "qps", "tpm",
-    "nopm", "x", "cores", "backends", "pages", "°c", "w/s", "r/s", "ops/s",
+    "mib", "gib", "tib", "8kb", "mb/s", "gb/s", "kb/s", "mib/s", "iops", "x", "cores",
+    "backends", "pages", "°c", "w/s", "r/s", "ops/s",
 })
-"""Unit words a numeric cell may carry ("12.5 ms", "3 cores", "7.2 MB/s"); lower case."""
+"""Words of the measures pgdyno's own telemetry and settings print ("12.5 ms", "3 cores",
+"7.2 MB/s"); lower case. A workload's units are not listed here: a figure shown with its
+metric's unit is a ``Quantity`` (``MetricSpec.cell``), a number whatever the unit says."""
+
+
+class Quantity(str):
+    """A table cell holding a figure and the unit its spec declares ("5,120 new orders/min",
+    "812 events/s"): right-aligned as a number, whatever the unit's words."""
+
+
+def quantity(text: str, unit: str) -> str:
+    """``text`` (a formatted figure) with ``unit``; a missing figure stays missing."""
+    if text.strip() in MISSING:
+        return text
+    return Quantity(f"{text} {unit}".strip())
 
 
 @dataclass
@@ -44,11 +58,13 @@ class Table:
 def is_numeric_cell(cell: str) -> bool:
     """A number, possibly with thousands separators, a unit, %, ±, a range or a peak in
     brackets ("3,838", "12.5 ms", "4 (13)", "3,838 ± 12", "0 / 0 (0)", "15.4%")."""
+    if isinstance(cell, Quantity):
+        return True
     text = cell.strip()
     if not _NUMBER.search(text):
         return False
     rest = _SEPARATORS.split(_NUMBER.sub(" ", text))
-    return all(word.lower() in _UNITS for word in rest if word)
+    return all(word.lower() in _MEASURES for word in rest if word)
 
 
 def is_numeric_column(cells: list[str]) -> bool:
@@ -68,6 +84,8 @@ class Section:
     preformatted: list[str] = field(default_factory=list)
     markdown: str = ""
     """Markdown produced by another module (telemetry sections)."""
+    anchor: str = ""
+    """An id other sections link to (``[text](#anchor)``); none when empty."""
 
 
 @dataclass

@@ -77,7 +77,6 @@ from pgdyno.workloads.base import (
     Workload,
     headline_of,
 )
-from pgdyno.workloads.engine.pgbench import checkpoint
 
 
 @dataclass
@@ -169,7 +168,7 @@ def run_bench(opts: BenchOptions, console: Console | None = None,
         options=opts, host=serde.to_dict(host), role=dict(role or {}),
         target=_target_info(opts, target), config=config_record)
     ctx = RunContext(opts=opts, run_dir=run_dir, plan=plan, commands=manifest.commands,
-                     target=target, remote=remote)
+                     target=target, remote=remote, dataset_schema=workload.dataset_schema)
     _save(run_dir, plan, manifest)
     _index(index, run_dir, manifest, workload, None)
     result = BenchResult(run_dir=run_dir.path, status="running")
@@ -332,7 +331,8 @@ def resolve_settings(opts: BenchOptions, workload: Workload, install: PgInstall,
         resolved = resolve_config(opts.config, list(opts.sets), install=install,
                                   workload=opts.workload, connections=max(opts.clients),
                                   dataset_bytes=workload.dataset_bytes(opts) or 0,
-                                  tuning=workload.tuning, hardware=hardware)
+                                  tuning=workload.tuning, hardware=hardware,
+                                  advisor=registry.ADVICE)
         settings, record = dict(resolved.pg_settings), resolved.to_dict()
     _make_room_for_clients(opts, settings, record, install)
     return settings, record
@@ -444,7 +444,7 @@ def _bring_up(ctx: RunContext, manifest: Manifest) -> None:
         ctx.plan.notes.extend(archive.prepare(archive.spec_of(ctx.opts.target), target.user))
     target.prepare()
     _start_with_rollback(target, manifest, ctx.plan)
-    ctx.conn = dataset.scoped(target.connection(ctx.opts.via))
+    ctx.conn = dataset.scoped(target.connection(ctx.opts.via), ctx.dataset_schema)
     manifest.connection = ctx.conn.describe()
     # The way it really connected (a --dsn naming a TCP host is TCP whatever --via says).
     manifest.options = dataclasses.replace(manifest.options, via=ctx.conn.via)
@@ -504,7 +504,7 @@ def _make_cold(ctx: RunContext) -> None:
     """Restart the server (empty shared_buffers) and drop the OS page cache if permitted."""
     assert ctx.target is not None
     ctx.target.restart()
-    ctx.conn = dataset.scoped(ctx.target.connection(ctx.opts.via))
+    ctx.conn = dataset.scoped(ctx.target.connection(ctx.opts.via), ctx.dataset_schema)
     note = _drop_os_cache() if ctx.local_server else ctx.target.drop_os_cache()
     if note and note not in ctx.plan.notes:
         ctx.plan.notes.append(note)
@@ -530,8 +530,7 @@ def _run_step(workload: Workload, ctx: RunContext, step: Step, progress: Progres
         started_at=utc_now())
     ctx.plan.records.append(record)
     ctx.run_dir.save_plan(ctx.plan)
-    if ctx.conn is not None:
-        _checkpoint(ctx)
+    workload.before_iteration(ctx)
     it_dir = step.directory(ctx.run_dir.raw, workload.engine_dir)
     recorder = _start_telemetry(ctx, it_dir)
     total = opts.warmup_s + opts.duration_s
@@ -539,7 +538,7 @@ def _run_step(workload: Workload, ctx: RunContext, step: Step, progress: Progres
                              total=total, status="starting")
     try:
         if recorder is not None:
-            recorder.mark("pgbench_start")
+            recorder.mark(f"{workload.engine_dir}_start")
         def report(t: float, text: str) -> None:
             progress.update(task, completed=t, status=text)
             progress.update(overall, completed=step.number * total + min(t, total))
@@ -557,29 +556,11 @@ def _run_step(workload: Workload, ctx: RunContext, step: Step, progress: Progres
             # Telemetry is evidence, not the result: its failure (a full disk) must not
             # keep the iteration's own files from being saved.
             with contextlib.suppress(Exception):
-                recorder.mark("pgbench_end")
+                recorder.mark(f"{workload.engine_dir}_end")
                 recorder.stop()
         record.ended_at = utc_now()
         progress.update(task, visible=False)
         ctx.run_dir.save_plan(ctx.plan)
-
-
-NO_CHECKPOINT = ("the role lacks the pg_checkpoint privilege (or superuser): iterations ran "
-                 "without a CHECKPOINT before them, so a checkpoint may fall inside a "
-                 "measured window")
-
-
-def _checkpoint(ctx: RunContext) -> None:
-    """A CHECKPOINT before each iteration, so that each starts with the same clean buffers;
-    a --dsn role without the privilege runs without, and the run says so."""
-    import psycopg
-
-    assert ctx.conn is not None
-    try:
-        checkpoint(ctx.conn)
-    except psycopg.errors.InsufficientPrivilege:
-        if NO_CHECKPOINT not in ctx.plan.notes:
-            ctx.plan.notes.append(NO_CHECKPOINT)
 
 
 def _start_telemetry(ctx: RunContext, it_dir: Path):

@@ -50,7 +50,8 @@ class CliOption:
 
 COMMON: tuple[CliOption, ...] = (
     CliOption("clients", None, "client counts, e.g. 4,16,100 (default: 1, 2 and 4 per "
-                               "core); cpu: threads (default: the cores)", str | None),
+                               "core, or the workload's own: threads of a program, streams)",
+              str | None),
     CliOption("threads", None, "pgbench threads (default: min(cores, clients))", int | None),
     CliOption("duration", 20, "measured seconds per iteration", int),
     CliOption("warmup", 5, "warm-up seconds before each measured window", int),
@@ -58,8 +59,7 @@ COMMON: tuple[CliOption, ...] = (
     CliOption("protocol", "prepared", "simple | extended | prepared", str),
     CliOption("rate", None, "fixed rate in TPS (pgbench -R)", float | None),
     CliOption("latency_limit", None, "ms; with --rate: count late/skip", float | None),
-    CliOption("max_tries", None, "retries of serialization/deadlock failures (default 1; "
-                                 "tprocc and oltp: 10)", int | None),
+    CliOption("max_tries", None, "retries of serialization/deadlock failures", int | None),
     CliOption("cache", "warm", "warm | cold (restart and drop OS cache)", str),
     CliOption("via", "socket", "socket | tcp", str),
     CliOption("force", False, "build beside tables pgdyno did not create, in pgdyno's own "
@@ -149,7 +149,19 @@ def cli_annotation(opt: CliOption) -> Any:
 
 
 def all_options() -> list[CliOption]:
-    return [*COMMON, *workload_options()]
+    return [*(_with_defaults(o) for o in COMMON), *workload_options()]
+
+
+def _with_defaults(opt: CliOption) -> CliOption:
+    """--max-tries' help with each workload's own default, from the registry."""
+    if opt.name != "max_tries":
+        return opt
+    retrying: dict[int, list[str]] = {}
+    for name, workload in registry.WORKLOADS.items():
+        if workload.default_max_tries != 1:
+            retrying.setdefault(workload.default_max_tries, []).append(name)
+    own = "".join(f"; {', '.join(names)}: {tries}" for tries, names in retrying.items())
+    return dataclasses.replace(opt, help=f"{opt.help} (default 1{own})")
 
 
 def defaults() -> dict[str, Any]:

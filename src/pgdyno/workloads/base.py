@@ -1,4 +1,4 @@
-"""What every workload is: one protocol, the run options it receives, the context it runs in.
+"""What every workload is: one base class, the run options it receives, the context it runs in.
 
 A workload is a plugin of the one run loop in ``pgdyno.runner.bench``. The loop brings the
 target up (when the workload needs a server), applies the config, starts telemetry around
@@ -12,25 +12,39 @@ brings everything that differs:
 - ``summarise``: its raw files into a ``RunSummary`` whose iterations carry ``metrics``;
 - ``metrics``: the figures it declares, with unit and direction, that ``compare``,
   ``campaign``, the run index and the context report read (the first headline one leads);
-- ``report_sections``: what its report shows beyond the common sections.
+- ``report_sections``: what its report shows beyond the common sections;
+- capabilities the core asks for rather than naming workloads: sweeps over the dataset size
+  (``sweep_steps``, their report and their comparison), dataset sizing (``size_unit``,
+  ``bytes_per_size``) and the tuned config's advice (``advice``, ``dataset_lines``), a CPU
+  baseline (``cpu_baseline_metric``), and what happens before each iteration
+  (``before_iteration``: a CHECKPOINT).
 
-Adding a workload is a folder under ``workloads/`` and one line in ``workloads/__init__.py``.
+``Workload`` gives every hook a default, so a plugin writes only what differs; a pgbench
+workload subclasses ``workloads.engine.pgbench.PgbenchWorkload`` and writes little more than
+its dataset and scripts. pgdyno finds workloads through the ``pgdyno.workloads`` entry-point
+group (``workloads.registry``): a workload is a folder here, or a package of its own that
+declares the same entry point (the README's "Adding a workload").
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
+import os
 import statistics
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
+from pgdyno.config.model import SizingLine
+from pgdyno.config.sizing import Advice, AdviceInputs
+from pgdyno.reports.document import figure, quantity
 from pgdyno.results.manifest import BenchOptions, NoOptions
 from pgdyno.targets import ConnectionInfo, PgInstall
 
-__all__ = ["BenchOptions", "NoOptions"]  # re-exported: workloads build their options on them
+# Re-exported: workloads build their options, advice and sizing lines on them.
+__all__ = ["Advice", "AdviceInputs", "BenchOptions", "NoOptions", "SizingLine"]
 
 if TYPE_CHECKING:
     from pgdyno.analysis.summary import IterationSummary, RunSummary
@@ -84,10 +98,12 @@ class MetricSpec:
     headline: bool = False
     """The run's headline figure (the index, the context report, campaign summaries)."""
 
+    def cell(self, value: float | None) -> str:
+        """A value for a table cell, with this metric's unit: right-aligned as a number
+        whatever the unit's words ("5,120 new orders/min")."""
+        return quantity(figure(value), self.unit)
 
-CPU_BASELINE_METRIC = "events_per_s_per_core"
-"""The metric a CPU baseline run records per iteration: the host's measured per-core speed,
-which the context report uses to adjust its projection to other CPUs."""
+
 TPS = MetricSpec("tps", "TPS", "tx/s", HIGHER, headline=True)
 LATENCY_METRICS = (
     MetricSpec("latency_avg_ms", "Latency avg", "ms", LOWER),
@@ -151,7 +167,8 @@ class Step:
         return f"c{self.clients}-i{self.iteration}"
 
     def directory(self, raw: Path, engine_dir: str) -> Path:
-        """raw/<engine_dir>/<label>: the iteration's files, its telemetry among them."""
+        """raw/<engine_dir>/c<clients>-i<iteration>: the iteration's files, its telemetry
+        among them."""
         return raw / engine_dir / self.label
 
 
@@ -179,6 +196,9 @@ class RunContext:
     target: Target | None = None
     """None for workloads that need no server."""
     conn: ConnectionInfo | None = None
+    """The workload's way in: names resolve in ``dataset_schema`` only."""
+    dataset_schema: str = "pgdyno_bench"
+    """The workload's own schema (``Workload.dataset_schema``)."""
     status: Callable[[str], None] = lambda text: None
     """Shows a short status line under the overall progress bar."""
     prepared: Prepared | None = None
@@ -205,108 +225,211 @@ IterationProgress = Callable[[float, str], None]
 """(seconds done, status text) for the iteration's progress bar."""
 
 
-class Workload(Protocol):
-    """The plugin protocol; ``workloads.engine.pgbench.PgbenchWorkload`` implements the
-    pgbench parts once for every workload whose engine is pgbench."""
+CLIENTS_PER_CORE = (1, 2, 4)
+NO_CHECKPOINT = ("the role lacks the pg_checkpoint privilege (or superuser): iterations ran "
+                 "without a CHECKPOINT before them, so a checkpoint may fall inside a "
+                 "measured window")
 
-    name: ClassVar[str]
-    description: ClassVar[str]
-    """One line for ``pgdyno bench --help``."""
-    needs_server: ClassVar[bool]
-    engine: ClassVar[str]
-    """"pgbench", "psycopg" (query streams) or "program" (sysbench, fio)."""
-    engine_dir: ClassVar[str]
-    """raw/<engine_dir>/<clients>-<iteration>/ holds each iteration's files."""
-    tuning: ClassVar[tuple[str, bool]]
-    """(pgtune database type, write-heavy) for the config engine's rules."""
-    options_type: ClassVar[type]
-    metrics: ClassVar[tuple[MetricSpec, ...]]
-    size_unit: ClassVar[str]
-    """What its dataset size counts ("scale", "warehouses", "rows"): a sweep's steps."""
 
-    def default_clients(self) -> tuple[int, ...]:
-        """Client counts (threads, for a program) when --clients is not given."""
+class SweepComparison(Protocol):
+    """Two sweeps of one workload side by side, as its ``compare_sweeps`` makes them."""
+
+    def write(self, out_dir: Path) -> Path:
+        """compare.json, compare.md, compare.html and plots under ``out_dir``; returns the
+        Markdown report."""
         ...
+
+    def summary_lines(self) -> list[str]:
+        """What ``pgdyno compare`` prints about each side (one line each)."""
+        ...
+
+
+class Workload:
+    """The plugin base: every hook has a default, so a plugin writes only what differs.
+
+    A plugin names itself (``name``, ``description``) and writes ``run_iteration`` and
+    ``summarise`` (or subclasses an engine that does: ``engine.pgbench.PgbenchWorkload``);
+    the rest is optional. Capabilities are asked for, never inferred from the name: a
+    workload with dataset-size sweeps returns them from ``sweep_steps``; one whose dataset
+    size converts to bytes sets ``bytes_per_size``; one that measures the host's per-core
+    speed names the metric in ``cpu_baseline_metric``."""
+
+    # ----- what it is -------------------------------------------------------------------
+    name: ClassVar[str]
+    """The ``pgdyno bench NAME`` argument; also the name of its entry point."""
+    description: ClassVar[str] = ""
+    """One line for ``pgdyno bench --help``."""
+    rank: ClassVar[int] = 1000
+    """Where listings (``pgdyno bench --help``, accepted values) put it: lower first, then
+    by name. pgdyno's own are below 100."""
+    needs_server: ClassVar[bool] = True
+    dataset_schema: ClassVar[str] = "pgdyno_bench"
+    """pgdyno's own schema its tables live in (workloads.dataset); a workload whose table
+    names another one's already uses (TPROC-H's customer, orders) takes a schema of its
+    own, so that both datasets are kept and reused."""
+    engine: ClassVar[str] = "program"
+    """"pgbench", "psycopg" (query streams) or "program" (sysbench, fio)."""
+    tuning: ClassVar[tuple[str, bool]] = ("mixed", True)
+    """(pgtune database type, write-heavy) for the config engine's rules."""
+    options_type: ClassVar[type] = NoOptions
+    metrics: ClassVar[tuple[MetricSpec, ...]] = (TPS, *LATENCY_METRICS)
+    default_max_tries: ClassVar[int] = 1
+    """--max-tries when not given: workloads that expect serialization failures and
+    deadlocks (TPROC-C, OLTP) retry them."""
+
+    engine_dir: ClassVar[str] = ""
+    """raw/<engine_dir>/c<clients>-i<iteration>/ holds each iteration's files (by default
+    the workload's name); also names the telemetry's marks around each iteration
+    (``pgbench_start``, ``sysbench_end``)."""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if not cls.engine_dir and "name" in cls.__dict__:
+            cls.engine_dir = cls.name
+
+    # ----- capability: dataset size ---------------------------------------------------
+    size_unit: ClassVar[str] = ""
+    """What its dataset size counts ("scale", "warehouses", "rows"): a sweep's steps."""
+    bytes_per_size: ClassVar[float | None] = None
+    """Bytes of dataset per size unit (with its keys and indexes): --dataset-size and the
+    config engine's memory sizing; None: the size says nothing about bytes."""
+
+    def dataset_size(self, opts: BenchOptions) -> float | None:
+        """The dataset size these options build, in ``size_unit``; None: no dataset."""
+        return None
+
+    def size_for_bytes(self, size_bytes: int) -> int:
+        """The size unit count that holds about ``size_bytes`` (--dataset-size 3GB)."""
+        assert self.bytes_per_size
+        return max(1, round(size_bytes / self.bytes_per_size))
+
+    def dataset_bytes(self, opts: BenchOptions) -> int | None:
+        """Size of the dataset the run builds (the config engine sizes memory by it)."""
+        size = self.dataset_size(opts)
+        if size is None or not self.bytes_per_size:
+            return None
+        return int(size * self.bytes_per_size)
+
+    def describe_dataset(self, opts: BenchOptions) -> str:
+        """"scale 10", "10 warehouses": for reports and the run index."""
+        size = self.dataset_size(opts)
+        return f"{size:g} {self.size_unit}".strip() if size is not None else ""
+
+    # ----- capability: the tuned config's advice --------------------------------------
+    def advice(self, inputs: AdviceInputs) -> list[Advice]:
+        """Its lines of the tuned matrix's benchmark group (how to run it on this machine:
+        ``PGBENCH_SCALE``, ``FIO_RUNTIME``); none by default."""
+        return []
+
+    def dataset_lines(self, dataset_bytes: int) -> list[SizingLine]:
+        """The config sizing's lines for a --dataset-size in its own unit ("pgbench scale
+        of that size"); none by default."""
+        return []
+
+    # ----- capability: CPU baseline ---------------------------------------------------
+    cpu_baseline_metric: ClassVar[str | None] = None
+    """The metric whose iterations measure the host's per-core speed (the cpu workload's
+    events/s per core): the context report adjusts its projection to other CPUs by it."""
+
+    # ----- options --------------------------------------------------------------------
+    def default_clients(self) -> tuple[int, ...]:
+        """Client counts (threads, for a program) when --clients is not given: 1, 2 and 4
+        per core, enough points for a peak and the count where throughput stops growing."""
+        cores = len(os.sched_getaffinity(0))
+        return tuple(cores * k for k in CLIENTS_PER_CORE)
 
     def options_from_cli(self, raw: dict[str, Any], opts: BenchOptions) -> BenchOptions:
         """Its options from the command line's values (``raw``: field name -> value, only
         those given) into ``opts.workload_options``, checked with one-line UsageErrors;
-        it may adjust shared options (TPROC-C's --vus are the clients)."""
-        ...
+        it may adjust shared options (TPROC-C's --vus are the clients). By default the
+        values go into ``options_type`` as they are."""
+        return dataclasses.replace(opts, workload_options=self.options_type(**raw))
 
     def check_with_target(self, opts: BenchOptions, install: PgInstall | None) -> None:
         """Refuse input only the target's programs can judge (pgbench parsing a user's
-        script), before anything is created."""
-        ...
+        script), before anything is created; nothing by default."""
 
     def storage_directories(self, opts: BenchOptions) -> dict[str, Path]:
         """Role -> directory this workload measures itself (fio's), for the environment
         table's device rows; the runner adds a managed server's data and WAL."""
-        ...
+        return {}
 
-    def dataset_bytes(self, opts: BenchOptions) -> int | None:
-        """Size of the dataset the run builds (the config engine sizes memory by it)."""
-        ...
+    # ----- the run --------------------------------------------------------------------
+    def prepare(self, ctx: RunContext) -> Prepared:
+        """Build or reuse its dataset; by default there is none."""
+        return Prepared(dataset={"kind": "none"})
 
-    def describe_dataset(self, opts: BenchOptions) -> str:
-        """"scale 10", "10 warehouses": for reports and the run index."""
-        ...
+    def before_iteration(self, ctx: RunContext) -> None:
+        """Before each iteration, outside its telemetry: a CHECKPOINT on a server, so that
+        each iteration starts with the same clean buffers (a --dsn role without the
+        privilege runs without, and the run says so)."""
+        if ctx.conn is None:
+            return
+        import psycopg
 
-    def prepare(self, ctx: RunContext) -> Prepared: ...
+        try:
+            with psycopg.connect(ctx.conn.conninfo(), autocommit=True) as db:
+                db.execute("CHECKPOINT")
+        except psycopg.errors.InsufficientPrivilege:
+            if NO_CHECKPOINT not in ctx.plan.notes:
+                ctx.plan.notes.append(NO_CHECKPOINT)
 
     def run_iteration(self, ctx: RunContext, step: Step, record: IterationRecord,
                       progress: IterationProgress) -> None:
-        """Run one measured iteration; raw files under ``ctx.run_dir.raw``, ``record`` filled;
-        raise RunFailed when it fails, let KeyboardInterrupt through after cleaning up."""
-        ...
+        """Run one measured iteration; raw files under ``step.directory(ctx.run_dir.raw,
+        self.engine_dir)``, ``record`` filled; raise RunFailed when it fails, let
+        KeyboardInterrupt through after cleaning up."""
+        raise NotImplementedError(f"workload {self.name} has no run_iteration")
 
     def finish(self, ctx: RunContext) -> None:
-        """After the last iteration (consistency checks)."""
-        ...
+        """After the last iteration (consistency checks); nothing by default."""
 
+    # ----- summary and report ---------------------------------------------------------
     def summarise(self, run_dir: RunDirectory, plan: RunPlan, opts: BenchOptions,
                   status: str, cpu_count: int = 1) -> RunSummary:
         """Raw files to the typed summary; every iteration's ``metrics`` filled."""
-        ...
+        raise NotImplementedError(f"workload {self.name} has no summarise")
 
     def report_sections(self, summary: RunSummary, run_dir: RunDirectory, plan: RunPlan,
                         opts: BenchOptions) -> list[Section]:
         """Sections of its own, placed after the common throughput and latency ones."""
-        ...
+        return []
 
     def common_report(self, opts: BenchOptions | None = None) -> bool:
         """Whether the run report's transaction sections (TPS, latency, scripts) apply to a
         run with these options (a paced TPROC-C run's pgbench TPS counts its sleeps)."""
-        ...
+        return True
 
-    def sweep_steps(self, opts: BenchOptions) -> list[tuple[int, BenchOptions]]:
-        """Runs of a sweep over the dataset size (TPROC-C's --warehouses 10,20,30), as
-        (size, options) pairs; empty for one run."""
-        ...
-
-    def build_sweep_report(self, sweep_dir: Path) -> None:
-        """The report of a sweep directory, from its runs' summaries."""
-        ...
-
+    # ----- comparison -----------------------------------------------------------------
     def compare_detail(self, baseline: list[Path], candidate: list[Path]) -> dict[str, Any]:
         """What ``pgdyno compare`` shows of this workload beyond the declared metrics, from
         the two sides' run directories (TPROC-H: per-query speedup and plan changes), as
         plain data kept in compare.json; empty: nothing."""
-        ...
-
-    def compare_sections(self, detail: dict[str, Any], out_dir: Path) -> list[Section]:
-        """The comparison's sections (and plots under ``out_dir``) from ``detail``."""
-        ...
-
-
-class NoCompareDetail:
-    """For workloads whose declared metrics say all ``compare`` has to say."""
-
-    def compare_detail(self, baseline: list[Path], candidate: list[Path]) -> dict[str, Any]:
         return {}
 
     def compare_sections(self, detail: dict[str, Any], out_dir: Path) -> list[Section]:
+        """The comparison's sections (and plots under ``out_dir``) from ``detail``."""
         return []
+
+    # ----- capability: sweeps over the dataset size -----------------------------------
+    def sweep_steps(self, opts: BenchOptions) -> list[tuple[int, BenchOptions]]:
+        """Runs of a sweep over the dataset size (TPROC-C's --warehouses 10,20,30), as
+        (size, options) pairs, ascending; empty: these options ask for one run."""
+        return []
+
+    def build_sweep_report(self, sweep_dir: Path) -> None:
+        """The report of a sweep directory, from its runs' summaries: by default the
+        headline metric per size and client count (``workloads.sweeps``)."""
+        from pgdyno.workloads.sweeps import build_sweep_report
+
+        build_sweep_report(sweep_dir, self)
+
+    def compare_sweeps(self, a: Path, b: Path, at_step: int | None) -> SweepComparison:
+        """Two of its sweeps side by side (``pgdyno compare SWEEP_A SWEEP_B``); ``at_step``:
+        the size to look at closely (--at-step). By default the headline per size."""
+        from pgdyno.workloads.sweeps import compare_sweeps
+
+        return compare_sweeps(a, b, at_step, self)
 
 
 def add_telemetry(summary: IterationSummary, it_dir: Path, duration_s: float,

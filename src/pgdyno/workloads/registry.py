@@ -1,41 +1,96 @@
-"""The workloads pgdyno knows: one line per plugin. Adding a workload adds a line here."""
+"""The workloads pgdyno knows: every plugin of the ``pgdyno.workloads`` entry-point group.
+
+pgdyno's own workloads register in its pyproject.toml exactly as a workload shipped in a
+package of its own does (``[project.entry-points."pgdyno.workloads"]``, ``NAME =
+"module:Class"``), so installing such a package is all it takes: ``pgdyno bench NAME``, its
+options, compare, campaigns and sweeps find it here. The order is stable: by each plugin's
+``rank``, then by name. A plugin that fails to load stops pgdyno with one line naming it,
+its entry point and its package.
+"""
 
 from __future__ import annotations
 
 import dataclasses
+import functools
+from importlib.metadata import EntryPoint, entry_points
 from typing import Any
 
 from pgdyno import serde
+from pgdyno.config.model import SizingLine
+from pgdyno.config.sizing import Advice, AdviceInputs
 from pgdyno.errors import UsageError
 from pgdyno.results.manifest import BenchOptions, Manifest
 from pgdyno.workloads.base import Workload
-from pgdyno.workloads.cpu.plugin import Cpu
-from pgdyno.workloads.fio.plugin import Fio
-from pgdyno.workloads.oltp.plugin import OltpReadOnly, OltpReadWrite
-from pgdyno.workloads.pgbench.plugin import Custom, SelectOnly, SimpleUpdate, Tpcb
-from pgdyno.workloads.tprocc.plugin import Tprocc
-from pgdyno.workloads.tproch.plugin import Tproch
 
-WORKLOADS: dict[str, Workload] = {w.name: w for w in (
-    Tpcb(), SimpleUpdate(), SelectOnly(), Custom(),
-    Tprocc(),
-    Tproch(),
-    OltpReadOnly(), OltpReadWrite(),
-    Cpu(),
-    Fio(),
-)}
+GROUP = "pgdyno.workloads"
 
 
-def names() -> list[str]:
-    return list(WORKLOADS)
+class PluginError(UsageError):
+    """A workload plugin that cannot be loaded (exit 2, one line)."""
+
+
+@functools.cache
+def workloads() -> dict[str, Workload]:
+    """Name -> plugin instance, every registered workload, in listing order."""
+    found: dict[str, tuple[Workload, EntryPoint]] = {}
+    for ep in entry_points(group=GROUP):
+        plugin = _load(ep)
+        if plugin.name in found:
+            raise PluginError(f"workload {plugin.name!r} is registered twice: by "
+                              f"{_origin(found[plugin.name][1])} and by {_origin(ep)}")
+        found[plugin.name] = (plugin, ep)
+    if not found:
+        raise PluginError(f"no workloads registered in the {GROUP!r} entry-point group: "
+                          "pgdyno's own metadata is missing; reinstall it (pip install -e .)")
+    ordered = sorted(found.values(), key=lambda pair: (pair[0].rank, pair[0].name))
+    return {plugin.name: plugin for plugin, _ in ordered}
+
+
+def _load(ep: EntryPoint) -> Workload:
+    """One entry point's plugin, or one line saying why it cannot be used."""
+    try:
+        loaded: Any = ep.load()
+        plugin = loaded() if isinstance(loaded, type) else loaded
+    except Exception as exc:  # any error of a plugin's import is the plugin's
+        raise PluginError(f"workload plugin {_origin(ep)} failed to load: "
+                          f"{type(exc).__name__}: {exc}") from None
+    if not isinstance(plugin, Workload):
+        raise PluginError(f"workload plugin {_origin(ep)} is not a pgdyno Workload "
+                          "(subclass pgdyno.workloads.base.Workload)")
+    if getattr(plugin, "name", None) != ep.name:
+        raise PluginError(f"workload plugin {_origin(ep)} names itself "
+                          f"{getattr(plugin, 'name', None)!r}; the entry point's name and "
+                          "the class's name must be the same")
+    return plugin
+
+
+def _origin(ep: EntryPoint) -> str:
+    dist = f" from {ep.dist.name} {ep.dist.version}" if ep.dist is not None else ""
+    return f"{ep.name} ({ep.value}{dist})"
+
+
+def __getattr__(name: str) -> Any:
+    if name == "WORKLOADS":  # registry.WORKLOADS: loaded when first asked for
+        return workloads()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def names(where: Any = None) -> list[str]:
+    """The registered workloads' names; ``where``: only those plugins it accepts."""
+    return [name for name, plugin in workloads().items() if where is None or where(plugin)]
+
+
+def choices(where: Any = None, sep: str = " | ") -> str:
+    """Names for a help text ("tpcb | simple-update | ..."), from the registry."""
+    return sep.join(names(where))
 
 
 def get(name: str) -> Workload:
     try:
-        return WORKLOADS[name]
+        return workloads()[name]
     except KeyError:
-        raise UsageError(f"workload {name!r} is unknown; accepted: {', '.join(WORKLOADS)}") \
-            from None
+        raise UsageError(f"workload {name!r} is unknown; accepted: "
+                         f"{', '.join(workloads())}") from None
 
 
 def typed_options(opts: BenchOptions) -> BenchOptions:
@@ -49,3 +104,27 @@ def typed_options(opts: BenchOptions) -> BenchOptions:
 
 def typed_manifest(manifest: Manifest) -> Manifest:
     return dataclasses.replace(manifest, options=typed_options(manifest.options))
+
+
+class _Advice:
+    """Every registered workload's advice for the config engine (``config.sizing.
+    WorkloadAdvice``): the tuned matrix's benchmark group and the sizing's dataset units,
+    each key or line once (the pgbench built-ins share theirs), in listing order."""
+
+    def advice(self, inputs: AdviceInputs) -> list[Advice]:
+        out: dict[str, Advice] = {}
+        for plugin in workloads().values():
+            for item in plugin.advice(inputs):
+                out.setdefault(item.key, item)
+        return list(out.values())
+
+    def dataset_lines(self, dataset_bytes: int) -> list[SizingLine]:
+        out: dict[str, SizingLine] = {}
+        for plugin in workloads().values():
+            for line in plugin.dataset_lines(dataset_bytes):
+                out.setdefault(line.label, line)
+        return list(out.values())
+
+
+ADVICE = _Advice()
+"""Hand it to ``config.resolve_config(advisor=...)``."""

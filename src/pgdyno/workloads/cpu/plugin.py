@@ -36,16 +36,15 @@ from pgdyno.reports.plots import plt, save_figure, series_style
 from pgdyno.results.manifest import read_json_file
 from pgdyno.results.rundir import IterationRecord, RunDirectory, RunPlan, write_json_atomic
 from pgdyno.workloads.base import (
-    CPU_BASELINE_METRIC,
     HIGHER,
     LOWER,
     BenchOptions,
     IterationProgress,
     MetricSpec,
-    NoCompareDetail,
     Prepared,
     RunContext,
     Step,
+    Workload,
     add_telemetry,
     option,
 )
@@ -55,6 +54,9 @@ from pgdyno.workloads.engine.process import last_error_line, run_program
 
 STDOUT = "stdout.txt"
 WINDOW = "window.json"
+PER_CORE = "events_per_s_per_core"
+"""The host's measured per-core speed: the CPU baseline the context report projects other
+instance sizes from."""
 
 
 @dataclass(frozen=True)
@@ -62,19 +64,20 @@ class CpuOptions:
     max_prime: int = option(20000, "cpu: sysbench --cpu-max-prime (work per event)")
 
 
-class Cpu(NoCompareDetail):
+class Cpu(Workload):
     name: ClassVar[str] = "cpu"
     description: ClassVar[str] = "the host's CPU baseline: sysbench cpu (events/s per core)"
+    rank: ClassVar[int] = 90
     needs_server: ClassVar[bool] = False
     engine: ClassVar[str] = "program"
     engine_dir: ClassVar[str] = "sysbench"
     tuning: ClassVar[tuple[str, bool]] = ("oltp", False)
     options_type: ClassVar[type] = CpuOptions
     size_unit: ClassVar[str] = "primes"
-    default_max_tries: ClassVar[int] = 1
+    cpu_baseline_metric: ClassVar[str | None] = PER_CORE
     metrics: ClassVar[tuple[MetricSpec, ...]] = (
         MetricSpec("events_per_s", "Events/s", "events/s", HIGHER, headline=True),
-        MetricSpec(CPU_BASELINE_METRIC, "Events/s per core", "events/s", HIGHER),
+        MetricSpec(PER_CORE, "Events/s per core", "events/s", HIGHER),
         MetricSpec("latency_avg_ms", "Latency avg", "ms", LOWER),
         MetricSpec("latency_p95_ms", "Latency p95", "ms", LOWER),
     )
@@ -91,20 +94,8 @@ class Cpu(NoCompareDetail):
         sysbench.find_sysbench()  # a missing program is one line before anything starts
         return dataclasses.replace(opts, workload_options=CpuOptions(max_prime=max_prime))
 
-    def dataset_bytes(self, opts: BenchOptions) -> int | None:
-        return None
-
-    def storage_directories(self, opts: BenchOptions) -> dict[str, Path]:
-        return {}
-
     def describe_dataset(self, opts: BenchOptions) -> str:
         return f"primes up to {opts.workload_options.max_prime:,} per event"
-
-    def sweep_steps(self, opts: BenchOptions) -> list[tuple[int, BenchOptions]]:
-        return []
-
-    def build_sweep_report(self, sweep_dir: Path) -> None:
-        raise NotImplementedError("cpu has no sweeps")
 
     # ----- the run --------------------------------------------------------------------
     def prepare(self, ctx: RunContext) -> Prepared:
@@ -154,9 +145,6 @@ class Cpu(NoCompareDetail):
                 progress(offset_s + point.t_s, f"{phase} {point.events_per_s:,.0f} events/s")
         return on_line
 
-    def finish(self, ctx: RunContext) -> None:
-        """Nothing to check after a CPU baseline."""
-
     # ----- summary and report ---------------------------------------------------------
     def summarise(self, run_dir: RunDirectory, plan: RunPlan, opts: BenchOptions,
                   status: str, cpu_count: int = 1) -> RunSummary:
@@ -183,9 +171,6 @@ class Cpu(NoCompareDetail):
                           per_clients=per_clients, iterations=iterations,
                           warnings=stability_warnings(iterations))
 
-    def check_with_target(self, opts: BenchOptions, install: object | None) -> None:
-        """Nothing to check against a server: sysbench is checked when it runs."""
-
     def common_report(self, opts: BenchOptions | None = None) -> bool:
         return False
 
@@ -195,13 +180,13 @@ class Cpu(NoCompareDetail):
         rows = []
         for c in summary.per_clients:
             its = [i for i in summary.iterations if i.clients == c.clients]
-            per_core = [i.metrics[CPU_BASELINE_METRIC] for i in its]
+            per_core = [i.metrics[PER_CORE] for i in its]
             rows.append([str(c.clients), str(c.iterations), fmt(c.tps_iteration_mean, 1),
                          fmt(c.tps_iteration_stddev, 1), fmt(statistics.fmean(per_core), 1),
                          fmt(c.latency.mean_ms, 3), fmt(c.latency.percentiles_ms.get("p95"), 3),
                          fmt(c.latency.percentiles_ms.get("p99"), 3), fmt(c.latency.max_ms, 3)])
         per_it = [[str(i.clients), str(i.iteration), i.status, fmt(i.tps_mean, 1),
-                   fmt(i.metrics[CPU_BASELINE_METRIC], 1), f"{i.transactions:,}",
+                   fmt(i.metrics[PER_CORE], 1), f"{i.transactions:,}",
                    fmt(i.latency.mean_ms, 3), fmt(i.metrics["latency_p95_ms"], 3),
                    fmt(i.latency.max_ms, 3)] for i in summary.iterations]
         section = Section("CPU baseline (sysbench cpu)", paragraphs=[
@@ -261,7 +246,7 @@ def _iteration(result: sysbench.CpuResult, hist: LatencyHistogram, record: Itera
         tps_max=float(eps.max()) if eps.size else math.nan,
         interval_tps=eps.tolist(), latency=latency, lag=None, scripts=[], timeline=timeline,
         log_files=record.log_files,
-        metrics={"events_per_s": result.events_per_s, CPU_BASELINE_METRIC: per_core,
+        metrics={"events_per_s": result.events_per_s, PER_CORE: per_core,
                  "latency_avg_ms": result.latency_avg_ms,
                  "latency_p95_ms": result.latency_pct_ms})
 

@@ -5,7 +5,7 @@ user scripts, TPROC-C, sysbench-style OLTP). It runs pgbench with per-transactio
 (``-l``) and ``-P 1`` progress, warm-up and measured window in one invocation. While it
 runs, ``txtail`` turns its logs into per-second counts and latency histograms (bounded raw
 data, kept always); the logs themselves are kept, gzip'd, up to ``--tx-logs`` transactions
-an iteration. stdout, stderr and all of it stay under ``raw/pgbench/<clients>-<iteration>/``
+an iteration. stdout, stderr and all of it stay under ``raw/pgbench/c<clients>-i<iteration>/``
 and are summarised into TPS and latency percentiles (exact from kept logs). A subclass
 brings its dataset (``prepare``), its scripts, and optionally database snapshots at the
 window's edges (``open_session`` / ``snapshot``), settings for pgbench's sessions, figures of
@@ -17,7 +17,6 @@ from __future__ import annotations
 import contextlib
 import gzip
 import math
-import os
 import re
 import shutil
 import subprocess
@@ -26,8 +25,6 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
-
-import psycopg
 
 from pgdyno.analysis import hdr
 from pgdyno.analysis.per_second import SECONDS_NAME, LogLayout
@@ -46,16 +43,12 @@ from pgdyno.errors import RunFailed, UsageError
 from pgdyno.results.rundir import IterationRecord, RunDirectory, RunPlan, write_json_atomic
 from pgdyno.targets import ConnectionInfo, PgInstall
 from pgdyno.workloads.base import (
-    LATENCY_METRICS,
-    TPS,
     BenchOptions,
     IterationProgress,
-    MetricSpec,
-    NoCompareDetail,
-    NoOptions,
     Prepared,
     RunContext,
     Step,
+    Workload,
     add_telemetry,
 )
 from pgdyno.workloads.engine.process import last_error_line, run_program
@@ -126,46 +119,15 @@ def pgbench_command(install: PgInstall, conn: ConnectionInfo, opts: BenchOptions
     return cmd
 
 
-def checkpoint(conn: ConnectionInfo) -> None:
-    with psycopg.connect(conn.conninfo(), autocommit=True) as db:
-        db.execute("CHECKPOINT")
-
-
-CLIENTS_PER_CORE = (1, 2, 4)
-
-
-class PgbenchWorkload(NoCompareDetail):
-    """The pgbench engine's half of the Workload protocol; subclasses add their dataset."""
+class PgbenchWorkload(Workload):
+    """The pgbench engine's half of a workload; subclasses add their dataset and scripts
+    (``prepare_dataset``)."""
 
     engine: ClassVar[str] = "pgbench"
     engine_dir: ClassVar[str] = "pgbench"
-    """raw/<engine_dir>/<clients>-<iteration>/ holds each iteration's files."""
-    needs_server: ClassVar[bool] = True
-    options_type: ClassVar[type] = NoOptions
-    metrics: ClassVar[tuple[MetricSpec, ...]] = (TPS, *LATENCY_METRICS)
-    default_max_tries: ClassVar[int] = 1
-    """Workloads that expect serialization failures and deadlocks retry them by default."""
+    """raw/pgbench/c<clients>-i<iteration>/ holds each iteration's files."""
 
     # ----- hooks for subclasses -------------------------------------------------------
-    def default_clients(self) -> tuple[int, ...]:
-        """A sweep from the cores (1, 2 and 4 clients per core): enough points for a peak
-        and the count where throughput stops growing, in a few minutes."""
-        cores = len(os.sched_getaffinity(0))
-        return tuple(cores * k for k in CLIENTS_PER_CORE)
-
-    def check_with_target(self, opts: BenchOptions, install: PgInstall | None) -> None:
-        """Input that only the target's programs can judge, checked before anything is
-        created (a UsageError when it is refused); nothing by default."""
-
-    def dataset_bytes(self, opts: BenchOptions) -> int | None:
-        return None
-
-    def storage_directories(self, opts: BenchOptions) -> dict[str, Path]:
-        return {}
-
-    def describe_dataset(self, opts: BenchOptions) -> str:
-        return ""
-
     def prepare(self, ctx: RunContext) -> Prepared:
         """The dataset and scripts; the scripts are kept under raw/ with the run."""
         prepared = self.prepare_dataset(ctx)
@@ -190,9 +152,6 @@ class PgbenchWorkload(NoCompareDetail):
     def collect(self, ctx: RunContext, it_dir: Path, log_offset: int) -> None:
         """Copy what the iteration left in the server log (from ``log_offset``) to raw/."""
 
-    def finish(self, ctx: RunContext) -> None:
-        """After the last iteration."""
-
     def window_metrics(self, plan: RunPlan, it_dir: Path) -> dict[str, float]:
         """Per-iteration figures of the workload's own (TPROC-C's NOPM), from raw files."""
         return {}
@@ -201,20 +160,6 @@ class PgbenchWorkload(NoCompareDetail):
         """How far a paced workload (sleeps between transactions by design) reached its
         ideal rate in one iteration, from its ``metrics``; None: not paced."""
         return None
-
-    def report_sections(self, summary: RunSummary, run_dir: RunDirectory, plan: RunPlan,
-                        opts: BenchOptions) -> list:
-        return []
-
-    def sweep_steps(self, opts: BenchOptions) -> list[tuple[int, BenchOptions]]:
-        """The runs of a dataset-size sweep these options ask for; empty: one run."""
-        return []
-
-    def build_sweep_report(self, sweep_dir: Path) -> None:
-        raise NotImplementedError(f"{self.__class__.__name__} has no sweeps")
-
-    def common_report(self, opts: BenchOptions | None = None) -> bool:
-        return True
 
     # ----- one iteration --------------------------------------------------------------
     def run_iteration(self, ctx: RunContext, step: Step, record: IterationRecord,

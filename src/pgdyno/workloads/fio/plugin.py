@@ -15,6 +15,7 @@ becomes the planned length of the job set, so that the progress bar's estimate h
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import math
@@ -44,13 +45,15 @@ from pgdyno.telemetry.smart import read_smart
 from pgdyno.workloads.base import (
     HIGHER,
     LOWER,
+    Advice,
+    AdviceInputs,
     BenchOptions,
     IterationProgress,
     MetricSpec,
-    NoCompareDetail,
     Prepared,
     RunContext,
     Step,
+    Workload,
     add_telemetry,
     option,
 )
@@ -100,17 +103,17 @@ class FioOptions:
     device_name: str | None = None
 
 
-class Fio(NoCompareDetail):
+class Fio(Workload):
     name: ClassVar[str] = "fio"
     description: ClassVar[str] = ("the storage baseline: fio bandwidth, IOPS at QD1 and "
                                   "peak, latency, WAL fdatasync, pg_test_fsync")
+    rank: ClassVar[int] = 95
     needs_server: ClassVar[bool] = False
     engine: ClassVar[str] = "program"
     engine_dir: ClassVar[str] = "fio"
     tuning: ClassVar[tuple[str, bool]] = ("oltp", True)
     options_type: ClassVar[type] = FioOptions
     size_unit: ClassVar[str] = "bytes"
-    default_max_tries: ClassVar[int] = 1
     metrics: ClassVar[tuple[MetricSpec, ...]] = (
         MetricSpec("randread_peak_iops", "Random read IOPS (peak)", "IOPS", HIGHER,
                    headline=True),
@@ -161,6 +164,11 @@ class Fio(NoCompareDetail):
         else:
             if not dirs:
                 workdir = opts.target.workdir
+                if not Path(workdir).exists():
+                    # pgdyno's own workdir, where its clusters go: made as a server run
+                    # would make it, so the first run of a fresh machine can be fio's.
+                    with contextlib.suppress(OSError):
+                        Path(workdir).mkdir(parents=True, mode=0o755)
                 dirs = [places.Directory("data", places.check_directory(workdir,
                                                                          "--workdir"))]
                 o = dataclasses.replace(o, workdir_default=True)
@@ -173,12 +181,6 @@ class Fio(NoCompareDetail):
                 target_dir=tuple(str(d.path) for d in dirs if d.role == "target"))
         planned = _planned_seconds(o, places_count=max(1, len(dirs)))
         return dataclasses.replace(opts, workload_options=o, duration_s=planned, warmup_s=0)
-
-    def check_with_target(self, opts: BenchOptions, install: object | None) -> None:
-        """Nothing to check against a server."""
-
-    def dataset_bytes(self, opts: BenchOptions) -> int | None:
-        return None
 
     def storage_directories(self, opts: BenchOptions) -> dict[str, Path]:
         """The directories measured, by role (two target dirs: target, target 2...)."""
@@ -198,11 +200,8 @@ class Fio(NoCompareDetail):
         return (f"fio on {where}: {o.size} test file, {o.runtime} s per job after a "
                 f"{o.ramp} s ramp, {o.ioengine}")
 
-    def sweep_steps(self, opts: BenchOptions) -> list[tuple[int, BenchOptions]]:
-        return []
-
-    def build_sweep_report(self, sweep_dir: Path) -> None:
-        raise NotImplementedError("fio has no dataset sweeps")
+    def advice(self, inputs: AdviceInputs) -> list[Advice]:
+        return [Advice("FIO_RUNTIME", 60, "seconds per fio job: past the device's write cache")]
 
     def common_report(self, opts: BenchOptions | None = None) -> bool:
         return False

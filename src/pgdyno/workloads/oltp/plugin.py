@@ -156,6 +156,7 @@ class Oltp(PgbenchWorkload):
 
 class OltpReadOnly(Oltp):
     name = "oltp-read-only"
+    rank = 40
     description = "sysbench's oltp_read_only on sbtest tables (16 statements)"
     tuning = ("web", False)
     read_write = False
@@ -163,6 +164,7 @@ class OltpReadOnly(Oltp):
 
 class OltpReadWrite(Oltp):
     name = "oltp-read-write"
+    rank = 41
     description = "sysbench's oltp_read_write on sbtest tables (20 statements)"
     tuning = ("oltp", True)
     read_write = True

@@ -11,15 +11,29 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
-from pgdyno.config.sizing import PGBENCH_BYTES_PER_SCALE
+from pgdyno.config.units import human_bytes
 from pgdyno.errors import UsageError
 from pgdyno.targets import PgInstall
-from pgdyno.workloads.base import BenchOptions, Prepared, RunContext, option
+from pgdyno.workloads.base import (
+    Advice,
+    AdviceInputs,
+    BenchOptions,
+    Prepared,
+    RunContext,
+    SizingLine,
+    option,
+)
 from pgdyno.workloads.checks import check_positive, exclusive, parse_size_option
 from pgdyno.workloads.engine.pgbench import PgbenchWorkload, ScriptSpec, check_scripts
 from pgdyno.workloads.pgbench.dataset import initialise
 
 DEFAULT_SCALE = 10
+BYTES_PER_SCALE = 15_700_000
+"""Bytes of pgbench data per scale unit, measured on PG 18 at scale 10: the accounts table
+(100,000 rows of 100-byte tuples) + its index ≈ 15.7 MB per scale unit. The project's one
+figure for turning a scale into a dataset size and back."""
+MB_PER_SCALE_TEXT = f"{BYTES_PER_SCALE / 1e6:g} MB"
+"""The same for rationale text: '15.7 MB'."""
 
 
 @dataclass(frozen=True)
@@ -56,6 +70,7 @@ class PgbenchBuiltin(PgbenchWorkload):
 
     options_type: ClassVar[type] = PgbenchOptions
     size_unit: ClassVar[str] = "scale"
+    bytes_per_size: ClassVar[float | None] = BYTES_PER_SCALE
     builtin: ClassVar[str | None]
 
     def options_from_cli(self, raw: dict[str, Any], opts: BenchOptions) -> BenchOptions:
@@ -64,7 +79,7 @@ class PgbenchBuiltin(PgbenchWorkload):
         scale = raw.get("scale") or DEFAULT_SCALE
         if raw.get("dataset_size"):
             size = parse_size_option(raw["dataset_size"], "--dataset-size")
-            scale = max(1, round(size / PGBENCH_BYTES_PER_SCALE))
+            scale = self.size_for_bytes(size)
         scripts = tuple(raw.get("script") or ())
         for text in scripts:
             parse_script(text)  # refuse a bad file before anything is created
@@ -86,11 +101,37 @@ class PgbenchBuiltin(PgbenchWorkload):
             specs.insert(0, ScriptSpec(name=self.name, builtin=self.builtin))
         return specs
 
-    def dataset_bytes(self, opts: BenchOptions) -> int | None:
-        return opts.workload_options.scale * PGBENCH_BYTES_PER_SCALE
+    def dataset_size(self, opts: BenchOptions) -> float | None:
+        return opts.workload_options.scale
 
     def describe_dataset(self, opts: BenchOptions) -> str:
         return f"scale {opts.workload_options.scale}"
+
+    def advice(self, inputs: AdviceInputs) -> list[Advice]:
+        """pgbench's lines of the tuned matrix (the four built-ins share them)."""
+        if inputs.dataset_bytes:
+            scale = max(1, inputs.dataset_bytes // BYTES_PER_SCALE)
+            why = (f"--dataset-size {human_bytes(inputs.dataset_bytes)} / "
+                   f"{MB_PER_SCALE_TEXT} per scale unit")
+        else:
+            scale = max(1, int(inputs.ram_bytes * 1.25) // BYTES_PER_SCALE)
+            why = "1.25 x RAM: the dataset exceeds the cache, storage is exercised"
+        cpus, heavy = inputs.vcpus, min(100, max(1, inputs.client_room))
+        return [
+            Advice("PGBENCH_SCALE", scale, why),
+            Advice("PGBENCH_DURATION", 60,
+                   "seconds per run: several checkpoints-free minutes add noise"),
+            Advice("PGBENCH_CLIENTS_LIGHT", cpus, f"{cpus} vCPUs: one client per CPU"),
+            Advice("PGBENCH_CLIENTS_MEDIUM", 4 * cpus,
+                   "4 x vCPUs: CPUs busy while others wait on I/O"),
+            Advice("PGBENCH_CLIENTS_HEAVY", heavy,
+                   f"max_connections {inputs.max_connections} - {inputs.pgdyno_sessions} "
+                   f"pgdyno sessions - {inputs.reserved_slots} reserved slots, at most 100")]
+
+    def dataset_lines(self, dataset_bytes: int) -> list[SizingLine]:
+        return [SizingLine("cache", "pgbench scale of that size",
+                           f"dataset / {MB_PER_SCALE_TEXT} per scale unit",
+                           str(max(1, dataset_bytes // BYTES_PER_SCALE)))]
 
     def prepare_dataset(self, ctx: RunContext) -> Prepared:
         assert ctx.conn is not None and ctx.install is not None
@@ -109,6 +150,7 @@ class PgbenchBuiltin(PgbenchWorkload):
 
 class Tpcb(PgbenchBuiltin):
     name = "tpcb"
+    rank = 10
     description = "pgbench's TPC-B-like transaction (5 statements, 3 updates)"
     builtin = "tpcb-like"
     tuning = ("oltp", True)
@@ -116,6 +158,7 @@ class Tpcb(PgbenchBuiltin):
 
 class SimpleUpdate(PgbenchBuiltin):
     name = "simple-update"
+    rank = 11
     description = "pgbench's simple-update (TPC-B without the branch and teller updates)"
     builtin = "simple-update"
     tuning = ("oltp", True)
@@ -123,6 +166,7 @@ class SimpleUpdate(PgbenchBuiltin):
 
 class SelectOnly(PgbenchBuiltin):
     name = "select-only"
+    rank = 12
     description = "pgbench's select-only (one primary-key lookup)"
     builtin = "select-only"
     tuning = ("web", False)
@@ -130,6 +174,7 @@ class SelectOnly(PgbenchBuiltin):
 
 class Custom(PgbenchBuiltin):
     name = "custom"
+    rank = 13
     description = "your pgbench scripts (--script FILE[@WEIGHT]) on the pgbench tables"
     builtin = None
     tuning = ("mixed", True)

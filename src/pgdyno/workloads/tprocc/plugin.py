@@ -62,9 +62,11 @@ class TproccOptions:
 class Tprocc(PgbenchWorkload):
     name = "tprocc"
     description = "TPROC-C: TPC-C-derived OLTP (HammerDB's), NOPM from the database"
+    rank = 20
     tuning = ("oltp", True)
     options_type: ClassVar[type] = TproccOptions
     size_unit: ClassVar[str] = "warehouses"
+    bytes_per_size: ClassVar[float | None] = BYTES_PER_WAREHOUSE
     default_max_tries: ClassVar[int] = RETRIES
     metrics: ClassVar[tuple[MetricSpec, ...]] = (
         MetricSpec("nopm", "NOPM", "new orders/min", HIGHER, headline=True),
@@ -82,7 +84,7 @@ class Tprocc(PgbenchWorkload):
                  if raw.get("warehouses") is not None else [])
         if sweep == [] and raw.get("dataset_size"):
             size = parse_size_option(raw["dataset_size"], "--dataset-size")
-            sweep = [max(1, round(size / BYTES_PER_WAREHOUSE))]
+            sweep = [self.size_for_bytes(size)]
         warehouses = sweep[0] if sweep else DEFAULT_WAREHOUSES
         check_positive(raw.get("time_scale", 1.0), "--time-scale")
         check_positive(raw.get("load_workers"), "--load-workers")
@@ -124,11 +126,8 @@ class Tprocc(PgbenchWorkload):
                    else opts.clients)
         return dataclasses.replace(opts, workload_options=t, clients=clients)
 
-    def dataset_bytes(self, opts: BenchOptions) -> int | None:
-        return opts.workload_options.warehouses * BYTES_PER_WAREHOUSE
-
-    def describe_dataset(self, opts: BenchOptions) -> str:
-        return f"{opts.workload_options.warehouses} warehouses"
+    def dataset_size(self, opts: BenchOptions) -> float | None:
+        return opts.workload_options.warehouses
 
     # ----- the run --------------------------------------------------------------------
     def prepare_dataset(self, ctx: RunContext) -> Prepared:
@@ -217,6 +216,15 @@ class Tprocc(PgbenchWorkload):
                                                  False))
 
     def build_sweep_report(self, sweep_dir: Path) -> None:
+        """Real against ideal NOPM per warehouse count, and where real/ideal drops below
+        90% (seed 003)."""
         from pgdyno.workloads.tprocc.sweep_report import build_sweep_report
 
         build_sweep_report(sweep_dir)
+
+    def compare_sweeps(self, a: Path, b: Path, at_step: int | None):
+        """Both sweeps' real and ideal NOPM, saturation points and the memory charts at one
+        warehouse count (``at_step``; default the largest both measured)."""
+        from pgdyno.workloads.tprocc.sweep_compare import compare_sweeps
+
+        return compare_sweeps(a, b, at_step)

@@ -11,7 +11,6 @@ runs the way they read the others.
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 import re
 from dataclasses import dataclass
@@ -41,6 +40,7 @@ from pgdyno.workloads.base import (
     Prepared,
     RunContext,
     Step,
+    Workload,
     add_telemetry,
     option,
 )
@@ -104,17 +104,18 @@ def _metrics() -> tuple[MetricSpec, ...]:
         *per_query)
 
 
-class Tproch:
+class Tproch(Workload):
     name: ClassVar[str] = "tproch"
     description: ClassVar[str] = ("TPROC-H: TPC-H-derived analytics, power and throughput "
                                   "tests of 22 queries with refresh functions")
-    needs_server: ClassVar[bool] = True
+    rank: ClassVar[int] = 30
+    dataset_schema: ClassVar[str] = schema.DATASET_SCHEMA
     engine: ClassVar[str] = "psycopg"
     engine_dir: ClassVar[str] = "tproch"
     tuning: ClassVar[tuple[str, bool]] = ("dw", False)
     options_type: ClassVar[type] = TprochOptions
     size_unit: ClassVar[str] = "scale factor"
-    default_max_tries: ClassVar[int] = 1
+    bytes_per_size: ClassVar[float | None] = BYTES_PER_SF
     metrics: ClassVar[tuple[MetricSpec, ...]] = _metrics()
 
     # ----- options ------------------------------------------------------------------
@@ -169,20 +170,11 @@ class Tproch:
         if opts.target.kind == "dsn" and opts.target.dsn:
             _check_dsn_database(opts)
 
-    def storage_directories(self, opts: BenchOptions) -> dict[str, Path]:
-        return {}
-
-    def dataset_bytes(self, opts: BenchOptions) -> int | None:
-        return int(opts.workload_options.scale_factor * BYTES_PER_SF)
+    def dataset_size(self, opts: BenchOptions) -> float | None:
+        return opts.workload_options.scale_factor
 
     def describe_dataset(self, opts: BenchOptions) -> str:
         return f"SF {opts.workload_options.scale_factor:g}"
-
-    def sweep_steps(self, opts: BenchOptions) -> list[tuple[int, BenchOptions]]:
-        return []
-
-    def build_sweep_report(self, sweep_dir: Path) -> None:
-        raise NotImplementedError("tproch has no dataset sweeps")
 
     def common_report(self, opts: BenchOptions | None = None) -> bool:
         """No transactions per second: the TPROC-H section brings query times instead."""
@@ -238,9 +230,6 @@ class Tproch:
             what = f"Q{first.query}" if failed else f"{failed_rf[0].function}"
             raise RunFailed(f"TPROC-H {what} failed at {step.clients} streams, iteration "
                             f"{step.iteration}: {first.error}")
-
-    def finish(self, ctx: RunContext) -> None:
-        """Nothing to check: each refresh pair leaves the row counts as they were."""
 
     # ----- summary and report ---------------------------------------------------------
     def summarise(self, run_dir: RunDirectory, plan: RunPlan, opts: BenchOptions,
@@ -330,7 +319,3 @@ def _iteration(record: IterationRecord, figures, timings: list[streams.QueryTimi
         latency=none, lag=None, scripts=[], timeline=[], log_files=record.log_files,
         metrics={k: v for k, v in figures.metrics.items() if not math.isnan(v)},
         samples={"geomean_s": stream_geomeans(figures)})
-
-
-def read_plan_file(path: Path) -> Any:
-    return json.loads(path.read_text())
