@@ -144,7 +144,7 @@ def test_counts_and_lag_match_pg_stat_archiver(sweeps, method: str) -> None:
 
 
 def test_sweep_against_sweep(sweeps, root: Path) -> None:
-    cmp = compare_sweeps(sweeps["buffered"], sweeps["direct"], at_warehouses=2)
+    cmp = compare_sweeps(sweeps["buffered"], sweeps["direct"], at_step=2)
     md = write_sweep_comparison(cmp, root / "cmp")
     for side, sweep in ((cmp.a, sweeps["buffered"]), (cmp.b, sweeps["direct"])):
         own = json.loads((sweep / "sweep_summary.json").read_text())

@@ -1,0 +1,1 @@
+"""A toy pgdyno workload, installed as a package of its own (see plugin.py)."""
