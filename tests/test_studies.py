@@ -136,9 +136,19 @@ def test_example_study_report_has_every_section(quick_studies, name: str) -> Non
     html = (folder / "study.html").read_text()
     assert text.startswith(f"# pgdyno study: {record.title}")
     assert f"**{record.question}**" in text
-    positions = [text.index(f"## {SECTION_TITLES[s]}") for s in
-                 ("summary", "glance", "charts", "settings", "conclusions", "threats")]
+    positions = [text.index(f"## {SECTION_TITLES[s]}") for s in record.sections
+                 if s in SECTION_TITLES]
     assert positions == sorted(positions)
+    assert {"summary", "glance", "charts", "workloads", "settings", "conclusions",
+            "threats"} <= set(record.sections)
+    if "context" in record.sections:  # seed 002's matrix, sizing math, journal and limits
+        for title in ("Configuration matrix", "Sizing math", "Benchmark journal",
+                      "Hardware limits"):
+            assert f": {title}" in text, title
+    for result in record.workloads:
+        if result.steps:  # a sweep: the verdict at every size both sides measured
+            assert len(result.steps) >= 2 and result.sweep_compare_dir
+            assert (folder / result.sweep_compare_dir / "compare.md").is_file()
     for result in record.workloads:
         assert f'<a id="{result.anchor}"></a>' in text and f'id="{result.anchor}"' in html
     assert (folder / "plots" / "headline_bars.png").stat().st_size > 0

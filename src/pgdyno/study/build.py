@@ -123,7 +123,25 @@ def _workload_result(spec: CampaignSpec, study: StudySpec, workload: str,
                 result.compare_dir = target.name
         if sweeps:
             result.steps = _step_comparisons(step_runs, a, b)
+            result.sweep_compare_dir = _sweep_comparison(dirs[a], dirs[b], workload, out_dir)
     return result
+
+
+def _sweep_comparison(a: list[Path], b: list[Path], workload: str,
+                      out_dir: Path) -> str | None:
+    """The workload's own comparison of the last sweep of each side (seed 003's chart of
+    real against ideal throughput and its memory summary)."""
+    from pgdyno.compare.sweeps import compare_sweeps, is_sweep_dir, write_sweep_comparison
+
+    a_dirs, b_dirs = [p for p in a if is_sweep_dir(p)], [p for p in b if is_sweep_dir(p)]
+    if not a_dirs or not b_dirs:
+        return None
+    target = out_dir / f"sweeps-{workload}"
+    try:
+        write_sweep_comparison(compare_sweeps(a_dirs[-1], b_dirs[-1]), target)
+    except (PgdynoError, OSError, ValueError):
+        return None
+    return target.name
 
 
 def _headline(plugin) -> str:  # noqa: ANN001 - a registry plugin

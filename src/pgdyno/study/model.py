@@ -124,6 +124,9 @@ class WorkloadResult:
     """The full compare report, relative to the study directory."""
     steps: list[StepComparison] = field(default_factory=list)
     """Sweep cells: one comparison per size measured on both sides."""
+    sweep_compare_dir: str | None = None
+    """Sweep cells: the workload's own sweep-against-sweep report (TPROC-C's real against
+    ideal NOPM, saturation, memory), relative to the study directory."""
     size_unit: str = ""
 
     def side(self, label: str) -> Side | None:

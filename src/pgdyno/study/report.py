@@ -15,6 +15,7 @@ from pgdyno.compare.model import MetricComparison
 from pgdyno.compare.render import interval, io_table, metrics_table, pct, verdict_text
 from pgdyno.compare.stats import FASTER, HIGHER, LOWER, SLOWER
 from pgdyno.config.units import human_bytes
+from pgdyno.errors import PgdynoError
 from pgdyno.reports import html
 from pgdyno.reports.document import Document, Section, Table, figure
 from pgdyno.study.conclusions import headline_comparison, projection
@@ -24,6 +25,7 @@ from pgdyno.study.plots import study_plots
 REPORT_STEM = "study"
 SECTION_TITLES = {"summary": "Executive summary", "glance": "At a glance",
                   "charts": "Charts", "settings": "Settings: baseline and candidate",
+                  "context": "The context: configuration, sizing, journal, limits",
                   "conclusions": "Conclusions", "threats": "Threats to validity"}
 
 
@@ -36,7 +38,8 @@ def write_study_report(record: StudyRecord, out_dir: Path) -> Path:
 
 def build_document(record: StudyRecord, images: dict[str, str], out_dir: Path) -> Document:
     parts = {"summary": _summary, "glance": _glance, "charts": _charts,
-             "workloads": _workloads, "settings": _settings, "conclusions": _conclusions,
+             "workloads": _workloads, "settings": _settings, "context": _context,
+             "conclusions": _conclusions,
              "threats": _threats}
     sections = [_question(record)]
     for name in record.sections:
@@ -317,6 +320,14 @@ def _workload(result: WorkloadResult, images: dict[str, str], out_dir: Path) -> 
         section.tables.append(_scaling_table(result))
     if result.steps:
         section.tables.append(_steps_table(result))
+    if result.sweep_compare_dir:
+        section.paragraphs.append(
+            f"The sweeps side by side: [{result.sweep_compare_dir}/compare.md]"
+            f"({result.sweep_compare_dir}/compare.md).")
+        for png in sorted((out_dir / result.sweep_compare_dir / "plots").glob("*.png")):
+            caption = png.stem.replace("_", " ").replace("-", " ")
+            section.images.append((f"{result.workload} sweeps: {caption}",
+                                   str(png.relative_to(out_dir))))
     sections = [section]
     if result.compare_dir:
         section.paragraphs.append(f"The whole comparison: [{result.compare_dir}/compare.md]"
@@ -429,6 +440,45 @@ def _settings(record: StudyRecord, images: dict[str, str], out_dir: Path) -> lis
     else:
         section.paragraphs.append("The configs compared set the same values.")
     return [section]
+
+
+def _context(record: StudyRecord, images: dict[str, str], out_dir: Path) -> list[Section]:
+    """Each context's own report (pgdyno report --context), written beside the study and
+    laid out here one level down: the configuration matrix with its rationale, the sizing
+    math, the run journal, cold/warm validation, price/performance and the hardware's
+    limits, as that report computes them."""
+    from pgdyno.campaign.context import build_context
+    from pgdyno.campaign.context_report import context_document, write_context_report
+
+    out = [Section(SECTION_TITLES["context"], anchor="context")]
+    for context, results_dir in _contexts(record):
+        folder = out_dir / f"context-{context}"
+        try:
+            rep = build_context(results_dir, context)
+            write_context_report(rep, folder)
+            doc = context_document(rep)
+        except (PgdynoError, OSError, ValueError) as exc:
+            out[0].paragraphs.append(f"{context}: no context report ({exc}).")
+            continue
+        out[0].paragraphs.append(f"{context}: [{folder.name}/context-report.md]"
+                                 f"({folder.name}/context-report.md).")
+        for section in doc.sections:
+            section.level = 3
+            section.title = f"{context}: {section.title}"
+            section.images = [(c, f"{folder.name}/{p}") for c, p in section.images]
+            out.append(section)
+    return out
+
+
+def _contexts(record: StudyRecord) -> list[tuple[str, Path]]:
+    """The contexts the study's runs belong to, with their results directory."""
+    seen: dict[str, Path] = {}
+    for result in record.workloads:
+        for side in result.sides:
+            for run in side.runs:
+                path = Path(run)
+                seen.setdefault(path.parent.name, path.parent.parent)
+    return list(seen.items())
 
 
 RECOMMENDING = ("adopt", "keep", "avoid", "headroom")

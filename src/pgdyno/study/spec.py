@@ -28,9 +28,13 @@ from pgdyno.campaign.spec import CampaignSpec
 from pgdyno.config.userfile import control_character
 from pgdyno.errors import UsageError
 
-SECTIONS = ("summary", "glance", "charts", "workloads", "settings", "conclusions", "threats")
+SECTIONS = ("summary", "glance", "charts", "workloads", "settings", "context", "conclusions",
+            "threats")
 """The study report's sections, in the order the report has them (title and question
 always come first, the runs' list always last)."""
+DEFAULT_SECTIONS = tuple(s for s in SECTIONS if s != "context")
+"""``context`` (each context's report inside the study: configuration matrix, sizing math,
+journal, validation, price/performance, limits; seed 002) only when the file asks."""
 STUDY_KEYS = {"question", "title", "baseline", "candidate", "sections", "validate"}
 VALIDATE_KEYS = {"per_core", "hardware", "band", "workload", "side", "metric"}
 
@@ -77,7 +81,7 @@ def study_of(spec: CampaignSpec) -> StudySpec | None:
     if candidate == baseline:
         raise UsageError(f"{where} candidate = {candidate!r} is the baseline; accepted: "
                          "another [[config]] label")
-    sections = table.get("sections", list(SECTIONS))
+    sections = table.get("sections", list(DEFAULT_SECTIONS))
     if (not isinstance(sections, list) or not sections
             or not all(isinstance(s, str) and s in SECTIONS for s in sections)):
         raise UsageError(f"{where} sections = {sections!r}; accepted: a list of "
