@@ -11,6 +11,7 @@ import re
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -173,9 +174,15 @@ def test_a_plugin_that_fails_to_load_is_one_line(tmp_path: Path, entry: str, why
         assert "from pgdyno-broken 0.1" in lines[0] and why in lines[0]
 
 
+@pytest.fixture()
+def results() -> Iterator[Path]:
+    path = make_shared_dir("pgdyno-toy-")
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
 @pytest.mark.server
-def test_the_toy_end_to_end(toy_env: dict[str, str], workdir: Path) -> None:
-    results = make_shared_dir("pgdyno-toy-")
+def test_the_toy_end_to_end(toy_env: dict[str, str], workdir: Path, results: Path) -> None:
     base = ["--results-dir", str(results), *SHORT]
 
     def pgdyno(*args: str) -> subprocess.CompletedProcess:
