@@ -102,7 +102,8 @@ def _workload_result(spec: CampaignSpec, study: StudySpec, workload: str,
     dirs = {label: _ok_dirs(spec, workload, label, cells) for label in labels}
     result = WorkloadResult(workload=workload, description=plugin.description,
                             headline=_headline(plugin), anchor=f"workload-{workload}",
-                            sides=[], size_unit=plugin.size_unit)
+                            sides=[], size_unit=plugin.size_unit,
+                            chart_metrics=[_headline(plugin), *plugin.chart_metrics])
     step_runs = {label: _steps(paths) for label, paths in dirs.items()}
     sweeps = any(step_runs[label] for label in labels)
     if sweeps:

@@ -40,6 +40,7 @@ def findings(record: StudyRecord) -> list[Finding]:
         if result.comparison is None:
             out += _measured(result)
         out += _scaling(result)
+        out += _latency_range(result)
         out += _bottlenecks(result)
         out += _write_cv(result)
         out += _smart(result)
@@ -141,6 +142,22 @@ def _scaling(result: WorkloadResult) -> list[Finding]:
                                    "at_lowest": side.by_clients[lowest]},
                            words={"config": side.label, "metric": fig.label if fig else
                                   result.headline, "unit": fig.unit if fig else ""}))
+    return out
+
+
+def _latency_range(result: WorkloadResult) -> list[Finding]:
+    """Seed 001's latency range: the lowest and highest latency percentile measured."""
+    out = []
+    for side in result.sides:
+        pcts = [f for f in side.figures if f.name.startswith("latency_p") and f.unit == "ms"]
+        if len(pcts) < 2:
+            continue
+        low, high = min(pcts, key=lambda f: f.mean), max(pcts, key=lambda f: f.mean)
+        out.append(Finding(kind="latency_range", workload=result.workload,
+                           section=result.anchor,
+                           values={"low": low.mean, "high": high.mean,
+                                   "clients": float(side.clients or 0)},
+                           words={"config": side.label, "low": low.label, "high": high.label}))
     return out
 
 

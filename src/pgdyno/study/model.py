@@ -128,6 +128,8 @@ class WorkloadResult:
     """Sweep cells: the workload's own sweep-against-sweep report (TPROC-C's real against
     ideal NOPM, saturation, memory), relative to the study directory."""
     size_unit: str = ""
+    chart_metrics: list[str] = field(default_factory=list)
+    """The headline first, then the metrics its plugin charts beside it."""
 
     def side(self, label: str) -> Side | None:
         return next((s for s in self.sides if s.label == label), None)

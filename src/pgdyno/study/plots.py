@@ -12,6 +12,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
+from pgdyno.compare.model import metric_title  # noqa: E402
 from pgdyno.compare.plots import DPI, VERDICT_COLOURS  # noqa: E402
 from pgdyno.study.conclusions import headline_comparison  # noqa: E402
 from pgdyno.study.model import StudyRecord, WorkloadResult  # noqa: E402
@@ -22,7 +23,8 @@ SIDE_COLOURS = ("tab:blue", "tab:orange", "tab:green", "tab:red")
 def study_plots(record: StudyRecord, plots_dir: Path) -> dict[str, str]:
     """name -> path relative to the study directory, for the plots the data allows."""
     plots_dir.mkdir(parents=True, exist_ok=True)
-    figures = {"headline_bars": _headline_bars(record), "change_bars": _change_bars(record)}
+    figures = {"headline_bars": _headline_bars(record), "change_bars": _change_bars(record),
+               "scaling_all": _scaling_all(record)}
     for result in record.workloads:
         figures[f"scaling_{result.workload}"] = _scaling(result)
     made = {}
@@ -40,13 +42,17 @@ def _measured(result: WorkloadResult) -> bool:
 
 
 def _headline_bars(record: StudyRecord):
-    results = [r for r in record.workloads if _measured(r)]
-    if not results:
+    """One panel per workload and charted metric (the headline, then the plugin's
+    chart_metrics: NOPM and TPM for TPROC-C), bars per side."""
+    panels = [(r, name) for r in record.workloads if _measured(r)
+              for name in (r.chart_metrics or [r.headline])
+              if any(s.figure(name) is not None for s in r.sides)]
+    if not panels:
         return None
-    fig, axes = plt.subplots(1, len(results), figsize=(3.2 * len(results) + 1, 3.8),
+    fig, axes = plt.subplots(1, len(panels), figsize=(3.2 * len(panels) + 1, 3.8),
                              squeeze=False)
-    for ax, result in zip(axes[0], results, strict=True):
-        sides = [(s.label, s.figure(result.headline)) for s in result.sides]
+    for ax, (result, name) in zip(axes[0], panels, strict=True):
+        sides = [(s.label, s.figure(name)) for s in result.sides]
         sides = [(label, f) for label, f in sides if f is not None]
         xs = list(range(len(sides)))
         ax.bar(xs, [f.mean for _, f in sides], yerr=[f.stddev for _, f in sides],
@@ -57,11 +63,38 @@ def _headline_bars(record: StudyRecord):
                         ha="center", va="bottom", fontsize=8)
         ax.set_xticks(xs, [label for label, _ in sides], rotation=15)
         first = sides[0][1]
-        ax.set(title=result.workload, ylabel=f"{first.label} ({first.unit})")
+        ax.set(title=f"{result.workload}: {first.label}",
+               ylabel=metric_title(first.label, first.unit))
         ax.set_ylim(bottom=0)
         ax.grid(alpha=0.3, axis="y")
-    fig.suptitle("Headline figure per workload and config (mean ± one standard deviation)")
+    fig.suptitle("Headline figures per workload and config (mean ± one standard deviation)")
     fig.tight_layout()
+    return fig
+
+
+def _scaling_all(record: StudyRecord):
+    """Every workload's headline by client count on one axis, when they share its unit
+    (seed 001's one chart across TPC-B, simple-update and select-only)."""
+    lines = []
+    for result in record.workloads:
+        for side in result.sides:
+            fig_ = side.figure(result.headline)
+            if fig_ is not None and len(side.by_clients) > 1:
+                lines.append((f"{result.workload} ({side.label})", fig_, side.by_clients))
+    units = {f.unit for _, f, _ in lines}
+    if len(lines) < 2 or len(units) != 1:
+        return None
+    fig, ax = plt.subplots(figsize=(7, 4))
+    for colour, (label, _, by) in zip(plt.cm.tab10.colors, lines, strict=False):
+        counts = sorted(by, key=int)
+        ax.plot([int(c) for c in counts], [by[c] for c in counts], marker="o", color=colour,
+                label=label)
+    first = lines[0][1]
+    ax.set(xlabel="clients", ylabel=metric_title(first.label, first.unit),
+           title=f"{first.label} by client count, every workload")
+    ax.set_ylim(bottom=0)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
     return fig
 
 

@@ -121,6 +121,12 @@ def _peak(f: Finding, record: StudyRecord) -> str:
             f"({_num(v['at_lowest'], w['unit'])} at {v['lowest_clients']:.0f}).")
 
 
+def _latency_range(f: Finding, record: StudyRecord) -> str:
+    v, w = f.values, f.words
+    return (f"{_what(f, record)} ({w['config']}, {v['clients']:.0f} clients): latency from "
+            f"{_num(v['low'], 'ms')} ({w['low']}) to {_num(v['high'], 'ms')} ({w['high']}).")
+
+
 def _bottleneck(f: Finding, record: StudyRecord) -> str:
     v, w = f.values, f.words
     return (f"{_what(f, record)} ({w['config']}): the bottleneck verdict was "
@@ -201,7 +207,8 @@ _WORDS = {"change": _change, "no_difference": _no_difference, "undetermined": _u
           "step_undetermined": _undetermined, "measured": _measured, "peak": _peak,
           "bottleneck": _bottleneck, "common_bottleneck": _common, "write_cv": _write_cv,
           "smart": _smart, "endurance": _endurance, "validation": _validation,
-          "adopt": _adopt, "keep": _keep, "avoid": _avoid, "headroom": _headroom}
+          "adopt": _adopt, "keep": _keep, "avoid": _avoid, "headroom": _headroom,
+          "latency_range": _latency_range}
 
 
 def threat_sentence(t: Threat) -> str:
@@ -290,7 +297,8 @@ def _charts(record: StudyRecord, images: dict[str, str], out_dir: Path) -> list[
                                  "(absolute values; bars: mean, whiskers: ± one standard "
                                  "deviation over iterations)",
                 "change_bars": "Change of each workload's headline figure, candidate "
-                               "against baseline, with its interval"}
+                               "against baseline, with its interval",
+                "scaling_all": "Headline by client count, every workload on one axis"}
     for name, caption in captions.items():
         if name in images:
             section.images.append((caption, images[name]))
@@ -314,6 +322,7 @@ def _workload(result: WorkloadResult, images: dict[str, str], out_dir: Path) -> 
                                             cmp.metrics[0].clients))
         for profile in cmp.io_profiles:
             section.tables.append(io_table(profile, cmp))
+            section.tables.append(_consistency_table(profile, cmp))
     elif result.sides:
         section.tables.append(_figures_table(result.sides[0]))
     if any(len(s.by_clients) > 1 for s in result.sides):
@@ -387,6 +396,26 @@ def _smart_table(result: WorkloadResult) -> Table | None:
     return Table(["Phase", "Temperature", "Host writes", "Host reads", "Percentage used",
                   "Media errors", "Throttle events"], rows,
                  caption=f"SMART during {result.workload} (first reading before, last after)")
+
+
+def _consistency_table(profile, cmp) -> Table:  # noqa: ANN001 - compare's IoProfile
+    """Seed 000's I/O consistency: write IOPS mean, standard deviation and CV per side (a
+    CV near 100% is checkpoint storms: idle, then a flush)."""
+    def row(label: str, a: float | None, b: float | None, fmt_: str) -> list[str]:
+        return [label, *[fmt_.format(v) if v is not None else "—" for v in (a, b)]]
+
+    a, b = profile.baseline, profile.candidate
+    sd = [s.write_iops * s.write_iops_cv if s.write_iops is not None
+          and s.write_iops_cv is not None else None for s in (a, b)]
+    return Table(["Metric", cmp.baseline_label, cmp.candidate_label], [
+        row("Write IOPS mean", a.write_iops, b.write_iops, "{:,.0f}"),
+        row("Write IOPS std dev", sd[0], sd[1], "{:,.0f}"),
+        row("Write IOPS CV", *[s.write_iops_cv * 100 if s.write_iops_cv is not None
+                               else None for s in (a, b)], "{:.1f}%"),
+        row("Read IOPS CV", *[s.read_iops_cv * 100 if s.read_iops_cv is not None
+                              else None for s in (a, b)], "{:.1f}%")],
+        caption=f"I/O consistency on {profile.group}, {profile.clients} clients "
+                "(1 s samples over the measured windows)")
 
 
 def _side_lines(side: Side) -> list[str]:

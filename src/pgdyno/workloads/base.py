@@ -273,6 +273,9 @@ class Workload:
     """(pgtune database type, write-heavy) for the config engine's rules."""
     options_type: ClassVar[type] = NoOptions
     metrics: ClassVar[tuple[MetricSpec, ...]] = (TPS, *LATENCY_METRICS)
+    chart_metrics: ClassVar[tuple[str, ...]] = ()
+    """Metrics a study charts as absolute bars beside the headline (TPROC-C: TPM beside
+    NOPM, as seed 000 shows them)."""
     default_max_tries: ClassVar[int] = 1
     """--max-tries when not given: workloads that expect serialization failures and
     deadlocks (TPROC-C, OLTP) retry them."""

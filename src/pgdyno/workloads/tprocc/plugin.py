@@ -68,6 +68,7 @@ class Tprocc(PgbenchWorkload):
     size_unit: ClassVar[str] = "warehouses"
     bytes_per_size: ClassVar[float | None] = BYTES_PER_WAREHOUSE
     default_max_tries: ClassVar[int] = RETRIES
+    chart_metrics: ClassVar[tuple[str, ...]] = ("tpm",)
     metrics: ClassVar[tuple[MetricSpec, ...]] = (
         MetricSpec("nopm", "NOPM", "new orders/min", HIGHER, headline=True),
         MetricSpec("real_vs_ideal", "Real/ideal", "ratio", HIGHER),
