@@ -117,6 +117,12 @@ class SettingsCatalogue:
                 if not _PLACEHOLDER.match(key):
                     raise UsageError(f"{origin}: {key!r} is not a setting name; accepted: "
                                      "extension.setting in letters, digits and _")
+                prefix = key.split(".")[0]
+                if prefix.lower() in {name.lower() for name in self.specs}:
+                    raise UsageError(f"{origin}: {key!r}: {prefix} is a PostgreSQL setting, "
+                                     "not an extension's prefix; accepted: "
+                                     f"{prefix} = value, or an extension's setting as "
+                                     "extension.setting")
                 return quote_if_needed(unquote(value))
             close = difflib.get_close_matches(key, self.specs.keys(), n=3)
             hint = f"; did you mean {', '.join(close)}?" if close else ""
