@@ -144,6 +144,17 @@ def test_an_archive_dir_that_cannot_be_is_refused_before_anything(
     _one_line_and_nothing_made(out, tmp_path, f"--archive-dir {tmp_path / where}", *words)
 
 
+def test_a_sweep_with_bad_input_is_refused_before_its_directory(tmp_path: Path) -> None:
+    """A sweep (one run per dataset size) checks once before its own directory: inside it,
+    a refused step would only fail that step, and the sweep end with exit 0."""
+    (tmp_path / "afile").write_text("x")
+    out = run_cli(["bench", "tprocc", "--warehouses", "1,2", "--duration", "1",
+                   "--no-progress", "--archive", "buffered", "--archive-dir",
+                   str(tmp_path / "afile"), "--results-dir", str(tmp_path / "results")],
+                  tmp_path / "work")
+    _one_line_and_nothing_made(out, tmp_path, "is a file")
+
+
 def test_an_archive_dir_out_of_the_server_users_reach_is_refused(tmp_path: Path) -> None:
     from pgdyno.targets.osuser import running_as_root
 

@@ -137,7 +137,7 @@ def run_bench(opts: BenchOptions, console: Console | None = None,
         if transport is not None:
             transport.close()
         raise
-    workload.check_with_target(opts, target.install if target is not None else None)
+    preflight(opts, target.install if target is not None else None)
     host.storage = storage_facts(_measured_directories(opts, workload, target))
     if target is not None and target.kind == "dsn":
         # An unreachable server is bad input, found before anything is written: no run
@@ -199,6 +199,21 @@ def run_bench(opts: BenchOptions, console: Console | None = None,
         raise RunFailed(f"run failed: {result.reason} (partial results in {run_dir.path})",
                         run_dir.path)
     return result
+
+
+def preflight(opts: BenchOptions, install: PgInstall | None) -> None:
+    """Bad input the options show before any server is looked at, refused before anything
+    is created (``run_bench`` before its run directory, a sweep before its own): an archive
+    directory that is a file, on a read-only filesystem or out of the server user's reach,
+    and the workload's own pre-flight (``check_with_target``: a script pgbench refuses,
+    TPROC-H's missing data generator)."""
+    from pgdyno.targets import archive
+    from pgdyno.targets.osuser import server_user
+
+    spec = archive.spec_of(opts.target)
+    if spec.enabled:  # refused with --dsn and --ssh: the server is local, run as server_user()
+        archive.check_directory(spec, server_user())
+    registry.get(opts.workload).check_with_target(opts, install)
 
 
 def _ssh_transport(opts: BenchOptions):
@@ -360,19 +375,14 @@ def _make_room_for_clients(opts: BenchOptions, settings: dict[str, str], record:
 
 def _archive_settings(opts: BenchOptions, settings: dict[str, str], record: dict) -> None:
     """--archive: archive_mode and archive_command on a server pgdyno starts, recorded with
-    the config's settings (their source says --archive); its directory checked."""
+    the config's settings (their source says --archive)."""
     from pgdyno.targets import archive
-    from pgdyno.targets.osuser import server_user
 
     spec = archive.spec_of(opts.target)
     added = archive.archive_settings(spec)
     if not added:
         return
     archive.check_wal_level(settings)
-    # Before anything is created: an archive directory that is a file, on a read-only
-    # filesystem or out of the server user's reach is bad input, not a failed run. Archiving
-    # is refused with --dsn and --ssh, so the server is local and runs as server_user().
-    archive.check_directory(spec, server_user())
     settings.update(added)
     record.setdefault("pg_settings", {}).update(added)
     record.setdefault("sources", {}).update(

@@ -25,8 +25,9 @@ from pgdyno.errors import RunFailed, RunInterrupted, UsageError
 from pgdyno.results.manifest import BenchOptions
 from pgdyno.results.rundir import new_stamped_dir, utc_now
 from pgdyno.results.sweepdir import SCHEMA_VERSION, SweepRecord, SweepStep
-from pgdyno.runner.bench import context_of, run_bench
+from pgdyno.runner.bench import context_of, preflight, run_bench
 from pgdyno.runner.report import build_sweep_reports
+from pgdyno.targets import install_for
 from pgdyno.workloads import registry
 
 
@@ -42,11 +43,14 @@ def run_sweep(opts: BenchOptions, console: Console | None = None,
     steps = sweep_steps(opts)
     if not steps:
         raise UsageError(f"{opts.workload}: these options ask for one run, not a sweep")
+    workload = registry.get(opts.workload)
+    # Bad input ends the sweep before its directory exists: inside it, a step's refusal
+    # would only fail that step (as a step may fail for its own reasons, disk space).
+    preflight(opts, install_for(opts.target) if workload.needs_server else None)
     console = console or Console(stderr=True)
     context = context_of(opts)
     opts = dataclasses.replace(opts, context=context)
     sweep_dir = new_stamped_dir(opts.results_dir, context, f"{opts.workload}-sweep")
-    workload = registry.get(opts.workload)
     unit = workload.size_unit
     record = SweepRecord(
         schema_version=SCHEMA_VERSION, context=context, status="running", started_at=utc_now(),
