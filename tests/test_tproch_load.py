@@ -179,7 +179,8 @@ def test_second_load_of_the_same_size_is_reused(loaded) -> None:
     again = load(target, LoadOptions(scale_factor=SF))
     assert again.reused and again.rows == {} and time.monotonic() - started < 2
     with psycopg.connect(target.conninfo()) as conn:
-        state = dataset.inspect(conn, schema.WORKLOAD, "sf=0.01", list(schema.TABLES))
+        state = dataset.inspect(conn, schema.WORKLOAD, "sf=0.01", list(schema.TABLES),
+                                schema.DATASET_SCHEMA)
     assert state.reusable and state.recorded_size == "sf=0.01"
     assert first.seconds > again.seconds
 
@@ -262,7 +263,8 @@ def test_a_killed_generator_stops_the_load_in_one_line(scratch_db: ConnectionInf
     assert "tpchgen-cli failed generating" in message and "exit -9" in message
     assert _generators() == []  # the other generator was killed too
     with psycopg.connect(scratch_db.conninfo()) as conn:
-        state = dataset.inspect(conn, schema.WORKLOAD, "sf=0.1", list(schema.TABLES))
+        state = dataset.inspect(conn, schema.WORKLOAD, "sf=0.1", list(schema.TABLES),
+                                schema.DATASET_SCHEMA)
         busy = conn.execute("""SELECT count(*) FROM pg_stat_activity
                                WHERE datname = current_database()
                                  AND pid <> pg_backend_pid()""").fetchone()[0]
