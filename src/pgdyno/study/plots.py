@@ -13,7 +13,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from pgdyno.compare.model import metric_title  # noqa: E402
-from pgdyno.compare.plots import DPI, VERDICT_COLOURS  # noqa: E402
+from pgdyno.compare.plots import VERDICT_COLOURS  # noqa: E402
+from pgdyno.reports.plots import save_figure  # noqa: E402
 from pgdyno.study.conclusions import headline_comparison  # noqa: E402
 from pgdyno.study.model import StudyRecord, WorkloadResult  # noqa: E402
 
@@ -27,14 +28,8 @@ def study_plots(record: StudyRecord, plots_dir: Path) -> dict[str, str]:
                "scaling_all": _scaling_all(record)}
     for result in record.workloads:
         figures[f"scaling_{result.workload}"] = _scaling(result)
-    made = {}
-    for name, fig in figures.items():
-        if fig is None:
-            continue
-        fig.savefig(plots_dir / f"{name}.png", dpi=DPI, bbox_inches="tight")
-        plt.close(fig)
-        made[name] = f"{plots_dir.name}/{name}.png"
-    return made
+    return {name: f"{plots_dir.name}/{save_figure(fig, plots_dir / f'{name}.png').name}"
+            for name, fig in figures.items() if fig is not None}
 
 
 def _measured(result: WorkloadResult) -> bool:
