@@ -49,7 +49,7 @@ def small_example(root: Path) -> str:
     archived copies; each edit must find its line, so the example stays what is tested."""
     text = EXAMPLE.read_text()
     edits = [('warehouses = "10,20,30"', 'warehouses = "1,2"'),
-             ("duration = 300", "duration = 4"), ("warmup = 60", "warmup = 1"),
+             ("duration = 200", "duration = 4"), ("warmup = 40", "warmup = 1"),
              ("keying-thinking = true",
               f'keying-thinking = true\ntime-scale = 0.02\nworkdir = "{root / "wd"}"')]
     for method in ("buffered", "direct"):

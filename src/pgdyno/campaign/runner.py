@@ -88,10 +88,19 @@ def finished_cells(events: list[dict[str, Any]], retry_failed: bool) -> dict[str
     return done
 
 
-def estimate_seconds(spec: CampaignSpec, cells: int) -> float:
-    opts = spec.options_for(spec.cells()[0])
-    per_run = (opts.warmup_s + opts.duration_s) * len(opts.clients) * opts.iterations
-    return cells * (per_run + RUN_OVERHEAD_S + 2.0 * len(opts.clients) * opts.iterations)
+def estimate_seconds(spec: CampaignSpec, cells: list[Cell]) -> float:
+    """The planned load of ``cells``, each with its own options (a study mixes fio's job
+    set, TPROC-C's minutes and TPROC-H's streams), a sweep once per step, plus each run's
+    measured overhead; dataset loads are not in it."""
+    from pgdyno.runner.sweep import sweep_steps
+
+    total = 0.0
+    for cell in cells:
+        opts = spec.options_for(cell)
+        runs = len(sweep_steps(opts)) or 1
+        per_run = (opts.warmup_s + opts.duration_s) * len(opts.clients) * opts.iterations
+        total += runs * (per_run + RUN_OVERHEAD_S + 2.0 * len(opts.clients) * opts.iterations)
+    return total
 
 
 def run_campaign(spec: CampaignSpec, console: Console | None = None,
@@ -114,7 +123,7 @@ def run_campaign(spec: CampaignSpec, console: Console | None = None,
                            "to_run": [c.key for c in todo], "skipped": outcome.skipped})
     console.print(f"campaign {spec.name}: {len(cells)} runs, {len(outcome.skipped)} already "
                   f"done, {len(todo)} to run (about "
-                  f"{estimate_seconds(spec, len(todo)) / 60:.1f} min)")
+                  f"{estimate_seconds(spec, todo) / 60:.1f} min)")
     progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                         TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
                         console=console, disable=not show_progress)
