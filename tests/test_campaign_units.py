@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
+from pgdyno.analysis.telemetry import TelemetrySummary
 from pgdyno.campaign.journal import root_cause
 from pgdyno.campaign.scaling import ScalingCheck, _efficiency
-from pgdyno.compare.core import run_metric
-from pgdyno.compare.runs import RunData, add_note, read_notes
+from pgdyno.compare.core import _telemetry_metrics
+from pgdyno.compare.runs import add_note, read_notes
 
 
 def test_efficiency_and_its_interval() -> None:
@@ -37,20 +39,19 @@ def test_root_cause_keeps_the_fatal_line() -> None:
     assert root_cause("pgbench exited with code 2") == "pgbench exited with code 2"
 
 
-def test_run_metrics_from_telemetry() -> None:
+def test_telemetry_metrics_per_iteration() -> None:
     telemetry = {"cpu": {"busy": {"avg": 93.5}}, "wal": {"bytes_per_s": 2 * 2**20},
-                 "roles": [{"role": "data", "device": "vda"}, {"role": "wal", "device": "vdb"}],
-                 "devices": [{"device": "vda", "w_s": {"avg": 120.0}, "r_s": {"avg": 3.0}},
-                             {"device": "vdb", "w_s": {"avg": 400.0}}]}
-    run = RunData(path=Path("/nonexistent"), manifest={}, summary=None, telemetry=telemetry)
-    assert run_metric(run, "cpu_busy_pct") == 93.5
-    assert run_metric(run, "wal_mb_s") == 2.0
-    assert run_metric(run, "data_write_iops") == 120.0
-    assert run_metric(run, "data_read_iops") == 3.0
-    assert run_metric(run, "wal_write_iops") == 400.0
-    assert run_metric(run, "wal_read_iops") is None
-    bare = RunData(path=Path("/nonexistent"), manifest={}, summary=None)
-    assert run_metric(bare, "cpu_busy_pct") is None
+                 "roles": [{"role": "data", "path": "/d", "device": "vda"},
+                           {"role": "wal", "path": "/w", "device": "vdb"}],
+                 "devices": [{"device": "vda", "roles": ["data"], "w_s": {"avg": 120.0},
+                              "r_s": {"avg": 3.0}},
+                             {"device": "vdb", "roles": ["wal"], "w_s": {"avg": 400.0}}]}
+    it = SimpleNamespace(telemetry=TelemetrySummary.from_dict(telemetry))
+    values = {m.name: m.value(it.telemetry) for m in _telemetry_metrics([it], [])}
+    assert values == {"cpu_busy_pct": 93.5, "wal_mb_s": 2.0, "data_write_iops": 120.0,
+                      "data_read_iops": 3.0, "wal_write_iops": 400.0, "wal_read_iops": None}
+    assert _telemetry_metrics([SimpleNamespace(telemetry=None)], []) == []
+    assert all(m.value(None) is None for m in _telemetry_metrics([it], []))
 
 
 def test_notes_are_kept_in_an_editable_file(tmp_path: Path) -> None:

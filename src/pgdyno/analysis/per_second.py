@@ -17,7 +17,6 @@ second in which it ended.
 from __future__ import annotations
 
 import csv
-import math
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
@@ -296,11 +295,3 @@ def total(rows: list[SecondRow]) -> SecondRow:
     for row in rows:
         acc.merge(row)
     return acc
-
-
-def mean_and_stddev(n: int, total_us: float, total_sq_us: float) -> tuple[float, float]:
-    """Mean and population standard deviation (as pgbench prints it) from moments."""
-    if not n:
-        return math.nan, math.nan
-    mean = total_us / n
-    return mean, math.sqrt(max(total_sq_us / n - mean * mean, 0.0))

@@ -11,7 +11,6 @@ from __future__ import annotations
 import dataclasses
 import time
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from rich.console import Console
@@ -70,7 +69,3 @@ def first_line(text: str) -> str:
     """The error's first line and the server's own line after it, joined for a table cell."""
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     return " ".join(lines[:2])[:400]
-
-
-def run_path(result: TrialResult) -> Path | None:
-    return Path(result.run_dir) if result.run_dir else None

@@ -177,7 +177,3 @@ def _row(t: FrozenTrial) -> TrialRow:
 
 def baselines_done(study: optuna.Study) -> set[str]:
     return {r.label for r in rows(study) if r.kind == "baseline"}
-
-
-def searched_count(study: optuna.Study) -> int:
-    return sum(1 for r in rows(study) if r.kind == "searched")
