@@ -64,3 +64,18 @@ def _convert(tp: Any, value: Any) -> Any:
     if tp is int and isinstance(value, str):
         return int(value)
     return value
+
+
+S = TypeVar("S", bound="Serialisable")
+
+
+class Serialisable:
+    """``to_dict`` and ``from_dict`` methods for a dataclass, through the functions above (a
+    mixin: the dataclass's fields stay the only list)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return to_dict(self)
+
+    @classmethod
+    def from_dict(cls: type[S], data: dict[str, Any]) -> S:
+        return from_dict(cls, data)

@@ -8,10 +8,9 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
 
-from pgdyno import serde
 from pgdyno.errors import UsageError
+from pgdyno.serde import Serialisable
 
 SCHEMA_VERSION = 1
 
@@ -20,19 +19,6 @@ TRANSACTIONS = ("new_order", "payment", "order_status", "delivery", "stock_level
 
 IDEAL_NOPM_PER_WAREHOUSE = 12.86
 """New orders per minute per warehouse that 10 compliant terminals can reach at most."""
-
-T = TypeVar("T", bound="Serialisable")
-
-
-class Serialisable:
-    """to_dict/from_dict methods for the workload's dataclasses, through pgdyno.serde."""
-
-    def to_dict(self) -> dict[str, Any]:
-        return serde.to_dict(self)
-
-    @classmethod
-    def from_dict(cls: type[T], data: dict[str, Any]) -> T:
-        return serde.from_dict(cls, data)
 
 
 # ----- workload definition ----------------------------------------------------------------

@@ -8,26 +8,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
 
-from pgdyno import serde
 from pgdyno.errors import UsageError
+from pgdyno.serde import Serialisable
 from pgdyno.workloads.tproch import schema
 
 SCHEMA_VERSION = 1
-
-T = TypeVar("T", bound="Serialisable")
-
-
-class Serialisable:
-    """to_dict/from_dict methods for the workload's dataclasses, through pgdyno.serde."""
-
-    def to_dict(self) -> dict[str, Any]:
-        return serde.to_dict(self)
-
-    @classmethod
-    def from_dict(cls: type[T], data: dict[str, Any]) -> T:
-        return serde.from_dict(cls, data)
 
 
 # ----- loading -----------------------------------------------------------------------------
