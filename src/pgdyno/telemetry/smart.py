@@ -10,6 +10,7 @@ import json
 import shutil
 import subprocess
 from dataclasses import asdict, dataclass, field
+from typing import Any
 
 from pgdyno.telemetry.devices import is_virtual
 
@@ -81,30 +82,35 @@ def _nvme(device: str) -> SmartReading:
                                                    "-o", "json"]))
 
 
+NVME_CLI_NAMES: dict[str, str | tuple[str, ...]] = {
+    "percent_used": ("percent_used", "percentage_used"), "available_spare_pct": "avail_spare",
+    "host_read_bytes": "data_units_read", "host_written_bytes": "data_units_written",
+    "media_errors": "media_errors", "error_log_entries": "num_err_log_entries",
+    "critical_warning": "critical_warning", "warning_temp_time_min": "warning_temp_time",
+    "critical_temp_time_min": "critical_comp_time",
+    "thermal_t1_transitions": "thm_temp1_trans_count",
+    "thermal_t2_transitions": "thm_temp2_trans_count",
+    "thermal_t1_time_s": "thm_temp1_total_time", "thermal_t2_time_s": "thm_temp2_total_time",
+    "power_on_hours": "power_on_hours",
+}
+"""Where ``nvme smart-log -o json`` puts each figure of the NVMe health log (field: key, or
+keys tried in turn: nvme-cli renamed percent_used)."""
+SMARTCTL_NVME_NAMES = {
+    **NVME_CLI_NAMES, "percent_used": "percentage_used", "available_spare_pct": "available_spare",
+    "thermal_t1_transitions": "thermal_temp1_transition_count",
+    "thermal_t2_transitions": "thermal_temp2_transition_count",
+    "thermal_t1_time_s": "thermal_temp1_total_time",
+    "thermal_t2_time_s": "thermal_temp2_total_time",
+}
+"""The same figures in ``smartctl --json``'s nvme_smart_health_information_log."""
+
+
 def parse_nvme_smart_log(device: str, data: dict) -> SmartReading:
     """``nvme smart-log -o json``: temperature in Kelvin, data units of 512,000 bytes."""
     if "temperature" not in data:
         return SmartReading(device, False, "nvme smart-log returned no health data", raw=data)
-    t1, t2 = _int(data.get("thm_temp1_trans_count")), _int(data.get("thm_temp2_trans_count"))
-    return SmartReading(
-        device, True, "nvme smart-log",
-        temperature_c=float(data["temperature"]) - KELVIN_OFFSET,
-        percent_used=_num(data.get("percent_used", data.get("percentage_used"))),
-        available_spare_pct=_num(data.get("avail_spare")),
-        host_read_bytes=_units(data.get("data_units_read")),
-        host_written_bytes=_units(data.get("data_units_written")),
-        media_errors=_int(data.get("media_errors")),
-        error_log_entries=_int(data.get("num_err_log_entries")),
-        critical_warning=_int(data.get("critical_warning")),
-        warning_temp_time_min=_int(data.get("warning_temp_time")),
-        critical_temp_time_min=_int(data.get("critical_comp_time")),
-        thermal_throttle_events=_sum(t1, t2),
-        thermal_t1_transitions=t1, thermal_t2_transitions=t2,
-        thermal_t1_time_s=_int(data.get("thm_temp1_total_time")),
-        thermal_t2_time_s=_int(data.get("thm_temp2_total_time")),
-        power_on_hours=_int(data.get("power_on_hours")),
-        raw=data,
-    )
+    return _nvme_health(device, "nvme smart-log", data, NVME_CLI_NAMES,
+                        float(data["temperature"]) - KELVIN_OFFSET, raw=data)
 
 
 def _smartctl(device: str) -> SmartReading:
@@ -115,27 +121,8 @@ def parse_smartctl(device: str, data: dict) -> SmartReading:
     """``smartctl --json -a``: the NVMe health log in °C, or an ATA drive's attributes."""
     nvme = data.get("nvme_smart_health_information_log")
     if nvme:
-        t1 = _int(nvme.get("thermal_temp1_transition_count"))
-        t2 = _int(nvme.get("thermal_temp2_transition_count"))
-        return SmartReading(
-            device, True, "smartctl (NVMe log)",
-            temperature_c=_num(nvme.get("temperature")),
-            percent_used=_num(nvme.get("percentage_used")),
-            available_spare_pct=_num(nvme.get("available_spare")),
-            host_read_bytes=_units(nvme.get("data_units_read")),
-            host_written_bytes=_units(nvme.get("data_units_written")),
-            media_errors=_int(nvme.get("media_errors")),
-            error_log_entries=_int(nvme.get("num_err_log_entries")),
-            critical_warning=_int(nvme.get("critical_warning")),
-            warning_temp_time_min=_int(nvme.get("warning_temp_time")),
-            critical_temp_time_min=_int(nvme.get("critical_comp_time")),
-            thermal_throttle_events=_sum(t1, t2),
-            thermal_t1_transitions=t1, thermal_t2_transitions=t2,
-            thermal_t1_time_s=_int(nvme.get("thermal_temp1_total_time")),
-            thermal_t2_time_s=_int(nvme.get("thermal_temp2_total_time")),
-            power_on_hours=_int(nvme.get("power_on_hours")),
-            raw=data,
-        )
+        return _nvme_health(device, "smartctl (NVMe log)", nvme, SMARTCTL_NVME_NAMES,
+                            _num(nvme.get("temperature")), raw=data)
     attrs = {a.get("name"): a for a in data.get("ata_smart_attributes", {}).get("table", [])}
     if not attrs:
         messages = [m.get("string", "") for m in data.get("smartctl", {}).get("messages", [])]
@@ -153,6 +140,21 @@ def parse_smartctl(device: str, data: dict) -> SmartReading:
         power_on_hours=_int(data.get("power_on_time", {}).get("hours")),
         raw=data,
     )
+
+
+def _nvme_health(device: str, reason: str, log: dict, names: dict[str, str | tuple[str, ...]],
+                 temperature_c: float | None, raw: dict) -> SmartReading:
+    """A reading of the NVMe health log, whichever tool printed it (``names`` says where
+    each figure is)."""
+    values: dict[str, Any] = {}
+    for name, keys in names.items():
+        value = next((log[k] for k in ((keys,) if isinstance(keys, str) else keys) if k in log),
+                     None)
+        values[name] = _NVME_CONVERSIONS.get(name, _int)(value)
+    return SmartReading(device, True, reason, temperature_c=temperature_c,
+                        thermal_throttle_events=_sum(values["thermal_t1_transitions"],
+                                                     values["thermal_t2_transitions"]),
+                        raw=raw, **values)
 
 
 def _ata_percent_used(data: dict) -> float | None:
@@ -180,6 +182,11 @@ def _int(value: object) -> int | None:
 
 def _units(value: object) -> float | None:
     return None if value is None else float(value) * NVME_DATA_UNIT_BYTES  # type: ignore[arg-type]
+
+
+_NVME_CONVERSIONS = {"percent_used": _num, "available_spare_pct": _num,
+                     "host_read_bytes": _units, "host_written_bytes": _units}
+"""The health log's figures that are not whole counts (the rest are ``_int``)."""
 
 
 def _attr_raw(attr: dict | None) -> int | None:
