@@ -3,6 +3,7 @@ scale 1 with 2 s runs, interrupted by SIGINT and resumed; a config that does not
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -38,6 +39,15 @@ def _search(results: Path, workdir: Path) -> subprocess.Popen:
 
 
 def _rows(search_dir: Path):
+    # Opening RDBStorage creates Optuna's tables when they are missing: while pgdyno is
+    # still creating them, the two collide (IntegrityError). Read only once they are there.
+    import sqlite3
+
+    with contextlib.closing(sqlite3.connect(search_dir / "study.db")) as db:
+        made = db.execute("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND "
+                          "name = 'trials'").fetchone()[0]
+    if not made:
+        return []
     storage = optuna.storages.RDBStorage(f"sqlite:///{search_dir / 'study.db'}")
     try:
         return rows(optuna.load_study(study_name="search", storage=storage))
