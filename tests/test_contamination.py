@@ -22,10 +22,12 @@ from pathlib import Path
 import psutil
 import pytest
 
+from pgdyno.analysis import procfs
 from pgdyno.analysis import telemetry as t
 from pgdyno.analysis.hosttick import CLK_TCK, HostTick, workload_io
 from pgdyno.analysis.summary import IterationSummary, LatencyStats, stability_warnings
 from pgdyno.analysis.telemetry import OTHER_MIN_CORES, OTHER_SHARE_PCT
+from pgdyno.analysis.telemetry.host import cpu_summary, device_summaries
 from tests.conftest import make_shared_dir, postgres_processes, run_cli
 
 # Rounding of per-process ticks (10 ms each) at the window's edges, and the half-interval
@@ -204,10 +206,10 @@ def test_contamination_arithmetic_cpu_and_io() -> None:
     b = _tick(1.0, {"1": 60}, {"1": [4 * mb, 8 * mb]}, 10, user=150, idle=50,
               sectors=(40 * mb // 512, 10 * mb // 512), dirty_kb=1024)
     s = t.TelemetrySummary(roles=[t.RoleInfo("data", "/d", "vda")])
-    s.cpu = t._cpu([t.procfs.parse_proc_stat(x.stat) for x in (a, b)], [a, b],
-                   {"cpu": {"online": 2, "effective_cores": 2}})
-    s.devices = t._devices([t.procfs.parse_diskstats(x.diskstats) for x in (a, b)], [a, b],
-                           {"vda": ["data"]})
+    s.cpu = cpu_summary([procfs.parse_proc_stat(x.stat) for x in (a, b)], [a, b],
+                        {"cpu": {"online": 2, "effective_cores": 2}})
+    s.devices = device_summaries([procfs.parse_diskstats(x.diskstats) for x in (a, b)],
+                                 [a, b], {"vda": ["data"]})
     c = t.contamination(s, [a, b])
     cores_per_tick = 1 / CLK_TCK  # over 1 s, as the tick counts above assume CLK_TCK = 100
     assert CLK_TCK == 100
@@ -225,8 +227,8 @@ def test_contamination_arithmetic_cpu_and_io() -> None:
     # A quiet neighbour: 0.2 core is below the quarter-core floor, whatever its share.
     quiet = _tick(1.0, {"1": 60}, {"1": [40 * mb, 10 * mb]}, 10, user=90, idle=110,
                   sectors=(40 * mb // 512, 10 * mb // 512))
-    s.cpu = t._cpu([t.procfs.parse_proc_stat(x.stat) for x in (a, quiet)], [a, quiet],
-                   {"cpu": {"online": 2, "effective_cores": 2}})
+    s.cpu = cpu_summary([procfs.parse_proc_stat(x.stat) for x in (a, quiet)], [a, quiet],
+                        {"cpu": {"online": 2, "effective_cores": 2}})
     c = t.contamination(s, [a, quiet])
     assert c.other_cores == pytest.approx(0.2) and not c.contaminated and c.finding == ""
     # Without the benchmark's I/O counters (another user's processes, not root) the disks

@@ -14,8 +14,8 @@ from pgdyno.analysis.telemetry import (
     RoleInfo,
     Stat,
     TelemetrySummary,
-    _hardware_limits,
 )
+from pgdyno.analysis.telemetry.limits import hardware_limits
 from pgdyno.config.hardware import HardwareProfile, Volume
 from pgdyno.config.model import TuneInputs
 from pgdyno.config.sizing import _io_lines
@@ -74,8 +74,8 @@ def summary(r_s: float, w_s: float, rmb: float, wmb: float) -> TelemetrySummary:
 
 
 def test_hardware_limits_against_measured_capacity() -> None:
-    rows = _hardware_limits(summary(3_000, 4_500, 12.0, 30.0),
-                            HostCapacity(1, "h", [SDB]))
+    rows = hardware_limits(summary(3_000, 4_500, 12.0, 30.0),
+                           HostCapacity(1, "h", [SDB]))
     by_kind = {r.kind: r for r in rows}
     assert by_kind["util"].resource == "data+wal device sdb1 busy time"  # one row per device
     write = by_kind["write_iops"]
@@ -91,7 +91,7 @@ def test_hardware_limits_against_measured_capacity() -> None:
 
 
 def test_hardware_limits_without_measurement_say_so() -> None:
-    rows = _hardware_limits(summary(100, 100, 1.0, 1.0), None)
+    rows = hardware_limits(summary(100, 100, 1.0, 1.0), None)
     assert [r.kind for r in rows] == ["util"]
     assert "no fio measurement of sdb1" in rows[0].note
 

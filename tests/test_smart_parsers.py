@@ -140,7 +140,7 @@ def test_endurance_without_the_inputs_says_which() -> None:
 def test_every_runs_drive_health_section_has_the_projection(tmp_path: Path) -> None:
     """A database run's telemetry (smart.json before and after, as the recorder writes it)
     gives the same projection as the arithmetic, rendered in the drive-health section."""
-    from pgdyno.analysis.telemetry import _smart
+    from pgdyno.analysis.telemetry.host import smart_changes
     from pgdyno.reports.telemetry_sections import _smart_section
     from pgdyno.telemetry.smart import SmartReading
 
@@ -150,7 +150,7 @@ def test_every_runs_drive_health_section_has_the_projection(tmp_path: Path) -> N
     (tmp_path / "smart.json").write_text(json.dumps({
         "before": {"t": 1000.0, "readings": [before]},
         "after": {"t": 1000.0 + 1800, "readings": [after]}}))
-    (change,) = _smart(tmp_path)
+    (change,) = smart_changes(tmp_path)
     expected = endurance_projection(before, after, 0.5)
     assert change.endurance == expected.text and "4.00 GB/h" in expected.text
 
