@@ -20,7 +20,7 @@ LAYERS = [
     ["reports"],
     ["analysis"],
     ["results", "config", "targets"],
-    ["errors", "serde", "redact", "__init__"],
+    ["options", "errors", "serde", "redact", "__init__"],
 ]
 RANK = {name: rank for rank, names in enumerate(LAYERS) for name in names}
 

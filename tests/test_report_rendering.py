@@ -21,6 +21,7 @@ from pgdyno.analysis.summary import (
     ScriptSummary,
     TimelinePoint,
 )
+from pgdyno.options import BenchOptions
 from pgdyno.reports import html, markdown
 from pgdyno.reports.document import (
     Document,
@@ -33,7 +34,6 @@ from pgdyno.reports.document import (
     setting_value,
 )
 from pgdyno.reports.telemetry_sections import telemetry_markdown
-from pgdyno.results.manifest import BenchOptions
 from pgdyno.results.rundir import RunPlan
 from pgdyno.targets.binaries import embedded_install
 from pgdyno.targets.connection import ConnectionInfo

@@ -66,7 +66,7 @@ def test_no_line_of_pgdyno_names_the_toy() -> None:
 def test_the_smallest_plugin_is_a_few_lines() -> None:
     """Every hook has a default: a name and a description make a workload (its run and its
     summary are the only hooks that must say something)."""
-    from pgdyno.results.manifest import NoOptions
+    from pgdyno.options import NoOptions
     from pgdyno.runner.options import build_options
     from pgdyno.workloads.base import CLIENTS_PER_CORE, Workload
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from pgdyno.analysis.summary import IterationSummary, LatencyStats, RunSummary
-from pgdyno.results.manifest import BenchOptions
+from pgdyno.options import BenchOptions
 from pgdyno.results.rundir import IterationRecord, RunPlan
 from pgdyno.workloads.tprocc.plugin import Tprocc, TproccOptions
 from pgdyno.workloads.tprocc.report import tprocc_sections, window_metrics

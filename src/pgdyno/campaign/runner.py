@@ -31,9 +31,9 @@ from rich.progress import (
 
 from pgdyno.campaign.spec import CampaignSpec, Cell
 from pgdyno.errors import PgdynoError, RunError, RunInterrupted, UsageError
+from pgdyno.options import BenchOptions
 from pgdyno.provision.model import ProvisionState
 from pgdyno.redact import redact, redact_values
-from pgdyno.results.manifest import BenchOptions
 from pgdyno.results.rundir import utc_now
 
 JOURNAL = "journal.jsonl"

@@ -27,9 +27,9 @@ from pgdyno.compare.interleave import run_one
 from pgdyno.compare.runs import load_run
 from pgdyno.compare.stats import estimate_change
 from pgdyno.errors import RunFailed, UsageError
+from pgdyno.options import BenchOptions
 from pgdyno.results.manifest import read_versioned
 from pgdyno.results.rundir import write_json_atomic
-from pgdyno.runner.options import BenchOptions
 
 SCHEMA_VERSION = 1
 """Of the record this module writes beside its run (checked when it is read)."""

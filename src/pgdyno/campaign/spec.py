@@ -59,9 +59,8 @@ from pgdyno.config.profiles import catalogue_names, load_hardware
 from pgdyno.config.resolve import check_config_source
 from pgdyno.config.userfile import control_character, read_toml, toml_type
 from pgdyno.errors import UsageError
-from pgdyno.results.manifest import BenchOptions
+from pgdyno.options import BenchOptions, TargetSpec
 from pgdyno.runner.options import all_options, build_options, defaults
-from pgdyno.targets import TargetSpec
 from pgdyno.targets.binaries import embedded_install, install_from_dir
 from pgdyno.targets.dsn import dsn_connection
 from pgdyno.targets.local import check_directory_option, check_owned_settings

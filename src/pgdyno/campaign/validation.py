@@ -29,9 +29,9 @@ from pgdyno import serde
 from pgdyno.analysis.summary import TimelinePoint, load_summary
 from pgdyno.compare.interleave import run_one
 from pgdyno.errors import RunFailed, UsageError
+from pgdyno.options import BenchOptions
 from pgdyno.results.manifest import read_versioned
 from pgdyno.results.rundir import write_json_atomic
-from pgdyno.runner.options import BenchOptions
 
 SCHEMA_VERSION = 1
 """Of the record this module writes beside its run (checked when it is read)."""

@@ -15,7 +15,7 @@ from pathlib import Path
 from rich.console import Console
 
 from pgdyno.errors import RunFailed, RunRefused, UsageError
-from pgdyno.results.manifest import BenchOptions
+from pgdyno.options import BenchOptions
 from pgdyno.runner.bench import context_of, run_bench
 
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from pgdyno.analysis.summary import RunSummary, five_second_table
 from pgdyno.config.units import unit_scale
-from pgdyno.results.manifest import BenchOptions
+from pgdyno.options import BenchOptions
 from pgdyno.results.rundir import RunPlan
 from pgdyno.targets.local import BASE_SETTINGS
 

@@ -1,89 +1,26 @@
-"""The run record: the options of a run and its manifest, typed and versioned.
+"""The run record: its manifest, typed and versioned, and the readers of every JSON file.
 
-``manifest.json`` is a ``Manifest`` written through ``pgdyno.serde``: the bench options are
-embedded once (``options``), the run's role (baseline, candidate, campaign cell) is written
-when the run starts, and every reader goes through ``load_manifest``, which refuses a file
-of a schema version it does not know with one line instead of misreading it.
+``manifest.json`` is a ``Manifest`` written through ``pgdyno.serde``: the bench options
+(``pgdyno.options.BenchOptions``) are embedded once (``options``), the run's role (baseline,
+candidate, campaign cell) is written when the run starts, and every reader goes through
+``load_manifest``, which refuses a file of a schema version it does not know with one line
+instead of misreading it.
 """
 
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
 from pgdyno import serde
 from pgdyno.errors import UsageError
-from pgdyno.targets import TargetSpec
+from pgdyno.options import BenchOptions
 
 MANIFEST_SCHEMA_VERSION = 2
-DEFAULT_TX_LOG_CAP = 1_000_000
-"""About 12 MB of gzip'd log an iteration: exact percentiles for every run of up to a
-minute at 16,000 TPS, per-second histograms beyond."""
 """2: typed options embedded once, the role, the workload and context at the top."""
 
-
-@dataclass(frozen=True)
-class NoOptions:
-    """For workloads without options of their own."""
-
-
-@dataclass(frozen=True)
-class BenchOptions:
-    """One ``pgdyno bench`` run: what every workload shares, and the workload's own options.
-
-    Built and validated by ``pgdyno.runner.options.build_options``; serialised once, into
-    the run's manifest (the DSN, which may hold a password, never)."""
-
-    workload: str
-    clients: tuple[int, ...]
-    """Client counts (a sweep); for a program workload such as cpu, its threads."""
-    threads: int | None
-    duration_s: int
-    warmup_s: int
-    iterations: int
-    workload_options: Any = field(default_factory=NoOptions)
-    """The workload's own frozen options dataclass (its plugin's ``options_type``)."""
-    protocol: str = "prepared"
-    rate_tps: float | None = None
-    latency_limit_ms: float | None = None
-    max_tries: int = 1
-    cache: str = "warm"
-    via: str = "socket"
-    force: bool = False
-    results_dir: Path = Path("results")
-    context: str | None = None
-    target: TargetSpec = field(default_factory=TargetSpec)
-    config: str = "default"
-    sets: tuple[str, ...] = ()
-    telemetry: bool = True
-    tx_log_cap: int | None = DEFAULT_TX_LOG_CAP
-    """Per-transaction logs kept for iterations of at most this many transactions; None:
-    always (``--tx-logs all``), 0: never. Per-second data is kept regardless."""
-    tx_aggregate_only: bool = False
-    """``--tx-logs aggregate``: pgbench writes only its per-second aggregates (count, latency
-    sum, sum of squares, min, max), no line per transaction: no percentiles, and none of
-    the per-transaction log's cost to pgbench."""
-    show_progress: bool = field(default=True, metadata={"serialise": False})
-    results_db: str | None = field(default=None, metadata={"serialise": False})
-    """``--results-db``: the shared PostgreSQL index of runs, also written; never saved in
-    the manifest (its DSN may hold a password)."""
-
-    def threads_for(self, clients: int) -> int:
-        """pgbench -j: one thread per core, never more than clients (pgbench requires it)."""
-        if self.threads:
-            return min(self.threads, clients)
-        return max(1, min(clients, os.cpu_count() or 1))
-
-    @property
-    def has_lag_column(self) -> bool:
-        return self.rate_tps is not None
-
-    @property
-    def has_retries_column(self) -> bool:
-        return self.max_tries != 1
 
 @dataclass
 class TargetInfo:
@@ -115,6 +52,7 @@ class Manifest:
     started_at: str
     options: BenchOptions
     host: dict[str, Any]
+    """This machine (``runner.environment.HostFacts``): with --ssh, the client's."""
     ended_at: str | None = None
     reason: str = ""
     role: dict[str, Any] = field(default_factory=dict)
@@ -129,6 +67,9 @@ class Manifest:
     dataset: dict[str, Any] | None = None
     notes: list[str] = field(default_factory=list)
     config_rollback: dict[str, Any] | None = None
+    database_host: dict[str, Any] | None = None
+    """--ssh: the database host, detected on it (``HostFacts``' keys and ``destination``);
+    None when the server runs on this machine or its host was not reached."""
 
     @property
     def config_name(self) -> str:

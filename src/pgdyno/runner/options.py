@@ -17,9 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from pgdyno.errors import UsageError
-from pgdyno.results.manifest import DEFAULT_TX_LOG_CAP, BenchOptions
+from pgdyno.options import DEFAULT_TX_LOG_CAP, BenchOptions, TargetSpec, default_workdir
 from pgdyno.results.store import results_db
-from pgdyno.targets import TargetSpec, default_workdir
 from pgdyno.targets.archive import parse_archive
 from pgdyno.workloads import registry
 from pgdyno.workloads.base import cli_fields, cli_flag

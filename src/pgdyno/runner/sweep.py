@@ -22,7 +22,7 @@ from rich.console import Console
 
 from pgdyno import serde
 from pgdyno.errors import RunFailed, RunInterrupted, UsageError
-from pgdyno.results.manifest import BenchOptions
+from pgdyno.options import BenchOptions
 from pgdyno.results.rundir import new_stamped_dir, utc_now
 from pgdyno.results.sweepdir import SCHEMA_VERSION, SweepRecord, SweepStep
 from pgdyno.runner.bench import context_of, preflight, run_bench

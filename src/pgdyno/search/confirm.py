@@ -25,7 +25,7 @@ from pgdyno.compare.model import Comparison
 from pgdyno.compare.render import write_comparison
 from pgdyno.compare.runs import load_run
 from pgdyno.compare.stats import FASTER, SAME, UNDETERMINED
-from pgdyno.results.manifest import BenchOptions
+from pgdyno.options import BenchOptions
 from pgdyno.search.select import balanced_order
 from pgdyno.serde import from_dict, to_dict
 

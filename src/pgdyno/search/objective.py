@@ -16,7 +16,7 @@ from typing import Any
 from rich.console import Console
 
 from pgdyno.errors import RunFailed, RunRefused, UsageError
-from pgdyno.results.manifest import BenchOptions
+from pgdyno.options import BenchOptions
 from pgdyno.runner.bench import run_bench
 from pgdyno.workloads import registry
 from pgdyno.workloads.base import HIGHER, MetricSpec, headline_metric

@@ -29,7 +29,8 @@ from pgdyno.config.detect import detect_profile
 from pgdyno.config.pgcatalog import for_install
 from pgdyno.config.resolve import NAMED, resolve_config
 from pgdyno.errors import UsageError
-from pgdyno.results.manifest import BenchOptions, read_json_file
+from pgdyno.options import BenchOptions
+from pgdyno.results.manifest import read_json_file
 from pgdyno.results.rundir import write_json_atomic, write_text_atomic
 from pgdyno.search import confirm as confirm_mod
 from pgdyno.search import study as study_mod

@@ -6,21 +6,18 @@ with one interface: prepare, start, stop, restart, connection, log access.
 
 from __future__ import annotations
 
-import os
-from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Protocol
 
+from pgdyno.options import TargetSpec, default_workdir
 from pgdyno.targets.binaries import PgInstall, embedded_install, install_from_dir
 from pgdyno.targets.connection import ConnectionInfo
 from pgdyno.targets.dsn import DsnServer
 from pgdyno.targets.local import LocalServer, ServerStartError
-from pgdyno.targets.osuser import running_as_root
 from pgdyno.targets.remote import RemoteServer
 from pgdyno.targets.ssh import SshTransport
 
-__all__ = ["ConnectionInfo", "PgInstall", "ServerStartError", "Target", "TargetSpec",
-           "default_workdir", "host_hardware", "install_for", "open_target"]
+__all__ = ["ConnectionInfo", "PgInstall", "ServerStartError", "Target", "default_workdir",
+           "host_hardware", "install_for", "open_target"]
 
 
 class Target(Protocol):
@@ -39,46 +36,6 @@ class Target(Protocol):
     def log_size(self) -> int: ...
     def remember_good_settings(self, config_name: str) -> None: ...
     def last_good_settings(self) -> tuple[str, dict[str, str]]: ...
-
-
-@dataclass(frozen=True)
-class TargetSpec:
-    """The user's choice of server, validated by the CLI."""
-
-    kind: str = "embedded"
-    """``embedded``, ``local`` (with pg_bin), ``dsn``, or ``remote`` (--ssh without --dsn:
-    pgdyno starts the server on that host, from --pg-bin there or the embedded one)."""
-    workdir: Path = field(default_factory=lambda: default_workdir())
-    pg_bin: Path | None = None
-    dsn: str | None = field(default=None, repr=False, metadata={"serialise": False})
-    """Never written anywhere: it may hold a password."""
-    wal_dir: Path | None = None
-    keep: bool = False
-    ssh: str | None = None
-    """``user@host`` (or an ssh_config Host alias) of the database host: its telemetry is read
-    over SSH (pgdyno.targets.ssh). Only the destination is recorded, never a key."""
-    ssh_config: Path | None = None
-    """An ssh_config file for ``ssh -F`` (default: the user's ~/.ssh/config)."""
-    remote_workdir: str | None = None
-    """--remote-workdir: where the clusters live on the --ssh host (kind ``remote``)."""
-    archive: str = "off"
-    """``--archive``: off, buffered, direct, or the user's own archive_command
-    (pgdyno.targets.archive)."""
-    archive_dir: Path | None = None
-    """``--archive-dir``, made absolute (buffered/direct: <workdir>/archive by default)."""
-
-
-def default_workdir() -> Path:
-    """Where clusters live between runs, so that datasets can be reused.
-
-    As root the default is outside /root, which the unprivileged server user cannot enter.
-    """
-    if env := os.environ.get("PGDYNO_WORKDIR"):
-        return Path(env)
-    if running_as_root():
-        return Path("/var/lib/pgdyno")
-    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
-    return Path(base) / "pgdyno"
 
 
 def install_for(spec: TargetSpec) -> PgInstall:

@@ -39,8 +39,8 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from pgdyno.config.model import SizingLine
 from pgdyno.config.sizing import Advice, AdviceInputs
+from pgdyno.options import BenchOptions, NoOptions
 from pgdyno.reports.document import figure, quantity
-from pgdyno.results.manifest import BenchOptions, NoOptions
 from pgdyno.targets import ConnectionInfo, PgInstall
 
 # Re-exported: workloads build their options, advice and sizing lines on them.

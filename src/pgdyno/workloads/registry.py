@@ -19,7 +19,8 @@ from pgdyno import serde
 from pgdyno.config.model import SizingLine
 from pgdyno.config.sizing import Advice, AdviceInputs
 from pgdyno.errors import UsageError
-from pgdyno.results.manifest import BenchOptions, Manifest
+from pgdyno.options import BenchOptions
+from pgdyno.results.manifest import Manifest
 from pgdyno.workloads.base import Workload
 
 GROUP = "pgdyno.workloads"

@@ -14,9 +14,9 @@ import statistics
 from pathlib import Path
 
 from pgdyno.analysis.endurance import endurance_projection
+from pgdyno.options import BenchOptions
 from pgdyno.reports.document import Section, Table, count, fmt
 from pgdyno.reports.plots import plt, save_figure
-from pgdyno.results.manifest import BenchOptions
 from pgdyno.results.rundir import RunDirectory, RunPlan
 from pgdyno.workloads.fio.fsync import ONE_WRITE
 from pgdyno.workloads.fio.jobs import MIX_READ_PCT, QD32, SEQ_DEPTH
