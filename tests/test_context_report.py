@@ -180,7 +180,7 @@ def test_prices_and_projection_from_profile(context: Path) -> None:
     assert "Assumption: throughput grows linearly" in md
     # This x86 VM is not an r8g.large (Graviton4): its figure is measured for this host
     # only; the instance's is projected, whatever the vCPU count.
-    from pgdyno.campaign.context import same_cpu
+    from pgdyno.campaign.sizes import same_cpu
     from pgdyno.runner.environment import host_facts
 
     host_cpu = host_facts().cpu_model

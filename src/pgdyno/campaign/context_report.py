@@ -10,15 +10,24 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pgdyno.campaign.context import (
-    BASELINE_PRIME,
-    ContextReport,
-    Finding,
-    config_labels,
-    journal_context,
-    report_json,
-)
+from pgdyno.campaign.context import ContextReport, journal_context, report_json
+from pgdyno.campaign.cpu_baseline import BASELINE_PRIME
 from pgdyno.campaign.journal import better_words, headline, os_event_line, prose
+from pgdyno.campaign.ranking import Finding, config_labels
+from pgdyno.campaign.recommendations import (
+    AVOID,
+    DURABILITY_RISK,
+    FAILED_RUN,
+    KEEP,
+    LINEAR,
+    NOISY_SCALING,
+    PREWARM,
+    SIZE_HEADROOM,
+    SUBLINEAR,
+    USE,
+    Recommendation,
+    linear_verdict,
+)
 from pgdyno.campaign.scaling import ScalingCheck
 from pgdyno.compare.render import interval, pct, verdict_text
 from pgdyno.compare.runs import RunData
@@ -28,14 +37,6 @@ from pgdyno.reports import html
 from pgdyno.reports.document import Document, Section, Table, figure, fmt
 from pgdyno.results.rundir import write_json_atomic
 from pgdyno.workloads import registry
-
-DURABILITY = ("fsync", "synchronous_commit", "full_page_writes")
-"""Settings that, turned off, trade crash safety for speed: recommending such a config
-carries a warning."""
-LINEAR = 0.85
-"""Scaling efficiency from which the linear projection is called plausible."""
-HEADROOM = 0.8
-"""Recommend a size while sustained load stays under 80% of its measured TPS."""
 
 
 def context_document(rep: ContextReport) -> Document:
@@ -486,21 +487,21 @@ def _speed_assumption(rep: ContextReport) -> str:
             "(\"CPU-adjusted\"), else the same speed")
 
 
+_LINEARITY_WORDS = {"holds": "holds here", "fails": "does not hold here",
+                    "undetermined": "cannot be confirmed or rejected at this noise",
+                    "plausible": "looks plausible", "doubtful": "looks doubtful"}
+
+
 def _efficiency_text(c: ScalingCheck) -> str:
     text = (f"Scaling efficiency {min(c.cores)}→{max(c.cores)} cores: "
             f"**{100 * c.efficiency:.0f}%** of linear")
+    words = _LINEARITY_WORDS[linear_verdict(c) or "doubtful"]
     if c.efficiency_low is None:
         return (text + f" (one run per core count: no interval; the linear assumption "
-                f"{'looks plausible' if c.efficiency >= LINEAR else 'looks doubtful'} here, "
-                f"{100 * LINEAR:.0f}% threshold; `--pairs 3` measures it with an interval).")
+                f"{words} here, {100 * LINEAR:.0f}% threshold; `--pairs 3` measures it with "
+                "an interval).")
     interval_text = f"95% interval {100 * c.efficiency_low:.0f}–{100 * c.efficiency_high:.0f}%"
-    if c.efficiency_low >= LINEAR:
-        verdict = "holds here"
-    elif c.efficiency_high < LINEAR:
-        verdict = "does not hold here"
-    else:
-        verdict = "cannot be confirmed or rejected at this noise"
-    return f"{text} ({interval_text}): the linear assumption {verdict} ({100 * LINEAR:.0f}%)."
+    return f"{text} ({interval_text}): the linear assumption {words} ({100 * LINEAR:.0f}%)."
 
 
 def _workload_of(rep: ContextReport, run_dir: str) -> str:
@@ -509,55 +510,44 @@ def _workload_of(rep: ContextReport, run_dir: str) -> str:
 
 def _recommendations(rep: ContextReport) -> Section:
     s = Section("11. Recommendations")
-    recs: list[str] = []
-    heads = [f for f in rep.findings if f.headline]
-    faster = [f for f in heads if f.comparison.verdict == FASTER]
-    slower = [f for f in heads if f.comparison.verdict == SLOWER]
-    for f in sorted(faster,
-                    key=lambda f: -(f.comparison.direction or 1) * f.comparison.change_pct)[:1]:
-        label, m = f.config, f.comparison
-        recs.append(f"Use **{label}**: {pct(m.change_pct)} {_what(f)} over "
-                    f"{rep.baseline_label} at {m.clients} clients (interval {interval(m)}).")
-        risky = [k for k in DURABILITY if f"{k}=off" in label.replace(" ", "")]
-        if risky:
-            recs.append(f"But {', '.join(risky)}=off trades durability for speed: a crash can "
-                        "lose committed transactions" + (" or corrupt data" if "fsync" in risky
-                                                         or "full_page_writes" in risky else "")
-                        + "; use it only where that is acceptable.")
-    for f in slower:
-        m = f.comparison
-        recs.append(f"Avoid {f.config}: {pct(m.change_pct)} {_what(f)} against "
-                    f"{rep.baseline_label} (interval {interval(m)}).")
-    if not faster and rep.findings:
-        recs.append(f"No config beat {rep.baseline_label} beyond the noise: keep it, or "
-                    "measure longer/more iterations before changing.")
-    for e in rep.journal:
-        if e.status == "failed":
-            recs.append(f"Do not reuse run {e.number}'s changes ({e.label}): {e.root_cause}")
-    if rep.best is not None and rep.best_tps is not None:
-        tps = rep.best_tps
-        recs.append(f"This size: sustained load under ~{fmt(HEADROOM * tps, 0)} TPS "
-                    f"({100 * HEADROOM:.0f}% of the best config's mean {fmt(tps, 0)}); move up a "
-                    "size when the load is above it, or when cold starts must meet the warm "
-                    "figure.")
-    v = rep.validation
-    if v and v.state("cold") and v.state("warm") and v.state("warm").tps:
-        ratio = v.state("cold").tps / v.state("warm").tps
-        if ratio < 0.85:
-            recs.append(f"Cold cache runs at {100 * ratio:.0f}% of warm: pre-warm after "
-                        "restarts (pg_prewarm) or size for the cold figure.")
-    c = rep.scaling
-    if c and c.efficiency is not None:
-        sub = (c.efficiency_high < LINEAR if c.efficiency_high is not None
-               else c.efficiency < LINEAR)
-        if sub:
-            recs.append("Measured scaling looks sub-linear: expect less than the projected TPS "
-                        "on larger sizes; measure there before buying.")
-        elif c.efficiency_low is not None and c.efficiency_low < LINEAR:
-            recs.append("The scaling check was too noisy to confirm the projection: repeat it "
-                        "(`pgdyno scaling-check --pairs 3`) on a quiet machine.")
-    s.paragraphs += [f"- {r}" for r in recs]
+    s.paragraphs += [f"- {_recommendation(r, rep.baseline_label)}" for r in rep.recommendations]
     return s
+
+
+def _recommendation(r: Recommendation, baseline: str) -> str:
+    """One recommendation in words (``pgdyno.campaign.recommendations`` decides them)."""
+    f = r.finding
+    m = f.comparison if f is not None else None
+    if r.kind == USE and f is not None and m is not None:
+        return (f"Use **{r.config}**: {pct(m.change_pct)} {_what(f)} over {baseline} at "
+                f"{m.clients} clients (interval {interval(m)}).")
+    if r.kind == DURABILITY_RISK:
+        return (f"But {', '.join(r.settings)}=off trades durability for speed: a crash can "
+                "lose committed transactions" + (" or corrupt data" if r.corrupts else "")
+                + "; use it only where that is acceptable.")
+    if r.kind == AVOID and f is not None and m is not None:
+        return (f"Avoid {r.config}: {pct(m.change_pct)} {_what(f)} against {baseline} "
+                f"(interval {interval(m)}).")
+    if r.kind == KEEP:
+        return (f"No config beat {baseline} beyond the noise: keep it, or measure "
+                "longer/more iterations before changing.")
+    if r.kind == FAILED_RUN:
+        return f"Do not reuse run {r.run}'s changes ({r.config}): {r.reason}"
+    if r.kind == SIZE_HEADROOM:
+        return (f"This size: sustained load under ~{fmt(r.limit_tps, 0)} TPS "
+                f"({100 * (r.share or 0):.0f}% of the best config's mean {fmt(r.tps, 0)}); move "
+                "up a size when the load is above it, or when cold starts must meet the warm "
+                "figure.")
+    if r.kind == PREWARM:
+        return (f"Cold cache runs at {100 * (r.share or 0):.0f}% of warm: pre-warm after "
+                "restarts (pg_prewarm) or size for the cold figure.")
+    if r.kind == SUBLINEAR:
+        return ("Measured scaling looks sub-linear: expect less than the projected TPS on "
+                "larger sizes; measure there before buying.")
+    if r.kind == NOISY_SCALING:
+        return ("The scaling check was too noisy to confirm the projection: repeat it "
+                "(`pgdyno scaling-check --pairs 3`) on a quiet machine.")
+    raise ValueError(f"recommendation {r.kind}: no wording")
 
 
 def _what(f: Finding) -> str:
