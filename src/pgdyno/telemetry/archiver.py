@@ -1,6 +1,7 @@
 """The WAL archiver and the page cache, sampled while a run with ``--archive`` runs.
 
-Two samplers on the TelemetryRecorder's threads (its clock, its error log):
+Two samplers on the TelemetryRecorder's threads (its clock, its error log), through its
+public interface (``Samplers``); the recorder imports this module, never the reverse:
 
 - ``archiver`` (every ``interval_s``): pg_stat_archiver (archived and failed counts, last
   archived and failed segment), the segment being written (pg_walfile_name of
@@ -25,52 +26,57 @@ import ctypes.util
 import mmap
 import os
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol
+
+import psycopg
 
 from pgdyno.targets.archive import ArchiveSpec, read_log
+from pgdyno.targets.connection import ConnectionInfo
+from pgdyno.telemetry import pg
+from pgdyno.telemetry.catalog import Catalog
 from pgdyno.telemetry.files import CsvWriter
-
-if TYPE_CHECKING:  # the recorder imports this module lazily
-    import psycopg
-
-    from pgdyno.telemetry.catalog import Catalog
-    from pgdyno.telemetry.recorder import TelemetryRecorder
 
 RESIDENCY_INTERVAL_S = 5.0
 ARCHIVER_COLUMNS = ["t", "archived_count", "failed_count", "last_archived_wal",
                     "last_archived_time", "last_failed_wal", "last_failed_time", "current_wal",
                     "wal_lsn_bytes", "ready_count", "segment_bytes"]
+"""The columns of ``Catalog.archiver_sql``, in its order."""
 COMMAND_COLUMNS = ["segment", "start", "end", "seconds", "outcome", "method"]
 CACHE_COLUMNS = ["t", "role", "path", "files", "bytes", "cached_bytes", "sample_ms"]
 
-ARCHIVER_SQL = """
-SELECT extract(epoch FROM clock_timestamp())::float8, a.archived_count, a.failed_count,
-       a.last_archived_wal, extract(epoch FROM a.last_archived_time)::float8,
-       a.last_failed_wal, extract(epoch FROM a.last_failed_time)::float8,
-       pg_walfile_name(pg_current_wal_lsn()), (pg_current_wal_lsn() - '0/0')::int8,
-       {ready}, pg_size_bytes(current_setting('wal_segment_size'))
-FROM pg_stat_archiver a
-"""
-READY_V12 = ("(SELECT count(*) FROM pg_ls_archive_statusdir() "
-             "WHERE name LIKE '%.ready')")
-"""pg_ls_archive_statusdir() exists from PostgreSQL 12 on; before it, no .ready count."""
+
+class Samplers(Protocol):
+    """What these samplers run on: the TelemetryRecorder's public interface (its threads,
+    clock, server connection and error log), so this module never imports the recorder."""
+
+    out: Path
+    conn: ConnectionInfo | None
+    sample_dbname: str | None
+    data_dir: Path | None
+    wal_dir: Path | None
+    archive: ArchiveSpec | None
+
+    @property
+    def interval_s(self) -> float: ...
+    def spawn(self, name: str, target: Callable[[], None]) -> None: ...
+    def ticks(self, period_s: float) -> Iterator[None]: ...
+    def poll_server(self, name: str, period_s: float,
+                    work: Callable[[psycopg.Connection, Catalog], None]) -> None: ...
+    def record_error(self, sampler: str, exc: BaseException) -> None: ...
 
 
-def archiver_query(version_num: int) -> str:
-    return ARCHIVER_SQL.format(ready=READY_V12 if version_num >= 120000 else "NULL::int8")
-
-
-def start_archiver(recorder: TelemetryRecorder) -> None:
+def start_archiver(recorder: Samplers) -> None:
     """Spawn the archiver and page-cache samplers on ``recorder``'s threads."""
     spec = recorder.archive
     assert spec is not None
-    recorder._spawn("archiver", lambda: _archiver_loop(recorder, spec))
-    recorder._spawn("page_cache", lambda: _cache_loop(recorder, spec))
+    recorder.spawn("archiver", lambda: _archiver_loop(recorder, spec))
+    recorder.spawn("page_cache", lambda: _cache_loop(recorder, spec))
 
 
-def _archiver_loop(recorder: TelemetryRecorder, spec: ArchiveSpec) -> None:
+def _archiver_loop(recorder: Samplers, spec: ArchiveSpec) -> None:
     writer = CsvWriter(recorder.out / "archiver.csv", ARCHIVER_COLUMNS)
     commands = CsvWriter(recorder.out / "archive_commands.csv", COMMAND_COLUMNS)
     log = spec.log if spec.pgdyno_copies else None
@@ -87,27 +93,25 @@ def _archiver_loop(recorder: TelemetryRecorder, spec: ArchiveSpec) -> None:
                             x.method])
 
     def work(pgconn: psycopg.Connection, cat: Catalog) -> None:
-        writer.write(list(pgconn.execute(archiver_query(cat.version_num)).fetchone()))
+        writer.write(list(pgconn.execute(cat.archiver_sql()).fetchone()))
         copy_log()
 
     try:
-        recorder._pg_loop("archiver", recorder.config.interval_s, work)
-        with contextlib.suppress(Exception):  # the last interval, after the load stopped
-            from pgdyno.telemetry import pg
-            from pgdyno.telemetry.catalog import Catalog
-
-            with pg.connect(recorder.conn, recorder.sample_dbname) as pgconn:
-                work(pgconn, Catalog(pg.server_version_num(pgconn)))
+        recorder.poll_server("archiver", recorder.interval_s, work)
+        # The last interval, after the load stopped.
+        with contextlib.suppress(Exception), \
+                pg.connect(recorder.conn, recorder.sample_dbname) as pgconn:
+            work(pgconn, Catalog(pg.server_version_num(pgconn)))
     finally:
         writer.close()
         commands.close()
 
 
-def _cache_loop(recorder: TelemetryRecorder, spec: ArchiveSpec) -> None:
+def _cache_loop(recorder: Samplers, spec: ArchiveSpec) -> None:
     writer = CsvWriter(recorder.out / "page_cache.csv", CACHE_COLUMNS)
     roles = residency_roles(recorder.data_dir, recorder.wal_dir, spec.directory)
     try:
-        for _ in recorder._ticks(RESIDENCY_INTERVAL_S):
+        for _ in recorder.ticks(RESIDENCY_INTERVAL_S):
             for role, path, exclude in roles:
                 try:
                     began = time.perf_counter()
@@ -116,7 +120,7 @@ def _cache_loop(recorder: TelemetryRecorder, spec: ArchiveSpec) -> None:
                     writer.write([time.time(), role, str(path), usage.files, usage.bytes,
                                   usage.cached_bytes, round(ms, 2)])
                 except Exception as exc:  # noqa: BLE001 - telemetry never breaks a run
-                    recorder._error("page_cache", exc)
+                    recorder.record_error("page_cache", exc)
     finally:
         writer.close()
 

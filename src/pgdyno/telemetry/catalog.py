@@ -134,6 +134,12 @@ class Catalog:
             return None
         return _IO_18 if self.major >= 18 else _IO_16_17
 
+    def archiver_sql(self) -> str:
+        """pg_stat_archiver, the segment being written and the ``.ready`` segments waiting
+        for the archiver (``telemetry.archiver``: ARCHIVER_COLUMNS)."""
+        return _ARCHIVER.format(ready=_READY_V12 if self.version_num >= 120000
+                                else "NULL::int8")
+
     def snapshot_queries(self) -> dict[str, str]:
         """Name -> SQL of each single-row view snapshotted every interval."""
         return {
@@ -141,6 +147,19 @@ class Catalog:
             "checkpointer": self.checkpointer_sql(),
             "wal": self.wal_sql(),
         }
+
+
+_ARCHIVER = """
+SELECT extract(epoch FROM clock_timestamp())::float8, a.archived_count, a.failed_count,
+       a.last_archived_wal, extract(epoch FROM a.last_archived_time)::float8,
+       a.last_failed_wal, extract(epoch FROM a.last_failed_time)::float8,
+       pg_walfile_name(pg_current_wal_lsn()), (pg_current_wal_lsn() - '0/0')::int8,
+       {ready}, pg_size_bytes(current_setting('wal_segment_size'))
+FROM pg_stat_archiver a
+"""
+_READY_V12 = ("(SELECT count(*) FROM pg_ls_archive_statusdir() "
+              "WHERE name LIKE '%.ready')")
+"""pg_ls_archive_statusdir() exists from PostgreSQL 12 on; before it, no .ready count."""
 
 
 SETTINGS_SQL = """

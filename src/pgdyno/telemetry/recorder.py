@@ -21,7 +21,7 @@ import platform
 import threading
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -31,6 +31,7 @@ from pgdyno.analysis.hosttick import HostTick
 from pgdyno.targets.archive import ArchiveSpec
 from pgdyno.targets.connection import ConnectionInfo
 from pgdyno.telemetry import catalog, checkpoints, host, pg, remote, smart
+from pgdyno.telemetry.archiver import start_archiver
 from pgdyno.telemetry.devices import DeviceResolution, resolve_path
 from pgdyno.telemetry.files import CsvWriter, JsonlWriter
 from pgdyno.telemetry.remote import RemoteHost
@@ -96,18 +97,16 @@ class TelemetryRecorder:
             if self.config.smart:
                 self._record_smart("before")
         except Exception as exc:  # noqa: BLE001 - never break a run
-            self._error("setup", exc)
-        self._spawn("host", self._host_loop)
+            self.record_error("setup", exc)
+        self.spawn("host", self._host_loop)
         if self.remote is not None:
-            self._spawn("client", self._client_loop)
+            self.spawn("client", self._client_loop)
         if self.conn is None:  # a workload without a server (cpu, fio): the host alone
             return
         if self.config.wait_sample_hz > 0:
-            self._spawn("waits", self._wait_loop)
-        self._spawn("stats", self._stats_loop)
+            self.spawn("waits", self._wait_loop)
+        self.spawn("stats", self._stats_loop)
         if self.archive is not None:
-            from pgdyno.telemetry.archiver import start_archiver
-
             start_archiver(self)
 
     def mark(self, label: str) -> None:
@@ -131,7 +130,7 @@ class TelemetryRecorder:
                 fn()
             except Exception as exc:  # noqa: BLE001
                 with contextlib.suppress(Exception):  # recording can fail too (disk full)
-                    self._error(step, exc)
+                    self.record_error(step, exc)
         for writer in (self._marks, self._errors):
             if writer is not None:
                 with contextlib.suppress(Exception):
@@ -154,7 +153,7 @@ class TelemetryRecorder:
                 self._roles = {role: res for role, (res, _i) in self.remote.resolved().items()}
                 self.server_log_offset = self.remote.log_offset()
             except Exception as exc:  # noqa: BLE001 - the samplers still try, and record gaps
-                self._error("host", exc)
+                self.record_error("host", exc)
                 self._roles = {}
         self._meta = {
             "schema_version": SCHEMA_VERSION,
@@ -189,8 +188,16 @@ class TelemetryRecorder:
         self._meta["errors"] = dict(self._error_counts)
         self._write_meta()
 
-    # ----- threads ---------------------------------------------------------------------
-    def _spawn(self, name: str, target: Callable[[], None]) -> None:
+    # ----- what a sampler runs on (telemetry.archiver's samplers too) --------------------
+    @property
+    def interval_s(self) -> float:
+        """The period of the host samplers and the statistics snapshots."""
+        return self.config.interval_s
+
+    def spawn(self, name: str, target: Callable[[], None]) -> None:
+        """Run ``target`` on a daemon thread of its own, joined by ``stop``; whatever it
+        raises is recorded under ``name``, never let out."""
+
         def guarded() -> None:
             try:
                 target()
@@ -198,14 +205,15 @@ class TelemetryRecorder:
                 # Recording the error can fail too (a full disk is one way to get here):
                 # a sampler must end quietly rather than print over the run's output.
                 with contextlib.suppress(Exception):
-                    self._error(name, exc)
+                    self.record_error(name, exc)
 
         thread = threading.Thread(target=guarded, name=f"pgdyno-telemetry-{name}", daemon=True)
         self._threads.append(thread)
         thread.start()
 
-    def _ticks(self, period_s: float):
-        """Yield at a fixed rate on the monotonic clock; late ticks are skipped, not bunched."""
+    def ticks(self, period_s: float) -> Iterator[None]:
+        """Yield at a fixed rate on the monotonic clock until ``stop``; late ticks are
+        skipped, not bunched."""
         next_at = time.monotonic()
         while not self._stop.is_set():
             yield
@@ -216,6 +224,47 @@ class TelemetryRecorder:
             if self._stop.wait(next_at - now):
                 return
 
+    def poll_server(self, name: str, period_s: float,
+                    work: Callable[[psycopg.Connection, catalog.Catalog], None]) -> None:
+        """Call ``work`` every ``period_s`` until ``stop``, with a connection of the samplers
+        (reconnected after a loss, backing off) and the catalogue of its server's version;
+        each failure is recorded under ``name`` and the next tick goes on."""
+        pgconn: psycopg.Connection | None = None
+        cat: catalog.Catalog | None = None
+        retry_at = 0.0
+        try:
+            for _ in self.ticks(period_s):
+                try:
+                    if pgconn is None or pgconn.closed:
+                        if time.monotonic() < retry_at:
+                            continue
+                        pgconn = pg.connect(self.conn, self.sample_dbname)
+                        cat = catalog.Catalog(pg.server_version_num(pgconn))
+                        if name == "stats":
+                            self._record_server(pgconn, cat)
+                    assert cat is not None
+                    work(pgconn, cat)
+                except Exception as exc:  # noqa: BLE001
+                    self.record_error(name, exc)
+                    if pgconn is not None and (pgconn.closed or pgconn.broken):
+                        pgconn = None
+                        retry_at = time.monotonic() + RECONNECT_BACKOFF_S
+        finally:
+            if pgconn is not None:
+                with contextlib.suppress(Exception):
+                    pgconn.close()
+
+    def record_error(self, sampler: str, exc: BaseException) -> None:
+        """One line in ``errors.jsonl`` (at most MAX_ERRORS_PER_SAMPLER a sampler); every
+        failure counted in meta.json."""
+        count = self._error_counts.get(sampler, 0) + 1
+        self._error_counts[sampler] = count
+        if self._errors is None or count > MAX_ERRORS_PER_SAMPLER:
+            return
+        detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+        self._errors.write({"t": time.time(), "sampler": sampler, "error": detail})
+
+    # ----- samplers ----------------------------------------------------------------------
     def _dsn_postmaster(self) -> int | None:
         """The postmaster of a --dsn server that runs on this host (found from a backend of
         ours): its processes are the benchmark's, not other load."""
@@ -225,7 +274,7 @@ class TelemetryRecorder:
             with pg.connect(self.conn, self.sample_dbname) as pgconn:
                 backend = pgconn.execute("SELECT pg_backend_pid()").fetchone()[0]
         except Exception as exc:  # noqa: BLE001 - a remote or unreachable server: no tree
-            self._error("host", exc)
+            self.record_error("host", exc)
             return None
         return host.local_postmaster(int(backend))
 
@@ -255,7 +304,7 @@ class TelemetryRecorder:
         prev: HostTick | None = None
         gap_since: float | None = None
         try:
-            for _ in self._ticks(self.config.interval_s):
+            for _ in self.ticks(self.config.interval_s):
                 try:
                     try:
                         cur = read()
@@ -278,39 +327,12 @@ class TelemetryRecorder:
                         writers.mem.write(mem_row)
                     prev = cur
                 except Exception as exc:  # noqa: BLE001
-                    self._error(name, exc)
+                    self.record_error(name, exc)
             # One last tick so the final interval is not lost.
             with contextlib.suppress(Exception):
                 writers.raw.write(asdict(read()))
         finally:
             writers.close()
-
-    def _pg_loop(self, name: str, period_s: float,
-                 work: Callable[[psycopg.Connection, catalog.Catalog], None]) -> None:
-        pgconn: psycopg.Connection | None = None
-        cat: catalog.Catalog | None = None
-        retry_at = 0.0
-        try:
-            for _ in self._ticks(period_s):
-                try:
-                    if pgconn is None or pgconn.closed:
-                        if time.monotonic() < retry_at:
-                            continue
-                        pgconn = pg.connect(self.conn, self.sample_dbname)
-                        cat = catalog.Catalog(pg.server_version_num(pgconn))
-                        if name == "stats":
-                            self._record_server(pgconn, cat)
-                    assert cat is not None
-                    work(pgconn, cat)
-                except Exception as exc:  # noqa: BLE001
-                    self._error(name, exc)
-                    if pgconn is not None and (pgconn.closed or pgconn.broken):
-                        pgconn = None
-                        retry_at = time.monotonic() + RECONNECT_BACKOFF_S
-        finally:
-            if pgconn is not None:
-                with contextlib.suppress(Exception):
-                    pgconn.close()
 
     def _wait_loop(self) -> None:
         writer = JsonlWriter(self.out / "waits.jsonl")
@@ -320,7 +342,7 @@ class TelemetryRecorder:
             writer.write({"t": t, "rows": pg.sample_waits(pgconn)})
 
         try:
-            self._pg_loop("waits", 1.0 / self.config.wait_sample_hz, work)
+            self.poll_server("waits", 1.0 / self.config.wait_sample_hz, work)
         finally:
             writer.close()
 
@@ -331,7 +353,7 @@ class TelemetryRecorder:
             writer.write(pg.snapshot_stats(pgconn, cat, self.conn.dbname))
 
         try:
-            self._pg_loop("stats", self.config.interval_s, work)
+            self.poll_server("stats", self.config.interval_s, work)
             # A final snapshot after the load stopped, so the last interval has an end.
             with contextlib.suppress(Exception):
                 pgconn = pg.connect(self.conn, self.sample_dbname)
@@ -381,11 +403,3 @@ class TelemetryRecorder:
                                      if self.remote is not None else smart.read_smart(d)
                                      ).to_dict() for d in devices]}
         path.write_text(json.dumps(data, indent=2, default=str))
-
-    def _error(self, sampler: str, exc: BaseException) -> None:
-        count = self._error_counts.get(sampler, 0) + 1
-        self._error_counts[sampler] = count
-        if self._errors is None or count > MAX_ERRORS_PER_SAMPLER:
-            return
-        detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()
-        self._errors.write({"t": time.time(), "sampler": sampler, "error": detail})
