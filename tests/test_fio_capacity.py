@@ -6,10 +6,11 @@ the block I/O throttle of the root cgroup (cgroup v2 ``io.max`` or v1
 ``blkio.throttle.write_iops_device``) for that loop device only. Teardown lifts the cap,
 unmounts and detaches whatever happened.
 
-The run loop does not yet freeze the host's capacity into each iteration's telemetry at
-start (runner/bench.py belongs to the lead; the change is described in the fio issue's
-report), so the test does what that change will do, ``capacity.freeze_into``, and rebuilds
-the report.
+The run loop freezes the host's capacity into each iteration's telemetry when the
+iteration starts (``capacity.freeze_into``), so a rebuilt report reads the limits the run
+was measured against: the test checks the frozen file is there, removes it to show that the
+same raw data is then not called storage-bound, freezes it again as the run loop does, and
+rebuilds the report.
 """
 
 from __future__ import annotations

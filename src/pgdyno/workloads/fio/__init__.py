@@ -7,5 +7,10 @@
 - ``results``: every figure recomputed from fio's ``json+`` output and the kernel's
   counters read around each job;
 - ``fsync``: ``pg_test_fsync`` from the target's binaries, parsed;
+- ``options``: the workload's options, checked, and the places they name;
+- ``runner``: the job set run on each place, the kernel's disk counters sampled during each
+  job, SMART around the iteration;
+- ``metrics``: an iteration's declared metrics and summary row; ``capacity``: the host's
+  measured capacity from them;
 - ``report``: the tables and plots; ``plugin``: the glue to the run loop.
 """

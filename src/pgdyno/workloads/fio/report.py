@@ -20,6 +20,7 @@ from pgdyno.reports.plots import plt, save_figure
 from pgdyno.results.rundir import RunDirectory, RunPlan
 from pgdyno.workloads.fio.fsync import ONE_WRITE
 from pgdyno.workloads.fio.jobs import MIX_READ_PCT, QD32, SEQ_DEPTH
+from pgdyno.workloads.fio.metrics import iteration_metrics
 from pgdyno.workloads.fio.results import AGREEMENT_PCT, FioIteration, JobResult, PlaceResult
 
 KINDS = (("randread", "random read"), ("randwrite", "random write"),
@@ -186,8 +187,6 @@ def _fsync_table(p: PlaceResult) -> Table | None:
 
 
 def _per_iteration(its: list[FioIteration]) -> Section:
-    from pgdyno.workloads.fio.plugin import iteration_metrics
-
     keys = (("randread_peak_iops", "Read IOPS peak"), ("randwrite_peak_iops", "Write IOPS peak"),
             ("seq_read_mib_s", "Seq read MiB/s"), ("seq_write_mib_s", "Seq write MiB/s"),
             ("randread_qd1_lat_avg_us", "Read QD1 avg µs"),
