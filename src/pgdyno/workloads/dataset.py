@@ -90,6 +90,9 @@ class DatasetState:
     """Schema-qualified tables recorded in the registry of ``schema`` (all its workloads)."""
     schema: str = SCHEMA
     """The schema of pgdyno's this workload builds in."""
+    build_seconds: float | None = None
+    """The seconds the recorded build of this workload took (None: none recorded), which a
+    reused dataset's load record names."""
 
 
 def inspect(conn: psycopg.Connection, workload: str, size_key: str,
@@ -116,7 +119,15 @@ def inspect(conn: psycopg.Connection, workload: str, size_key: str,
     reusable = (recorded_size == size_key and wanted <= present
                 and schema_is_ours(conn, schema))
     return DatasetState(reusable, recorded_size, foreign,
-                        tuple(sorted(t for t in ours if t.startswith(f"{schema}."))), schema)
+                        tuple(sorted(t for t in ours if t.startswith(f"{schema}."))), schema,
+                        _build_seconds(conn, workload, schema) if reusable else None)
+
+
+def _build_seconds(conn: psycopg.Connection, workload: str, schema: str) -> float | None:
+    """The recorded build's seconds of ``workload`` in ``schema``'s registry."""
+    row = conn.execute(sql.SQL("SELECT build_seconds FROM {}.{} WHERE workload = %s").format(
+        sql.Identifier(schema), sql.Identifier(REGISTRY_TABLE)), (workload,)).fetchone()
+    return float(row[0]) if row and row[0] is not None else None
 
 
 def check_can_initialise(state: DatasetState, dbname: str, force: bool) -> None:

@@ -16,6 +16,7 @@ from typing import Any, ClassVar
 
 from pgdyno.analysis.summary import RunSummary
 from pgdyno.reports.document import Section, Table, fmt
+from pgdyno.results import load
 from pgdyno.results.rundir import RunDirectory, RunPlan
 from pgdyno.workloads.base import (
     HIGHER,
@@ -105,7 +106,8 @@ class Oltp(PgbenchWorkload):
             dataset={"kind": "oltp", "tables": o.tables, "table_size": o.table_size,
                      "reused": result.reused, "build_seconds": round(result.seconds, 3),
                      "rows_per_s": round(result.rows / result.seconds) if result.seconds
-                     else None, "phase_seconds": result.phase_seconds},
+                     else None, "phase_seconds": result.phase_seconds,
+                     load.RECORD_KEY: result.load_record().to_dict()},
             parameters={"tables": o.tables, "table_size": o.table_size,
                         "range_size": o.range_size, "rand": scripts.rand_description(
                             script_opts), "statements": scripts.statement_counts(

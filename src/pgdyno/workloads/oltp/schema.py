@@ -45,6 +45,7 @@ from psycopg import sql
 
 from pgdyno import __version__
 from pgdyno.errors import UsageError
+from pgdyno.results import load as common_load
 from pgdyno.targets.connection import ConnectionInfo
 from pgdyno.workloads import dataset
 from pgdyno.workloads.parallel import BuildPhases, run_pool
@@ -179,6 +180,14 @@ class LoadResult:
     tables: int
     table_size: int
     phase_seconds: dict[str, float] = field(default_factory=dict)
+    recorded_seconds: float | None = None
+    """Reused: the seconds its build took, as the dataset registry recorded them."""
+
+    def load_record(self) -> common_load.LoadRecord:
+        """The load in the shape every workload records it (``results.load``)."""
+        if self.reused:
+            return common_load.reused(self.recorded_seconds)
+        return common_load.built(self.rows, self.seconds, self.phase_seconds)
 
 
 def default_workers() -> int:
@@ -196,7 +205,8 @@ def load(conn: ConnectionInfo, opts: LoadOptions,
         state = dataset.inspect(db, DATASET, opts.size_key, tables)
         if state.reusable:
             return LoadResult(reused=True, seconds=0.0, rows=0, tables=opts.tables,
-                              table_size=opts.table_size)
+                              table_size=opts.table_size,
+                              recorded_seconds=state.build_seconds)
         # A previous build of another size may have had more tables: they go too.
         claimed = sorted(set(tables) | set(_previous_tables(state)))
         dataset.prepare_build(db, state, DATASET, opts.size_key, claimed,

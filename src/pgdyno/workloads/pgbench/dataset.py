@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import psycopg
 
 from pgdyno import __version__
 from pgdyno.errors import RunFailed
+from pgdyno.results import load
 from pgdyno.targets import ConnectionInfo, PgInstall
 from pgdyno.workloads import dataset
 
@@ -21,12 +23,47 @@ INIT_STEPS = "tGvp"
 ``d`` (pgbench's DROP resolves names through the search_path: pgdyno drops its own)."""
 
 
+ROWS_PER_SCALE = 100_000 + 10 + 1
+"""pgbench_accounts, pgbench_tellers and pgbench_branches rows per scale unit."""
+STEP_PHASES = {"drop tables": "data", "create tables": "data", "client-side generate": "data",
+               "server-side generate": "data", "vacuum": "vacuum", "primary keys": "keys",
+               "foreign keys": "keys"}
+"""pgbench -i's timed steps (its closing "done in" line) by load phase (results.load)."""
+_DONE = re.compile(r"^done in [0-9.]+ s \((?P<steps>[^)]*)\)", re.MULTILINE)
+_STEP = re.compile(r"(?P<name>[a-z -]+?) (?P<seconds>[0-9.]+) s")
+
+
 @dataclass(frozen=True)
 class InitResult:
     reused: bool
     scale: int
     seconds: float
     command: list[str]
+    phase_seconds: dict[str, float] = field(default_factory=dict)
+    """Seconds per load phase, from pgbench's own timing of its steps."""
+    recorded_seconds: float | None = None
+    """Reused: the seconds its build took, as the dataset registry recorded them."""
+
+    def load_record(self) -> load.LoadRecord:
+        """The load in the shape every workload records it (``results.load``)."""
+        if self.reused:
+            return load.reused(self.recorded_seconds)
+        return load.built(self.scale * ROWS_PER_SCALE, self.seconds, self.phase_seconds)
+
+
+def init_phases(log_text: str) -> dict[str, float]:
+    """Seconds per load phase from ``pgbench -i``'s last "done in 1.2 s (create tables 0.01
+    s, server-side generate 0.8 s, vacuum 0.2 s, primary keys 0.2 s)." line; empty when it
+    printed none."""
+    found = list(_DONE.finditer(log_text))
+    if not found:
+        return {}
+    phases: dict[str, float] = {}
+    for step in _STEP.finditer(found[-1].group("steps")):
+        phase = STEP_PHASES.get(step.group("name").strip().lstrip(", ").strip())
+        if phase is not None:
+            phases[phase] = phases.get(phase, 0.0) + float(step.group("seconds"))
+    return phases
 
 
 def initialise(conn: ConnectionInfo, install: PgInstall, scale: int, force: bool,
@@ -42,7 +79,8 @@ def initialise(conn: ConnectionInfo, install: PgInstall, scale: int, force: bool
     with psycopg.connect(conn.conninfo(), autocommit=True) as db:
         state = dataset.inspect(db, DATASET_NAME, size_key, PGBENCH_TABLES)
         if state.reusable:
-            return InitResult(reused=True, scale=scale, seconds=0.0, command=[])
+            return InitResult(reused=True, scale=scale, seconds=0.0, command=[],
+                              recorded_seconds=state.build_seconds)
         dataset.prepare_build(db, state, DATASET_NAME, size_key, PGBENCH_TABLES,
                               force=force, what="pgbench's")
     # Server-side generation (G) is several times faster than client-side COPY.
@@ -58,4 +96,5 @@ def initialise(conn: ConnectionInfo, install: PgInstall, scale: int, force: bool
         raise RunFailed(f"pgbench -i failed (exit {result.returncode}): {' | '.join(tail)}")
     with psycopg.connect(conn.conninfo(), autocommit=True) as db:
         dataset.record(db, DATASET_NAME, size_key, PGBENCH_TABLES, seconds, __version__)
-    return InitResult(reused=False, scale=scale, seconds=seconds, command=cmd)
+    return InitResult(reused=False, scale=scale, seconds=seconds, command=cmd,
+                      phase_seconds=init_phases(log_path.read_text(errors="replace")))

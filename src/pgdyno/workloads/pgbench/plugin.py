@@ -13,6 +13,7 @@ from typing import Any, ClassVar
 
 from pgdyno.config.units import human_bytes
 from pgdyno.errors import UsageError
+from pgdyno.results import load
 from pgdyno.targets import PgInstall
 from pgdyno.workloads.base import (
     Advice,
@@ -143,7 +144,8 @@ class PgbenchBuiltin(PgbenchWorkload):
         return Prepared(
             scripts=self.scripts(ctx.opts),
             dataset={"kind": "pgbench", "scale": scale, "reused": init.reused,
-                     "build_seconds": round(init.seconds, 3)},
+                     "build_seconds": round(init.seconds, 3),
+                     load.RECORD_KEY: init.load_record().to_dict()},
             commands=[" ".join(init.command)] if init.command else [],
             parameters={"scale": scale})
 

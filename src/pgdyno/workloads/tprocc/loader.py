@@ -43,7 +43,7 @@ def load(target: ConnectionInfo, options: LoadOptions,
         state = dataset.inspect(conn, schema.WORKLOAD, options.size_key, list(schema.TABLES))
         if state.reusable and not options.rebuild:
             schema.install_functions(conn)
-            return _reused(conn, options, workers)
+            return _reused(conn, options, workers, state.build_seconds)
         dataset.prepare_build(conn, state, schema.WORKLOAD, options.size_key,
                               list(schema.TABLES), force=options.force, what="TPROC-C's")
         schema.create_tables(conn, partitions)
@@ -67,13 +67,15 @@ def load(target: ConnectionInfo, options: LoadOptions,
                       load_c_last=schema.LOAD_C_LAST)
 
 
-def _reused(conn: psycopg.Connection, options: LoadOptions, workers: int) -> LoadResult:
+def _reused(conn: psycopg.Connection, options: LoadOptions, workers: int,
+            recorded_seconds: float | None) -> LoadResult:
     partitions = conn.execute(
         "SELECT count(*) FROM pg_inherits WHERE inhparent = to_regclass('order_line')"
     ).fetchone()[0]
     return LoadResult(schema_version=SCHEMA_VERSION, warehouses=options.warehouses,
                       reused=True, workers=workers, order_line_partitions=partitions, rows=0,
-                      seconds=0.0, phase_seconds={}, load_c_last=schema.LOAD_C_LAST)
+                      seconds=0.0, phase_seconds={}, load_c_last=schema.LOAD_C_LAST,
+                      recorded_seconds=recorded_seconds)
 
 
 @dataclass

@@ -10,6 +10,8 @@ import re
 from dataclasses import dataclass, field
 
 from pgdyno.errors import UsageError
+from pgdyno.results import load
+from pgdyno.results.load import LoadRecord
 from pgdyno.serde import Serialisable
 
 SCHEMA_VERSION = 1
@@ -189,10 +191,18 @@ class LoadResult(Serialisable):
     """Wall time of data, keys and vacuum."""
     load_c_last: int
     """The NURand constant last names were loaded with (runs pick theirs against it)."""
+    recorded_seconds: float | None = None
+    """Reused: the seconds its build took, as the dataset registry recorded them."""
 
     @property
     def warehouses_per_minute(self) -> float:
         return self.warehouses / self.seconds * 60 if self.seconds > 0 else 0.0
+
+    def load_record(self) -> LoadRecord:
+        """The load in the shape every workload records it (``results.load``)."""
+        if self.reused:
+            return load.reused(self.recorded_seconds)
+        return load.built(self.rows, self.seconds, self.phase_seconds)
 
 
 # ----- measuring ---------------------------------------------------------------------------

@@ -15,6 +15,7 @@ import psycopg
 
 from pgdyno.analysis.verdict import Paced
 from pgdyno.errors import UsageError
+from pgdyno.results import load
 from pgdyno.workloads.base import (
     HIGHER,
     LATENCY_METRICS,
@@ -153,7 +154,7 @@ class Tprocc(PgbenchWorkload):
             dataset={"kind": "tprocc", "warehouses": t.warehouses, "reused": result.reused,
                      "build_seconds": round(result.seconds, 3),
                      "warehouses_per_minute": round(result.warehouses_per_minute, 2),
-                     "load": result.to_dict()},
+                     "load": result.to_dict(), load.RECORD_KEY: result.load_record().to_dict()},
             parameters={"warehouses": t.warehouses, "mix": t.mix or "45,43,4,4,4",
                         "all_warehouses": t.all_warehouses,
                         "keying_thinking": t.keying_thinking, "time_scale": t.time_scale,

@@ -149,7 +149,7 @@ def load(target: ConnectionInfo, options: LoadOptions,
         state = dataset.inspect(conn, schema.WORKLOAD, options.size_key, list(schema.TABLES),
                                 schema.DATASET_SCHEMA)
         if state.reusable and not options.rebuild:
-            return _reused(options, workers)
+            return _reused(options, workers, state.build_seconds)
         program = tpchgen_program()
         dataset.prepare_build(conn, state, schema.WORKLOAD, options.size_key,
                               list(schema.TABLES), force=options.force, what="TPROC-H's")
@@ -174,10 +174,10 @@ def load(target: ConnectionInfo, options: LoadOptions,
                       rows_per_s=total / seconds if seconds > 0 else 0.0, parts=parts)
 
 
-def _reused(options: LoadOptions, workers: int) -> LoadResult:
+def _reused(options: LoadOptions, workers: int, recorded_seconds: float | None) -> LoadResult:
     return LoadResult(schema_version=SCHEMA_VERSION, scale_factor=options.scale_factor,
                       reused=True, workers=workers, rows={}, seconds=0.0, phase_seconds={},
-                      rows_per_s=0.0)
+                      rows_per_s=0.0, recorded_seconds=recorded_seconds)
 
 
 @dataclass

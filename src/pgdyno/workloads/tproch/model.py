@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pgdyno.errors import UsageError
+from pgdyno.results import load
+from pgdyno.results.load import LoadRecord
 from pgdyno.serde import Serialisable
 from pgdyno.workloads.tproch import schema
 
@@ -90,6 +92,14 @@ class LoadResult(Serialisable):
     """All rows over the whole load (data, keys and vacuum)."""
     parts: dict[str, int] = field(default_factory=dict)
     """Parts each table was generated and copied in (1: whole, with FREEZE)."""
+    recorded_seconds: float | None = None
+    """Reused: the seconds its build took, as the dataset registry recorded them."""
+
+    def load_record(self) -> LoadRecord:
+        """The load in the shape every workload records it (``results.load``)."""
+        if self.reused:
+            return load.reused(self.recorded_seconds)
+        return load.built(sum(self.rows.values()), self.seconds, self.phase_seconds)
 
 
 # ----- refresh functions -------------------------------------------------------------------
