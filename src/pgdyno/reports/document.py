@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from pgdyno.analysis.summary import RunSummary, five_second_table
 from pgdyno.config.units import unit_scale
 from pgdyno.options import BenchOptions
+from pgdyno.results.load import LoadRecord
+from pgdyno.results.load import seconds as load_seconds
 from pgdyno.results.rundir import RunPlan
 from pgdyno.targets.local import BASE_SETTINGS
 
@@ -29,6 +31,30 @@ _MEASURES = frozenset({
 """Words of the measures pgdyno's own telemetry and settings print ("12.5 ms", "3 cores",
 "7.2 MB/s"); lower case. A workload's units are not listed here: a figure shown with its
 metric's unit is a ``Quantity`` (``MetricSpec.cell``), a number whatever the unit says."""
+
+
+CHANGE_SIGN = (
+    "Sign convention: a change is B/A − 1 of the metric's own value, whatever the metric: "
+    "+5.7% on a time (a geometric mean of query times, a latency) means B took 5.7% longer, "
+    "+5.7% on a throughput that B did 5.7% more. Whether that is better or worse is the word "
+    "beside it (faster or slower; higher or lower for a metric that has no better "
+    "direction), never the sign.")
+"""The one sign convention of every comparison pgdyno writes (compare, TPROC-H's speedup
+sections): stated in each report that shows a change."""
+
+
+def change_text(change_pct: float | None, direction: int) -> str:
+    """A change in % under CHANGE_SIGN with its word: "+5.7% (slower)" for a time that grew
+    (``direction`` -1: lower is better), "+5.7% (faster)" for a throughput; a description
+    of the two means, not a verdict."""
+    if change_pct is None or math.isnan(change_pct):
+        return "–"
+    if round(change_pct, 1) == 0:
+        return f"{change_pct:+.1f}% (same)"
+    up = change_pct > 0
+    word = ("higher" if up else "lower") if direction == 0 else (
+        "faster" if up == (direction > 0) else "slower")
+    return f"{change_pct:+.1f}% ({word})"
 
 
 class Quantity(str):
@@ -128,6 +154,14 @@ class RunView:
     opts: BenchOptions
     dataset: str
     """The workload's words for its dataset: "scale 10", "10 warehouses"."""
+    answer: list[tuple[str, str]] = field(default_factory=list)
+    """The run's outcome as (item, statement) pairs, the report's first section: the lines
+    ``pgdyno bench`` printed when the run ended (``runner.outcome.answer_rows``)."""
+    load: LoadRecord | None = None
+    """The dataset's load (``results.load``); None when the workload builds none."""
+    clients_label: str = "Clients"
+    clients: dict[int, str] = field(default_factory=dict)
+    """Client count -> what ran at it, in the workload's words ("8 clients")."""
 
 
 def build_document(summary: RunSummary, run: RunView, images: dict[str, str],
@@ -135,7 +169,9 @@ def build_document(summary: RunSummary, run: RunView, images: dict[str, str],
     """The report; ``insights`` (the workload's own, telemetry, verdicts) go after the
     throughput and latency. ``transactions``: whether the pgbench-style transaction sections
     apply (a program workload such as cpu brings all its figures in ``insights``)."""
-    sections = [_overview(summary, run, transactions), _environment(run)]
+    sections = [_answer(run), _overview(summary, run, transactions), _environment(run)]
+    if run.load is not None:
+        sections.append(_load(run.load))
     if transactions:
         sections += [_tps(summary, images), _latency(summary, images)]
         if run.opts.rate_tps is not None:
@@ -150,6 +186,36 @@ def build_document(summary: RunSummary, run: RunView, images: dict[str, str],
     sections.append(_files(run.manifest, run.plan))
     return Document(title=f"pgdyno: {run.plan.workload} on {run.plan.context}",
                     sections=sections)
+
+
+def _answer(run: RunView) -> Section:
+    """What the run answers, first: the peak, where it saturates, p99 and the verdict
+    there, where the dataset lived and how much of it was cached, and its load."""
+    if not run.answer:
+        manifest = run.manifest
+        why = f": {manifest['reason']}" if manifest.get("reason") else ""
+        return Section("Answer", paragraphs=[
+            f"No headline figure: the run ended **{manifest.get('status', 'unknown')}** "
+            f"before any iteration measured one{why}."])
+    return Section("Answer", tables=[Table(["", "What this run measured"],
+                                           [[item, text] for item, text in run.answer])])
+
+
+def _load(record: LoadRecord) -> Section:
+    """The dataset's load phases: seconds and rows/s each (a reused dataset: one line)."""
+    if record.reused:
+        when = (f"its build took {load_seconds(record.seconds)} in an earlier run"
+                if record.seconds is not None else "its build time was not recorded")
+        return Section("Load", paragraphs=[f"The dataset was reused, not loaded again: "
+                                           f"{when}."])
+    rows = [[phase.words, load_seconds(phase.seconds),
+             count(phase.rows_per_s) if phase.rows_per_s is not None else "–"]
+            for phase in record.phases]
+    rows.append(["whole load", load_seconds(record.seconds),
+                 count(record.rows_per_s) if record.rows_per_s is not None else "–"])
+    rows_note = f"{record.rows:,} rows loaded; " if record.rows else ""
+    return Section("Load", tables=[Table(["Phase", "Time", "Rows/s"], rows, caption=(
+        f"{rows_note}rows/s: the dataset's rows over the phase's seconds"))])
 
 
 def _overview(summary: RunSummary, run: RunView, transactions: bool) -> Section:
@@ -176,16 +242,15 @@ def _environment(run: RunView) -> Section:
     target = manifest.get("target") or {}
     config = manifest.get("config") or {}
     dataset = manifest.get("dataset") or {}
-    ram_gb = (host.get("ram_bytes") or 0) / 2**30
-    env_rows = [
-        ["Host", f"{host.get('hostname')} ({host.get('os')})"],
-        ["CPU", f"{host.get('cpu_model')} × {host.get('cpu_count')}"],
-        ["RAM", f"{ram_gb:.1f} GiB"],
-        ["Kernel", str(host.get("kernel"))],
-        *[[f"Storage ({fact.get('role')})", str(fact.get("summary", ""))]
-          for fact in host.get("storage") or []],
-        ["PostgreSQL", str(server.get("version", "–"))],
-    ]
+    remote = manifest.get("database_host")
+    machines = None
+    if remote:  # --ssh: the database host and this client, side by side
+        rows = _machine_rows([remote, host])
+        machines = Table(["Machine", f"Database host ({remote.get('destination')})",
+                          "Client (this machine, ran the load)"], rows)
+        env_rows = [["PostgreSQL", str(server.get("version", "–"))]]
+    else:
+        env_rows = [*_machine_rows([host]), ["PostgreSQL", str(server.get("version", "–"))]]
     if target:
         env_rows += [
             ["Target", f"{target.get('kind')} ({target.get('pg_bin')})"],
@@ -198,7 +263,7 @@ def _environment(run: RunView) -> Section:
         built = ("reused" if dataset.get("reused") else "built") if dataset else ""
         env_rows.append(["Dataset", run.dataset + (f" ({built})" if built else "")])
     env_rows += [
-        ["Clients", ", ".join(str(c) for c in opts.clients)],
+        [run.clients_label, _clients(run)],
         ["Duration / warm-up", f"{opts.duration_s} s measured after {opts.warmup_s} s warm-up"],
         ["Iterations", str(opts.iterations)],
     ]
@@ -211,10 +276,42 @@ def _environment(run: RunView) -> Section:
     setting_rows = [[k, setting_value(v), setting_source(k, config, target.get("kind"))]
                     for k, v in settings.items()]
     return Section("Environment and configuration", tables=[
+        *([machines] if machines is not None else []),
         Table(["Item", "Value"], env_rows),
         Table(["Setting", "Value", "Source / rationale"], setting_rows,
               caption="Non-default server settings (pg_settings, source not default)"),
     ])
+
+
+def _clients(run: RunView) -> str:
+    """The client counts, in the workload's words where they differ from "N clients"."""
+    counts = run.opts.clients
+    if all(run.clients.get(c, clients_words(c)) == clients_words(c) for c in counts):
+        return ", ".join(str(c) for c in counts)
+    return "; ".join(run.clients[c] for c in counts)
+
+
+def clients_words(clients: int) -> str:
+    """"8 clients", "1 client": a client count as reports and the terminal name it."""
+    return f"{clients:,} client{'s' if clients != 1 else ''}"
+
+
+def _machine_rows(machines: list[dict]) -> list[list[str]]:
+    """Host, CPU, RAM, kernel and storage rows, one column per machine (``HostFacts``'
+    keys); a storage role one machine lacks is "–" there."""
+    rows = [
+        ["Host", *[f"{m.get('hostname')} ({m.get('os')})" for m in machines]],
+        ["CPU", *[f"{m.get('cpu_model')} × {m.get('cpu_count')}" for m in machines]],
+        ["RAM", *[f"{(m.get('ram_bytes') or 0) / 2**30:.1f} GiB" for m in machines]],
+        ["Kernel", *[str(m.get("kernel")) for m in machines]],
+    ]
+    roles = list(dict.fromkeys(str(fact.get("role")) for m in machines
+                               for fact in m.get("storage") or []))
+    for role in roles:
+        rows.append([f"Storage ({role})", *[
+            "; ".join(str(f.get("summary", "")) for f in m.get("storage") or []
+                      if str(f.get("role")) == role) or "–" for m in machines]])
+    return rows
 
 
 # pgdyno's own settings on a server it starts (targets/local.py writes them), and why.

@@ -16,6 +16,7 @@ from pgdyno.reports.document import (
     Section,
     Table,
     build_document,
+    clients_words,
     count,
     figure,
 )
@@ -33,15 +34,17 @@ def write_run_report(summary: RunSummary, run: RunView, run_dir: RunDirectory,
     run_dir.write_json("summary.json", serde.to_dict(summary))
     images = plots.make_plots(summary, run_dir.plots) if transactions else {}
     extra = workload_sections + telemetry_report_sections(summary, run_dir, transactions,
-                                                          headline)
+                                                          headline, run.clients)
     doc = build_document(summary, run, images, extra, transactions)
     html.write_document(doc, run_dir.path)
 
 
 def telemetry_report_sections(summary: RunSummary, run_dir: RunDirectory,
                               transactions: bool = True,
-                              headline: tuple[str, str] = ("tps", "TPS")) -> list[Section]:
-    """A verdict table for every iteration, then full telemetry for one per client count.
+                              headline: tuple[str, str] = ("tps", "TPS"),
+                              named: dict[int, str] | None = None) -> list[Section]:
+    """A verdict table for every iteration, then full telemetry for one per client count
+    (``named``: each count in the workload's words, "8 clients" by default).
 
     The iteration shown in full is the one with the median headline value (TPS, NOPM,
     events/s) at that client count: the most typical, not the best.
@@ -79,7 +82,8 @@ def telemetry_report_sections(summary: RunSummary, run_dir: RunDirectory,
                                warmup_s=it.warmup_s)
         names = {k: str(v.relative_to(run_dir.path)) for k, v in made.items()}
         sections.append(Section(
-            f"Telemetry: {it.clients} clients (iteration {it.iteration}, median {metric_label})",
+            f"Telemetry: {(named or {}).get(it.clients) or clients_words(it.clients)} "
+            f"(iteration {it.iteration}, median {metric_label})",
             markdown=_demote(telemetry_markdown(it.telemetry, it.verdict, names))))
     return sections
 

@@ -56,9 +56,15 @@ from pgdyno.results.rundir import (
     utc_now,
 )
 from pgdyno.results.store import RecordingIndex
-from pgdyno.runner.environment import HostFacts, host_facts, server_facts, storage_facts
+from pgdyno.runner.environment import (
+    HostFacts,
+    database_host_facts,
+    host_facts,
+    server_facts,
+    storage_facts,
+)
 from pgdyno.runner.lock import WorkdirLock, recover
-from pgdyno.runner.outcome import RunOutcome, describe_fit, fit_of, outcome_of
+from pgdyno.runner.outcome import RunOutcome, fit_of
 from pgdyno.runner.report import index_row
 from pgdyno.targets import (
     PgInstall,
@@ -75,7 +81,6 @@ from pgdyno.workloads.base import (
     RunContext,
     Step,
     Workload,
-    headline_of,
 )
 
 
@@ -126,8 +131,10 @@ def run_bench(opts: BenchOptions, console: Console | None = None,
     install = install_for(opts.target) if workload.needs_server else None
     transport = _ssh_transport(opts) if install is not None else None
     try:
+        remote_hardware = _host_hardware(opts, transport)
         settings, config_record = (
-            resolve_settings(opts, workload, install, _host_hardware(opts, transport))
+            resolve_settings(opts, workload, install, remote_hardware
+                             if opts.target.kind == "remote" else None)
             if install is not None else ({}, {}))
         if install is not None:
             _archive_settings(opts, settings, config_record)
@@ -166,7 +173,9 @@ def run_bench(opts: BenchOptions, console: Console | None = None,
         schema_version=MANIFEST_SCHEMA_VERSION, tool=ToolInfo("pgdyno", __version__),
         workload=opts.workload, context=context, status="running", started_at=utc_now(),
         options=opts, host=serde.to_dict(host), role=dict(role or {}),
-        target=_target_info(opts, target), config=config_record)
+        target=_target_info(opts, target), config=config_record,
+        database_host=(database_host_facts(remote_hardware, transport.destination)
+                       if remote_hardware is not None and transport is not None else None))
     ctx = RunContext(opts=opts, run_dir=run_dir, plan=plan, commands=manifest.commands,
                      target=target, remote=remote, dataset_schema=workload.dataset_schema)
     _save(run_dir, plan, manifest)
@@ -229,11 +238,20 @@ def _ssh_transport(opts: BenchOptions):
 
 
 def _host_hardware(opts: BenchOptions, transport):
-    """The hardware the config engine sizes for (None: this machine's); only a named config
-    is sized, so stock PostgreSQL asks the host nothing."""
-    if opts.config == "default" and not opts.sets:
+    """--ssh: the database host's hardware, detected there: what a named config is sized
+    for on a server pgdyno starts there, and the database host the manifest and the run
+    report describe beside this client (None: no --ssh). Only a config that needs it fails
+    the run when the host cannot be detected (no python3 there)."""
+    if transport is None:
         return None
-    return host_hardware(opts.target, transport)
+    if opts.target.kind == "remote" and (opts.config != "default" or opts.sets):
+        return host_hardware(opts.target, transport)
+    from pgdyno.targets.remote import detect_hardware
+
+    try:
+        return detect_hardware(transport, opts.target.remote_workdir or ".")
+    except Exception:  # noqa: BLE001 - a description only: the report says the host is unknown
+        return None
 
 
 def _open_remote(target: Target | None, transport):
@@ -621,21 +639,18 @@ def _finish(workload: Workload, ctx: RunContext, manifest: Manifest, result: Ben
     run_dir.release_reserve()  # room for the final status even when the disk filled up
     manifest.status, manifest.ended_at, manifest.reason = result.status, utc_now(), result.reason
     manifest.notes = list(plan.notes)
-    summary = None
+    built = None
     try:
         _save(run_dir, plan, manifest)
         if plan.records:
-            summary = build_reports(run_dir.path)
+            built = build_reports(run_dir.path)
     except Exception as exc:  # the run's data is safe in raw/; the report can be rebuilt
         result.notes.append(f"report not built: {exc}")
         with contextlib.suppress(Exception):
             manifest.notes.append(f"report not built: {exc}")
             _save(run_dir, plan, manifest)
-    if summary is not None:
-        result.headline = headline_of(summary, workload.metrics)
-        if result.headline is not None:
-            result.outcome = outcome_of(summary, result.headline,
-                                        describe_fit(manifest.dataset or {}))
+    if built is not None:  # the outcome the report opens with, printed as it is
+        result.headline, result.outcome = built.headline, built.outcome
     with contextlib.suppress(Exception):
         _index(index, run_dir, manifest, workload, result.headline,
                result.outcome.verdict if result.outcome is not None else None)

@@ -6,10 +6,13 @@ import os
 import platform
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import psutil
 import psycopg
 
+from pgdyno import serde
+from pgdyno.config.units import human_bytes
 from pgdyno.results.rundir import hostname
 from pgdyno.targets import ConnectionInfo
 from pgdyno.telemetry.devices import storage_identity
@@ -135,3 +138,28 @@ def server_facts(conn: ConnectionInfo) -> ServerFacts:
             data_dir = None  # needs superuser or pg_read_all_settings
     return ServerFacts(version=version, version_num=num, data_directory=data_dir,
                        non_default_settings={n: f"{s}{u and ' ' + u}" for n, s, u in rows})
+
+
+def database_host_facts(profile: Any, destination: str) -> dict[str, Any]:
+    """The database host of an --ssh run in ``HostFacts``' terms (the run report's second
+    column beside this machine's), from the ``HardwareProfile`` detected on that host
+    (``targets.remote.detect_hardware``, which the config engine sizes for), with the
+    ssh destination it was reached at."""
+    storage = []
+    if profile.data is not None and profile.data.device:
+        volume = profile.data
+        words = [w for w in (volume.model, human_bytes(volume.size_bytes)
+                             if volume.size_bytes else "", volume.fstype,
+                             f"scheduler {volume.scheduler}" if volume.scheduler else "") if w]
+        storage.append(StorageFact(role="data", path=volume.mount, device=volume.device,
+                                   summary=f"{volume.device}: {', '.join(words)}" if words
+                                   else volume.device))
+    facts = HostFacts(
+        hostname=profile.name, kernel=profile.kernel,
+        os=" ".join(w for w in (profile.os.capitalize(), profile.arch) if w),
+        cpu_model=profile.cpu_model or "unknown",
+        cpu_count=profile.host_vcpus or profile.vcpus,
+        ram_bytes=profile.host_ram_bytes or profile.ram_bytes, python="", storage=storage,
+        kernel_settings=dict(profile.os_settings))
+    return {**serde.to_dict(facts), "destination": destination,
+            "limits": profile.limits_source}

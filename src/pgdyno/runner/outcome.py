@@ -1,25 +1,49 @@
-"""What a run answers, in the few lines the terminal prints when it ends.
+"""What a run answers: the few lines the terminal prints when it ends, and the run report's
+first section, from one computed ``RunOutcome``.
 
 "What does this machine give?": the peak of the headline metric with its 95% interval
 across iterations, the client count where it stops growing, p99 at the peak, the verdict
-there, and what the dataset exercised (shared_buffers, the page cache or the disk). All of
-it is computed from the run's summary, so ``pgdyno report`` would print the same.
+there, what the dataset exercised (shared_buffers, the page cache or the disk) and how much
+of it the server's memory held, and how the dataset was loaded. All of it is computed once
+from the run's summary and manifest (``pgdyno.runner.report.build_reports``); the terminal
+(``terminal_lines``) and the report (``answer_rows``, a table) only lay the same
+statements out, so ``pgdyno report`` writes what ``pgdyno bench`` printed.
 """
 
 from __future__ import annotations
 
 import statistics
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from pgdyno.analysis.summary import IterationSummary, RunSummary
 from pgdyno.analysis.tdist import mean_interval
 from pgdyno.config.units import human_bytes
-from pgdyno.reports.document import figure
-from pgdyno.workloads.base import Headline
+from pgdyno.reports.document import clients_words, figure
+from pgdyno.results.load import LoadRecord, load_lines, record_of
+from pgdyno.workloads.base import LOWER, Headline
 
 SATURATION = 0.95
 """A client count within 5% of the peak already gives what more clients give."""
+
+
+@dataclass
+class CachedShare:
+    """How much of the dataset the server's memory could hold while it ran, and how much of
+    what the server read it found in shared_buffers at the peak."""
+
+    size_bytes: int
+    shared_buffers_bytes: int
+    in_shared_buffers: float
+    """0 to 1: shared_buffers over the database's size, at most 1."""
+    in_memory: float | None
+    """0 to 1: shared_buffers and the host's available memory (the page cache's room) over
+    the size, at most 1; None when the host's memory is unknown (a --dsn server)."""
+    hit_ratio_pct: float | None = None
+    """Measured: blocks found in shared_buffers over blocks read, mean of the peak's
+    iterations (pg_stat_database; None without telemetry)."""
 
 
 @dataclass
@@ -29,17 +53,37 @@ class RunOutcome:
     """95% t interval of the per-iteration means at the peak client count."""
     iterations: int
     saturation_clients: int | None
-    """The fewest clients reaching SATURATION × the peak (None: one client count)."""
+    """The fewest clients reaching SATURATION × the peak (None: one client count, or a
+    metric where lower is better, which has no saturation)."""
     verdict: str | None
     dataset: str
+    """Where the dataset lived (``describe_fit``); empty when unknown."""
+    direction: int = 1
+    """The headline's direction: 1 higher is better (a peak), -1 lower (the best)."""
+    peak_at: str = ""
+    """What ran at the peak's client count, in the workload's words ("8 clients")."""
+    saturation_at: str = ""
+    cached: CachedShare | None = None
+    load: LoadRecord | None = None
+    """The dataset's load (``results.load``); None when the workload builds none."""
 
 
-def outcome_of(summary: RunSummary, head: Headline, dataset: str) -> RunOutcome:
+def outcome_of(summary: RunSummary, head: Headline, dataset: str, *,
+               dataset_record: dict[str, Any] | None = None, direction: int = 1,
+               describe_clients: Callable[[int], str] = clients_words) -> RunOutcome:
+    """The run's outcome from its summary. ``dataset_record``: the manifest's dataset record
+    (the cached share and the load); ``describe_clients``: the workload's words for a
+    client count (``Workload.describe_clients``)."""
     at_peak = _iterations(summary, head.clients, head.metric)
     values = [it.metrics[head.metric] for it in at_peak]
+    saturation = _saturation(summary, head) if direction != LOWER else None
     return RunOutcome(headline=head, interval=mean_interval(values), iterations=len(values),
-                      saturation_clients=_saturation(summary, head),
-                      verdict=_median_verdict(at_peak, head.metric), dataset=dataset)
+                      saturation_clients=saturation,
+                      verdict=_median_verdict(at_peak, head.metric), dataset=dataset,
+                      direction=direction, peak_at=describe_clients(head.clients),
+                      saturation_at=describe_clients(saturation) if saturation else "",
+                      cached=cached_share(dataset_record or {}, at_peak),
+                      load=record_of(dataset_record))
 
 
 def _iterations(summary: RunSummary, clients: int, metric: str) -> list[IterationSummary]:
@@ -65,6 +109,22 @@ def _median_verdict(its: list[IterationSummary], metric: str) -> str | None:
         return None
     verdict = ranked[(len(ranked) - 1) // 2].verdict
     return verdict.label if verdict else None
+
+
+def cached_share(dataset: dict[str, Any], at_peak: list[IterationSummary]) -> CachedShare | None:
+    """The dataset record's size against shared_buffers and the available memory, with the
+    hit ratio the peak's iterations measured (None without a measured size)."""
+    size, shared = dataset.get("size_bytes"), dataset.get("shared_buffers_bytes")
+    if not size or shared is None:
+        return None
+    available = dataset.get("available_bytes")
+    hits = [it.telemetry.database.cache_hit_pct for it in at_peak
+            if it.telemetry is not None and it.telemetry.database.cache_hit_pct is not None]
+    return CachedShare(
+        size_bytes=int(size), shared_buffers_bytes=int(shared),
+        in_shared_buffers=min(1.0, shared / size),
+        in_memory=min(1.0, (shared + available) / size) if available is not None else None,
+        hit_ratio_pct=statistics.fmean(hits) if hits else None)
 
 
 def fit_of(size_bytes: int, shared_buffers_bytes: int, available_bytes: int | None) -> str:
@@ -104,9 +164,29 @@ def _number(value: float) -> str:
     return f"{value:,.1f}" if abs(value) >= 10 else figure(value)
 
 
-def terminal_lines(outcome: RunOutcome, report: Path) -> list[str]:
+def _share(value: float) -> str:
+    return f"{100 * value:.0f}%" if value >= 0.01 or value == 0 else "under 1%"
+
+
+@dataclass(frozen=True)
+class Statement:
+    """One line of the answer: ``item`` names it (the report's first column), ``text`` says
+    it; the terminal prints ``item``, ``joint`` and ``text`` on one line."""
+
+    item: str
+    text: str
+    joint: str = ": "
+
+    @property
+    def line(self) -> str:
+        return f"{self.item}{self.joint}{self.text}"
+
+
+def answer_rows(outcome: RunOutcome) -> list[Statement]:
+    """The outcome's statements, in the order the terminal prints them and the report's
+    first section lists them."""
     h = outcome.headline
-    value = f"{h.label}: {_number(h.value)} {h.unit} at {h.clients} clients"
+    value = f"{_number(h.value)} {h.unit} at {outcome.peak_at or clients_words(h.clients)}"
     if outcome.interval is not None:
         low, high = outcome.interval
         value += (f" (95% interval {_number(low)} to {_number(high)} over "
@@ -114,15 +194,46 @@ def terminal_lines(outcome: RunOutcome, report: Path) -> list[str]:
     else:
         value += f" ({outcome.iterations} iteration{'s' if outcome.iterations != 1 else ''}: "
         value += "no interval; --iterations 3 gives one)"
-    lines = [f"peak {value}"]
+    best = "best" if outcome.direction == LOWER else "peak"
+    rows = [Statement(f"{best} {h.label}", value)]
     if outcome.saturation_clients is not None:
-        lines.append(f"saturates at {outcome.saturation_clients} clients "
-                     f"(within {100 - 100 * SATURATION:.0f}% of the peak)")
+        rows.append(Statement("saturates", f"at {outcome.saturation_at} (within "
+                                           f"{100 - 100 * SATURATION:.0f}% of the peak)", " "))
     if h.p99_ms is not None:
-        lines.append(f"p99 at the peak: {h.p99_ms:,.2f} ms")
+        rows.append(Statement(f"p99 at the {best}", f"{h.p99_ms:,.2f} ms"))
     if outcome.verdict:
-        lines.append(f"verdict at the peak: {outcome.verdict}")
+        rows.append(Statement(f"verdict at the {best}", outcome.verdict))
     if outcome.dataset:
-        lines.append(f"dataset: {outcome.dataset}")
-    lines.append(f"report: {report}")
-    return lines
+        rows.append(Statement("dataset", outcome.dataset))
+    if outcome.cached is not None:
+        rows.append(Statement("cached", cached_text(outcome.cached, best)))
+    if outcome.load is not None:
+        rows += [Statement(item, text) for item, text in load_lines(outcome.load)]
+    return rows
+
+
+def cached_text(c: CachedShare, best: str = "peak") -> str:
+    """"38% of the dataset fits in shared_buffers, 100% with the page cache; shared-buffer
+    hit ratio at the peak 92.1%" (``best``: "peak", or "best" for a time)."""
+    text = f"{_share(c.in_shared_buffers)} of the dataset fits in shared_buffers"
+    if c.in_memory is not None and c.in_shared_buffers < 1:
+        text += f", {_share(c.in_memory)} with the page cache"
+    elif c.in_memory is None and c.in_shared_buffers < 1:
+        text += " (the page cache's room on the server is unknown)"
+    if c.hit_ratio_pct is not None:
+        text += f"; shared-buffer hit ratio at the {best} {c.hit_ratio_pct:.1f}%"
+    return text
+
+
+def terminal_lines(outcome: RunOutcome, report: Path) -> list[str]:
+    return [row.line for row in answer_rows(outcome)] + [f"report: {report}"]
+
+
+@dataclass
+class Built:
+    """What ``build_reports`` made of a run: its summary and, once it has a headline, the
+    outcome the report opens with (the terminal prints the same)."""
+
+    summary: RunSummary
+    headline: Headline | None = None
+    outcome: RunOutcome | None = None

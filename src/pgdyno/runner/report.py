@@ -14,24 +14,28 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pgdyno.analysis.summary import RunSummary, load_summary
+from pgdyno.analysis.summary import load_summary
 from pgdyno.errors import UsageError
 from pgdyno.redact import redact_values
 from pgdyno.reports.document import RunView
 from pgdyno.reports.run_report import write_run_report
 from pgdyno.results.index import RunIndex, RunRow, find_run, run_manifests
+from pgdyno.results.load import record_of
 from pgdyno.results.manifest import Manifest, load_manifest, manifest_to_dict
 from pgdyno.results.rundir import RunDirectory
 from pgdyno.results.store import RecordingIndex, RunStore
 from pgdyno.results.sweepdir import SWEEP_FILE, SweepRecord
-from pgdyno.runner.outcome import describe_fit, outcome_of
+from pgdyno.runner.outcome import Built, answer_rows, describe_fit, outcome_of
 from pgdyno.workloads import registry
 from pgdyno.workloads.base import HIGHER, LOWER, Headline, Workload, headline_metric, headline_of
 
 DIRECTIONS = {HIGHER: "higher", LOWER: "lower"}
 
 
-def build_reports(path: Path) -> RunSummary:
+def build_reports(path: Path) -> Built:
+    """summary.json, the plots and the reports of a run, from its raw files; returns the
+    summary and the outcome computed for the report's first section (``pgdyno bench``
+    prints that same outcome)."""
     run_dir = RunDirectory(Path(path))
     manifest, workload = _read_manifest(run_dir.path)
     plan = run_dir.load_plan()
@@ -39,17 +43,27 @@ def build_reports(path: Path) -> RunSummary:
         raise UsageError(f"{run_dir.raw / 'run.json'}: damaged run record (workload "
                          f"{plan.workload!r}, but the manifest says {manifest.workload!r})")
     opts = manifest.options
-    cpu_count = int(manifest.host.get("cpu_count") or 1)
+    # The verdicts weigh the database host's CPUs: on an --ssh run, not this client's.
+    cpu_count = int((manifest.database_host or manifest.host).get("cpu_count") or 1)
     summary = workload.summarise(run_dir, plan, opts, manifest.status, cpu_count)
     spec = headline_metric(workload.metrics)
     fit = describe_fit(manifest.dataset or {})
+    head = headline_of(summary, workload.metrics)
+    outcome = (outcome_of(summary, head, fit, dataset_record=manifest.dataset,
+                          direction=spec.direction or HIGHER,
+                          describe_clients=lambda c: workload.describe_clients(opts, c))
+               if head is not None else None)
     view = RunView(manifest=manifest_to_dict(manifest), plan=plan, opts=opts,
-                   dataset=workload.describe_dataset(opts) + (f"; {fit}" if fit else ""))
+                   dataset=workload.describe_dataset(opts) + (f"; {fit}" if fit else ""),
+                   answer=([(row.item, row.text) for row in answer_rows(outcome)]
+                           if outcome is not None else []),
+                   load=record_of(manifest.dataset), clients_label=workload.clients_label,
+                   clients={c: workload.describe_clients(opts, c) for c in opts.clients})
     write_run_report(summary, view, run_dir,
                      workload.report_sections(summary, run_dir, plan, opts),
                      transactions=workload.common_report(opts),
                      headline=(spec.name, spec.label))
-    return summary
+    return Built(summary=summary, headline=head, outcome=outcome)
 
 
 def _read_manifest(run_dir: Path) -> tuple[Manifest, Workload]:

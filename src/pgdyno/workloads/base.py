@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 from pgdyno.config.model import SizingLine
 from pgdyno.config.sizing import Advice, AdviceInputs
 from pgdyno.options import BenchOptions, NoOptions
-from pgdyno.reports.document import figure, quantity
+from pgdyno.reports.document import clients_words, figure, quantity
 from pgdyno.targets import ConnectionInfo, PgInstall
 
 # Re-exported: workloads build their options, advice and sizing lines on them.
@@ -335,6 +335,15 @@ class Workload:
     events/s per core): the context report adjusts its projection to other CPUs by it."""
 
     # ----- options --------------------------------------------------------------------
+    clients_label: ClassVar[str] = "Clients"
+    """What its client counts count, as the run report's environment table names them
+    (TPROC-H: query streams)."""
+
+    def describe_clients(self, opts: BenchOptions, clients: int) -> str:
+        """What ran at ``clients``, in words for the run's closing lines and its report:
+        "8 clients" by default (TPROC-H: "the power stream alone")."""
+        return clients_words(clients)
+
     def default_clients(self) -> tuple[int, ...]:
         """Client counts (threads, for a program) when --clients is not given: 1, 2 and 4
         per core, enough points for a peak and the count where throughput stops growing."""
