@@ -13,8 +13,8 @@ import pgdyno.config
 from pgdyno.config import ResolvedConfig, load_hardware, resolve_config
 from pgdyno.config.envfile import parse_env, settings_from_env
 from pgdyno.config.matrix_keys import MATRIX_KEYS
-from pgdyno.config.pgcatalog import snapshot
 from pgdyno.config.render import RENDERERS
+from pgdyno.config.setting_specs import snapshot
 from pgdyno.config.units import GB, MB
 from pgdyno.errors import UsageError
 from pgdyno.workloads.registry import ADVICE

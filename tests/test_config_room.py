@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from pgdyno.config import load_hardware, resolve_config
-from pgdyno.config.pgcatalog import snapshot
 from pgdyno.config.resolve import NAMED
+from pgdyno.config.setting_specs import snapshot
 from pgdyno.config.sizing import PGDYNO_SESSIONS as CONNECTION_HEADROOM
 from pgdyno.config.units import KB
 from pgdyno.targets.local import BASE_SETTINGS
@@ -23,7 +23,7 @@ RESERVED = ("superuser_reserved_connections", "reserved_connections")
 
 def reserved_slots(pg_settings: dict[str, str], major: int) -> int:
     """The reserved slots as the resolved config sets them, else the version's boot values."""
-    specs = snapshot(major).specs
+    specs = snapshot(major).by_name
     total = 0
     for name in RESERVED:
         if name in pg_settings:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from pgdyno.config.pgcatalog import quote_if_needed, unquote
+from pgdyno.config.setting_specs import quote_if_needed, unquote
 from pgdyno.targets.binaries import embedded_install
 from pgdyno.targets.osuser import server_user, unreachable_ancestor
 from tests.conftest import run_cli_here

@@ -9,7 +9,7 @@ import optuna
 import pytest
 
 from pgdyno.config.hardware import HardwareProfile
-from pgdyno.config.pgcatalog import snapshot, unquote
+from pgdyno.config.setting_specs import snapshot, unquote
 from pgdyno.config.units import GB, MB
 from pgdyno.errors import UsageError
 from pgdyno.search.select import Candidate, balanced_order, plan_selection, run_selection

@@ -12,7 +12,7 @@ import pytest
 
 from pgdyno.config import load_hardware, resolve_config
 from pgdyno.config.detect import detect_profile
-from pgdyno.config.pgcatalog import for_install
+from pgdyno.config.setting_specs import for_install
 from pgdyno.config.sizing import estimate_shared_memory, huge_pages_needed
 from pgdyno.config.units import MB
 from pgdyno.targets.binaries import embedded_install, install_from_dir
@@ -30,12 +30,12 @@ def live_settings(srv: LocalServer, names: list[str]) -> dict[str, str]:
     return dict(rows)
 
 
-def assert_applied(srv: LocalServer, settings: dict[str, str], catalogue) -> None:
+def assert_applied(srv: LocalServer, settings: dict[str, str], specs) -> None:
     """Every generated value is what the running server reports (in its base units)."""
     live = live_settings(srv, list(settings))
     assert set(live) == set(settings)
     for name, value in settings.items():
-        want = catalogue.base_units(name, value)
+        want = specs.base_units(name, value)
         if want is not None and want < 0:
             continue  # -1: PostgreSQL computes the value itself
         if want is not None:
@@ -49,7 +49,7 @@ def assert_applied(srv: LocalServer, settings: dict[str, str], catalogue) -> Non
 
 def test_pgtune_and_tuned_start_a_real_pg18_server(workdir: Path) -> None:
     install = embedded_install()
-    catalogue = for_install(install)
+    specs = for_install(install)
     host = detect_profile(workdir)
     srv = LocalServer(install=install, workdir=workdir, name="cfg-generated")
     srv.prepare()
@@ -62,7 +62,7 @@ def test_pgtune_and_tuned_start_a_real_pg18_server(workdir: Path) -> None:
             assert resolved.pg_settings
             srv.write_settings(resolved.pg_settings)
             srv.restart()
-            assert_applied(srv, resolved.pg_settings, catalogue)
+            assert_applied(srv, resolved.pg_settings, specs)
     finally:
         srv.stop()
 
@@ -84,12 +84,12 @@ def test_tuned_starts_a_real_pg15_server(workdir: Path) -> None:
 
 
 def test_shipped_catalogue_matches_live_pg_settings(server: LocalServer) -> None:
-    catalogue = for_install(server.install)
+    specs = for_install(server.install)
     with psycopg.connect(server.connection().conninfo()) as conn:
         rows = conn.execute("SELECT name, vartype, unit, min_val, max_val, enumvals, boot_val "
                             "FROM pg_settings").fetchall()
     for name, vartype, unit, low, high, enumvals, boot in rows:
-        spec = catalogue.spec(name)
+        spec = specs.spec(name)
         assert spec is not None, name
         assert (spec.vartype, spec.unit) == (vartype, unit), name
         if vartype in ("integer", "real"):

@@ -127,21 +127,21 @@ def _install(pg_bin: Path | None, pg_version: int | None):
         return None, None
     try:
         return embedded_install(), server_user()
-    except Exception:  # no wheel: validate against the shipped catalogue of PostgreSQL 18
+    except Exception:  # no wheel: validate against the shipped specs of PostgreSQL 18
         return None, None
 
 
 def _print_diff(resolved, dsn: str, install, pg_version: int | None) -> None:
     from pgdyno.config.diff import current_settings, diff_rows
-    from pgdyno.config.pgcatalog import for_install, snapshot
+    from pgdyno.config.setting_specs import for_install, snapshot
     from pgdyno.targets.binaries import embedded_install
     from pgdyno.targets.dsn import DsnServer
 
     target = DsnServer(dsn=dsn, install=install or embedded_install())
     target.start()
-    catalogue = for_install(install) if install else snapshot(pg_version or 18)
+    specs = for_install(install) if install else snapshot(pg_version or 18)
     current = current_settings(target.connection().conninfo(), list(resolved.pg_settings))
-    rows = diff_rows(resolved, current, catalogue)
+    rows = diff_rows(resolved, current, specs)
     table = Table(title=f"{resolved.name} vs {target.connection().describe()} "
                         "(values within 5% hidden)", title_justify="left")
     for col in ("Setting", "Current", "Recommended", "Restart"):

@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from pgdyno.config.pgcatalog import BOOL_WORDS, SettingsCatalogue, snapshot, unquote
+from pgdyno.config.setting_specs import BOOL_WORDS, SettingSpecs, snapshot, unquote
 
 VOLATILE = frozenset({"port", "unix_socket_directories", "data_directory", "config_file",
                       "hba_file", "ident_file", "external_pid_file"})
@@ -45,10 +45,10 @@ def settings_diff(before: dict[str, Any], after: dict[str, Any]) -> list[Setting
                for m in (before, after))
     a_set, b_set = _settings(before, both), _settings(after, both)
     sources = b_cfg.get("sources") or {}
-    catalogue = _catalogue(before, after)
+    specs = _specs_of(before, after)
     for name in sorted(set(a_set) | set(b_set), key=str.lower):
         old, new = a_set.get(name), b_set.get(name)
-        if not same_setting(catalogue, name, old, new):
+        if not same_setting(specs, name, old, new):
             out.append(SettingChange("postgresql", name, DEFAULT if old is None else old,
                                      DEFAULT if new is None else new,
                                      _short(sources.get(name, ""))))
@@ -98,8 +98,8 @@ def _settings(manifest: dict[str, Any], from_server: bool) -> dict[str, str]:
     return {k: str(v) for k, v in values.items() if k not in VOLATILE}
 
 
-def _catalogue(*manifests: dict[str, Any]) -> SettingsCatalogue | None:
-    """The settings catalogue of the runs' PostgreSQL major version, for the stock values
+def _specs_of(*manifests: dict[str, Any]) -> SettingSpecs | None:
+    """The setting specs of the runs' PostgreSQL major version, for the stock values
     (None when no manifest says which version ran: every difference is then kept)."""
     for m in manifests:
         server = m.get("server") or {}
@@ -111,35 +111,35 @@ def _catalogue(*manifests: dict[str, Any]) -> SettingsCatalogue | None:
     return None
 
 
-def same_setting(catalogue: SettingsCatalogue | None, name: str, a: str | None,
+def same_setting(specs: SettingSpecs | None, name: str, a: str | None,
                  b: str | None) -> bool:
     """Whether two sides run a setting at the same value; None is "not set" (the stock
     default), so ``None`` and an explicit default are the same."""
     if a == b:
         return True
-    spec = catalogue.spec(name) if catalogue is not None else None
+    spec = specs.spec(name) if specs is not None else None
     if spec is None or (a is None and b is None):
         return False
     stock = spec.boot_val
     if stock is None:
         return False
-    left = _normal(catalogue, name, stock if a is None else a)
-    right = _normal(catalogue, name, stock if b is None else b)
+    left = _normal(specs, name, stock if a is None else a)
+    right = _normal(specs, name, stock if b is None else b)
     if isinstance(left, float) and isinstance(right, float):
         return math.isclose(left, right, rel_tol=1e-9, abs_tol=1e-12)
     return left == right
 
 
-def _normal(catalogue: SettingsCatalogue, name: str, value: str) -> float | str:
+def _normal(specs: SettingSpecs, name: str, value: str) -> float | str:
     """A value in comparable form: numbers in the setting's base unit, booleans on/off,
     words lower-case. The server reports '16384 8kB' (value, then its unit); a config file
-    says '128MB'; the catalogue's stock value is bare ('16384')."""
-    spec = catalogue.spec(name)
+    says '128MB'; the specs' stock value is bare ('16384')."""
+    spec = specs.spec(name)
     text = unquote(value).strip()
     if spec is not None and spec.unit and text.endswith(" " + spec.unit):
         text = text[:-len(spec.unit) - 1].strip()
     if spec is not None and spec.vartype in ("integer", "real"):
-        number = catalogue.base_units(name, text)
+        number = specs.base_units(name, text)
         if number is not None:
             return number
     if spec is not None and spec.vartype in ("bool", "enum") and text.lower() in BOOL_WORDS:

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 
 import psycopg
 
-from pgdyno.config.pgcatalog import SettingsCatalogue, unquote
 from pgdyno.config.resolve import ResolvedConfig
+from pgdyno.config.setting_specs import SettingSpecs, unquote
 
 TOLERANCE = 0.05
 
@@ -35,14 +35,14 @@ def current_settings(conninfo: str, names: list[str]) -> dict[str, tuple[str, st
 
 
 def diff_rows(resolved: ResolvedConfig, current: dict[str, tuple[str, str, str]],
-              catalogue: SettingsCatalogue) -> list[DiffRow]:
+              specs: SettingSpecs) -> list[DiffRow]:
     rows = []
     for name, value in resolved.pg_settings.items():
         if name not in current:
             continue
         setting, unit, context = current[name]
-        spec = catalogue.spec(name)
-        recommended = catalogue.base_units(name, value)
+        spec = specs.spec(name)
+        recommended = specs.base_units(name, value)
         if recommended is not None:
             try:
                 now = float(setting)

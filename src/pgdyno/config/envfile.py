@@ -53,7 +53,7 @@ def plan_to_env(plan: ConfigPlan) -> str:
 
 def settings_from_env(values: dict[str, str], origin: str) -> list[Setting]:
     """Settings of a tuning.env: PG_* keys are PostgreSQL settings, the rest pgdyno's keys;
-    an OS or storage value outside the catalogue's type and range is refused (UsageError
+    an OS or storage value outside the matrix's type and range is refused (UsageError
     naming the file, the key and what is accepted); '' and n/a mean nothing to set."""
     out = []
     for key, value in values.items():

@@ -11,7 +11,7 @@ and a campaign's ``[config.os]`` refuse anything else before a plan is printed o
 with these accepted values in the one-line error.
 
 PG_<setting> keys are not listed: any PostgreSQL setting is accepted by that prefix and
-validated against the settings catalogue of the target. Only the PG_ keys that describe
+validated against the setting specs of the target. Only the PG_ keys that describe
 the installation (paths, version, port) rather than set a GUC are here.
 
 Standard library only: the module also runs on an --ssh host (pgdyno.targets.remote).
@@ -255,7 +255,7 @@ _SYSCTLS = {k.name: k for k in MATRIX_KEYS.values() if k.apply == "sysctl"}
 
 def accepts_of(key: str) -> Accepts | None:
     """What a key of the matrix (VM_SWAPPINESS) or a sysctl named natively (vm.swappiness,
-    vm.dirty_ratio) accepts; None when the catalogue does not know it."""
+    vm.dirty_ratio) accepts; None when the matrix does not know it."""
     spec = MATRIX_KEYS.get(key.upper()) or _SYSCTLS.get(key)
     if spec is not None:
         return spec.accepts
@@ -263,7 +263,7 @@ def accepts_of(key: str) -> Accepts | None:
 
 
 def refusal(key: str, value: str, *, unset_ok: bool = False) -> str:
-    """'' when the catalogue accepts ``value`` for ``key`` (or does not know the key), else
+    """'' when the matrix accepts ``value`` for ``key`` (or does not know the key), else
     what it accepts: ``accepted: an integer from 0 to 200 (vm.swappiness)``. ``unset_ok``:
     '' and n/a pass (a file's key with nothing to set)."""
     accepts = accepts_of(key)

@@ -136,7 +136,8 @@ class ConfigPlan:
     sizing: list[SizingLine] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     catalogue: str = ""
-    """Which settings catalogue validated the PostgreSQL values."""
+    """Where the setting specs that validated the PostgreSQL values came from (the field keeps
+    its first name: run manifests store it)."""
 
     def pg(self) -> list[Setting]:
         return [s for s in self.settings if s.apply == "pg"]

@@ -12,7 +12,7 @@ import math
 from dataclasses import dataclass
 
 from pgdyno.config.model import Setting, TuneInputs, pg_group
-from pgdyno.config.pgcatalog import SettingsCatalogue
+from pgdyno.config.setting_specs import SettingSpecs
 from pgdyno.config.sizing import connection_room
 from pgdyno.config.units import GB, KB, MB, fmt_kb
 
@@ -146,12 +146,12 @@ def pgtune_input(inputs: TuneInputs, connections: int | None) -> PgtuneInput:
                        os_type=hw.os)
 
 
-def pgtune_settings(inputs: TuneInputs, catalogue: SettingsCatalogue) -> list[Setting]:
+def pgtune_settings(inputs: TuneInputs, specs: SettingSpecs) -> list[Setting]:
     # pgtune's "number of connections" is the max_connections it writes and divides the
     # RAM by for work_mem: with known clients pgdyno answers with everything that will
     # connect (clients, its own sessions, the reserved slots), so the server starts and
     # work_mem is sized for the connections that really exist.
-    room = connection_room(inputs.connections, catalogue) if inputs.connections else None
+    room = connection_room(inputs.connections, specs) if inputs.connections else None
     p = pgtune_input(inputs, room.needed if room else None)
     values = pgtune_values(p)
     why = _rationales(p)
@@ -161,20 +161,20 @@ def pgtune_settings(inputs: TuneInputs, catalogue: SettingsCatalogue) -> list[Se
     for name, raw in values.items():
         value = format_value(name, raw)
         reason = why.get(name, "pgtune formula")
-        value, reason = _fit_build(name, value, reason, catalogue)
+        value, reason = _fit_build(name, value, reason, specs)
         settings.append(Setting(group=pg_group(name), key="PG_" + name.upper(), name=name,
                                 layer="postgresql", apply="pg", value=value,
-                                default=catalogue.default(name), rationale=reason,
+                                default=specs.default(name), rationale=reason,
                                 source="pgtune"))
     return settings
 
 
 def _fit_build(name: str, value: str, reason: str,
-               catalogue: SettingsCatalogue) -> tuple[str, str]:
+               specs: SettingSpecs) -> tuple[str, str]:
     """pgtune's own fallbacks when the target build lacks what pgtune assumes."""
-    if name == "wal_compression" and not catalogue.has_enum_value(name, value):
+    if name == "wal_compression" and not specs.has_enum_value(name, value):
         return "on", reason + "; lz4 not in this build: pgtune's pre-15 value on (pglz)"
-    if name == "io_method" and not catalogue.has_enum_value(name, value):
+    if name == "io_method" and not specs.has_enum_value(name, value):
         return "worker", reason + "; io_uring not in this build: worker"
     return value, reason
 

@@ -10,14 +10,14 @@ from rich.table import Table
 
 from pgdyno.config.envfile import plan_to_env
 from pgdyno.config.model import GROUPS, ConfigPlan, Setting
-from pgdyno.config.pgcatalog import unquote
 from pgdyno.config.resolve import ResolvedConfig
+from pgdyno.config.setting_specs import unquote
 
 FORMATS = ("table", "md", "conf", "sql", "sysctl", "env", "script")
 
 
 def header_lines(resolved: ResolvedConfig) -> list[str]:
-    """The config, hardware, workload and catalogue, one line each (every format's header)."""
+    """The config, hardware, workload and setting specs, one line each (every format's header)."""
     return _header(resolved)
 
 

@@ -2,7 +2,7 @@
 
 This is the single entry point benchmarks use: it builds the plan for the hardware and
 workload, applies ``--set key=value`` overrides, validates every PostgreSQL value against
-the target's settings catalogue and checks the memory budget and huge pages, and returns
+the target's setting specs and checks the memory budget and huge pages, and returns
 the settings ready for the server's include file with where each came from.
 """
 
@@ -16,13 +16,13 @@ from pgdyno.config.detect import detect_profile
 from pgdyno.config.envfile import parse_env, settings_from_env
 from pgdyno.config.hardware import HardwareProfile
 from pgdyno.config.model import ConfigPlan, Setting, TuneInputs, pg_group
-from pgdyno.config.pgcatalog import (
-    SettingsCatalogue,
+from pgdyno.config.pgtune import pgtune_settings
+from pgdyno.config.setting_specs import (
+    SettingSpecs,
     available_majors,
     for_install,
     snapshot,
 )
-from pgdyno.config.pgtune import pgtune_settings
 from pgdyno.config.sizing import (
     BASE_CONNECTIONS,
     ask_postgres_huge_pages,
@@ -55,6 +55,8 @@ class ResolvedConfig:
     """key -> where the value came from and why (``tuned: 25% of RAM 24 GiB ...``)."""
     pg_version: str = ""
     catalogue: str = ""
+    """Where the setting specs that validated the values came from (the field keeps its
+    first name: run manifests store it)."""
     plan: ConfigPlan | None = None
     """The whole matrix (OS and storage layers included) with the sizing math."""
     warnings: list[str] = field(default_factory=list)
@@ -86,52 +88,52 @@ def resolve_config(name: str, overrides: list[str], *, install: Any | None = Non
     """
     if install is None and pg_major is None:
         raise UsageError("resolve_config needs the target's binaries or --pg-version")
-    catalogue = for_install(install) if install is not None else snapshot(int(pg_major or 18))
+    specs = for_install(install) if install is not None else snapshot(int(pg_major or 18))
     if hardware is None:
         hardware = detect_profile()
     db_type, write_heavy = tuning or classify(workload)
     inputs = TuneInputs(hardware=hardware, workload=workload, db_type=db_type,
-                        write_heavy=write_heavy, pg_major=catalogue.major,
+                        write_heavy=write_heavy, pg_major=specs.major,
                         connections=connections, dataset_bytes=dataset_bytes,
                         advisor=advisor)
-    plan = build_plan(name, inputs, catalogue)
+    plan = build_plan(name, inputs, specs)
     for item in overrides:
-        plan.set(_override(item, catalogue))
-    leave_room(plan, inputs, catalogue)
-    pg_settings, sources = validate_plan(plan, catalogue)
+        plan.set(_override(item, specs))
+    leave_room(plan, inputs, specs)
+    pg_settings, sources = validate_plan(plan, specs)
     server_pages = None
     if data_dir is not None and install is not None and (Path(data_dir) / "PG_VERSION").exists():
         kwargs = server_user.popen_kwargs() if server_user is not None else None
         env = server_user.env() if server_user is not None else None
         server_pages = ask_postgres_huge_pages(install.program("postgres"), Path(data_dir),
                                                pg_settings, kwargs, env)
-    plan.sizing = compute_sizing(plan, inputs, catalogue, server_pages)
-    check_coherence(plan, inputs, catalogue, server_pages)
+    plan.sizing = compute_sizing(plan, inputs, specs, server_pages)
+    check_coherence(plan, inputs, specs, server_pages)
     plan.warnings += [f"{line.section}: {line.label}: {line.value}" for line in plan.sizing
                       if line.ok is False]
     return ResolvedConfig(name=plan.name, pg_settings=pg_settings, sources=sources,
-                          pg_version=catalogue.version, catalogue=catalogue.source, plan=plan,
+                          pg_version=specs.version, catalogue=specs.source, plan=plan,
                           warnings=list(plan.warnings))
 
 
-def build_plan(name: str, inputs: TuneInputs, catalogue: SettingsCatalogue) -> ConfigPlan:
-    plan = ConfigPlan(name=name, inputs=inputs, catalogue=catalogue.source)
+def build_plan(name: str, inputs: TuneInputs, specs: SettingSpecs) -> ConfigPlan:
+    plan = ConfigPlan(name=name, inputs=inputs, catalogue=specs.source)
     if name == "default":
         return plan
     if name == "pgtune":
-        plan.settings = pgtune_settings(inputs, catalogue)
+        plan.settings = pgtune_settings(inputs, specs)
         return plan
     if name == "tuned":
-        plan.settings = tuned_settings(inputs, catalogue)
+        plan.settings = tuned_settings(inputs, specs)
         return plan
-    return _plan_from_file(read_config_file(name), inputs, catalogue)
+    return _plan_from_file(read_config_file(name), inputs, specs)
 
 
 GENERATED_SOURCES = ("pgtune", "tuned", "pgdyno")
 """Sources of values pgdyno computed (as opposed to a user file or --set)."""
 
 
-def leave_room(plan: ConfigPlan, inputs: TuneInputs, catalogue: SettingsCatalogue) -> None:
+def leave_room(plan: ConfigPlan, inputs: TuneInputs, specs: SettingSpecs) -> None:
     """max_connections of a generated config holds the clients, pgdyno's sessions and the
     reserved slots (sizing.ConnectionRoom), with the reserved slots as the final plan sets them.
 
@@ -139,7 +141,7 @@ def leave_room(plan: ConfigPlan, inputs: TuneInputs, catalogue: SettingsCatalogu
     server's base value, and --set superuser_reserved_connections raising the reserved part.
     A value the user chose (file, --set) stays theirs: a warning says what will not fit.
     """
-    room = connection_room(inputs.connections or 0, catalogue, plan)
+    room = connection_room(inputs.connections or 0, specs, plan)
     setting = plan.get("max_connections")
     user_value = setting is not None and setting.source not in GENERATED_SOURCES
     try:
@@ -156,7 +158,7 @@ def leave_room(plan: ConfigPlan, inputs: TuneInputs, catalogue: SettingsCatalogu
         return
     plan.set(Setting(group=pg_group("max_connections"), key="PG_MAX_CONNECTIONS",
                      name="max_connections", layer="postgresql", apply="pg",
-                     value=str(room.needed), default=catalogue.default("max_connections"),
+                     value=str(room.needed), default=specs.default("max_connections"),
                      rationale=(f"raised from {current}: " if setting is not None else
                                 f"pgdyno's base {current} is too few: ") + room.arithmetic(),
                      source=setting.source if setting else "pgdyno"))
@@ -239,7 +241,7 @@ def _core_setting_names() -> frozenset[str]:
     """Every setting of every PostgreSQL version pgdyno knows, lower-cased (PostgreSQL
     reads setting names without regard to case)."""
     return frozenset(name.lower() for major in available_majors()
-                     for name in snapshot(major).specs)
+                     for name in snapshot(major).by_name)
 
 
 def _inline(table: dict[str, Any]) -> str:
@@ -256,28 +258,28 @@ def _pg_value(key: str, value: Any, origin: str) -> str:
 
 
 def _plan_from_file(config: ConfigFile, inputs: TuneInputs,
-                    catalogue: SettingsCatalogue) -> ConfigPlan:
+                    specs: SettingSpecs) -> ConfigPlan:
     if config.path.suffix == ".env":
-        plan = ConfigPlan(name=config.name, inputs=inputs, catalogue=catalogue.source)
+        plan = ConfigPlan(name=config.name, inputs=inputs, catalogue=specs.source)
     else:
-        plan = build_plan(config.base, inputs, catalogue)
+        plan = build_plan(config.base, inputs, specs)
         plan.name = config.name
     for setting in config.settings:
-        plan.set(_with_default(setting, catalogue))
+        plan.set(_with_default(setting, specs))
     return plan
 
 
 def check_config_source(name: str, overrides: list[str],
-                        catalogue: SettingsCatalogue) -> dict[str, str]:
+                        specs: SettingSpecs) -> dict[str, str]:
     """Validate a config name or file and ``--set`` items without building the plan (no
     hardware needed): what a campaign checks before its first run. Returns the settings
     the file and the overrides give, in postgresql.conf syntax."""
     given: list[Setting] = []
     if name not in NAMED:
         given += read_config_file(name).settings
-    given += [_override(item, catalogue) for item in overrides]
+    given += [_override(item, specs) for item in overrides]
     plan = ConfigPlan(name=name, inputs=None, settings=list(given))
-    return validate_plan(plan, catalogue)[0]
+    return validate_plan(plan, specs)[0]
 
 
 def _toml_scalar(value: Any) -> str:
@@ -286,25 +288,25 @@ def _toml_scalar(value: Any) -> str:
     return str(value)
 
 
-def _with_default(setting: Setting, catalogue: SettingsCatalogue) -> Setting:
+def _with_default(setting: Setting, specs: SettingSpecs) -> Setting:
     if setting.apply == "pg" and not setting.default:
-        setting.default = catalogue.default(setting.name)
+        setting.default = specs.default(setting.name)
     return setting
 
 
-def _override(item: str, catalogue: SettingsCatalogue) -> Setting:
+def _override(item: str, specs: SettingSpecs) -> Setting:
     key, sep, value = item.partition("=")
     key = key.strip()
     if not sep or not key:
         raise UsageError(f"--set {item}: expected key=value, e.g. --set shared_buffers=4GB")
     return Setting(group=pg_group(key), key="PG_" + key.upper(), name=key, layer="postgresql",
-                   apply="pg", value=value.strip(), default=catalogue.default(key),
+                   apply="pg", value=value.strip(), default=specs.default(key),
                    rationale="--set on the command line", source="--set")
 
 
 def validate_plan(plan: ConfigPlan,
-                  catalogue: SettingsCatalogue) -> tuple[dict[str, str], dict[str, str]]:
-    """Every PostgreSQL value checked against the catalogue; conf-syntax values and sources."""
+                  specs: SettingSpecs) -> tuple[dict[str, str], dict[str, str]]:
+    """Every PostgreSQL value checked against the setting specs; conf-syntax values and sources."""
     pg_settings: dict[str, str] = {}
     sources: dict[str, str] = {}
     for s in plan.pg():
@@ -312,18 +314,18 @@ def validate_plan(plan: ConfigPlan,
         origin = origin.removeprefix("file:")
         if s.source == "--set":
             origin = f"--set {s.name}"
-        pg_settings[s.name] = catalogue.check(s.name, s.value, origin)
+        pg_settings[s.name] = specs.check(s.name, s.value, origin)
         sources[s.name] = f"{s.source}: {s.rationale}" if s.rationale else s.source
     return pg_settings, sources
 
 
-def check_coherence(plan: ConfigPlan, inputs: TuneInputs, catalogue: SettingsCatalogue,
+def check_coherence(plan: ConfigPlan, inputs: TuneInputs, specs: SettingSpecs,
                     server_pages: int | None) -> None:
     """Refuse what cannot work: a budget beyond the RAM, huge_pages=on without the pages."""
     hw = inputs.hardware
-    shared = setting_bytes(plan, catalogue, "shared_buffers")
-    work_mem = setting_bytes(plan, catalogue, "work_mem")
-    conns = max_connections(plan, catalogue)
+    shared = setting_bytes(plan, specs, "shared_buffers")
+    work_mem = setting_bytes(plan, specs, "work_mem")
+    conns = max_connections(plan, specs)
     if shared >= hw.ram_bytes:
         raise UsageError(f"config {plan.name}: shared_buffers {human_bytes(shared)} does not fit "
                          f"in the {human_bytes(hw.ram_bytes)} of RAM of {hw.name}; accepted: "
@@ -338,7 +340,7 @@ def check_coherence(plan: ConfigPlan, inputs: TuneInputs, catalogue: SettingsCat
     if hp is not None and hp.value.strip("'") == "on":
         needed = server_pages
         if needed is None:
-            wal = wal_buffers_bytes(plan, catalogue, shared)
+            wal = wal_buffers_bytes(plan, specs, shared)
             needed = huge_pages_needed(estimate_shared_memory(shared, conns, wal),
                                        hw.huge_page_size_kb or 2048)
         if hw.huge_pages_total < needed:

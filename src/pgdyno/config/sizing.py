@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Protocol
 
 from pgdyno.config.model import ConfigPlan, SizingLine, TuneInputs
-from pgdyno.config.pgcatalog import SettingsCatalogue
+from pgdyno.config.setting_specs import SettingSpecs
 from pgdyno.config.units import MB, human_bytes
 
 BUDGET_WORK_MEM_FACTOR = 1.5
@@ -69,31 +69,31 @@ class WorkloadAdvice(Protocol):
         ...
 
 
-def setting_bytes(plan: ConfigPlan, catalogue: SettingsCatalogue, name: str) -> int:
+def setting_bytes(plan: ConfigPlan, specs: SettingSpecs, name: str) -> int:
     """A memory setting of the plan in bytes, the stock default when the plan leaves it."""
     setting = plan.get(name)
-    spec = catalogue.spec(name)
+    spec = specs.spec(name)
     if setting is not None:
-        value = catalogue.to_bytes(name, setting.value)
+        value = specs.to_bytes(name, setting.value)
         if value is not None:
             return value
     if spec is not None and spec.boot_val is not None:
-        value = catalogue.to_bytes(name, spec.default_text())
+        value = specs.to_bytes(name, spec.default_text())
         if value is not None:
             return value
     return 0
 
 
-def setting_int(plan: ConfigPlan, catalogue: SettingsCatalogue, name: str, fallback: int) -> int:
+def setting_int(plan: ConfigPlan, specs: SettingSpecs, name: str, fallback: int) -> int:
     setting = plan.get(name)
-    text = setting.value if setting is not None else catalogue.default(name)
+    text = setting.value if setting is not None else specs.default(name)
     try:
         return int(float(text))
     except ValueError:
         return fallback
 
 
-def max_connections(plan: ConfigPlan, catalogue: SettingsCatalogue) -> int:
+def max_connections(plan: ConfigPlan, specs: SettingSpecs) -> int:
     setting = plan.get("max_connections")
     return int(setting.value) if setting is not None else BASE_CONNECTIONS
 
@@ -132,7 +132,7 @@ class ConnectionRoom:
                 f"workers) + {self.reserved_total} reserved slots ({parts}) = {self.needed}")
 
 
-def connection_room(clients: int, catalogue: SettingsCatalogue,
+def connection_room(clients: int, specs: SettingSpecs,
                     plan: ConfigPlan | None = None) -> ConnectionRoom:
     """The room for ``clients``, with the reserved slots the plan sets or the version's defaults.
 
@@ -140,22 +140,22 @@ def connection_room(clients: int, catalogue: SettingsCatalogue,
     """
     reserved = []
     for name in RESERVED_SLOT_SETTINGS:
-        if name not in catalogue:
+        if name not in specs:
             continue  # reserved_connections is new in PostgreSQL 16
         setting = plan.get(name) if plan is not None else None
-        text = setting.value if setting is not None else catalogue.default(name)
+        text = setting.value if setting is not None else specs.default(name)
         try:
             value = int(text.strip().strip("'"))
         except ValueError:
-            value = int(catalogue.default(name) or 0)
+            value = int(specs.default(name) or 0)
         reserved.append((name, value))
     return ConnectionRoom(clients=max(0, clients), reserved=tuple(reserved))
 
 
-def wal_buffers_bytes(plan: ConfigPlan, catalogue: SettingsCatalogue, shared: int) -> int:
+def wal_buffers_bytes(plan: ConfigPlan, specs: SettingSpecs, shared: int) -> int:
     setting = plan.get("wal_buffers")
     if setting is not None and setting.value.strip() not in ("-1", ""):
-        return catalogue.to_bytes("wal_buffers", setting.value) or 0
+        return specs.to_bytes("wal_buffers", setting.value) or 0
     return max(64 * 1024, min(shared // 32, 16 * MB))  # PostgreSQL's automatic wal_buffers
 
 
@@ -224,24 +224,24 @@ class MemoryTerms:
         return self.shared + self.wal_buffers + self.sessions + self.vacuum
 
 
-def memory_terms(plan: ConfigPlan, catalogue: SettingsCatalogue) -> MemoryTerms:
-    shared = setting_bytes(plan, catalogue, "shared_buffers")
-    mwm = setting_bytes(plan, catalogue, "maintenance_work_mem")
-    av_mem = setting_bytes(plan, catalogue, "autovacuum_work_mem")
+def memory_terms(plan: ConfigPlan, specs: SettingSpecs) -> MemoryTerms:
+    shared = setting_bytes(plan, specs, "shared_buffers")
+    mwm = setting_bytes(plan, specs, "maintenance_work_mem")
+    av_mem = setting_bytes(plan, specs, "autovacuum_work_mem")
     return MemoryTerms(
-        shared=shared, wal_buffers=wal_buffers_bytes(plan, catalogue, shared),
-        connections=max_connections(plan, catalogue),
-        work_mem=setting_bytes(plan, catalogue, "work_mem"), maintenance_work_mem=mwm,
-        autovacuum_workers=setting_int(plan, catalogue, "autovacuum_max_workers", 3),
+        shared=shared, wal_buffers=wal_buffers_bytes(plan, specs, shared),
+        connections=max_connections(plan, specs),
+        work_mem=setting_bytes(plan, specs, "work_mem"), maintenance_work_mem=mwm,
+        autovacuum_workers=setting_int(plan, specs, "autovacuum_max_workers", 3),
         autovacuum_mem=mwm if av_mem <= 0 else av_mem)
 
 
-def compute_sizing(plan: ConfigPlan, inputs: TuneInputs, catalogue: SettingsCatalogue,
+def compute_sizing(plan: ConfigPlan, inputs: TuneInputs, specs: SettingSpecs,
                    server_huge_pages: int | None = None) -> list[SizingLine]:
     hw = inputs.hardware
     lines: list[SizingLine] = []
     ram = hw.ram_bytes
-    terms = memory_terms(plan, catalogue)
+    terms = memory_terms(plan, specs)
     shared, work_mem, conns = terms.shared, terms.work_mem, terms.connections
     av_workers, av_mem, wal_buf = terms.autovacuum_workers, terms.autovacuum_mem, \
         terms.wal_buffers
@@ -264,7 +264,7 @@ def compute_sizing(plan: ConfigPlan, inputs: TuneInputs, catalogue: SettingsCata
     ]
 
     # Dataset vs cache
-    ecs = setting_bytes(plan, catalogue, "effective_cache_size")
+    ecs = setting_bytes(plan, specs, "effective_cache_size")
     if inputs.dataset_bytes:
         data = inputs.dataset_bytes
         lines += [
@@ -291,7 +291,7 @@ def compute_sizing(plan: ConfigPlan, inputs: TuneInputs, catalogue: SettingsCata
                 f"{page_kb}kB)")
     lines.append(SizingLine("huge pages", "pages needed", how, str(needed)))
     hp = plan.get("huge_pages")
-    mode = hp.value if hp is not None else catalogue.default("huge_pages")
+    mode = hp.value if hp is not None else specs.default("huge_pages")
     reserved = hw.huge_pages_total
     coherent = not (mode == "on" and reserved < needed)
     lines.append(SizingLine("huge pages", "reserved on the machine", "vm.nr_hugepages",

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from pgdyno.config.hardware import HardwareProfile, Volume
 from pgdyno.config.matrix_keys import sysctl_key
 from pgdyno.config.model import Setting, TuneInputs
-from pgdyno.config.pgcatalog import SettingsCatalogue
+from pgdyno.config.setting_specs import SettingSpecs
 from pgdyno.config.sizing import (
     BASE_CONNECTIONS,
     BUDGET_RAM_SHARE,
@@ -35,7 +35,7 @@ from pgdyno.config.units import GB, MB, fmt_bytes, fmt_seconds, human_bytes
 Emit = Callable[..., None]
 
 
-def tuned_settings(inputs: TuneInputs, catalogue: SettingsCatalogue) -> list[Setting]:
+def tuned_settings(inputs: TuneInputs, specs: SettingSpecs) -> list[Setting]:
     out: list[Setting] = []
 
     def emit(group: str, key: str, name: str, layer: str, apply: str, value: object,
@@ -45,14 +45,14 @@ def tuned_settings(inputs: TuneInputs, catalogue: SettingsCatalogue) -> list[Set
 
     def pg(group: str, name: str, value: object, why: str) -> None:
         emit(group, "PG_" + name.upper(), name, "postgresql", "pg", value,
-             catalogue.default(name), why)
+             specs.default(name), why)
 
-    mem = _memory_plan(inputs, catalogue)
+    mem = _memory_plan(inputs, specs)
     _instance(inputs, emit)
     _os_memory(inputs, mem, emit)
     _os_files(inputs, emit)
     _os_network(inputs, emit)
-    _os_scheduler(inputs, mem, catalogue, emit)
+    _os_scheduler(inputs, mem, specs, emit)
     _raid(inputs, "data", inputs.hardware.data_volume, emit)
     _raid(inputs, "wal", inputs.hardware.wal_volume, emit)
     _xfs(inputs, emit)
@@ -61,8 +61,8 @@ def tuned_settings(inputs: TuneInputs, catalogue: SettingsCatalogue) -> list[Set
     _md(inputs, emit)
     _paths(inputs, emit)
     _pg_memory(inputs, mem, pg)
-    _pg_io(inputs, catalogue, pg)
-    _pg_wal(inputs, catalogue, mem, pg)
+    _pg_io(inputs, specs, pg)
+    _pg_wal(inputs, specs, mem, pg)
     _pg_checkpoint(inputs, pg)
     _pg_commit(inputs, pg)
     _pg_bgwriter(inputs, mem, pg)
@@ -76,7 +76,7 @@ def tuned_settings(inputs: TuneInputs, catalogue: SettingsCatalogue) -> list[Set
 class MemoryPlan:
     """The memory figures several groups share."""
 
-    def __init__(self, inputs: TuneInputs, catalogue: SettingsCatalogue) -> None:
+    def __init__(self, inputs: TuneInputs, specs: SettingSpecs) -> None:
         hw = inputs.hardware
         ram = hw.ram_bytes
         self.ram = ram
@@ -88,7 +88,7 @@ class MemoryPlan:
         self.shared = max(16 * MB, shared // step * step)
         # Room for everything that connects during a benchmark (sizing.ConnectionRoom);
         # without known clients the server keeps pgdyno's base max_connections.
-        self.room: ConnectionRoom = connection_room(inputs.connections or 0, catalogue)
+        self.room: ConnectionRoom = connection_room(inputs.connections or 0, specs)
         self.connections = self.room.needed if inputs.connections else None
         self.budget_connections = self.connections or BASE_CONNECTIONS
         self.write_heavy = inputs.write_heavy
@@ -111,8 +111,8 @@ class MemoryPlan:
         self.huge_reserved = hw.huge_pages_total >= self.huge_pages
 
 
-def _memory_plan(inputs: TuneInputs, catalogue: SettingsCatalogue) -> MemoryPlan:
-    return MemoryPlan(inputs, catalogue)
+def _memory_plan(inputs: TuneInputs, specs: SettingSpecs) -> MemoryPlan:
+    return MemoryPlan(inputs, specs)
 
 
 # ----- instance and OS -------------------------------------------------------------------------
@@ -247,7 +247,7 @@ def _os_network(inputs: TuneInputs, emit: Emit) -> None:
     sysctl("net.ipv4.tcp_fin_timeout", 15, "60", "release closed client sockets sooner")
 
 
-def _os_scheduler(inputs: TuneInputs, mem: MemoryPlan, catalogue: SettingsCatalogue,
+def _os_scheduler(inputs: TuneInputs, mem: MemoryPlan, specs: SettingSpecs,
                   emit: Emit) -> None:
     hw = inputs.hardware
     g = "os_scheduler"
@@ -261,21 +261,21 @@ def _os_scheduler(inputs: TuneInputs, mem: MemoryPlan, catalogue: SettingsCatalo
                f"{hw.numa_nodes} NUMA nodes: off, page migration stalls shared memory")
     else:
         sysctl("kernel.numa_balancing", 0, "0", "1 NUMA node: off, nothing to balance")
-    wanted, why = _semaphores(inputs, mem, catalogue)
+    wanted, why = _semaphores(inputs, mem, specs)
     _limit_emitter(emit, g, hw)("kernel.sem", wanted, "32000 1024000000 500 32000", why)
 
 
 def _semaphores(inputs: TuneInputs, mem: MemoryPlan,
-                catalogue: SettingsCatalogue) -> tuple[str, str]:
+                specs: SettingSpecs) -> tuple[str, str]:
     """kernel.sem (SEMMSL SEMMNS SEMOPM SEMMNI) for PostgreSQL built with System V semaphores.
 
     PostgreSQL's docs: one semaphore per connection, autovacuum worker slot, WAL sender,
     background worker and auxiliary process, in sets of 16 (+1 each); Linux builds use
     POSIX semaphores and need none of it, so this is a floor, never a reason to lower."""
-    av = "autovacuum_worker_slots" if "autovacuum_worker_slots" in catalogue else \
+    av = "autovacuum_worker_slots" if "autovacuum_worker_slots" in specs else \
         "autovacuum_max_workers"
-    counts = [mem.budget_connections, _int_default(catalogue, av, 3),
-              _int_default(catalogue, "max_wal_senders", 10),
+    counts = [mem.budget_connections, _int_default(specs, av, 3),
+              _int_default(specs, "max_wal_senders", 10),
               max(8, inputs.hardware.vcpus), 7]
     processes = sum(counts)
     sets = math.ceil(processes / 16)
@@ -287,9 +287,9 @@ def _semaphores(inputs: TuneInputs, mem: MemoryPlan,
     return wanted, why
 
 
-def _int_default(catalogue: SettingsCatalogue, name: str, fallback: int) -> int:
+def _int_default(specs: SettingSpecs, name: str, fallback: int) -> int:
     try:
-        return int(catalogue.default(name))
+        return int(specs.default(name))
     except ValueError:
         return fallback
 
@@ -456,7 +456,7 @@ def _pg_memory(inputs: TuneInputs, mem: MemoryPlan, pg: Emit) -> None:
        f"{mem.ecs_share:.0%} of RAM {ram}: shared_buffers plus the page cache it can count on")
 
 
-def _pg_io(inputs: TuneInputs, catalogue: SettingsCatalogue, pg: Emit) -> None:
+def _pg_io(inputs: TuneInputs, specs: SettingSpecs, pg: Emit) -> None:
     g = "pg_io"
     kind = inputs.hardware.data_volume.kind
     pg(g, "random_page_cost", 4 if kind == "hdd" else 1.1,
@@ -469,20 +469,20 @@ def _pg_io(inputs: TuneInputs, catalogue: SettingsCatalogue, pg: Emit) -> None:
            "its provisioned IOPS", "hdd": "one actuator per disk"}[kind]
     pg(g, "effective_io_concurrency", eio, f"data volume {kind}: {why}")
     pg(g, "maintenance_io_concurrency", eio, f"data volume {kind}: same depth for vacuum")
-    if inputs.pg_major >= 18 and "io_method" in catalogue:
+    if inputs.pg_major >= 18 and "io_method" in specs:
         pg(g, "io_method", "worker", "works in every build and container; measure io_uring "
            "with --set io_method=io_uring where the build has it")
         workers = min(max(inputs.hardware.vcpus // 4, 3), 32)
         pg(g, "io_workers", workers, f"{inputs.hardware.vcpus} vCPUs / 4, 3 .. 32")
 
 
-def _pg_wal(inputs: TuneInputs, catalogue: SettingsCatalogue, mem: MemoryPlan, pg: Emit) -> None:
+def _pg_wal(inputs: TuneInputs, specs: SettingSpecs, mem: MemoryPlan, pg: Emit) -> None:
     g = "pg_wal"
     cpus = inputs.hardware.vcpus
-    if catalogue.has_enum_value("wal_compression", "lz4"):
+    if specs.has_enum_value("wal_compression", "lz4"):
         pg(g, "wal_compression", "lz4", "lz4 in this build: fewer full-page-write bytes for "
            "little CPU")
-    elif catalogue.has_enum_value("wal_compression", "zstd") and cpus >= 8:
+    elif specs.has_enum_value("wal_compression", "zstd") and cpus >= 8:
         pg(g, "wal_compression", "zstd", f"{cpus} vCPUs: spare CPU for zstd, no lz4 in build")
     elif cpus >= 16:
         pg(g, "wal_compression", "pglz", f"{cpus} vCPUs absorb pglz; no lz4 in this build")

@@ -69,7 +69,7 @@ def check_settings(settings: dict[str, str], *, data_devices: tuple[str, ...] = 
                    wal_devices: tuple[str, ...] = (), persist: bool = False,
                    origin: str = "[config.os]") -> ProvisionPlan:
     """The plan of a campaign cell's OS settings, refused (UsageError) for unknown keys, values
-    outside the catalogue's type and range, sysctls this kernel lacks and storage layout
+    outside the matrix's type and range, sysctls this kernel lacks and storage layout
     (mkfs, mount, RAID): a cell may only change values that one write restores. Reads the
     live values; changes nothing."""
     plan = plan_settings(settings, data_devices=data_devices, wal_devices=wal_devices,

@@ -213,7 +213,7 @@ def _check_writable(name: str, origin: str) -> None:
 
 
 def _check_live_sysctl(name: str, value: str, origin: str) -> None:
-    """A sysctl outside the catalogue: it must exist here, and where it holds integers the
+    """A sysctl outside the matrix: it must exist here, and where it holds integers the
     value must be as many integers (what the kernel would refuse, refused first)."""
     path = sysctl_path(name)
     if not path.exists() or path.is_dir():

@@ -141,8 +141,8 @@ def _candidates(selection) -> list[dict[str, Any]]:
 
 def settings_rows(record, winner: dict[str, str], opts, install, hardware) -> list[list[str]]:
     """setting | winner | pgtune | tuned | stock | why (tuned's rationale, else pgtune's)."""
-    from pgdyno.config.pgcatalog import unquote
     from pgdyno.config.resolve import resolve_config
+    from pgdyno.config.setting_specs import unquote
     from pgdyno.errors import UsageError
     from pgdyno.workloads import registry
 
@@ -157,7 +157,7 @@ def settings_rows(record, winner: dict[str, str], opts, install, hardware) -> li
                                          tuning=workload.tuning)
         except UsageError:
             named[name] = None
-    catalogue = record.space.catalogue
+    specs = record.space.specs
     keys = list(dict.fromkeys([*(k.name for k in record.space.knobs), *winner]))
     out = []
     for key in keys:
@@ -171,7 +171,7 @@ def settings_rows(record, winner: dict[str, str], opts, install, hardware) -> li
                 why = res.sources[key] if name == "tuned" else ""
         if not why and named.get("pgtune") and key in named["pgtune"].sources:
             why = named["pgtune"].sources[key]
-        cells += [catalogue.default(key) or "–", why]
+        cells += [specs.default(key) or "–", why]
         out.append(cells)
     return out
 

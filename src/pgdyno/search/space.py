@@ -1,6 +1,6 @@
 """The search space: which PostgreSQL settings a search varies, over which values.
 
-Built from the config engine's settings catalogue (types, ranges, enum values, whether a
+Built from the config engine's setting specs (types, ranges, enum values, whether a
 setting needs a restart) and the hardware profile (RAM, vCPUs, free disk):
 
 - memory knobs are bounded so that the worst corner of the space fits the config engine's
@@ -27,7 +27,7 @@ from typing import Any
 
 from pgdyno.config.hardware import HardwareProfile
 from pgdyno.config.model import ConfigPlan, Setting, pg_group
-from pgdyno.config.pgcatalog import SettingsCatalogue, snapshot
+from pgdyno.config.setting_specs import SettingSpecs, snapshot
 from pgdyno.config.sizing import (
     BUDGET_RAM_SHARE,
     BUDGET_WORK_MEM_FACTOR,
@@ -106,7 +106,7 @@ class SearchSpace:
         return from_dict(cls, data)
 
     @property
-    def catalogue(self) -> SettingsCatalogue:
+    def specs(self) -> SettingSpecs:
         return snapshot(self.pg_major)
 
     def knob(self, name: str) -> Knob | None:
@@ -130,14 +130,14 @@ class SearchSpace:
         """The config engine's worst case for these settings: shared_buffers + wal_buffers +
         max_connections × work_mem × 1.5 + autovacuum workers × their memory + one
         maintenance_work_mem (a manual VACUUM or index build)."""
-        return memory_bytes(settings, self.catalogue)
+        return memory_bytes(settings, self.specs)
 
 
-def memory_bytes(settings: dict[str, str], catalogue: SettingsCatalogue) -> int:
+def memory_bytes(settings: dict[str, str], specs: SettingSpecs) -> int:
     plan = ConfigPlan(name="trial", inputs=None, settings=[
         Setting(group=pg_group(k), key="PG_" + k.upper(), name=k, layer="postgresql",
                 apply="pg", value=v) for k, v in settings.items()])
-    terms = memory_terms(plan, catalogue)
+    terms = memory_terms(plan, specs)
     # The budget's terms, plus one maintenance_work_mem (a manual VACUUM or index build).
     return terms.budgeted + terms.maintenance_work_mem
 
@@ -175,7 +175,7 @@ READ_KNOBS = ("shared_buffers", "work_mem", "effective_cache_size", "random_page
 """Default knobs of read-mostly workloads: memory, planner costs, parallelism."""
 
 
-def knob_table(hw: HardwareProfile, catalogue: SettingsCatalogue, *, connections: int,
+def knob_table(hw: HardwareProfile, specs: SettingSpecs, *, connections: int,
                av_workers: int, fixed_bytes: dict[str, int],
                disk_free_bytes: int | None) -> dict[str, Knob]:
     """Every knob pgdyno knows how to search, bounded for this machine."""
@@ -198,7 +198,7 @@ def knob_table(hw: HardwareProfile, catalogue: SettingsCatalogue, *, connections
 
     def enum(name: str, wanted: tuple[str, ...], restart: bool = False, unsafe: bool = False
              ) -> Knob:
-        spec = catalogue.spec(name)
+        spec = specs.spec(name)
         have = {v.lower() for v in spec.enumvals} if spec and spec.vartype == "enum" else {
             "on", "off"}
         return Knob(name, "enum", choices=tuple(v for v in wanted if v in have),
@@ -206,7 +206,7 @@ def knob_table(hw: HardwareProfile, catalogue: SettingsCatalogue, *, connections
 
     def num(name: str, kind: str, low: float, high: float, *, log: bool = False, unit: str = "",
             specials: tuple[str, ...] = ()) -> Knob:
-        spec = catalogue.spec(name)
+        spec = specs.spec(name)
         return Knob(name, kind, low, max(low, high), log, unit, specials=specials,
                     restart=bool(spec and spec.context == "postmaster"), group=pg_group(name))
 
@@ -242,29 +242,29 @@ def knob_table(hw: HardwareProfile, catalogue: SettingsCatalogue, *, connections
         enum("fsync", ("on", "off"), unsafe=True),
         enum("wal_level", ("replica", "minimal"), restart=True, unsafe=True),
     ]
-    return {k.name: k for k in knobs if k.name in catalogue}
+    return {k.name: k for k in knobs if k.name in specs}
 
 
-def build_space(hw: HardwareProfile, catalogue: SettingsCatalogue, *, clients: int,
+def build_space(hw: HardwareProfile, specs: SettingSpecs, *, clients: int,
                 write_heavy: bool, knobs: list[str] | None = None,
                 fixes: list[str] = (), allow_unsafe: bool = False,
                 disk_free_bytes: int | None = None) -> SearchSpace:
     """The space for a workload on a machine; ``knobs`` narrows it (names, or ``all``),
-    ``fixes`` pins settings (``key=value``, validated against the catalogue)."""
-    fixed = _parse_fixes(fixes, catalogue, allow_unsafe)
-    room = connection_room(clients, catalogue)
+    ``fixes`` pins settings (``key=value``, validated against the specs)."""
+    fixed = _parse_fixes(fixes, specs, allow_unsafe)
+    room = connection_room(clients, specs)
     fixed.setdefault("max_connections", str(room.needed))
     fixed_bytes = {name: b for name in ("shared_buffers", "work_mem", "wal_buffers",
                                         "maintenance_work_mem")
-                   if name in fixed and (b := catalogue.to_bytes(name, fixed[name])) is not None}
+                   if name in fixed and (b := specs.to_bytes(name, fixed[name])) is not None}
     conns = int(fixed["max_connections"]) if fixed["max_connections"].isdigit() else room.needed
     av_workers = int(fixed.get("autovacuum_max_workers")
-                     or catalogue.default("autovacuum_max_workers") or 3)
-    table = knob_table(hw, catalogue, connections=conns, av_workers=av_workers,
+                     or specs.default("autovacuum_max_workers") or 3)
+    table = knob_table(hw, specs, connections=conns, av_workers=av_workers,
                        fixed_bytes=fixed_bytes, disk_free_bytes=disk_free_bytes)
     names = _knob_names(knobs, table, write_heavy, allow_unsafe)
     chosen = [table[n] for n in names if n not in fixed]
-    space = SearchSpace(knobs=chosen, fixed=fixed, pg_major=catalogue.major,
+    space = SearchSpace(knobs=chosen, fixed=fixed, pg_major=specs.major,
                         ram_bytes=hw.ram_bytes, budget_bytes=int(hw.ram_bytes * BUDGET_RAM_SHARE),
                         allow_unsafe=allow_unsafe)
     worst = space.memory_bytes(worst_corner(space))
@@ -305,7 +305,7 @@ def _knob_names(knobs: list[str] | None, table: dict[str, Knob], write_heavy: bo
     return list(dict.fromkeys(knobs))
 
 
-def _parse_fixes(fixes: list[str], catalogue: SettingsCatalogue,
+def _parse_fixes(fixes: list[str], specs: SettingSpecs,
                  allow_unsafe: bool) -> dict[str, str]:
     fixed: dict[str, str] = {}
     for item in fixes:
@@ -316,6 +316,6 @@ def _parse_fixes(fixes: list[str], catalogue: SettingsCatalogue,
         if key in UNSAFE and not allow_unsafe:
             raise UsageError(f"--fix {key}: a durability setting; accepted only with "
                              "--allow-unsafe")
-        fixed[key] = catalogue.check(key, value.strip(), f"--fix {key}")
+        fixed[key] = specs.check(key, value.strip(), f"--fix {key}")
     return fixed
 
