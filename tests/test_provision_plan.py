@@ -71,7 +71,7 @@ def test_raid_is_planned_with_mdadm_commands_and_apply_stops_without_md() -> Non
 
 
 @pytest.mark.parametrize("args, needle", [
-    (["--format", "yaml"], "--format yaml: accepted: table, md, json, commands"),
+    (["--format", "yaml"], "--format yaml: accepted values are table, md, json, commands"),
     (["--set", "VM_SWAPPINESS"], "--set VM_SWAPPINESS: expected KEY=value"),
     (["--only", "VM_NOPE"], "--only VM_NOPE: not an OS or storage setting"),
     (["--data-devices", "sda"], "--data-devices sda: accepted: block device paths"),

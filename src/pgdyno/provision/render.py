@@ -13,6 +13,7 @@ from pgdyno.provision.model import (
     SKIPPED,
     Drift,
     ProvisionPlan,
+    ProvisionState,
     RevertReport,
     Step,
 )
@@ -84,6 +85,12 @@ def drift_table(rows: list[Drift], title: str) -> Table:
         table.add_row(",".join(r.keys), r.kind, r.target, r.planned, _one_line(r.live),
                       "ok" if r.ok else "DRIFT")
     return table
+
+
+def applied_lines(state: ProvisionState) -> list[str]:
+    """Each change an apply made: the value it replaced and the one it wrote."""
+    return [f"applied {a.step.kind} {a.step.target}: {a.previous.get('value', '-')[:60]!s} -> "
+            f"{a.step.shown_value}" for a in state.steps]
 
 
 def revert_lines(report: RevertReport) -> list[str]:

@@ -129,3 +129,10 @@ class _Advice:
 
 ADVICE = _Advice()
 """Hand it to ``config.resolve_config(advisor=...)``."""
+
+
+def tuning_of(name: str) -> tuple[str, bool] | None:
+    """A benchmark workload's tuning class (tpcb: oltp, write-heavy); None for a name that is
+    not a workload (``pgdyno tune --workload web`` names a tuning class itself)."""
+    plugin = workloads().get(name)
+    return plugin.tuning if plugin is not None else None
