@@ -1,6 +1,10 @@
 """`pgdyno detect` and `pgdyno tune` (the configuration engine's commands).
 
-Thin wiring: options become a call to the config package, its result goes to a renderer.
+Each command turns its arguments into options (pgdyno.provision.tune.TuneOptions, or the
+search's SearchOptions through pgdyno.search.command), calls one function (detect_profile,
+tune, run_search) and hands the result to a renderer (pgdyno.config.render, the script of
+pgdyno.provision). `tune` also takes the search's options and every bench option, for
+``--search``.
 """
 
 from __future__ import annotations
@@ -10,9 +14,10 @@ from pathlib import Path
 
 import typer
 from rich.console import Console
-from rich.table import Table
 
 from pgdyno.errors import UsageError
+from pgdyno.search.command import SEARCH_BENCH_DEFAULTS
+from pgdyno.workloads.checks import check_choice
 
 DETECT_FORMATS = ("table", "toml", "json", "env")
 
@@ -32,8 +37,9 @@ def detect(
     from pgdyno.config.detect import detect_profile
     from pgdyno.config.envfile import profile_to_env
     from pgdyno.config.profiles import profile_to_toml
+    from pgdyno.config.render import profile_table
 
-    _choice("--format", fmt, DETECT_FORMATS)
+    check_choice(fmt, "--format", DETECT_FORMATS)
     profile = detect_profile(data_dir, wal_dir)
     if fmt == "json":
         typer.echo(json.dumps(profile.to_dict(), indent=2))
@@ -42,7 +48,7 @@ def detect(
     elif fmt == "env":
         typer.echo(profile_to_env(profile), nl=False)
     else:
-        Console().print(_profile_table(profile))
+        Console().print(profile_table(profile))
 
 
 def tune(
@@ -65,29 +71,23 @@ def tune(
                                   help="A stopped cluster: PostgreSQL reports the huge pages."),
 ) -> None:
     """The full configuration matrix with rationale and sizing math, in the chosen format."""
-    from pgdyno.config import load_hardware, resolve_config
-    from pgdyno.config.render import FORMATS, RENDERERS, render_table
-    from pgdyno.config.units import parse_size
+    from pgdyno.config.render import FORMATS, RENDERERS, diff_table, render_table
+    from pgdyno.provision.tune import tune as tune_config
+    from pgdyno.provision.tune import tune_options
+    from pgdyno.workloads.registry import ADVICE, tuning_of
 
-    _choice("--format", fmt, FORMATS)
-    if diff and not dsn:
-        raise UsageError("--diff needs --dsn URL of the running server to compare with")
-    size = None
-    if dataset_size:
-        try:
-            size = parse_size(dataset_size)
-        except ValueError as exc:
-            raise UsageError(f"--dataset-size: {exc}") from None
-    install, user = _install(pg_bin, pg_version)
-    profile = load_hardware(hardware)
-    resolved = resolve_config(config, list(overrides), install=install, workload=workload,
-                              hardware=profile, connections=connections, dataset_bytes=size,
-                              pg_major=pg_version, data_dir=data_dir, server_user=user,
-                              tuning=_tuning_of(workload), advisor=_advice())
-    if diff:
-        _print_diff(resolved, dsn, install, pg_version)
-        return
-    if fmt == "table":
+    check_choice(fmt, "--format", FORMATS)
+    result = tune_config(tune_options(
+        hardware=hardware, workload=workload, config=config, pg_version=pg_version,
+        pg_bin=pg_bin, connections=connections, dataset_size=dataset_size, overrides=overrides,
+        diff=diff, dsn=dsn, data_dir=data_dir, tuning=tuning_of(workload), advisor=ADVICE))
+    resolved = result.resolved
+    if result.diff is not None:
+        console = Console(width=160)
+        console.print(diff_table(resolved, result.diff, result.server))
+        console.print(f"{sum(r.differs for r in result.diff)} of {len(result.diff)} settings "
+                      "differ")
+    elif fmt == "table":
         Console(width=160).print(render_table(resolved))
     elif fmt == "script":
         from pgdyno.provision.script import script_for
@@ -97,110 +97,8 @@ def tune(
         typer.echo(RENDERERS[fmt](resolved), nl=False)
 
 
-def _tuning_of(workload: str) -> tuple[str, bool] | None:
-    """A benchmark workload's tuning class (tpcb: oltp, write-heavy); None for a class name."""
-    from pgdyno.workloads import registry
-
-    plugin = registry.WORKLOADS.get(workload)
-    return plugin.tuning if plugin is not None else None
-
-
-def _advice():
-    """Every registered workload's advice for the tuned matrix (its benchmark group)."""
-    from pgdyno.workloads import registry
-
-    return registry.ADVICE
-
-
-def _install(pg_bin: Path | None, pg_version: int | None):
-    """Binaries to validate against: --pg-bin, else the embedded ones unless a version is named."""
-    from pgdyno.targets.binaries import embedded_install, install_from_dir
-    from pgdyno.targets.osuser import server_user
-
-    if pg_bin is not None:
-        install = install_from_dir(pg_bin)
-        if pg_version is not None and install.major != pg_version:
-            raise UsageError(f"--pg-version {pg_version}: --pg-bin {pg_bin} is PostgreSQL "
-                             f"{install.major}; give one or the other")
-        return install, server_user()
-    if pg_version is not None:
-        return None, None
-    try:
-        return embedded_install(), server_user()
-    except Exception:  # no wheel: validate against the shipped specs of PostgreSQL 18
-        return None, None
-
-
-def _print_diff(resolved, dsn: str, install, pg_version: int | None) -> None:
-    from pgdyno.config.diff import current_settings, diff_rows
-    from pgdyno.config.setting_specs import for_install, snapshot
-    from pgdyno.targets.binaries import embedded_install
-    from pgdyno.targets.dsn import DsnServer
-
-    target = DsnServer(dsn=dsn, install=install or embedded_install())
-    target.start()
-    specs = for_install(install) if install else snapshot(pg_version or 18)
-    current = current_settings(target.connection().conninfo(), list(resolved.pg_settings))
-    rows = diff_rows(resolved, current, specs)
-    table = Table(title=f"{resolved.name} vs {target.connection().describe()} "
-                        "(values within 5% hidden)", title_justify="left")
-    for col in ("Setting", "Current", "Recommended", "Restart"):
-        table.add_column(col)
-    shown = [r for r in rows if r.differs]
-    for r in shown:
-        table.add_row(r.name, r.current, r.recommended, "yes" if r.restart else "")
-    console = Console(width=160)
-    console.print(table)
-    console.print(f"{len(shown)} of {len(rows)} settings differ")
-
-
-def _profile_table(profile) -> Table:
-    from pgdyno.config.detect import describe_device
-    from pgdyno.config.units import human_bytes
-
-    table = Table(title=f"Hardware profile: {profile.name} ({profile.source})",
-                  title_justify="left")
-    table.add_column("Item")
-    table.add_column("Value", overflow="fold")
-    rows = [
-        ("vCPUs", f"{profile.vcpus}" + (f" (host {profile.host_vcpus})"
-                                        if profile.host_vcpus else "")),
-        ("RAM", human_bytes(profile.ram_bytes) + (f" (host {human_bytes(profile.host_ram_bytes)})"
-                                                  if profile.host_ram_bytes else "")),
-        ("source of vCPUs", profile.cpu_source or profile.source),
-        ("source of RAM", profile.ram_source or profile.source),
-        ("cloud", profile.cloud or "none detected"),
-        ("CPU model", profile.cpu_model), ("architecture", profile.arch),
-        ("NUMA nodes", str(profile.numa_nodes)), ("kernel", profile.kernel),
-        ("huge pages", f"{profile.huge_pages_total} x {profile.huge_page_size_kb} kB reserved"),
-        ("transparent huge pages", profile.transparent_hugepages),
-    ]
-    for role, vol in (("data", profile.data), ("WAL", profile.wal)):
-        if vol is not None:
-            rows.append((f"{role} volume", f"{vol.mount} on {vol.device} ({vol.kind}), "
-                         f"{vol.fstype} {vol.mount_options}"))
-    for dev in profile.devices:
-        rows.append((f"device {dev.name}",
-                     f"{dev.model or '-'} {human_bytes(dev.size_bytes)} {describe_device(dev)}, "
-                     f"scheduler "
-                     f"{dev.scheduler}, nr_requests {dev.nr_requests}, read_ahead_kb "
-                     f"{dev.read_ahead_kb}, max_sectors_kb {dev.max_sectors_kb}"
-                     + (f", {dev.raid_level} of {', '.join(dev.raid_members)}"
-                        if dev.raid_level else "")))
-    for item, value in rows:
-        table.add_row(item, value or "-")
-    return table
-
-
-def _choice(option: str, value: str, accepted: tuple[str, ...]) -> None:
-    if value not in accepted:
-        raise UsageError(f"{option} {value}: accepted: {', '.join(accepted)}")
-
-
 # ----- tune --search ----------------------------------------------------------------------
 
-SEARCH_BENCH_DEFAULTS = {"duration": 30, "warmup": 10, "iterations": 1}
-"""A search trial is a short run with a warm-up; the bench defaults apply otherwise."""
 _TUNE_OWN_BENCH = ("config", "set_", "pg_bin", "dsn")
 """bench options `tune` already has under the same flag (--pg-bin keeps its meaning)."""
 
@@ -291,29 +189,10 @@ def _tune_command():
 
 def _tune_search(picked: dict, bench_kw: dict, tune_kw: dict) -> None:
     """Arguments to SearchOptions, one call to the search, its result to stdout."""
-    from pgdyno.runner.options import build_options
-    from pgdyno.search.run import SearchOptions, parse_knobs, parse_time_limit, run_search
+    from pgdyno.search.command import search_options, winner_path
+    from pgdyno.search.run import run_search
 
-    if tune_kw["overrides"]:
-        raise UsageError("tune --search: --set does not apply; pin a setting with --fix "
-                         "key=value")
-    if tune_kw["dsn"] or tune_kw["diff"]:
-        raise UsageError("tune --search restarts the server it tunes; --dsn and --diff do not "
-                         "apply")
-    if tune_kw["hardware"] != "detect":
-        raise UsageError("tune --search runs on this host; --hardware does not apply")
-    for name, value in SEARCH_BENCH_DEFAULTS.items():
-        if bench_kw.get(name) is None:
-            bench_kw[name] = value
-    bench = build_options(picked["search"], **bench_kw, pg_bin=tune_kw["pg_bin"])
-    opts = SearchOptions(
-        bench=bench, budget=picked["budget"],
-        time_s=parse_time_limit(picked["time_limit"]) if picked["time_limit"] is not None
-        else None, knobs=parse_knobs(picked["knobs"]) if picked["knobs"] is not None
-        else None, fixes=tuple(picked["fix"]), allow_unsafe=picked["allow_unsafe"],
-        top=picked["top"], reruns=picked["reruns"], compare_pairs=picked["compare_pairs"],
-        compare_max_pairs=picked["compare_max_pairs"],
-        seed=picked["search_seed"], name=picked["search_name"], show_progress=bench.show_progress)
+    opts = search_options(picked["search"], picked, bench_kw, tune_kw)
     outcome = run_search(opts, Console(stderr=True))
     typer.echo(f"trials: {outcome.trials} ({outcome.failed} failed)")
     if outcome.winner_label:
@@ -325,11 +204,6 @@ def _tune_search(picked: dict, bench_kw: dict, tune_kw: dict) -> None:
     if outcome.winner_file:
         typer.echo(f"winner config: {outcome.winner_file} (pgdyno bench ... --config FILE; "
                    "pgdyno tune --config FILE --format conf|sql|env|md|sysctl|script)")
-        fmt = tune_kw["fmt"]
-        if fmt != "table":
-            from pathlib import Path as _Path
-
-            suffix = {"script": "sh", "md": "md"}.get(fmt, fmt)
-            name = "winner-config.md" if fmt == "md" else f"winner.{suffix}"
-            typer.echo((_Path(outcome.search_dir) / name).read_text(), nl=False)
+        if tune_kw["fmt"] != "table":
+            typer.echo(winner_path(outcome.search_dir, tune_kw["fmt"]).read_text(), nl=False)
     typer.echo(f"report: {outcome.report}")

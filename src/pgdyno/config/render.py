@@ -1,6 +1,7 @@
 """Renderers of a resolved config: table, Markdown, postgresql.conf, ALTER SYSTEM, sysctl.d,
-.env (the provisioning script comes from pgdyno.provision's plan). Each takes the computed
-plan and returns text (the table renderer returns a rich renderable); none computes anything.
+.env (the provisioning script comes from pgdyno.provision's plan), and of `pgdyno tune
+--diff` and `pgdyno detect` as tables. Each takes the computed plan and returns text (the
+table renderers return a rich renderable); none computes anything.
 """
 
 from __future__ import annotations
@@ -8,10 +9,14 @@ from __future__ import annotations
 from rich.console import Group
 from rich.table import Table
 
+from pgdyno.config.detect import describe_device
+from pgdyno.config.diff import DiffRow
 from pgdyno.config.envfile import plan_to_env
+from pgdyno.config.hardware import HardwareProfile
 from pgdyno.config.model import GROUPS, ConfigPlan, Setting
 from pgdyno.config.resolve import ResolvedConfig
 from pgdyno.config.setting_specs import unquote
+from pgdyno.config.units import human_bytes
 
 FORMATS = ("table", "md", "conf", "sql", "sysctl", "env", "script")
 
@@ -147,3 +152,51 @@ RENDERERS = {"md": render_md, "conf": render_conf, "sql": render_sql, "sysctl": 
              "env": render_env}
 """``script`` is not here: the provisioning script is rendered from `pgdyno provision`'s plan
 (pgdyno.provision.script), so the script and `provision apply` are one set of steps."""
+
+
+def diff_table(resolved: ResolvedConfig, rows: list[DiffRow], server: str) -> Table:
+    """`pgdyno tune --diff`: the settings that differ from the running server's."""
+    table = Table(title=f"{resolved.name} vs {server} (values within 5% hidden)",
+                  title_justify="left")
+    for col in ("Setting", "Current", "Recommended", "Restart"):
+        table.add_column(col)
+    for r in rows:
+        if r.differs:
+            table.add_row(r.name, r.current, r.recommended, "yes" if r.restart else "")
+    return table
+
+
+def profile_table(profile: HardwareProfile) -> Table:
+    """`pgdyno detect`: a hardware profile, one item a row."""
+    table = Table(title=f"Hardware profile: {profile.name} ({profile.source})",
+                  title_justify="left")
+    table.add_column("Item")
+    table.add_column("Value", overflow="fold")
+    rows = [
+        ("vCPUs", f"{profile.vcpus}" + (f" (host {profile.host_vcpus})"
+                                        if profile.host_vcpus else "")),
+        ("RAM", human_bytes(profile.ram_bytes) + (f" (host {human_bytes(profile.host_ram_bytes)})"
+                                                  if profile.host_ram_bytes else "")),
+        ("source of vCPUs", profile.cpu_source or profile.source),
+        ("source of RAM", profile.ram_source or profile.source),
+        ("cloud", profile.cloud or "none detected"),
+        ("CPU model", profile.cpu_model), ("architecture", profile.arch),
+        ("NUMA nodes", str(profile.numa_nodes)), ("kernel", profile.kernel),
+        ("huge pages", f"{profile.huge_pages_total} x {profile.huge_page_size_kb} kB reserved"),
+        ("transparent huge pages", profile.transparent_hugepages),
+    ]
+    for role, vol in (("data", profile.data), ("WAL", profile.wal)):
+        if vol is not None:
+            rows.append((f"{role} volume", f"{vol.mount} on {vol.device} ({vol.kind}), "
+                         f"{vol.fstype} {vol.mount_options}"))
+    for dev in profile.devices:
+        rows.append((f"device {dev.name}",
+                     f"{dev.model or '-'} {human_bytes(dev.size_bytes)} {describe_device(dev)}, "
+                     f"scheduler "
+                     f"{dev.scheduler}, nr_requests {dev.nr_requests}, read_ahead_kb "
+                     f"{dev.read_ahead_kb}, max_sectors_kb {dev.max_sectors_kb}"
+                     + (f", {dev.raid_level} of {', '.join(dev.raid_members)}"
+                        if dev.raid_level else "")))
+    for item, value in rows:
+        table.add_row(item, value or "-")
+    return table

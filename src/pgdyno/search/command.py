@@ -1,0 +1,57 @@
+"""`pgdyno tune --search` from the command line's values: the trials' bench defaults, the
+`tune` options that do not apply to a search, the SearchOptions built from the rest, and
+where the winner's config is written in each format."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pgdyno.errors import UsageError
+
+if TYPE_CHECKING:
+    from pgdyno.search.run import SearchOptions
+
+SEARCH_BENCH_DEFAULTS = {"duration": 30, "warmup": 10, "iterations": 1}
+"""A search trial is a short run with a warm-up; the bench defaults apply otherwise."""
+
+WINNER_FORMAT_FILES = {"md": "winner-config.md", "script": "winner.sh"}
+"""The winner in a `pgdyno tune --format`, when the name is not ``winner.FORMAT``."""
+
+
+def winner_path(search_dir: Path | str, fmt: str) -> Path:
+    """Where a search writes its winner in the ``pgdyno tune --format`` ``fmt``."""
+    return Path(search_dir) / WINNER_FORMAT_FILES.get(fmt, f"winner.{fmt}")
+
+
+def search_options(workload: str, search: dict[str, Any], bench: dict[str, Any],
+                   tune: dict[str, Any]) -> SearchOptions:
+    """SearchOptions from `pgdyno tune`'s values: ``search`` the search's own (budget,
+    time_limit, knobs, fix, allow_unsafe, top, reruns, compare_pairs, compare_max_pairs,
+    search_seed, search_name), ``bench`` the trials' bench options (None: not given),
+    ``tune`` tune's own (overrides, dsn, diff, hardware, pg_bin), refused where they do not
+    apply to a search."""
+    from pgdyno.runner.options import build_options
+    from pgdyno.search.run import SearchOptions, parse_knobs, parse_time_limit
+
+    if tune["overrides"]:
+        raise UsageError("tune --search: --set does not apply; pin a setting with --fix "
+                         "key=value")
+    if tune["dsn"] or tune["diff"]:
+        raise UsageError("tune --search restarts the server it tunes; --dsn and --diff do not "
+                         "apply")
+    if tune["hardware"] != "detect":
+        raise UsageError("tune --search runs on this host; --hardware does not apply")
+    given = dict(bench)
+    for name, value in SEARCH_BENCH_DEFAULTS.items():
+        if given.get(name) is None:
+            given[name] = value
+    opts = build_options(workload, **given, pg_bin=tune["pg_bin"])
+    return SearchOptions(
+        bench=opts, budget=search["budget"],
+        time_s=parse_time_limit(search["time_limit"]) if search["time_limit"] is not None
+        else None, knobs=parse_knobs(search["knobs"]) if search["knobs"] is not None
+        else None, fixes=tuple(search["fix"]), allow_unsafe=search["allow_unsafe"],
+        top=search["top"], reruns=search["reruns"], compare_pairs=search["compare_pairs"],
+        compare_max_pairs=search["compare_max_pairs"], seed=search["search_seed"],
+        name=search["search_name"], show_progress=opts.show_progress)
