@@ -6,7 +6,10 @@
 - A query held past --query-timeout (Q15's view creation waits on a lock this test holds)
   leaves the other 21 and the geomean's missing count right.
 - The same queries under enable_hashjoin=off: compare names the plan change beside the
-  speedup.
+  speedup, charts each stream's geometric mean A against B (recomputed here from the raw
+  timings), and writes every change in its one sign convention (B/A − 1).
+- What a reader sees: the report opens with the answer, names what ran (a power-only run
+  is the power stream alone, not "2 streams"), and shows the load's phases.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from __future__ import annotations
 import csv
 import json
 import math
+import statistics
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,7 +25,10 @@ from pathlib import Path
 import psycopg
 import pytest
 
+from pgdyno.errors import UsageError
+from pgdyno.runner.options import build_options
 from pgdyno.workloads.tproch.schema import DATASET_SCHEMA as TPCH_SCHEMA
+from tests.answer import answer, check_load_table, markdown_table, seconds, sections
 from tests.conftest import make_shared_dir, run_cli, scratch_database
 
 pytestmark = pytest.mark.server
@@ -120,6 +127,40 @@ def test_report_tables_and_plots(run: Path) -> None:
         assert (run / "plots" / "c2-i1" / name).stat().st_size > 5_000, name
 
 
+def test_report_opens_with_the_answer_names_the_streams_and_shows_the_load(run: Path) -> None:
+    md = (run / "report.md").read_text()
+    assert sections(md)[0] == "Answer"
+    said = dict(answer(md))
+    geo = json.loads((run / "summary.json").read_text())["iterations"][0]["metrics"]["geomean_s"]
+    best = said["best Geometric mean of query times"]
+    assert best.startswith(f"{geo:.3f} s at 2 throughput streams after the power stream (")
+    # What ran, in every place a reader looks.
+    assert "| Query streams | 2 throughput streams after the power stream |" in md
+    assert "### TPROC-H: iteration 1, 2 throughput streams after the power stream" in md
+    assert markdown_table(md, "| Streams run |")[2][0] == "power + 2 throughput"
+    # The load: the phases' seconds as recorded, rows/s over the rows the load copied.
+    manifest = json.loads((run / "manifest.json").read_text())
+    copied = sum(manifest["dataset"]["load"]["rows"].values())
+    shown = check_load_table(run, rows=copied)
+    assert set(shown) == {"data", "keys", "vacuum"}
+    assert shown == pytest.approx({k: round(v, 3) for k, v in
+                                   manifest["dataset"]["load"]["phase_seconds"].items()},
+                                  abs=0.051)
+    assert said["load"].startswith("built in ") and f"{copied:,} rows" in said["load"]
+
+
+def test_power_only_runs_are_one_stream() -> None:
+    """--tests power runs the power test's one stream: one iteration of it, named so;
+    stream counts for it are refused, since none of them would run."""
+    assert build_options("tproch", tests="power").clients == (1,)
+    assert build_options("tproch", tests="power", streams="1").clients == (1,)
+    with pytest.raises(UsageError, match="--tests power runs the power test's one stream"):
+        build_options("tproch", tests="power", streams="2")
+    with pytest.raises(UsageError, match="--tests power runs the power test's one stream"):
+        build_options("tproch", tests="power", clients="1,2")
+    assert build_options("tproch", tests="power,throughput").clients == (2,)
+
+
 def test_timeout_leaves_the_other_21_and_counts_the_missing(server, workdir: Path) -> None:
     """Q15's CREATE VIEW waits on a view of the same name this test is creating in an open
     transaction; statement_timeout cancels it, the stream goes on."""
@@ -155,14 +196,31 @@ def test_timeout_leaves_the_other_21_and_counts_the_missing(server, workdir: Pat
         assert "q15_s" not in m
         md = (run / "report.md").read_text()
         assert "1 queries missing" in md and "Q15 (stream 0, timeout)" in md
+        # A power-only run says what ran: the power stream alone.
+        assert "| Query streams | the power stream alone |" in md
+        assert "### TPROC-H: iteration 1, the power stream alone" in md
+        assert markdown_table(md, "| Streams run |")[2][0] == "power only"
+        assert "streams" not in proc.stdout.split("report: ")[0].replace(
+            "power stream", "")
+        # Reused: the build seconds pgdyno's registry holds for it, read here.
+        with psycopg.connect(dsn, autocommit=True) as db:
+            registry = db.execute(f"SELECT build_seconds FROM {TPCH_SCHEMA}.pgdyno_dataset "
+                                  "WHERE workload = 'tproch'").fetchone()[0]
+        assert manifest["dataset"]["load_record"] == {
+            "reused": True, "seconds": round(registry, 3), "rows": None, "phases": []}
+        said = dict(answer(md))
+        built = said["load"].removeprefix("reused, not loaded again (built in ")
+        assert seconds(built.removesuffix(" by an earlier run)")) == pytest.approx(
+            registry, abs=0.051)
+        assert "The dataset was reused, not loaded again" in md
 
 
 def test_compare_names_the_plan_change_of_enable_hashjoin_off(workdir: Path) -> None:
     results = make_shared_dir("pgdyno-results-")
     own = make_shared_dir("pgdyno-tproch-cmp-")
-    common = ["--scale-factor", SF, "--tests", "power", "--streams", "1", "--queries",
-              "3,5,10", "--no-refresh", "--iterations", "2", "--no-telemetry", "--no-progress",
-              "--results-dir", str(results)]
+    common = ["--scale-factor", SF, "--tests", "power,throughput", "--streams", "2",
+              "--queries", "3,5,10", "--no-refresh", "--iterations", "2", "--no-telemetry",
+              "--no-progress", "--results-dir", str(results)]
     a = run_cli(["bench", "tproch", *common], own, timeout=600)
     assert a.returncode == 0, a.stderr
     time.sleep(1)  # distinct run names
@@ -188,4 +246,38 @@ def test_compare_names_the_plan_change_of_enable_hashjoin_off(workdir: Path) -> 
     assert changed[0]["plan_change"] in md
     assert (out / "plots" / "tproch_speedup.png").stat().st_size > 5_000
     geo = {m["metric"]: m for m in saved["metrics"]}["geomean_s"]
-    assert geo["sample"] == "stream" and geo["baseline_n"] == 2 and geo["candidate_n"] == 2
+    # The power stream and 2 throughput streams, in each of 2 iterations.
+    assert geo["sample"] == "stream" and geo["baseline_n"] == 6 and geo["candidate_n"] == 6
+    # Each stream's geometric mean, A against B, from the raw timings of every iteration.
+    streams = saved["workload_detail"]["streams"]
+    keys = [(r["test"], r["stream"]) for r in streams]
+    assert keys == [("power", 0), ("throughput", 1), ("throughput", 2)]
+    for r in streams:
+        times = [[float(x["seconds"]) for it in sorted((run / "raw" / "tproch").glob("c*-i*"))
+                  for x in rows(it / "queries.csv")
+                  if (x["test"], int(x["stream"])) == (r["test"], r["stream"])]
+                 for run in runs]
+        assert len(times[0]) == len(times[1]) == 3 * 2  # 3 queries, 2 iterations
+        assert r["baseline_s"] == pytest.approx(geomean(times[0]))
+        assert r["candidate_s"] == pytest.approx(geomean(times[1]))
+        assert r["change_pct"] == pytest.approx(100 * (geomean(times[1]) / geomean(times[0])
+                                                       - 1))
+    table = markdown_table(md, "| Stream | A geomean (s) |")
+    assert [row[0] for row in table[2:]] == ["power", "stream 1", "stream 2"]
+    for row, r in zip(table[2:], streams, strict=True):
+        assert float(row[1]) == pytest.approx(r["baseline_s"], abs=0.0005)
+        assert float(row[2]) == pytest.approx(r["candidate_s"], abs=0.0005)
+        word = "slower" if r["change_pct"] > 0 else "faster"
+        assert row[3] == f"{r['change_pct']:+.1f}% ({word})" or row[3].endswith("(same)")
+    assert (out / "plots" / "tproch_streams.png").stat().st_size > 5_000
+    assert "tproch_streams.png" in md
+    # One sign convention, stated, and the metrics table's geomean change written in it:
+    # B/A − 1 of the value, the word saying better or worse.
+    assert md.count("Sign convention: a change is B/A − 1") >= 2  # Method, TPROC-H sections
+    metrics = markdown_table(md, "| Metric | A: mean ± sd (n) |")
+    assert metrics[0][3] == "Change (B/A − 1)"
+    ratio = math.exp(statistics.fmean(math.log(v) for v in geo["candidate_values"])
+                     - statistics.fmean(math.log(v) for v in geo["baseline_values"]))
+    assert geo["change_pct"] == pytest.approx(100 * (ratio - 1))
+    if geo["verdict"] in ("faster", "slower"):
+        assert (geo["change_pct"] > 0) == (geo["verdict"] == "slower")

@@ -14,7 +14,7 @@ from pgdyno.compare.runs import RunData
 from pgdyno.compare.settings_diff import changes_block
 from pgdyno.compare.stats import TOO_SMALL, UNDETERMINED, WELCH_DIFF
 from pgdyno.reports import html
-from pgdyno.reports.document import Document, Section, Table, fmt
+from pgdyno.reports.document import CHANGE_SIGN, Document, Section, Table, fmt
 from pgdyno.results.rundir import safe_name, write_json_atomic
 
 
@@ -64,7 +64,7 @@ def metrics_table(cmp: Comparison, clients: int) -> Table:
                      _side(m.candidate_mean, m.candidate_stddev, m.candidate_n),
                      pct(m.change_pct), interval(m), verdict_text(m)])
     label = f"{clients} clients" if clients else "Whole runs (one value per run)"
-    return Table(["Metric", "A: mean ± sd (n)", "B: mean ± sd (n)", "Change",
+    return Table(["Metric", "A: mean ± sd (n)", "B: mean ± sd (n)", "Change (B/A − 1)",
                   f"{100 * cmp.confidence:.0f}% interval", "Verdict"], rows, caption=label)
 
 
@@ -174,7 +174,7 @@ def build_compare_document(cmp: Comparison, images: dict[str, str],
     io = io_profile_section(cmp, images)
     if io is not None:
         sections.append(io)
-    method = Section("Method", paragraphs=[cmp.method_note])
+    method = Section("Method", paragraphs=[cmp.method_note, CHANGE_SIGN])
     files = Section("Runs", tables=[Table(
         ["Side", "Run"], [["A", r] for r in cmp.baseline_runs]
         + [["B", r] for r in cmp.candidate_runs])])

@@ -100,6 +100,16 @@ def stream_geomeans(figures: IterationFigures) -> list[float]:
     return [s.geomean_s for s in figures.streams if s.queries_ok]
 
 
+def streams_words(tests: tuple[str, ...], clients: int) -> str:
+    """"the power stream alone", "2 throughput streams after the power stream"."""
+    plural = "s" if clients != 1 else ""
+    if "throughput" not in tests:
+        return "the power stream alone"
+    if "power" not in tests:
+        return f"{clients} throughput stream{plural} (no power test)"
+    return f"{clients} throughput stream{plural} after the power stream"
+
+
 def _by_stream(timings: list[QueryTiming]) -> dict[tuple[str, int], list[QueryTiming]]:
     out: dict[tuple[str, int], list[QueryTiming]] = {}
     for t in timings:

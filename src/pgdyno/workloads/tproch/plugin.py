@@ -28,6 +28,7 @@ from pgdyno.analysis.summary import (
 )
 from pgdyno.errors import RunFailed, UsageError
 from pgdyno.reports.document import Section
+from pgdyno.results import load
 from pgdyno.results.rundir import IterationRecord, RunDirectory, RunPlan
 from pgdyno.targets.dsn import dsn_connection
 from pgdyno.workloads import dataset
@@ -46,7 +47,7 @@ from pgdyno.workloads.base import (
 )
 from pgdyno.workloads.checks import check_positive, exclusive, parse_int_list, parse_size_option
 from pgdyno.workloads.tproch import loader, queries, refresh, schema, streams
-from pgdyno.workloads.tproch.metrics import iteration_figures, stream_geomeans
+from pgdyno.workloads.tproch.metrics import iteration_figures, stream_geomeans, streams_words
 from pgdyno.workloads.tproch.model import LoadOptions, LoadProgress
 
 BYTES_PER_SF = 1.8 * 1024**3
@@ -146,6 +147,9 @@ class Tproch(Workload):
         clients = opts.clients
         if raw.get("streams") is not None:
             clients = parse_int_list(str(raw["streams"]), "--streams")
+        if "throughput" not in tests:
+            clients = _power_only_streams(clients, raw.get("streams") is not None
+                                          or clients != self.default_clients())
         seed = int(raw.get("seed", DEFAULT_SEED))
         if seed < 0:
             raise UsageError(f"--seed {seed}: accepted values are 0 and up")
@@ -167,11 +171,18 @@ class Tproch(Workload):
         (tables pgdyno did not create without --force, or of TPROC-H's names in its own
         schema). A server pgdyno starts is looked into only once it runs."""
         loader.tpchgen_program()
-        if opts.target.kind == "dsn" and opts.target.dsn:
+        if opts.target.dsn:
             _check_dsn_database(opts)
 
     def dataset_size(self, opts: BenchOptions) -> float | None:
         return opts.workload_options.scale_factor
+
+    clients_label: ClassVar[str] = "Query streams"
+
+    def describe_clients(self, opts: BenchOptions, clients: int) -> str:
+        """What an iteration at ``clients`` ran: the power stream, the throughput test's
+        streams, or both."""
+        return streams_words(opts.workload_options.tests_run(), clients)
 
     def describe_dataset(self, opts: BenchOptions) -> str:
         return f"SF {opts.workload_options.scale_factor:g}"
@@ -196,7 +207,8 @@ class Tproch(Workload):
                             "-T TABLE --parts N --part K --stdout | COPY TABLE FROM STDIN")
         return Prepared(
             dataset={"kind": "tproch", "scale_factor": t.scale_factor, "reused": result.reused,
-                     "build_seconds": round(result.seconds, 3), "load": result.to_dict()},
+                     "build_seconds": round(result.seconds, 3), "load": result.to_dict(),
+                     load.RECORD_KEY: result.load_record().to_dict()},
             parameters={"scale_factor": t.scale_factor, "seed": t.seed,
                         "queries": list(t.selected()), "tests": list(t.tests_run()),
                         "refresh": not t.no_refresh, "query_timeout_ms": t.timeout_ms,
@@ -268,6 +280,17 @@ class Tproch(Workload):
         from pgdyno.workloads.tproch.report import compare_sections
 
         return compare_sections(detail, out_dir)
+
+
+def _power_only_streams(clients: tuple[int, ...], given: bool) -> tuple[int, ...]:
+    """--tests power runs one stream, the power test's, whatever the count: one iteration
+    per --iterations, labelled as the one stream it is. Counts given for it (--streams 4,
+    or --clients 1,2) would repeat the same test under names of streams that never ran."""
+    if given and clients != (1,):
+        raise UsageError(f"--streams {','.join(map(str, clients))}: --tests power runs the "
+                         "power test's one stream; the streams count the throughput test's "
+                         "(add --tests power,throughput, or leave --streams out)")
+    return (1,)
 
 
 def _check_dsn_database(opts: BenchOptions) -> None:

@@ -5,8 +5,11 @@ stream's geometric mean, every query's seconds and rows per stream, each query's
 in one line, and three plots (query times by stream on a log scale, when each query ran
 per stream, CPU and I/O over the run with the query boundaries).
 
-The comparison: per query, the speedup (A's time over B's) sorted, beside the one-line
-change of its plan when the plan shape differs between the two sides.
+The comparison: per query, the speedup (A's time over B's) sorted, beside its change
+(B/A − 1 of the time, the one sign convention of every comparison: ``CHANGE_SIGN``) and the
+one-line change of its plan when the plan shape differs between the two sides; per stream
+(the power stream and each throughput stream), each side's geometric mean, charted A
+against B as seed 000 does.
 """
 
 from __future__ import annotations
@@ -17,11 +20,11 @@ from pathlib import Path
 from typing import Any
 
 from pgdyno.analysis.summary import IterationSummary, RunSummary
-from pgdyno.reports.document import Section, Table, count, fmt
+from pgdyno.reports.document import CHANGE_SIGN, Section, Table, change_text, count, fmt
 from pgdyno.reports.plots import plt, save_figure
 from pgdyno.results.rundir import RunDirectory, RunPlan
 from pgdyno.workloads.tproch import queries, streams
-from pgdyno.workloads.tproch.metrics import geomean, iteration_figures
+from pgdyno.workloads.tproch.metrics import geomean, iteration_figures, streams_words
 from pgdyno.workloads.tproch.plans import PlanShape, describe_change, most_common, shape_of
 
 NON_AUDITED = ("Power@SF, throughput@SF and QphH@SF follow the specification's formulas "
@@ -42,8 +45,9 @@ def tproch_sections(summary: RunSummary, run_dir: RunDirectory, plan: RunPlan) -
              f"{'on' if p.get('refresh', True) else 'off'}"
              + (f"; statement_timeout {p['query_timeout_ms']:,} ms"
                 if p.get("query_timeout_ms") else "") + ".")
+    ran = tuple(p.get("tests") or ("power", "throughput"))
     tests = Section("TPROC-H: tests", paragraphs=[intro, NON_AUDITED], tables=[
-        _tests_table(summary)])
+        _tests_table(summary, ran)])
     out = [tests]
     for it in summary.iterations:
         it_dir = _it_dir(run_dir, it)
@@ -51,7 +55,8 @@ def tproch_sections(summary: RunSummary, run_dir: RunDirectory, plan: RunPlan) -
         figures = iteration_figures(timings, streams.read_refresh(it_dir),
                                     streams.read_tests(it_dir), sf, selected)
         label = f"c{it.clients}-i{it.iteration}"
-        section = Section(f"TPROC-H: {it.clients} streams, iteration {it.iteration}", level=3)
+        section = Section(f"TPROC-H: iteration {it.iteration}, "
+                          f"{streams_words(ran, it.clients)}", level=3)
         if figures.missing:
             section.paragraphs.append(
                 f"**{len(figures.missing)} queries missing** from the geometric means: "
@@ -77,20 +82,29 @@ def _it_dir(run_dir: RunDirectory, it: IterationSummary) -> Path:
     return run_dir.raw / "tproch" / f"c{it.clients}-i{it.iteration}"
 
 
-def _tests_table(summary: RunSummary) -> Table:
+def _tests_table(summary: RunSummary, ran: tuple[str, ...]) -> Table:
     rows = []
     for it in summary.iterations:
         m = it.metrics
-        rows.append([str(it.clients), str(it.iteration), fmt(m.get("geomean_s"), 3),
+        rows.append([_streams_cell(ran, it.clients), str(it.iteration),
+                     fmt(m.get("geomean_s"), 3),
                      fmt(m.get("power_test_s"), 1), fmt(m.get("throughput_test_s"), 1),
                      fmt(m.get("power_at_sf"), 1), fmt(m.get("throughput_at_sf"), 1),
                      fmt(m.get("qphh_at_sf"), 1), fmt(m.get("rf1_s"), 3), fmt(m.get("rf2_s"), 3),
                      count(m.get("queries_missing", 0))])
-    return Table(["Streams", "Iteration", "Geomean (s)", "Power test (s)",
+    return Table(["Streams run", "Iteration", "Geomean (s)", "Power test (s)",
                   "Throughput test (s)", "Power@SF", "Throughput@SF", "QphH@SF",
                   "RF1 (s)", "RF2 (s)", "Missing"], rows,
                  caption="Geomean: over every query that finished in the iteration, all "
                          "streams; @SF figures non-audited")
+
+
+def _streams_cell(ran: tuple[str, ...], clients: int) -> str:
+    """What ran, short: "power only", "power + 2 throughput", "2 throughput"."""
+    if "throughput" not in ran:
+        return "power only"
+    through = f"{clients} throughput"
+    return f"power + {through}" if "power" in ran else through
 
 
 def _streams_table(figures) -> Table:
@@ -230,9 +244,11 @@ def _resources_plot(it: IterationSummary, timings: list[streams.QueryTiming],
 
 def compare_detail(baseline: list[Path], candidate: list[Path]) -> dict[str, Any]:
     """Per query: each side's time (geometric mean over every stream and iteration that
-    ran it), the speedup A/B, each side's usual plan shape and the change between them."""
-    a_times, a_shapes = _side(baseline)
-    b_times, b_shapes = _side(candidate)
+    ran it), the speedup A/B and the change B/A − 1, each side's usual plan shape and the
+    change between them; per stream (the power stream and each throughput stream, at each
+    stream count): each side's geometric mean over the queries it ran."""
+    a_times, a_shapes, a_streams = _side(baseline)
+    b_times, b_shapes, b_streams = _side(candidate)
     rows = []
     for q in sorted(set(a_times) & set(b_times)):
         a, b = geomean(a_times[q]), geomean(b_times[q])
@@ -240,27 +256,62 @@ def compare_detail(baseline: list[Path], candidate: list[Path]) -> dict[str, Any
         change = describe_change(sa, sb) if sa is not None and sb is not None else ""
         rows.append({"query": q, "name": queries.QUERY_NAMES[q], "baseline_s": a,
                      "candidate_s": b, "speedup": a / b if b > 0 else math.nan,
+                     "change_pct": _change_pct(a, b),
                      "baseline_n": len(a_times[q]), "candidate_n": len(b_times[q]),
                      "baseline_plan": sa.line() if sa else "",
                      "candidate_plan": sb.line() if sb else "", "plan_change": change})
     if not rows:
         return {}
     speedups = [r["speedup"] for r in rows if r["speedup"] > 0]
-    return {"workload": "tproch", "queries": rows,
-            "geomean_speedup": geomean(speedups) if speedups else math.nan}
+    per_stream = []
+    for key in sorted(set(a_streams) & set(b_streams), key=_stream_order):
+        clients, test, stream = key
+        a, b = geomean(a_streams[key]), geomean(b_streams[key])
+        per_stream.append({"clients": clients, "test": test, "stream": stream,
+                           "baseline_s": a, "candidate_s": b, "change_pct": _change_pct(a, b),
+                           "baseline_n": len(a_streams[key]),
+                           "candidate_n": len(b_streams[key])})
+    overall = geomean(speedups) if speedups else math.nan
+    return {"workload": "tproch", "queries": rows, "geomean_speedup": overall,
+            "geomean_change_pct": 100.0 * (1.0 / overall - 1.0) if overall > 0 else math.nan,
+            "streams": per_stream}
 
 
-def _side(runs: list[Path]) -> tuple[dict[int, list[float]], dict[int, list[PlanShape]]]:
+StreamKey = tuple[int, str, int]
+"""(stream count of the iteration, test, stream number): one stream of a side."""
+
+
+def _side(runs: list[Path]) -> tuple[dict[int, list[float]], dict[int, list[PlanShape]],
+                                     dict[StreamKey, list[float]]]:
     times: dict[int, list[float]] = {}
     shapes: dict[int, list[PlanShape]] = {}
+    by_stream: dict[StreamKey, list[float]] = {}
     for run in runs:
         for it_dir in sorted((run / "raw" / "tproch").glob("c*-i*")):
+            clients = int(it_dir.name[1:].split("-")[0])
             for t in streams.read_queries(it_dir):
                 if t.status == streams.OK:
                     times.setdefault(t.query, []).append(t.seconds)
+                    by_stream.setdefault((clients, t.test, t.stream), []).append(t.seconds)
             for q, found in shapes_of(it_dir).items():
                 shapes.setdefault(q, []).extend(found)
-    return times, shapes
+    return times, shapes, by_stream
+
+
+def _stream_order(key: StreamKey) -> tuple[int, bool, int]:
+    clients, test, stream = key
+    return clients, test != streams.POWER, stream
+
+
+def _change_pct(a: float, b: float) -> float:
+    """B/A − 1 in % (CHANGE_SIGN): + when B's time is longer."""
+    return 100.0 * (b / a - 1.0) if a > 0 and b == b else math.nan
+
+
+def stream_label(row: dict[str, Any], several_counts: bool) -> str:
+    """"power", "stream 2"; with several stream counts compared, "4 streams: stream 2"."""
+    name = "power" if row["test"] == streams.POWER else f"stream {row['stream']}"
+    return f"{row['clients']} streams: {name}" if several_counts else name
 
 
 def compare_sections(detail: dict[str, Any], out_dir: Path) -> list[Section]:
@@ -269,21 +320,69 @@ def compare_sections(detail: dict[str, Any], out_dir: Path) -> list[Section]:
         return []
     ordered = sorted(rows, key=lambda r: -r["speedup"] if r["speedup"] == r["speedup"] else 0)
     changed = [r for r in ordered if r["plan_change"]]
+    overall = detail.get("geomean_change_pct")
     section = Section("Per-query speedup and plan changes", paragraphs=[
-        "Speedup = A's time / B's time (above 1: B is faster), each side's time the geometric "
-        "mean over every stream and iteration that ran the query. Geometric mean of the "
-        f"speedups: {fmt(detail.get('geomean_speedup'), 3)}. "
+        "Speedup = A's time / B's time (above 1: B is faster); change = B/A − 1 of the time "
+        "(+: B took longer). Each side's time is the geometric mean over every stream and "
+        "iteration that ran the query. Geometric mean of the speedups: "
+        f"{fmt(detail.get('geomean_speedup'), 3)}×"
+        + (f", a change of {change_text(overall, -1)} in the per-query times"
+           if overall is not None and not math.isnan(overall) else "") + ". "
         f"{len(changed)} of {len(rows)} queries changed plan shape"
         + (": " + "; ".join(f"Q{r['query']} ({r['speedup']:.2f}×): {r['plan_change']}"
-                            for r in changed) if changed else "") + "."],
-        tables=[Table(["Query", "Name", "A (s)", "B (s)", "Speedup", "Plan change (A → B)"],
+                            for r in changed) if changed else "") + ".", CHANGE_SIGN],
+        tables=[Table(["Query", "Name", "A (s)", "B (s)", "Change (B/A − 1)", "Speedup",
+                       "Plan change (A → B)"],
                       [[f"Q{r['query']}", r["name"], fmt(r["baseline_s"], 3),
-                        fmt(r["candidate_s"], 3), f"{r['speedup']:.3f}×",
-                        r["plan_change"] or "same shape"] for r in ordered])])
+                        fmt(r["candidate_s"], 3),
+                        change_text(r.get("change_pct", _change_pct(r["baseline_s"],
+                                                                    r["candidate_s"])), -1),
+                        f"{r['speedup']:.3f}×", r["plan_change"] or "same shape"]
+                       for r in ordered])])
     plot = _speedup_plot(ordered, out_dir / "plots" / "tproch_speedup.png")
     section.images.append(("Per-query speedup A/B, sorted (log scale; hatched: plan "
                            "changed)", str(plot.relative_to(out_dir))))
+    return [section, *_streams_section(detail.get("streams") or [], out_dir)]
+
+
+def _streams_section(rows: list[dict[str, Any]], out_dir: Path) -> list[Section]:
+    """Seed 000's per-stream chart: each stream's geometric mean, A beside B."""
+    if not rows:
+        return []
+    several = len({r["clients"] for r in rows}) > 1
+    table = Table(["Stream", "A geomean (s)", "B geomean (s)", "Change (B/A − 1)",
+                   "Queries A / B"],
+                  [[stream_label(r, several), fmt(r["baseline_s"], 3), fmt(r["candidate_s"], 3),
+                    change_text(r["change_pct"], -1), f"{r['baseline_n']} / {r['candidate_n']}"]
+                   for r in rows],
+                  caption="Each stream's geometric mean over every query it finished, every "
+                          "iteration of the side; queries: the times it is over")
+    section = Section("Per-stream geometric means", paragraphs=[
+        "The power stream and each throughput stream on its own, baseline against candidate "
+        "(compare's geometric mean above pools them). " + CHANGE_SIGN], tables=[table])
+    plot = _streams_plot(rows, several, out_dir / "plots" / "tproch_streams.png")
+    section.images.append(("Geometric mean of query times per stream, A against B",
+                           str(plot.relative_to(out_dir))))
     return [section]
+
+
+def _streams_plot(rows: list[dict[str, Any]], several: bool, path: Path) -> Path:
+    fig, ax = plt.subplots(figsize=(max(6, 1.2 * len(rows) + 2), 4))
+    xs = range(len(rows))
+    width = 0.38
+    a = ax.bar([x - width / 2 for x in xs], [r["baseline_s"] for r in rows], width,
+               label="A (baseline)", color="tab:blue")
+    b = ax.bar([x + width / 2 for x in xs], [r["candidate_s"] for r in rows], width,
+               label="B (candidate)", color="tab:orange")
+    for bars in (a, b):
+        ax.bar_label(bars, fmt="%.3g", fontsize=7, padding=2)
+    ax.set_xticks(list(xs), [stream_label(r, several) for r in rows],
+                  rotation=30 if several else 0, ha="right" if several else "center")
+    ax.set(ylabel="geometric mean of query times (s; lower is faster)",
+           title="Per-stream geometric mean, A against B")
+    ax.grid(alpha=0.3, axis="y")
+    ax.legend(fontsize=8)
+    return save_figure(fig, path)
 
 
 def _speedup_plot(rows: list[dict[str, Any]], path: Path) -> Path:
