@@ -1,6 +1,9 @@
 """`pgdyno compare`, `campaign`, `note`, `validate`, `scaling-check`, `journal`,
-`context-report`: argument parsing only; the work is in pgdyno.compare, pgdyno.campaign and
-pgdyno.campaign.context.
+`context-report`: the command line of pgdyno.compare, pgdyno.campaign and pgdyno.study.
+
+Each command turns its arguments into options (the bench options through the same table and
+checks as `pgdyno bench`), calls one function of the core (run_compare, run_campaign_or_study,
+run_validation, run_scaling_check, build_context...) and prints or writes its result.
 """
 
 from __future__ import annotations
@@ -107,79 +110,26 @@ def compare(
     pg_bin: Path | None = PG_BIN, telemetry: bool = TELEMETRY, progress: bool = PROGRESS,
 ) -> None:
     """Baseline against candidate: change, interval and verdict for every metric."""
-    from pgdyno.compare.core import compare_runs
-    from pgdyno.compare.render import default_out_dir, headline, write_comparison
-    from pgdyno.compare.runs import load_run, resolve_run
+    from pgdyno.compare.command import compare_options, run_compare
+    from pgdyno.compare.render import headline
 
-    running = baseline is not None or candidate is not None
-    if second is not None and not running and _two_sweeps(first, second):
-        return _compare_sweeps(Path(first), Path(second), at_step, out, results_dir)
-    if running:
-        if second is not None:
-            raise UsageError("compare: give either two runs, or a WORKLOAD with --baseline "
-                             "and --candidate, not both")
-        from pgdyno.compare.interleave import Side, run_interleaved
-
-        base = _bench_options(first, **_run_args(
-            scale, clients, duration, warmup, iterations, protocol, via, results_dir, context,
-            "default", set_, workdir, pg_bin, telemetry, False))
-        a = Side(_side_label(baseline or "default", baseline_set), baseline or "default",
-                 tuple(baseline_set))
-        b = Side(_side_label(candidate or "default", candidate_set), candidate or "default",
-                 tuple(candidate_set))
-        console = Console(stderr=True)
-        done = run_interleaved(base, a, b, pairs, console,
-                               on_run=lambda side, path: console.print(f"{side}: {path}")
-                               if progress else None)
-        if a == b:  # after the runs: a refused command (--pairs 0) prints one line only
-            typer.echo("note: baseline and candidate are the same config (an A/A test)",
-                       err=True)
-        for msg in done.failed:
-            typer.echo(f"warning: {msg}", err=True)
-        a_runs = [load_run(p) for p in done.baseline]
-        b_runs = [load_run(p) for p in done.candidate]
-        labels = {"baseline_label": a.label, "candidate_label": b.label}
+    opts = compare_options(
+        first, second, baseline=baseline, candidate=candidate, baseline_set=baseline_set,
+        candidate_set=candidate_set, pairs=pairs, confidence=confidence, out=out,
+        at_step=at_step, results_dir=results_dir, progress=progress,
+        bench_args=_run_args(scale, clients, duration, warmup, iterations, protocol, via,
+                             results_dir, context, "default", set_, workdir, pg_bin,
+                             telemetry, False))
+    done = run_compare(opts, Console(stderr=True), lambda line: typer.echo(line, err=True))
+    if done.sweeps is not None:
+        lines = done.sweeps.summary_lines()
     else:
-        if second is None:
-            raise UsageError("compare: give RUN_A RUN_B, or WORKLOAD --baseline CONFIG "
-                             "--candidate CONFIG")
-        a_runs = [load_run(resolve_run(r, results_dir)) for r in first.split(",") if r]
-        b_runs = [load_run(resolve_run(r, results_dir)) for r in second.split(",") if r]
-        labels = {}
-    cmp = compare_runs(a_runs, b_runs, confidence=confidence, **labels)
-    target = out or default_out_dir(results_dir, a_runs[0], b_runs[-1])
-    write_comparison(cmp, a_runs, b_runs, target)
-    for line in headline(cmp):
-        typer.echo(line.replace("**", ""))
-    for line in cmp.contaminated:
-        typer.echo(f"contaminated: {line}")
-    typer.echo(f"report: {target / 'compare.md'}")
-
-
-def _two_sweeps(first: str, second: str) -> bool:
-    from pgdyno.compare.sweeps import is_sweep_dir
-
-    return is_sweep_dir(first) and is_sweep_dir(second)
-
-
-def _compare_sweeps(a: Path, b: Path, at_step: int | None, out: Path | None,
-                    results_dir: Path) -> None:
-    """Two sweeps of one workload side by side (pgdyno.compare.sweeps)."""
-    from datetime import UTC, datetime
-
-    from pgdyno.compare.sweeps import compare_sweeps, write_sweep_comparison
-
-    cmp = compare_sweeps(a, b, at_step)
-    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-    target = out or results_dir / "comparisons" / f"{a.name}--vs--{b.name}-{stamp}"
-    report = write_sweep_comparison(cmp, target)
-    for line in cmp.summary_lines():
+        assert done.comparison is not None
+        lines = [line.replace("**", "") for line in headline(done.comparison)]
+        lines += [f"contaminated: {line}" for line in done.comparison.contaminated]
+    for line in lines:
         typer.echo(line)
-    typer.echo(f"report: {report}")
-
-
-def _side_label(config: str, sets: list[str]) -> str:
-    return config + (" + " + ", ".join(sets) if sets else "")
+    typer.echo(f"report: {done.report}")
 
 
 # ----- campaign, note, validate, scaling check --------------------------------------------

@@ -9,6 +9,7 @@ sweeps' runs, so nothing is measured here.
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from pathlib import Path
 
 from pgdyno.errors import UsageError
@@ -30,6 +31,13 @@ def compare_sweeps(a_dir: Path, b_dir: Path, at_step: int | None = None) -> Swee
         raise UsageError(f"{b_dir}: a {workloads[1]} sweep against {a_dir}, a {workloads[0]} "
                          "sweep; compare takes two sweeps of one workload")
     return registry.get(workloads[0]).compare_sweeps(a_dir, b_dir, at_step)
+
+
+def sweep_out_dir(results_dir: Path, a_dir: Path, b_dir: Path) -> Path:
+    """Where a comparison of two sweeps goes by default: under ``results_dir/comparisons``,
+    named after both and the time."""
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    return results_dir / "comparisons" / f"{a_dir.name}--vs--{b_dir.name}-{stamp}"
 
 
 def write_sweep_comparison(cmp: SweepComparison, out_dir: Path) -> Path:
