@@ -1,4 +1,12 @@
-"""`pgdyno bench`, `pgdyno report` and `pgdyno runs`: argument parsing only."""
+"""`pgdyno bench`, `pgdyno report` and `pgdyno runs`: the command line of the run loop and
+of the results index.
+
+`bench` takes the common option table and every workload's own (pgdyno.runner.options),
+builds BenchOptions, calls run_bench (or run_sweep) and prints where the report is; `report`
+rebuilds a run's, a context's or a study's report; `runs` lists, shows, exports, reindexes
+or pushes the runs of the index. A Ctrl-C in a rebuild, a reindex or a push is one line
+saying what was left.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""`pgdyno fleet run`: argument parsing only; the work is in pgdyno.fleet."""
+"""`pgdyno fleet run`: FleetOptions from the arguments, one call to pgdyno.fleet.run_fleet,
+and its outcome printed (a line per host; exit 1 when a host failed)."""
 
 from __future__ import annotations
 
