@@ -23,13 +23,14 @@ import psutil
 from rich.console import Console
 
 from pgdyno import serde
-from pgdyno.compare.interleave import run_one
 from pgdyno.compare.runs import load_run
 from pgdyno.compare.stats import estimate_change
 from pgdyno.errors import RunFailed, UsageError
 from pgdyno.options import BenchOptions
 from pgdyno.results.manifest import read_versioned
 from pgdyno.results.rundir import write_json_atomic
+from pgdyno.runner.bench import run_one
+from pgdyno.targets import open_target, target_class
 
 SCHEMA_VERSION = 1
 """Of the record this module writes beside its run (checked when it is read)."""
@@ -95,15 +96,13 @@ class ServerPinner(threading.Thread):
 
 def run_scaling_check(base: BenchOptions, console: Console | None = None,
                       core_counts: tuple[int, ...] = (1, 2), pairs: int = 1) -> ScalingCheck:
-    if base.target.kind in ("dsn", "remote"):
+    if not target_class(base.target).is_local:
         raise UsageError("scaling check: pgdyno pins the server to CPUs of this machine; not "
                          "with --dsn or --ssh")
     allowed = sorted(os.sched_getaffinity(0))
     if len(allowed) < max(core_counts):
         raise UsageError(f"scaling check: needs {max(core_counts)} CPUs, this process may use "
                          f"{len(allowed)}")
-    from pgdyno.targets import open_target
-
     data_dir = open_target(base.target).data_dir
     opts = dataclasses.replace(base, clients=(max(base.clients),))
     check = ScalingCheck(schema_version=SCHEMA_VERSION, cores=[], run_dirs=[], tps=[],

@@ -54,16 +54,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pgdyno.config.pgcatalog import for_install
 from pgdyno.config.profiles import catalogue_names, load_hardware
 from pgdyno.config.resolve import check_config_source
+from pgdyno.config.setting_specs import for_install
 from pgdyno.config.userfile import control_character, read_toml, toml_type
 from pgdyno.errors import UsageError
 from pgdyno.options import BenchOptions, TargetSpec
 from pgdyno.runner.options import all_options, build_options, defaults
+from pgdyno.targets import check_spec, target_class
 from pgdyno.targets.binaries import embedded_install, install_from_dir
-from pgdyno.targets.dsn import dsn_connection
-from pgdyno.targets.local import check_directory_option, check_owned_settings
+from pgdyno.targets.local import check_owned_settings
 from pgdyno.workloads import registry
 
 CAMPAIGN_KEYS = {"name", "context", "results_dir", "hardware", "workloads", "clients", "repeat"}
@@ -422,7 +422,7 @@ def _config(entry: dict[str, Any], path: Path) -> ConfigEntry:
 
 def _os_settings(table: Any, label: str, path: Path) -> tuple[tuple[str, str], ...]:
     """``[config.os]`` as (key, value) text pairs, each checked when the file is loaded,
-    before anything runs: unknown keys, values outside the catalogue's type and range
+    before anything runs: unknown keys, values outside the matrix's type and range
     (pgdyno.config.matrix_keys), sysctls this kernel lacks or will not let root write,
     storage layout and settings that would change nothing here are refused."""
     from pgdyno.provision import check_settings
@@ -482,20 +482,17 @@ def _check_options(spec: CampaignSpec) -> None:
 
 
 def _check_target(target: TargetSpec, configs: list[ConfigEntry]) -> None:
-    if target.kind == "dsn":
-        dsn_connection(str(target.dsn))
-        return  # configs and sets with a DSN are refused by the options already
-    if target.kind == "remote":
-        return  # its directories are on the --ssh host, checked there when a run starts
-    check_directory_option(target.workdir, "--workdir")
-    check_directory_option(target.wal_dir, "--wal-dir")
-    if all(c.config == "default" and not c.sets for c in configs):
+    check_spec(target)  # a DSN libpq cannot use; the directories of a server here
+    # Configs and sets with a DSN are refused by the options already; those of a server on
+    # an --ssh host are checked there, when a run starts.
+    if not target_class(target).is_local or all(c.config == "default" and not c.sets
+                                                 for c in configs):
         return
     install = install_from_dir(target.pg_bin) if target.pg_bin else embedded_install()
-    catalogue = for_install(install)
+    specs = for_install(install)
     for entry in configs:
         try:
             check_owned_settings(check_config_source(entry.config, list(entry.sets),
-                                                     catalogue))
+                                                     specs))
         except UsageError as exc:
             raise UsageError(f"[[config]] {entry.label}: {exc}") from None

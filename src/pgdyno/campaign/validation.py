@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -27,11 +26,12 @@ from rich.console import Console
 
 from pgdyno import serde
 from pgdyno.analysis.summary import TimelinePoint, load_summary
-from pgdyno.compare.interleave import run_one
 from pgdyno.errors import RunFailed, UsageError
 from pgdyno.options import BenchOptions
 from pgdyno.results.manifest import read_versioned
 from pgdyno.results.rundir import write_json_atomic
+from pgdyno.runner.bench import run_one
+from pgdyno.targets import drop_os_cache, target_class
 
 SCHEMA_VERSION = 1
 """Of the record this module writes beside its run (checked when it is read)."""
@@ -69,7 +69,7 @@ class ValidationResult:
 
 
 def validation_options(base: BenchOptions) -> BenchOptions:
-    if base.target.kind == "dsn":
+    if not target_class(base.target).restartable:
         raise UsageError("validate: the cold state restarts the server; with --dsn pgdyno "
                          "never does that")
     if base.warmup_s < 1:
@@ -80,26 +80,18 @@ def validation_options(base: BenchOptions) -> BenchOptions:
 
 def run_validation(base: BenchOptions, console: Console | None = None) -> ValidationResult:
     opts = validation_options(base)
-    dropped, note = drop_os_cache()
+    # The cold state's page cache: the database host's, dropped before its server starts.
+    why = drop_os_cache(opts.target)
     run_dir = run_one(opts, {"label": f"validation ({opts.config})", "validation": True},
                       console)
     if run_dir is None:
         raise RunFailed("validation run failed; see the newest run directory of the context")
-    result = analyse_validation(run_dir, dropped)
-    if note:
-        result.notes.append(note)
+    result = analyse_validation(run_dir, not why)
+    if why:
+        result.notes.append(f"{why}: 'cold' means empty shared_buffers only (a fresh server), "
+                            "not a cold page cache")
     write_json_atomic(run_dir / VALIDATION_FILE, serde.to_dict(result))
     return result
-
-
-def drop_os_cache() -> tuple[bool, str]:
-    try:
-        subprocess.run(["sync"], check=False)
-        Path("/proc/sys/vm/drop_caches").write_text("3\n")
-        return True, ""
-    except OSError as exc:
-        return False, (f"the OS page cache was not dropped ({exc.strerror}): 'cold' means "
-                       "empty shared_buffers only (a fresh server), not a cold page cache")
 
 
 def analyse_validation(run_dir: Path, os_cache_dropped: bool) -> ValidationResult:

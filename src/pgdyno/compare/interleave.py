@@ -14,9 +14,9 @@ from pathlib import Path
 
 from rich.console import Console
 
-from pgdyno.errors import RunFailed, RunRefused, UsageError
+from pgdyno.errors import UsageError
 from pgdyno.options import BenchOptions
-from pgdyno.runner.bench import context_of, run_bench
+from pgdyno.runner.bench import context_of, run_one
 
 
 @dataclass(frozen=True)
@@ -65,10 +65,3 @@ def run_interleaved(base: BenchOptions, baseline: Side, candidate: Side, pairs: 
             on_run(side_name, run_dir)
     return out
 
-
-def run_one(opts: BenchOptions, role: dict, console: Console | None) -> Path | None:
-    """One bench run with its role in its manifest; None when it failed (its dir is kept)."""
-    try:
-        return run_bench(opts, console, role=role).run_dir
-    except (RunFailed, RunRefused):
-        return None

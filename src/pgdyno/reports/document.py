@@ -16,6 +16,7 @@ from pgdyno.options import BenchOptions
 from pgdyno.results.load import LoadRecord
 from pgdyno.results.load import seconds as load_seconds
 from pgdyno.results.rundir import RunPlan
+from pgdyno.targets import class_of_kind
 from pgdyno.targets.local import BASE_SETTINGS
 
 PCT_COLUMNS = ("p50", "p75", "p80", "p90", "p95", "p99", "p99.9")
@@ -362,7 +363,8 @@ def setting_source(name: str, config: dict, target_kind: str | None) -> str:
     sources = {k.lower(): v for k, v in (config.get("sources") or {}).items()}
     if name.lower() in sources:
         return _without_repeat(str(sources[name.lower()]))
-    if target_kind in (None, "dsn"):
+    server = class_of_kind(target_kind)
+    if server is None or not server.restartable:
         return ""  # a server pgdyno does not own: it cannot know who set what
     if name in _PGDYNO_REASONS and (name in BASE_SETTINGS or name in
                                     ("port", "unix_socket_directories")):

@@ -19,7 +19,7 @@ from typing import Any
 from pgdyno.errors import UsageError
 from pgdyno.options import DEFAULT_TX_LOG_CAP, BenchOptions, TargetSpec, default_workdir
 from pgdyno.results.store import results_db
-from pgdyno.targets.archive import parse_archive
+from pgdyno.targets.spec import TARGET_CHOICES, target_spec
 from pgdyno.workloads import registry
 from pgdyno.workloads.base import cli_fields, cli_flag
 from pgdyno.workloads.checks import check_at_most, check_choice, check_positive, parse_int_list
@@ -27,7 +27,6 @@ from pgdyno.workloads.checks import check_at_most, check_choice, check_positive,
 PROTOCOLS = ("simple", "extended", "prepared")
 CACHE_MODES = ("warm", "cold")
 VIA = ("socket", "tcp")
-TARGETS = ("embedded", "local", "dsn")
 
 
 @dataclass(frozen=True)
@@ -205,7 +204,7 @@ def build_options(workload: str, **kw: Any) -> BenchOptions:
     check_choice(values["protocol"], "--protocol", PROTOCOLS)
     check_choice(values["cache"], "--cache", CACHE_MODES)
     check_choice(values["via"], "--via", VIA)
-    check_choice(values["target"], "--target", TARGETS)
+    check_choice(values["target"], "--target", TARGET_CHOICES)
     context = values["context"]
     if context is not None and ("/" in context or context in ("", ".", "..")):
         raise UsageError(f"--context {context!r}: would leave --results-dir; accepted: a name "
@@ -298,54 +297,3 @@ def _refuse_foreign_options(workload: str, values: dict[str, Any]) -> None:
         if values.get(opt.name) not in (None, False, (), []):
             owners = ", ".join(opt.workloads)
             raise UsageError(f"{opt.cli_flag} belongs to {owners}, not {workload}")
-
-
-def target_spec(values: dict[str, Any]) -> TargetSpec:
-    """The server under test; --dsn servers are never restarted or reconfigured."""
-    kind = values["target"]
-    if values["dsn"] is not None:
-        kind = "dsn"
-    elif values["pg_bin"] is not None:
-        kind = "local"
-    if kind == "dsn" and values["dsn"] is None:
-        raise UsageError("--target dsn needs --dsn postgresql://user@host:port/dbname")
-    if values.get("ssh") is not None:
-        _check_ssh(values, kind)
-        if kind != "dsn":
-            kind = "remote"
-    elif values.get("remote_workdir") is not None:
-        raise UsageError("--remote-workdir is where clusters live on the --ssh host; give "
-                         "--ssh user@host with it")
-    if kind == "local" and values["pg_bin"] is None:
-        raise UsageError("--target local needs --pg-bin DIR, e.g. /usr/lib/postgresql/15/bin")
-    if kind == "dsn" and values["cache"] == "cold":
-        raise UsageError("--cache cold restarts the server; with --dsn pgdyno never does that")
-    if kind == "dsn" and (values["wal_dir"] or values["config"] != "default" or values["set_"]):
-        raise UsageError("--dsn: pgdyno never changes an existing server; drop --wal-dir, "
-                         "--config and --set")
-    workdir = Path(values["workdir"] or default_workdir())
-    archive = parse_archive(values.get("archive"), values.get("archive_dir"), workdir,
-                            values["dsn"] if kind == "dsn" else None)
-    return TargetSpec(kind=kind, workdir=workdir,
-                      pg_bin=values["pg_bin"], dsn=values["dsn"], wal_dir=values["wal_dir"],
-                      keep=values["keep"], ssh=values.get("ssh"),
-                      ssh_config=values.get("ssh_config"),
-                      remote_workdir=values.get("remote_workdir"),
-                      archive=archive.command or archive.method, archive_dir=archive.directory)
-
-
-def _check_ssh(values: dict[str, Any], kind: str) -> None:
-    from pgdyno.targets.ssh import check_destination
-
-    check_destination(values["ssh"])
-    if kind != "dsn":
-        if values.get("archive") not in (None, "off"):
-            raise UsageError("--archive with --ssh: archiving on the database host is not "
-                             "supported; accepted: --archive off (or run pgdyno on the host)")
-        for flag, key in (("--wal-dir", "wal_dir"), ("--pg-bin", "pg_bin")):
-            path = values.get(key)
-            if path is not None and not str(path).startswith("/"):
-                raise UsageError(f"{flag} {path}: with --ssh it is a path on the host; "
-                                 "accepted: an absolute path")
-    if values.get("ssh_config") is not None and not Path(values["ssh_config"]).is_file():
-        raise UsageError(f"--ssh-config {values['ssh_config']}: no such file")

@@ -25,7 +25,8 @@ from pgdyno.errors import RunFailed, RunInterrupted, UsageError
 from pgdyno.options import BenchOptions
 from pgdyno.results.rundir import new_stamped_dir, utc_now
 from pgdyno.results.sweepdir import SCHEMA_VERSION, SweepRecord, SweepStep
-from pgdyno.runner.bench import context_of, preflight, run_bench
+from pgdyno.runner.bench import context_of, run_bench
+from pgdyno.runner.preflight import preflight
 from pgdyno.runner.report import build_sweep_reports
 from pgdyno.targets import install_for
 from pgdyno.workloads import registry

@@ -2,7 +2,7 @@
 
 The three configs run in balanced rounds (W P T, T P W, ...: ABBA for more than two sides,
 so a linear drift over time falls on each alike), each run a normal ``pgdyno bench`` run
-made by the compare engine's ``run_one``; then ``compare_runs`` gives each pair's change,
+made by the run loop's ``run_one``; then ``compare_runs`` gives each pair's change,
 interval and verdict, written as a normal comparison (compare.json, .md, .html). When a
 verdict is still undetermined (failed runs), or the interval against tuned is too wide to
 tell a 5% difference, more rounds are run, up to twice the rounds asked for.
@@ -20,12 +20,12 @@ from typing import Any
 from rich.console import Console
 
 from pgdyno.compare.core import compare_runs
-from pgdyno.compare.interleave import run_one
 from pgdyno.compare.model import Comparison
 from pgdyno.compare.render import write_comparison
 from pgdyno.compare.runs import load_run
 from pgdyno.compare.stats import FASTER, SAME, UNDETERMINED
 from pgdyno.options import BenchOptions
+from pgdyno.runner.bench import run_one
 from pgdyno.search.select import balanced_order
 from pgdyno.serde import from_dict, to_dict
 

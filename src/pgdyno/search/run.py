@@ -26,8 +26,8 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from pgdyno import serde
 from pgdyno.config.detect import detect_profile
-from pgdyno.config.pgcatalog import for_install
 from pgdyno.config.resolve import NAMED, resolve_config
+from pgdyno.config.setting_specs import for_install
 from pgdyno.errors import UsageError
 from pgdyno.options import BenchOptions
 from pgdyno.results.manifest import read_json_file
@@ -37,7 +37,7 @@ from pgdyno.search import study as study_mod
 from pgdyno.search.objective import headline_spec, measure, optuna_direction
 from pgdyno.search.select import Candidate, Selection, plan_selection, run_selection
 from pgdyno.search.space import SearchSpace, build_space
-from pgdyno.targets import host_hardware, install_for
+from pgdyno.targets import host_hardware, install_for, target_class
 from pgdyno.workloads import registry
 
 SCHEMA_VERSION = 1
@@ -134,7 +134,7 @@ def validate(opts: SearchOptions) -> None:
         raise UsageError(f"--budget {opts.budget}: accepted: 1 or more trials")
     if opts.time_s is not None and opts.time_s <= 0:
         raise UsageError(f"--time {opts.time_s}: accepted: a positive duration, e.g. 45m")
-    if opts.bench.target.kind == "dsn":
+    if not target_class(opts.bench.target).restartable:
         raise UsageError("tune --search restarts the server with each trial's settings; "
                          "--dsn servers are never reconfigured: use the embedded target or "
                          "--pg-bin")
@@ -169,14 +169,14 @@ def run_search(opts: SearchOptions, console: Console | None = None) -> SearchOut
     workload = registry.get(bench.workload)
     spec = headline_spec(bench.workload)
     install = install_for(bench.target)
-    catalogue = for_install(install)
+    specs = for_install(install)
     # The memory budget is the database host's: the --ssh host's when the server runs there.
     hardware = host_hardware(bench.target) or detect_profile()
-    space = build_space(hardware, catalogue, clients=max(bench.clients),
+    space = build_space(hardware, specs, clients=max(bench.clients),
                         write_heavy=workload.tuning[1], knobs=list(opts.knobs or []) or None,
                         fixes=list(opts.fixes), allow_unsafe=opts.allow_unsafe,
-                        disk_free_bytes=(None if bench.target.kind == "remote"
-                                         else _free_bytes(bench.target.workdir)))
+                        disk_free_bytes=(_free_bytes(bench.target.workdir)
+                                         if target_class(bench.target).is_local else None))
     record = _open_record(search_dir, name, bench, space, spec, opts)
     space = record.space
     study = study_mod.open_study(search_dir, optuna_direction(spec), opts.seed)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import ClassVar
 
 import psycopg
 from psycopg.conninfo import conninfo_to_dict
@@ -14,6 +15,7 @@ from pgdyno.targets.connection import ConnectionInfo
 
 CONNECT_TIMEOUT_S = 5
 SAFE_EXTRA_KEYS = ("sslmode", "application_name", "target_session_attrs")
+NOT_DROPPED = "the page cache of an existing server's host is never dropped (--dsn)"
 
 
 @dataclass
@@ -25,6 +27,10 @@ class DsnServer:
     """Where pgbench comes from (the embedded wheel's unless --pg-bin is given)."""
 
     kind = "dsn"
+    is_local: ClassVar[bool] = False
+    """Its files are not pgdyno's to read: the server may run anywhere."""
+    restartable: ClassVar[bool] = False
+    """Never restarted, stopped or reconfigured: an existing server is only measured."""
     data_dir: Path | None = None
     log_path: Path | None = None
     pid: int | None = None
@@ -35,6 +41,28 @@ class DsnServer:
     @property
     def effective_wal_dir(self) -> Path | None:
         return None
+
+    @property
+    def bin_dir(self) -> str:
+        """Where pgbench comes from."""
+        return str(self.install.bin_dir)
+
+    def locate(self) -> None:
+        """Nothing to find: the server names its own directories (``server_files``)."""
+
+    def server_files(self) -> None:
+        """Unknown to pgdyno: the server itself names its directories and log, to a role
+        that may read its settings (``telemetry.remote.RemoteHost.describe_server``)."""
+        return None
+
+    def workdir_lock(self) -> None:
+        """None: no workdir; other clients of an existing server are not pgdyno's to stop."""
+        return None
+
+    def preflight(self) -> None:
+        """An unreachable server is bad input, refused before a run writes anything (a
+        server pgdyno starts is different: one that does not start is a result)."""
+        self.start()
 
     def prepare(self) -> None:
         """Nothing to create: the server exists already."""
@@ -56,6 +84,15 @@ class DsnServer:
 
     def is_running(self) -> bool:
         return True
+
+    def drop_os_cache(self) -> str:
+        """Never: the host of an existing server is not pgdyno's (--cache cold is refused
+        with --dsn)."""
+        return NOT_DROPPED
+
+    def meminfo_available(self) -> int | None:
+        """Unknown: the server's host is not pgdyno's to read."""
+        return None
 
     def write_settings(self, settings: dict[str, str]) -> None:
         if settings:

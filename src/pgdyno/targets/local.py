@@ -28,13 +28,15 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import ClassVar
 
 import psycopg
 
-from pgdyno.config.pgcatalog import unquote
+from pgdyno.config.setting_specs import unquote
 from pgdyno.errors import TargetError, UsageError
 from pgdyno.targets.binaries import PgInstall, reachable_install
 from pgdyno.targets.connection import ConnectionInfo
+from pgdyno.targets.lock import WorkdirLock
 from pgdyno.targets.osuser import ServerUser, give_to, server_user, unreachable_ancestor
 
 SUPERUSER = "pgdyno"
@@ -138,6 +140,10 @@ class LocalServer:
     """Size of the server log when the last start began: what follows is that attempt's."""
 
     kind = "embedded"
+    is_local: ClassVar[bool] = True
+    """The server runs on this machine: its files, log and workdir are local paths."""
+    restartable: ClassVar[bool] = True
+    """pgdyno starts, stops and restarts it, and writes its settings."""
 
     def __post_init__(self) -> None:
         # Everything the options decide is checked here, before a run creates anything.
@@ -182,6 +188,22 @@ class LocalServer:
     def effective_wal_dir(self) -> Path:
         pg_wal = self.data_dir / "pg_wal"
         return pg_wal.resolve() if pg_wal.exists() else (self.wal_dir or pg_wal)
+
+    @property
+    def bin_dir(self) -> str:
+        return str(self.install.bin_dir)
+
+    def locate(self) -> None:
+        """Nothing to find: every path is known from the workdir."""
+
+    def server_files(self) -> tuple[dict[str, str], str]:
+        """Its directories by role and its log: known, since pgdyno made them."""
+        return ({"data": str(self.data_dir), "wal": str(self.effective_wal_dir)},
+                str(self.log_path))
+
+    def workdir_lock(self) -> WorkdirLock:
+        """The lock on the workdir (not taken yet: ``acquire``)."""
+        return WorkdirLock(self.workdir, stop_orphaned_server)
 
     def _default_name(self) -> str:
         if self.install.source == "embedded":
@@ -376,6 +398,20 @@ class LocalServer:
     def is_running(self) -> bool:
         return self.process is not None and self.process.poll() is None
 
+    def preflight(self) -> None:
+        """Nothing more to check before a run writes anything (the options were checked
+        when it was made): a server that does not start with its config is a result."""
+
+    def drop_os_cache(self) -> str:
+        """This machine's page cache: "" when dropped, else why not."""
+        return drop_page_cache()
+
+    def meminfo_available(self) -> int | None:
+        """This machine's available memory in bytes."""
+        import psutil
+
+        return int(psutil.virtual_memory().available)
+
     @property
     def pid(self) -> int | None:
         return self.process.pid if self.process is not None else None
@@ -481,6 +517,16 @@ def _last_lines(text: str, lines: int = LOG_TAIL_LINES) -> str:
     return " | ".join(tail) if tail else "(empty)"
 
 
+def drop_page_cache() -> str:
+    """Write back and drop this machine's page cache: "" when dropped, else why not."""
+    try:
+        subprocess.run(["sync"], check=False)
+        Path("/proc/sys/vm/drop_caches").write_text("3\n")
+        return ""
+    except OSError as exc:
+        return f"the OS page cache was not dropped ({exc.strerror}; dropping needs root)"
+
+
 def _free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
@@ -495,6 +541,14 @@ def running_postmaster(data_dir: Path) -> int | None:
     except (OSError, ValueError, IndexError):
         return None
     return pid if pid_alive(pid) else None
+
+
+def stop_orphaned_server(data_dir: Path) -> int | None:
+    """Fast-shut-down the live postmaster of ``data_dir``, if any; its pid."""
+    pid = running_postmaster(data_dir)
+    if pid is not None:
+        stop_postmaster(pid)
+    return pid
 
 
 def stop_postmaster(pid: int, process: subprocess.Popen | None = None) -> None:

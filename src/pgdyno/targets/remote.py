@@ -44,6 +44,7 @@ import zipfile
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import ClassVar
 
 import psycopg
 
@@ -65,6 +66,7 @@ from pgdyno.targets.local import (
     pid_alive,
     start_failure,
 )
+from pgdyno.targets.lock import LOCK_FILE
 from pgdyno.targets.osuser import DEFAULT_SERVER_USER
 from pgdyno.targets.ssh import SshTransport
 
@@ -120,6 +122,10 @@ class RemoteServer:
     name: str = ""
 
     kind = "remote"
+    is_local: ClassVar[bool] = False
+    """The server runs on the --ssh host: its files are paths there, read over SSH."""
+    restartable: ClassVar[bool] = True
+    """pgdyno starts, stops and restarts it, and writes its settings."""
     port: int = field(init=False, default=0)
     host: str = field(init=False, default="")
     """The address clients connect to: the host name ssh itself resolves (``ssh -G``)."""
@@ -210,6 +216,15 @@ class RemoteServer:
     def directories(self) -> dict[str, str]:
         """Role -> directory on the host, for its telemetry (device roles)."""
         return {"data": self.data_dir, "wal": self.effective_wal_dir}
+
+    def server_files(self) -> tuple[dict[str, str], str]:
+        """Its directories by role and its log, on the host: known, since pgdyno made them."""
+        self.locate()
+        return self.directories(), self.log_path
+
+    def preflight(self) -> None:
+        """Nothing to check before a run writes anything: a server that does not start
+        with its config is a result (its run records the rollback)."""
 
     # ----- commands on the host ------------------------------------------------------
     def _as_server_user(self, script: str) -> str:
@@ -441,12 +456,9 @@ class RemoteServer:
         return proc.returncode == 0
 
     def drop_os_cache(self) -> str:
-        """--cache cold: the host's page cache, when the ssh user may drop it."""
-        proc = self.transport.run("sync && echo 3 > /proc/sys/vm/drop_caches")
-        if proc.returncode == 0:
-            return ""
-        return (f"--cache cold: the page cache of {self.transport.destination} was not dropped "
-                "(needs root there); only shared_buffers were emptied by the restart")
+        """The host's page cache, when the ssh user may drop it: "" when dropped, else
+        why not."""
+        return drop_page_cache(self.transport)
 
     # ----- clients ----------------------------------------------------------------------
     def admin_connection(self) -> ConnectionInfo:
@@ -480,9 +492,16 @@ class RemoteServer:
         return None
 
 
+def drop_page_cache(transport: SshTransport) -> str:
+    """Empty the page cache of the --ssh host: "" when dropped, else why not."""
+    proc = transport.run("sync && echo 3 > /proc/sys/vm/drop_caches")
+    if proc.returncode == 0:
+        return ""
+    return f"the page cache of {transport.destination} was not dropped (needs root there)"
+
+
 # ----- one pgdyno at a time per remote workdir -----------------------------------------------
 
-LOCK_FILE = "pgdyno.lock"
 LOCK_REPLY_TIMEOUT_S = 30.0
 """Connecting and taking (or finding held) the host's lock; each later exchange too."""
 
@@ -535,7 +554,7 @@ class RemoteHolder:
 
 class RemoteLock:
     """``<remote workdir>/pgdyno.lock`` on the ``--ssh`` host, the remote twin of the local
-    workdir's lock (runner.lock.WorkdirLock), with the same interface.
+    workdir's lock (targets.lock.WorkdirLock), with the same interface.
 
     util-linux ``flock`` is held by a shell on the host at the end of an SSH connection of
     its own (not the run's multiplexed master, which closes before the run ends and may

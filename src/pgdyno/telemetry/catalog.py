@@ -1,4 +1,5 @@
-"""Every catalog query telemetry runs, for PostgreSQL 15 to 18, in one place.
+"""Every statistics query pgdyno runs, for PostgreSQL 15 to 18, in one place: telemetry's
+samplers, and the run loop's look at a server (its room for clients, the dataset's size).
 
 The statistics views moved between releases:
 
@@ -160,6 +161,21 @@ FROM pg_stat_archiver a
 _READY_V12 = ("(SELECT count(*) FROM pg_ls_archive_statusdir() "
               "WHERE name LIKE '%.ready')")
 """pg_ls_archive_statusdir() exists from PostgreSQL 12 on; before it, no .ready count."""
+
+
+CONNECTION_ROOM_SQL = """
+SELECT current_setting('max_connections')::int,
+       current_setting('superuser_reserved_connections')::int
+       + coalesce(current_setting('reserved_connections', true)::int, 0),
+       (SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend')
+"""
+"""max_connections, the slots reserved (reserved_connections exists from PostgreSQL 16 on)
+and the client sessions open now: the room an existing server has for a run's clients."""
+
+DATASET_SIZE_SQL = """
+SELECT pg_database_size(current_database()), pg_size_bytes(current_setting('shared_buffers'))
+"""
+"""The prepared database's size and shared_buffers, in bytes: where the dataset lives."""
 
 
 SETTINGS_SQL = """

@@ -213,12 +213,12 @@ class RunContext:
     def manages_server(self) -> bool:
         """A server pgdyno started (it may be restarted; its log is readable, over SSH on
         a remote target)."""
-        return self.target is not None and self.target.kind != "dsn"
+        return self.target is not None and self.target.restartable
 
     @property
     def local_server(self) -> bool:
         """A server pgdyno started on this machine: its files are local paths."""
-        return self.target is not None and self.target.kind in ("embedded", "local")
+        return self.target is not None and self.target.is_local
 
 
 IterationProgress = Callable[[float, str], None]

@@ -1,0 +1,227 @@
+"""The iteration loop of a run: the server brought up (rolled back when its config does not
+start), the dataset prepared and measured against memory, then every iteration, after a
+CHECKPOINT (the workload's ``before_iteration``) and inside its own telemetry,
+iteration-major (1: c1 c2 c3, 2: c1 c2 c3, ...) so that drift over time spreads over every
+client count instead of biasing one; with ``--cache cold`` the server restarts and the page
+cache is dropped before each iteration but the first.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+import psycopg
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
+
+from pgdyno import serde
+from pgdyno.errors import RunFailed, TargetError
+from pgdyno.options import BenchOptions
+from pgdyno.results.capacity import freeze_into
+from pgdyno.results.manifest import Manifest, manifest_to_dict
+from pgdyno.results.rundir import IterationRecord, RunDirectory, RunPlan, utc_now
+from pgdyno.runner.environment import server_facts
+from pgdyno.runner.outcome import fit_of
+from pgdyno.targets import ServerStartError, Target, archive
+from pgdyno.telemetry import TelemetryConfig, TelemetryRecorder
+from pgdyno.telemetry.catalog import DATASET_SIZE_SQL
+from pgdyno.workloads import dataset
+from pgdyno.workloads.base import RunContext, Step, Workload
+
+
+def save(run_dir: RunDirectory, plan: RunPlan, manifest: Manifest) -> None:
+    """The plan (raw/run.json) and the manifest, as they are now."""
+    run_dir.save_plan(plan)
+    run_dir.write_json("manifest.json", manifest_to_dict(manifest))
+
+
+def execute(workload: Workload, ctx: RunContext, manifest: Manifest,
+            console: Console) -> None:
+    """Bring the server up, prepare the dataset, run every iteration, and let the workload
+    finish; the plan and manifest are saved at each stage."""
+    opts = ctx.opts
+    if workload.needs_server:
+        bring_up(ctx, manifest)
+    save(ctx.run_dir, ctx.plan, manifest)
+    steps = [Step(clients=c, iteration=it, number=n) for n, (it, c) in enumerate(
+        (it, c) for it in range(1, opts.iterations + 1) for c in opts.clients)]
+    per_step = opts.warmup_s + opts.duration_s
+    with _progress(opts, console) as progress:
+        # The overall bar counts seconds of planned load, so its ETA is right from the
+        # first iteration on; its description counts the iterations.
+        overall = progress.add_task("preparing", total=len(steps) * per_step, status="")
+        ctx.status = lambda text: progress.update(overall, status=text)
+        ctx.prepared = workload.prepare(ctx)
+        progress.update(overall, status="")
+        manifest.dataset = {**ctx.prepared.dataset, **dataset_fit(ctx)}
+        manifest.commands.extend(ctx.prepared.commands)
+        ctx.plan.parameters = ctx.prepared.parameters
+        save(ctx.run_dir, ctx.plan, manifest)
+        for step in steps:
+            progress.update(overall, description=f"iteration {step.number + 1}/{len(steps)}",
+                            completed=step.number * per_step)
+            if opts.cache == "cold" and step.number > 0 and ctx.target is not None:
+                make_cold(ctx)
+            run_step(workload, ctx, step, progress, overall)
+        progress.update(overall, completed=len(steps) * per_step)
+    workload.finish(ctx)
+
+
+def bring_up(ctx: RunContext, manifest: Manifest) -> None:
+    """The server under test, started and described in the manifest."""
+    target = ctx.target
+    assert target is not None
+    if target.is_local:  # --archive is refused with --dsn and --ssh
+        ctx.plan.notes.extend(archive.prepare(archive.spec_of(ctx.opts.target), target.user))
+    target.prepare()
+    start_with_rollback(target, manifest, ctx.plan)
+    ctx.conn = dataset.scoped(target.connection(ctx.opts.via), ctx.dataset_schema)
+    manifest.connection = ctx.conn.describe()
+    # The way it really connected (a --dsn naming a TCP host is TCP whatever --via says).
+    manifest.options = dataclasses.replace(manifest.options, via=ctx.conn.via)
+    manifest.server = serde.to_dict(server_facts(target.admin_connection()))
+
+
+def start_with_rollback(target: Target, manifest: Manifest, plan: RunPlan) -> None:
+    """Start the server; if the config stops it from starting, roll back and fail the run.
+
+    The server is brought back up with the last settings it started with, so the
+    workdir is left usable, and the manifest and notes say what happened (seed 002's
+    "Run 3 FAILED → rolled back"). An existing server's settings are not pgdyno's: its
+    failure to answer is the run's.
+    """
+    config_name = manifest.config_name
+    try:
+        target.start()
+    except TargetError as exc:
+        if not target.restartable:
+            raise
+        good_name, good = target.last_good_settings()
+        target.write_settings(good)
+        target.start()
+        target.stop()
+        line = exc.line if isinstance(exc, ServerStartError) else str(exc)
+        manifest.config_rollback = {"failed_config": config_name, "error": str(exc),
+                                    "rolled_back_to": good_name}
+        plan.notes.append(f"config {config_name} did not start; rolled back to {good_name}")
+        log = f"\nserver log: {exc.log_path}" if isinstance(exc, ServerStartError) else ""
+        # The server's own line on a line of its own: the journal's root cause keeps it whole.
+        raise RunFailed(f"the server did not start with config {config_name} (rolled back "
+                        f"to config {good_name}, which starts):\n{line}{log}") from exc
+    target.remember_good_settings(config_name)
+
+
+def dataset_fit(ctx: RunContext) -> dict[str, Any]:
+    """How big the prepared database is against shared_buffers and free memory: what the
+    run exercises (seed 001 states it; a default run that silently fits in
+    shared_buffers measures something else than the user thinks)."""
+    if ctx.conn is None or ctx.target is None:
+        return {}
+    with psycopg.connect(ctx.conn.conninfo(), autocommit=True) as db:
+        size, shared = db.execute(DATASET_SIZE_SQL).fetchone()
+    available = ctx.target.meminfo_available()
+    return {"size_bytes": int(size), "shared_buffers_bytes": int(shared),
+            "available_bytes": available, "fits": fit_of(int(size), int(shared), available)}
+
+
+def make_cold(ctx: RunContext) -> None:
+    """Restart the server (empty shared_buffers) and drop the OS page cache if permitted."""
+    assert ctx.target is not None
+    ctx.target.restart()
+    ctx.conn = dataset.scoped(ctx.target.connection(ctx.opts.via), ctx.dataset_schema)
+    why = ctx.target.drop_os_cache()
+    note = f"--cache cold: {why}; only shared_buffers were emptied by the restart" if why else ""
+    if note and note not in ctx.plan.notes:
+        ctx.plan.notes.append(note)
+
+
+def run_step(workload: Workload, ctx: RunContext, step: Step, progress: Progress,
+             overall: Any) -> None:
+    """One iteration inside its telemetry; its record saved however it ends."""
+    opts = ctx.opts
+    record = IterationRecord(
+        clients=step.clients, iteration=step.iteration, threads=0, status="running",
+        command=[], log_files=[], stdout_file="", stderr_file="", returncode=None,
+        started_at=utc_now())
+    ctx.plan.records.append(record)
+    ctx.run_dir.save_plan(ctx.plan)
+    workload.before_iteration(ctx)
+    it_dir = step.directory(ctx.run_dir.raw, workload.engine_dir)
+    recorder = start_telemetry(ctx, it_dir)
+    total = opts.warmup_s + opts.duration_s
+    task = progress.add_task(f"{step.clients} clients, iteration {step.iteration}",
+                             total=total, status="starting")
+    try:
+        if recorder is not None:
+            recorder.mark(f"{workload.engine_dir}_start")
+
+        def report(t: float, text: str) -> None:
+            progress.update(task, completed=t, status=text)
+            progress.update(overall, completed=step.number * total + min(t, total))
+
+        workload.run_iteration(ctx, step, record, report)
+        record.status = "ok"
+    except KeyboardInterrupt:
+        record.status = "interrupted"
+        raise
+    except Exception:
+        record.status = "failed"
+        raise
+    finally:
+        if recorder is not None:
+            # Telemetry is evidence, not the result: its failure (a full disk) must not
+            # keep the iteration's own files from being saved.
+            with contextlib.suppress(Exception):
+                recorder.mark(f"{workload.engine_dir}_end")
+                recorder.stop()
+        record.ended_at = utc_now()
+        progress.update(task, visible=False)
+        ctx.run_dir.save_plan(ctx.plan)
+
+
+def start_telemetry(ctx: RunContext, it_dir: Path) -> TelemetryRecorder | None:
+    """Samplers for this iteration, writing under ``it_dir/telemetry`` (None when off).
+
+    Without a server (cpu, fio) the host samplers run alone; the files of a server on this
+    machine (its directories, log, WAL archive) are read here, those of one on an --ssh host
+    over SSH (``ctx.remote``)."""
+    if not ctx.opts.telemetry:
+        return None
+    target, local = ctx.target, ctx.local_server
+    it_dir.mkdir(parents=True, exist_ok=True)
+    recorder = TelemetryRecorder(
+        raw_dir=it_dir, conn=target.admin_connection() if target is not None else None,
+        data_dir=target.data_dir if local else None,
+        wal_dir=target.effective_wal_dir if local else None,
+        server_log=target.log_path if local else None,
+        server_log_offset=target.log_size() if target is not None else 0,
+        config=TelemetryConfig(),
+        # On servers pgdyno runs, sample from the "postgres" database: the samplers' own
+        # queries then stay out of the workload database's counters (TPM).
+        sample_dbname="postgres" if ctx.manages_server else None, remote=ctx.remote,
+        archive=_archive_watch(ctx) if local else None)
+    recorder.start()
+    with contextlib.suppress(Exception):  # evidence, never the result
+        # The host's measured storage capacity (pgdyno bench fio) as it is now, kept with
+        # the iteration so a rebuilt report reads the limits it was measured against.
+        freeze_into(ctx.opts.results_dir, it_dir / "telemetry")
+    return recorder
+
+
+def _archive_watch(ctx: RunContext) -> archive.ArchiveSpec | None:
+    """The archive that the iteration's telemetry samples (None when archiving is off)."""
+    spec = archive.spec_of(ctx.opts.target)
+    return spec if spec.enabled else None
+
+
+@contextlib.contextmanager
+def _progress(opts: BenchOptions, console: Console):
+    progress = Progress(TextColumn("{task.description}"), BarColumn(),
+                        TextColumn("{task.percentage:>3.0f}%"),
+                        TextColumn("{task.fields[status]}"), TimeRemainingColumn(),
+                        console=console, disable=not opts.show_progress, transient=False)
+    with progress:
+        yield progress
