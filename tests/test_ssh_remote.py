@@ -26,6 +26,7 @@ from pgdyno.targets.local import LocalServer
 from pgdyno.targets.ssh import check_destination
 from pgdyno.telemetry.devices import resolve_path
 from pgdyno.telemetry.remote import parse_frame
+from tests.answer import check_database_host_columns
 from tests.conftest import make_shared_dir, run_cli
 from tests.sshhost import ssh_hosts
 
@@ -135,6 +136,10 @@ def test_tpcb_over_ssh_reads_the_remote_hosts_view_through_one_connection(remote
     report = next(results.rglob("report.md")).read_text()
     assert "The client host" in report
     assert host.user not in json.dumps(meta["host"])  # host facts: the machine, not a login
+    # The environment table: the database host (detected over the run's one connection)
+    # beside this client (issue 26 item 7).
+    check_database_host_columns(next(results.rglob("report.md")).parent, host.destination,
+                                host.config_file)
 
 
 @pytest.mark.server

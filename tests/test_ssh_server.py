@@ -27,6 +27,7 @@ from pgdyno.errors import UsageError
 from pgdyno.runner.options import build_options
 from pgdyno.targets.remote import detect_hardware, scram_verifier
 from pgdyno.targets.ssh import SshTransport
+from tests.answer import check_database_host_columns
 from tests.conftest import make_shared_dir, run_cli
 from tests.sshhost import ssh_hosts
 
@@ -189,6 +190,8 @@ def test_tpcb_on_a_server_pgdyno_starts_on_the_ssh_host(workdir: Path) -> None:
             assert needle not in log.read_bytes()
         # The config was sized by the host's profile, detected there.
         assert manifest["config"]["name"] == "tuned"
+        # The report describes the database host beside this client (issue 26 item 7).
+        check_database_host_columns(run_dir, host.destination, host.config_file)
         # 2. A second run: the kept server is stopped and started again with a new
         # password; the binaries are not copied again, the cluster and dataset are reused.
         copied_at = (root / ".complete").stat().st_mtime_ns
@@ -202,6 +205,9 @@ def test_tpcb_on_a_server_pgdyno_starts_on_the_ssh_host(workdir: Path) -> None:
         runs = sorted(p.parent for p in results.rglob("manifest.json"))
         second = json.loads((runs[-1] / "manifest.json").read_text())
         assert second["target"]["data_dir"] == str(data_dir)
+        # Stock PostgreSQL sizes nothing, yet the report still describes the database host.
+        assert second["config"]["name"] == "default"
+        check_database_host_columns(runs[-1], host.destination, host.config_file)
         # 3. --pg-bin names binaries already on the host (here: the copy), in another
         # remote workdir: nothing is copied, a cluster of their own is made.
         other = "elsewhere"
