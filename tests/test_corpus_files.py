@@ -548,7 +548,7 @@ def _response_log(path: Path) -> None:
 
 def _read(reader: str, path: Path) -> None:
     """One raw file through the reader `pgdyno report` uses for it."""
-    from pgdyno.workloads.cpu import plugin as cpu
+    from pgdyno.results.rundir import read_window_start
     from pgdyno.workloads.tprocc import report as tprocc_report
     from pgdyno.workloads.tprocc import response
     from pgdyno.workloads.tproch import streams
@@ -556,7 +556,7 @@ def _read(reader: str, path: Path) -> None:
     {"response": response.read_samples, "consistency": tprocc_report.read_conditions,
      "queries": lambda p: streams.read_queries(p.parent),
      "tests": lambda p: streams.read_tests(p.parent),
-     "window": lambda p: cpu._read_window(p.parent)}[reader](path)  # noqa: SLF001
+     "window": lambda p: read_window_start(p.parent)}[reader](path)
 
 
 QUERIES_HEAD = "test,stream,position,query,start,end,seconds,rows,status,error\n"
@@ -583,7 +583,7 @@ def test_other_raw_files_are_one_line_naming_them(tmp_path: Path, reader: str, n
                                                  content: str | Callable[[Path], None],
                                                  kind: str, words: str) -> None:
     """TPROC-C's response times and consistency check, TPROC-H's timings and tests, the CPU
-    baseline's window: before, a JSONDecodeError, UnicodeDecodeError or (for the gzip log)
+    baseline's and fio's window: before, a JSONDecodeError, UnicodeDecodeError or (for the gzip log)
     an EOFError read as Ctrl-C."""
     from pgdyno.errors import UsageError
 

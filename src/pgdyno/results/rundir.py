@@ -24,7 +24,7 @@ from typing import Any
 
 from pgdyno import serde
 from pgdyno.errors import UsageError
-from pgdyno.results.manifest import read_versioned
+from pgdyno.results.manifest import read_json_file, read_versioned
 
 PLAN_SCHEMA_VERSION = 1
 STATUSES = ("running", "ok", "failed", "interrupted")
@@ -143,6 +143,26 @@ def new_stamped_dir(results_dir: Path, context: str, prefix: str) -> Path:
     except OSError as exc:
         raise UsageError(f"--results-dir {results_dir}: not writable ({exc.strerror}); "
                          "give a directory you can write to") from exc
+
+
+WINDOW_FILE = "window.json"
+"""When an iteration's measured part began, for workloads whose program keeps no clock of
+ours (``{"window_start": epoch seconds}``, in the iteration's raw directory)."""
+
+
+def write_window_start(it_dir: Path, epoch_s: float) -> None:
+    write_json_atomic(it_dir / WINDOW_FILE, {"window_start": epoch_s})
+
+
+def read_window_start(it_dir: Path) -> float:
+    """The iteration's ``window_start``; a damaged file is one line naming it."""
+    path = it_dir / WINDOW_FILE
+    data = read_json_file(path, "iteration window")
+    try:
+        return float(data["window_start"])
+    except (KeyError, TypeError, ValueError):
+        raise UsageError(f"{path}: not a pgdyno iteration window (expected "
+                         "{\"window_start\": epoch seconds})") from None
 
 
 def write_json_atomic(path: Path, data: Any) -> None:

@@ -30,11 +30,16 @@ from pgdyno.analysis.summary import (
     histogram_bins,
     stability_warnings,
 )
-from pgdyno.errors import RunFailed, UsageError
+from pgdyno.errors import RunFailed
 from pgdyno.reports.document import Section, Table, fmt
 from pgdyno.reports.plots import plt, save_figure, series_style
-from pgdyno.results.manifest import read_json_file
-from pgdyno.results.rundir import IterationRecord, RunDirectory, RunPlan, write_json_atomic
+from pgdyno.results.rundir import (
+    IterationRecord,
+    RunDirectory,
+    RunPlan,
+    read_window_start,
+    write_window_start,
+)
 from pgdyno.workloads.base import (
     HIGHER,
     LOWER,
@@ -53,7 +58,6 @@ from pgdyno.workloads.cpu import sysbench
 from pgdyno.workloads.engine.process import last_error_line, run_program
 
 STDOUT = "stdout.txt"
-WINDOW = "window.json"
 PER_CORE = "events_per_s_per_core"
 """The host's measured per-core speed: the CPU baseline the context report projects other
 instance sizes from."""
@@ -128,7 +132,7 @@ class Cpu(Workload):
                                    seconds=opts.duration_s)
         ctx.commands.append(" ".join(cmd))
         record.command = cmd
-        write_json_atomic(it_dir / WINDOW, {"window_start": time.time()})
+        write_window_start(it_dir, time.time())
         outcome = run_program(cmd, it_dir / STDOUT, it_dir / "stderr.txt", watch="stdout",
                               on_line=self._progress(progress, opts.warmup_s, "measuring"))
         record.returncode = outcome.returncode
@@ -160,7 +164,7 @@ class Cpu(Workload):
             except ValueError:
                 continue  # an interrupted iteration printed no report: nothing to count
             hist = _histogram(result)
-            it = _iteration(result, hist, record, opts, _read_window(path.parent), cores)
+            it = _iteration(result, hist, record, opts, read_window_start(path.parent), cores)
             add_telemetry(it, path.parent, opts.duration_s, cpu_count)
             iterations.append(it)
             histograms.setdefault(record.clients, []).append(hist)
@@ -207,18 +211,6 @@ class Cpu(Workload):
         if plot is not None:
             section.images.append(("Events per second over time", "plots/cpu_events.png"))
         return [section]
-
-
-def _read_window(it_dir: Path) -> float:
-    """When the measured sysbench run started (epoch seconds): its telemetry window; a
-    damaged file is one line naming it."""
-    path = it_dir / WINDOW
-    data = read_json_file(path, "iteration window")
-    try:
-        return float(data["window_start"])
-    except (KeyError, TypeError, ValueError):
-        raise UsageError(f"{path}: not a pgdyno iteration window (expected "
-                         "{\"window_start\": epoch seconds})") from None
 
 
 def _iteration(result: sysbench.CpuResult, hist: LatencyHistogram, record: IterationRecord,

@@ -8,13 +8,8 @@ import math
 from pathlib import Path
 
 from pgdyno.analysis.summary import IterationSummary, LatencyStats
-from pgdyno.errors import UsageError
-from pgdyno.results.manifest import read_json_file
-from pgdyno.results.rundir import IterationRecord
+from pgdyno.results.rundir import WINDOW_FILE, IterationRecord, read_window_start
 from pgdyno.workloads.fio.results import JOBS_FILE, FioIteration
-
-WINDOW = "window.json"
-"""When the iteration's measured jobs began: ``{"window_start": epoch seconds}``."""
 
 
 def iteration_metrics(fio_it: FioIteration) -> dict[str, float]:
@@ -46,22 +41,11 @@ def iteration_metrics(fio_it: FioIteration) -> dict[str, float]:
     return {k: float(v) for k, v in out.items() if v is not None and not math.isnan(v)}
 
 
-def _window_start(path: Path) -> float:
-    """When the iteration's measured jobs began (epoch seconds); a damaged file is one line
-    naming it."""
-    data = read_json_file(path, "iteration window")
-    try:
-        return float(data["window_start"])
-    except (KeyError, TypeError, ValueError):
-        raise UsageError(f"{path}: not a pgdyno iteration window (expected "
-                         "{\"window_start\": epoch seconds})") from None
-
-
 def iteration_summary(record: IterationRecord, fio_it: FioIteration,
-               it_dir: Path) -> IterationSummary:
+                      it_dir: Path) -> IterationSummary:
     metrics = iteration_metrics(fio_it)
     head = metrics.get("randread_peak_iops", math.nan)
-    window = _window_start(it_dir / WINDOW) if (it_dir / WINDOW).is_file() else 0.0
+    window = read_window_start(it_dir) if (it_dir / WINDOW_FILE).is_file() else 0.0
     jobs_done = [j for p in fio_it.places for j in p.jobs]
     lasted = _lasted(it_dir)
     none = LatencyStats(count=0, mean_ms=math.nan, median_ms=math.nan, stddev_ms=math.nan,

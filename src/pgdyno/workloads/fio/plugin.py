@@ -26,7 +26,14 @@ from pgdyno.analysis.summary import SCHEMA_VERSION, RunSummary, stability_warnin
 from pgdyno.errors import UsageError
 from pgdyno.reports.document import Section
 from pgdyno.results.capacity import record_capacity
-from pgdyno.results.rundir import IterationRecord, RunDirectory, RunPlan, utc_now, write_json_atomic
+from pgdyno.results.rundir import (
+    IterationRecord,
+    RunDirectory,
+    RunPlan,
+    utc_now,
+    write_json_atomic,
+    write_window_start,
+)
 from pgdyno.workloads.base import (
     HIGHER,
     LOWER,
@@ -44,7 +51,7 @@ from pgdyno.workloads.base import (
 from pgdyno.workloads.checks import parse_size_option
 from pgdyno.workloads.fio import fsync, jobs, places
 from pgdyno.workloads.fio.capacity import capacity_of
-from pgdyno.workloads.fio.metrics import WINDOW, iteration_summary
+from pgdyno.workloads.fio.metrics import iteration_summary
 from pgdyno.workloads.fio.options import (
     FioOptions,
     directories,
@@ -184,7 +191,7 @@ class Fio(Workload):
         record.threads = o.fio_jobs
         record.stdout_file = str((it_dir / JOBS_FILE).relative_to(ctx.run_dir.path))
         record.stderr_file = ""
-        write_json_atomic(it_dir / WINDOW, {"window_start": time.time()})
+        write_window_start(it_dir, time.time())
         params = ctx.plan.parameters
         book = JobsFile(schema_version=JOBS_SCHEMA_VERSION, fio_version=params["fio_version"],
                         engine=o.ioengine, runtime_s=o.runtime, ramp_s=o.ramp)
