@@ -189,8 +189,8 @@ def _tune_command():
 
 def _tune_search(picked: dict, bench_kw: dict, tune_kw: dict) -> None:
     """Arguments to SearchOptions, one call to the search, its result to stdout."""
-    from pgdyno.search.command import search_options, winner_path
-    from pgdyno.search.run import run_search
+    from pgdyno.search.command import search_options
+    from pgdyno.search.run import run_search, winner_path
 
     opts = search_options(picked["search"], picked, bench_kw, tune_kw)
     outcome = run_search(opts, Console(stderr=True))

@@ -1,10 +1,8 @@
 """`pgdyno tune --search` from the command line's values: the trials' bench defaults, the
-`tune` options that do not apply to a search, the SearchOptions built from the rest, and
-where the winner's config is written in each format."""
+`tune` options that do not apply to a search, and the SearchOptions built from the rest."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pgdyno.errors import UsageError
@@ -14,15 +12,6 @@ if TYPE_CHECKING:
 
 SEARCH_BENCH_DEFAULTS = {"duration": 30, "warmup": 10, "iterations": 1}
 """A search trial is a short run with a warm-up; the bench defaults apply otherwise."""
-
-WINNER_FORMAT_FILES = {"md": "winner-config.md", "script": "winner.sh"}
-"""The winner in a `pgdyno tune --format`, when the name is not ``winner.FORMAT``."""
-
-
-def winner_path(search_dir: Path | str, fmt: str) -> Path:
-    """Where a search writes its winner in the ``pgdyno tune --format`` ``fmt``."""
-    return Path(search_dir) / WINNER_FORMAT_FILES.get(fmt, f"winner.{fmt}")
-
 
 def search_options(workload: str, search: dict[str, Any], bench: dict[str, Any],
                    tune: dict[str, Any]) -> SearchOptions:

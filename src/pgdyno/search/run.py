@@ -413,6 +413,15 @@ def write_winner(search_dir: Path, winner: Candidate, rows: list, space: SearchS
     return path
 
 
+WINNER_FORMAT_FILES = {"md": "winner-config.md", "script": "winner.sh"}
+"""The winner in a `pgdyno tune --format`, where the name is not ``winner.FORMAT``."""
+
+
+def winner_path(search_dir: Path | str, fmt: str) -> Path:
+    """Where a search writes its winner in the ``pgdyno tune --format`` ``fmt``."""
+    return Path(search_dir) / WINNER_FORMAT_FILES.get(fmt, f"winner.{fmt}")
+
+
 def write_winner_formats(search_dir: Path, winner_file: Path, bench: BenchOptions,
                          install) -> list[Path]:  # noqa: ANN001 - a PgInstall
     """The winner in every ``pgdyno tune --format`` (conf, sql, env, md, sysctl, script)."""
@@ -426,8 +435,7 @@ def write_winner_formats(search_dir: Path, winner_file: Path, bench: BenchOption
                               tuning=workload.tuning)
     written = []
     for fmt, render in [*RENDERERS.items(), ("script", script_for)]:
-        suffix = {"script": "sh", "md": "md"}.get(fmt, fmt)
-        out = search_dir / f"winner.{suffix}" if fmt != "md" else search_dir / "winner-config.md"
+        out = winner_path(search_dir, fmt)
         write_text_atomic(out, render(resolved))
         written.append(out)
     return written
