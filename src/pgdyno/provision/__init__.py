@@ -3,7 +3,9 @@
 plan (plan.py: what to change, read from the live system) -> apply (apply.py: checks, a
 state file, the safe order, rollback) -> verify (verify.py) -> revert (revert.py). Each kind
 of change has one handler (kinds.py). The campaign runner calls ``apply_settings`` before a
-cell with ``[config.os]`` settings and ``revert`` after it; the CLI calls the same functions.
+cell with ``[config.os]`` settings and ``revert`` after it; `pgdyno provision` calls the same
+functions through commands.py (each command in one call, with its journal event), and
+`pgdyno tune` resolves a config for a machine through tune.py.
 """
 
 from __future__ import annotations
