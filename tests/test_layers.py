@@ -34,12 +34,7 @@ LAYERS = [
 """Top to bottom; the README's layout paragraph says the same."""
 RANK = {name: rank for rank, names in enumerate(LAYERS) for name in names}
 
-KNOWN_CIRCLES = [
-    # The Workload base class's default sweep report and sweep comparison import
-    # workloads.sweeps when called, and sweeps builds on base's MetricSpec and
-    # headline_metric (issue 27 section 1's contract): to fold, those two move below base.
-    {"pgdyno.workloads.base", "pgdyno.workloads.sweeps"},
-]
+KNOWN_CIRCLES: list[set[str]] = []
 """Circles through a deferred import that are known and owned; a new one fails, and an entry
 that no longer holds fails too, so that the list only shrinks."""
 

@@ -40,8 +40,16 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 from pgdyno.config.model import SizingLine
 from pgdyno.config.sizing import Advice, AdviceInputs
 from pgdyno.options import BenchOptions, NoOptions
-from pgdyno.reports.document import clients_words, figure, quantity
+from pgdyno.reports.document import clients_words
 from pgdyno.targets import ConnectionInfo, PgInstall
+from pgdyno.workloads.metrics import (  # noqa: F401 - the plugins' names
+    HIGHER,
+    LATENCY_METRICS,
+    LOWER,
+    TPS,
+    MetricSpec,
+    headline_metric,
+)
 
 # Re-exported: workloads build their options, advice and sizing lines on them.
 __all__ = ["Advice", "AdviceInputs", "BenchOptions", "NoOptions", "SizingLine"]
@@ -54,8 +62,7 @@ if TYPE_CHECKING:
     from pgdyno.targets import Target
 
 
-HIGHER, LOWER = 1, -1
-"""Metric directions: higher is better (throughput) or lower is better (latency)."""
+
 
 
 # ----- options ----------------------------------------------------------------------------
@@ -80,40 +87,6 @@ def cli_fields(options_type: type) -> list[dataclasses.Field]:
 
 def cli_flag(f: dataclasses.Field) -> str:
     return f.metadata.get("cli_flag") or "--" + f.name.replace("_", "-")
-
-
-# ----- metrics ----------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class MetricSpec:
-    """A figure a workload measures per iteration, as compare and reports name it."""
-
-    name: str
-    """Key in ``IterationSummary.metrics`` (snake_case, the unit in the name)."""
-    label: str
-    """Words for tables: "TPS", "NOPM", "Latency p99"."""
-    unit: str
-    direction: int
-    """``HIGHER`` or ``LOWER`` is better; 0: neither (a description, not a goal)."""
-    headline: bool = False
-    """The run's headline figure (the index, the context report, campaign summaries)."""
-
-    def cell(self, value: float | None) -> str:
-        """A value for a table cell, with this metric's unit: right-aligned as a number
-        whatever the unit's words ("5,120 new orders/min")."""
-        return quantity(figure(value), self.unit)
-
-
-TPS = MetricSpec("tps", "TPS", "tx/s", HIGHER, headline=True)
-LATENCY_METRICS = (
-    MetricSpec("latency_avg_ms", "Latency avg", "ms", LOWER),
-    *[MetricSpec(f"latency_{p}_ms", f"Latency {p}", "ms", LOWER)
-      for p in ("p50", "p90", "p95", "p99", "p99.9")],
-)
-
-
-def headline_metric(metrics: tuple[MetricSpec, ...]) -> MetricSpec:
-    return next((m for m in metrics if m.headline), metrics[0])
 
 
 @dataclass(frozen=True)
@@ -434,14 +407,14 @@ class Workload:
         headline metric per size and client count (``workloads.sweeps``)."""
         from pgdyno.workloads.sweeps import build_sweep_report
 
-        build_sweep_report(sweep_dir, self)
+        build_sweep_report(sweep_dir, self.metrics)
 
     def compare_sweeps(self, a: Path, b: Path, at_step: int | None) -> SweepComparison:
         """Two of its sweeps side by side (``pgdyno compare SWEEP_A SWEEP_B``); ``at_step``:
         the size to look at closely (--at-step). By default the headline per size."""
         from pgdyno.workloads.sweeps import compare_sweeps
 
-        return compare_sweeps(a, b, at_step, self)
+        return compare_sweeps(a, b, at_step, self.metrics)
 
 
 def add_telemetry(summary: IterationSummary, it_dir: Path, duration_s: float,

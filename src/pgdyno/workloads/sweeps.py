@@ -14,7 +14,6 @@ import math
 import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from pgdyno import serde
 from pgdyno.analysis.summary import load_summary
@@ -23,10 +22,7 @@ from pgdyno.reports import html
 from pgdyno.reports.document import Document, Section, Table, fmt
 from pgdyno.results.rundir import write_json_atomic
 from pgdyno.results.sweepdir import SweepRecord
-from pgdyno.workloads.base import MetricSpec, headline_metric
-
-if TYPE_CHECKING:
-    from pgdyno.workloads.base import Workload
+from pgdyno.workloads.metrics import MetricSpec, headline_metric
 
 SCHEMA_VERSION = 1
 
@@ -66,8 +62,9 @@ class SweepHeadlines:
         return max(measured, key=lambda p: (self.direction or 1) * (p.mean or 0.0))
 
 
-def summarise(sweep_dir: Path, record: SweepRecord, workload: Workload) -> SweepHeadlines:
-    spec = headline_metric(workload.metrics)
+def summarise(sweep_dir: Path, record: SweepRecord,
+              metrics: tuple[MetricSpec, ...]) -> SweepHeadlines:
+    spec = headline_metric(metrics)
     points: list[SweepPoint] = []
     for step in record.steps:
         run_dir = sweep_dir.parent / step.run if step.run else None
@@ -91,10 +88,10 @@ def summarise(sweep_dir: Path, record: SweepRecord, workload: Workload) -> Sweep
 
 # ----- the sweep report ------------------------------------------------------------------
 
-def build_sweep_report(sweep_dir: Path, workload: Workload) -> SweepHeadlines:
+def build_sweep_report(sweep_dir: Path, metrics: tuple[MetricSpec, ...]) -> SweepHeadlines:
     """sweep_summary.json, report.md, report.html and plots/ in the sweep directory."""
     record = SweepRecord.load(sweep_dir)
-    summary = summarise(sweep_dir, record, workload)
+    summary = summarise(sweep_dir, record, metrics)
     write_json_atomic(sweep_dir / "sweep_summary.json", serde.to_dict(summary))
     images = {}
     plot = _plot(summary, sweep_dir / "plots" / "sweep_headline.png")
@@ -208,11 +205,11 @@ class HeadlineSweepComparison:
 
 
 def compare_sweeps(a_dir: Path, b_dir: Path, at_step: int | None,
-                   workload: Workload) -> HeadlineSweepComparison:
+                   metrics: tuple[MetricSpec, ...]) -> HeadlineSweepComparison:
     sides = []
     for path in (Path(a_dir), Path(b_dir)):
         record = SweepRecord.load(path)
-        summary = summarise(path, record, workload)
+        summary = summarise(path, record, metrics)
         sides.append((record, summary))
     (ra, a), (rb, b) = sides
     common = sorted({p.size for p in a.points} & {p.size for p in b.points})
