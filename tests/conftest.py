@@ -240,3 +240,19 @@ def cpu_runs(root: Path, count: int = 2) -> Path:
         out = run_cli_here([*CPU_RUN, "--results-dir", str(results)], root)
         assert out.returncode == 0, out.stderr
     return results
+
+
+def wait_for_load(proc, results: Path, timeout: float = 90) -> Path:  # noqa: ANN001
+    """The run directory of a ``pgdyno bench tpcb --clients 2`` started as ``proc``, once
+    pgbench is running in it (for tests that signal or kill pgdyno mid-load)."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, proc.communicate()
+        for run in results.glob("*--tpcb/tpcb-*"):
+            if any((run / "raw" / "pgbench").glob("c2-i1/*")):
+                time.sleep(1.0)  # pgbench is connected and running
+                return run
+        time.sleep(0.2)
+    raise AssertionError("the run did not start its load")

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from pgdyno.results.index import RunIndex
-from tests.conftest import make_shared_dir, postgres_processes, scratch_database
+from tests.conftest import make_shared_dir, postgres_processes, scratch_database, wait_for_load
 
 pytestmark = pytest.mark.server
 
@@ -26,19 +26,6 @@ def _start(workdir: Path, results: Path, duration: int = 30, *extra: str) -> sub
          "--duration", str(duration), "--warmup", "0", "--iterations", "1", "--no-telemetry",
          "--no-progress", "--results-dir", str(results), *extra],
         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-
-
-def _wait_for_load(proc: subprocess.Popen, results: Path, timeout: float = 90) -> Path:
-    """The run directory, once pgbench is running in it."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        assert proc.poll() is None, proc.communicate()
-        for run in results.glob("*--tpcb/tpcb-*"):
-            if any((run / "raw" / "pgbench").glob("c2-i1/*")):
-                time.sleep(1.0)  # pgbench is connected and running
-                return run
-        time.sleep(0.2)
-    raise AssertionError("the run did not start its load")
 
 
 def _status(run: Path) -> str:
@@ -55,7 +42,7 @@ def _instance(workdir: Path) -> str:
 def test_term_and_hup_end_like_ctrl_c(workdir: Path, signum: int, code: int) -> None:
     results = make_shared_dir("pgdyno-signal-")
     proc = _start(workdir, results)
-    run = _wait_for_load(proc, results)
+    run = wait_for_load(proc, results)
     proc.send_signal(signum)
     _out, err = proc.communicate(timeout=120)
     assert proc.returncode == code, err
@@ -67,7 +54,7 @@ def test_term_and_hup_end_like_ctrl_c(workdir: Path, signum: int, code: int) -> 
 def test_second_ctrl_c_does_not_abort_the_cleanup(workdir: Path) -> None:
     results = make_shared_dir("pgdyno-signal-")
     proc = _start(workdir, results)
-    run = _wait_for_load(proc, results)
+    run = wait_for_load(proc, results)
     proc.send_signal(signal.SIGINT)
     time.sleep(0.3)
     proc.send_signal(signal.SIGINT)
@@ -95,7 +82,7 @@ def _killed_and_recovered(server, workdir: Path, results: Path, shared) -> None:
     db = ("--results-db", f"postgresql://{shared.user}@127.0.0.1:"
           f"{server.connection('tcp').port}/{shared.dbname}")
     proc = _start(workdir, results, 30, *db)
-    killed = _wait_for_load(proc, results)
+    killed = wait_for_load(proc, results)
     proc.kill()
     proc.communicate(timeout=30)
     orphans = postgres_processes(_instance(workdir))
@@ -121,7 +108,7 @@ def _killed_and_recovered(server, workdir: Path, results: Path, shared) -> None:
 def test_second_pgdyno_on_the_same_workdir_refuses(workdir: Path) -> None:
     results = make_shared_dir("pgdyno-signal-")
     first = _start(workdir, results, duration=6)
-    run = _wait_for_load(first, results)
+    run = wait_for_load(first, results)
     second = _start(workdir, results, duration=2)
     _out, err = second.communicate(timeout=60)
     assert second.returncode == 2

@@ -23,7 +23,7 @@ import pytest
 from pgdyno.errors import UsageError
 from pgdyno.targets.remote import RemoteLock
 from pgdyno.targets.ssh import SshTransport
-from tests.conftest import make_shared_dir, run_cli
+from tests.conftest import make_shared_dir, run_cli, wait_for_load
 from tests.sshhost import ssh_hosts
 
 _HOLDER = """
@@ -98,19 +98,6 @@ def _bench(host, results: Path, duration: int) -> list[str]:  # noqa: ANN001
             str(results)]
 
 
-def _wait_for_load(proc: subprocess.Popen, results: Path, timeout: float = 180) -> Path:
-    """The run directory, once pgbench is running in it."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        assert proc.poll() is None, proc.communicate()
-        for run in results.glob("*--tpcb/tpcb-*"):
-            if any((run / "raw" / "pgbench").glob("c2-i1/*")):
-                time.sleep(1.0)  # pgbench is connected and running
-                return run
-        time.sleep(0.2)
-    raise AssertionError("the run did not start its load")
-
-
 @pytest.mark.server
 def test_second_run_on_one_ssh_host_is_refused_and_a_killed_run_recovered(
         workdir: Path) -> None:
@@ -127,7 +114,7 @@ def test_second_run_on_one_ssh_host_is_refused_and_a_killed_run_recovered(
                                  text=True)
         children: list[psutil.Process] = []
         try:
-            run = _wait_for_load(first, results)
+            run = wait_for_load(first, results, timeout=180)
             # 1. Refused while the first holds the lock: exit 2, one line, nothing made.
             second = run_cli(_bench(host, results, 2), workdir, timeout=120)
             assert second.returncode == 2, second.stderr
