@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 
+from pgdyno.campaign.recommendations import HEADROOM  # the context report's share too
 from pgdyno.compare.model import Comparison, MetricComparison
 from pgdyno.compare.stats import FASTER, HIGHER, LOWER, SAME, SLOWER
 from pgdyno.study.model import Finding, Side, StudyRecord, Threat, WorkloadResult
@@ -25,9 +26,6 @@ SHORT_WINDOW_S = 60.0
 """A measured window shorter than this misses checkpoints (checkpoint_timeout is minutes)
 and autovacuum: the figures describe a burst, not a steady state."""
 CHANGED = (FASTER, SLOWER, HIGHER, LOWER)
-HEADROOM = 0.8
-"""Sustained load a size is recommended for: this share of its measured peak (the rest
-absorbs bursts, checkpoints and vacuum; the context report uses the same share)."""
 PROJECTED_VCPUS = (2, 4, 8, 16, 32)
 """The sizes the per-core projection is written for."""
 
