@@ -215,3 +215,30 @@ def test_a_dsn_database_the_tproch_load_would_refuse_is_refused_before_anything(
         with psycopg.connect(conn.conninfo(), autocommit=True) as db:
             assert db.execute("SELECT count(*) FROM pg_namespace WHERE nspname = "
                               "'pgdyno_tpch'").fetchone() == (0,)
+
+
+@pytest.mark.server
+@pytest.mark.parametrize(("args", "table"), [
+    (["tpcb", "--scale", "1"], "pgbench_accounts"),
+    (["tprocc", "--warehouses", "1"], "customer"),
+    (["oltp-read-only", "--tables", "1", "--table-size", "100"], "sbtest1"),
+])
+def test_every_workload_refuses_a_dsn_database_before_its_run_directory(
+        server, tmp_path: Path, args: list[str], table: str) -> None:
+    """The same pre-flight for every workload with a dataset (Workload.dataset_tables):
+    a --dsn database holding a user's table is refused in one line before anything is
+    made, and the database is left as it was (no schema of pgdyno's)."""
+    import psycopg
+
+    from tests.conftest import scratch_database
+
+    for conn in scratch_database(server, f"pgdyno_refuse_{args[0].replace('-', '_')}"):
+        with psycopg.connect(conn.in_schema(None).conninfo(), autocommit=True) as db:
+            db.execute(f"CREATE TABLE {table} (precious text)")
+        out = run_cli(["bench", *args, "--clients", "1", "--no-progress", "--dsn",
+                       conn.conninfo(), "--results-dir", str(tmp_path / "results")],
+                      tmp_path / "work")
+        _one_line_and_nothing_made(out, tmp_path, f"public.{table}", "--force")
+        with psycopg.connect(conn.conninfo(), autocommit=True) as db:
+            assert db.execute("SELECT count(*) FROM pg_namespace WHERE nspname LIKE "
+                              "'pgdyno%'").fetchone() == (0,)

@@ -331,8 +331,25 @@ class Workload:
         return dataclasses.replace(opts, workload_options=self.options_type(**raw))
 
     def check_with_target(self, opts: BenchOptions, install: PgInstall | None) -> None:
-        """Refuse input only the target's programs can judge (pgbench parsing a user's
-        script), before anything is created; nothing by default."""
+        """Refuse input only the target can judge, before anything is created: by default,
+        a --dsn database that holds what this workload's build would refuse (tables
+        pgdyno did not create without --force, a table of its names in pgdyno's schema).
+        A server pgdyno starts is looked into once it runs."""
+        spec = self.dataset_tables(opts)
+        if spec is None or not opts.target.dsn:
+            return
+        from pgdyno.targets.dsn import dsn_connection
+        from pgdyno.workloads import dataset
+
+        name, size_key, tables = spec
+        dataset.check_database(dsn_connection(opts.target.dsn), name, size_key, tables,
+                               force=opts.force, what=f"{self.name}'s",
+                               schema=self.dataset_schema)
+
+    def dataset_tables(self, opts: BenchOptions) -> tuple[str, str, list[str]] | None:
+        """(the name its dataset is recorded under, the size key, the tables it builds):
+        what the pre-flight of a --dsn database checks; None: no dataset."""
+        return None
 
     def storage_directories(self, opts: BenchOptions) -> dict[str, Path]:
         """Role -> directory this workload measures itself (fio's), for the environment

@@ -239,3 +239,20 @@ def claim(conn: psycopg.Connection, workload: str, size_key: str, tables: list[s
 
 
 INCOMPLETE = "(incomplete)"
+
+
+def check_database(conn: ConnectionInfo, workload: str, size_key: str, tables: list[str],
+                   *, force: bool, what: str, schema: str = SCHEMA) -> None:
+    """The build's refusals, read from a database that is up already (``--dsn``) without
+    changing anything: run before the run directory exists, so that bad input creates
+    nothing. A server that does not answer is left to the target's own check."""
+    try:
+        db = psycopg.connect(scoped(conn, schema).conninfo(), autocommit=True,
+                             connect_timeout=5)
+    except psycopg.OperationalError:
+        return
+    with db:
+        state = inspect(db, workload, size_key, tables, schema)
+        if not state.reusable:
+            check_can_initialise(state, db.info.dbname, force)
+            refuse_name_collisions(tables, state, what)

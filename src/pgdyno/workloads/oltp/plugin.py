@@ -86,6 +86,11 @@ class Oltp(PgbenchWorkload):
         o = opts.workload_options
         return f"{o.tables} tables × {o.table_size:,} rows"
 
+    def dataset_tables(self, opts: BenchOptions) -> tuple[str, str, list[str]]:
+        o = opts.workload_options
+        size_key = schema.LoadOptions(tables=o.tables, table_size=o.table_size).size_key
+        return schema.DATASET, size_key, schema.table_names(o.tables)
+
     def prepare_dataset(self, ctx: RunContext) -> Prepared:
         assert ctx.conn is not None
         o: OltpOptions = ctx.opts.workload_options

@@ -26,7 +26,7 @@ from pgdyno.workloads.base import (
 )
 from pgdyno.workloads.checks import check_positive, exclusive, parse_size_option
 from pgdyno.workloads.engine.pgbench import PgbenchWorkload, ScriptSpec, check_scripts
-from pgdyno.workloads.pgbench.dataset import initialise
+from pgdyno.workloads.pgbench.dataset import DATASET_NAME, PGBENCH_TABLES, initialise
 
 DEFAULT_SCALE = 10
 BYTES_PER_SCALE = 15_700_000
@@ -95,6 +95,10 @@ class PgbenchBuiltin(PgbenchWorkload):
         user = [s for s in self.scripts(opts) if s.path is not None]
         if user and install is not None:
             check_scripts(install, user)
+        super().check_with_target(opts, install)
+
+    def dataset_tables(self, opts: BenchOptions) -> tuple[str, str, list[str]]:
+        return DATASET_NAME, f"scale={opts.workload_options.scale}", list(PGBENCH_TABLES)
 
     def scripts(self, opts: BenchOptions) -> list[ScriptSpec]:
         specs = [parse_script(s) for s in opts.workload_options.script]

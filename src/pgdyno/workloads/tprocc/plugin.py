@@ -33,7 +33,7 @@ from pgdyno.workloads.checks import (
     parse_size_option,
 )
 from pgdyno.workloads.engine.pgbench import PgbenchWorkload, ScriptSpec
-from pgdyno.workloads.tprocc import loader, metrics, model, response, scripts
+from pgdyno.workloads.tprocc import loader, metrics, model, response, schema, scripts
 
 BYTES_PER_WAREHOUSE = 100 * 1024**2
 """A loaded TPROC-C warehouse with its indexes takes about 100 MB (reference facts)."""
@@ -132,6 +132,10 @@ class Tprocc(PgbenchWorkload):
         return opts.workload_options.warehouses
 
     # ----- the run --------------------------------------------------------------------
+    def dataset_tables(self, opts: BenchOptions) -> tuple[str, str, list[str]]:
+        size_key = model.LoadOptions(warehouses=opts.workload_options.warehouses).size_key
+        return schema.WORKLOAD, size_key, list(schema.TABLES)
+
     def prepare_dataset(self, ctx: RunContext) -> Prepared:
         assert ctx.conn is not None
         t: TproccOptions = ctx.opts.workload_options

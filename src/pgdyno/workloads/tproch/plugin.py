@@ -30,8 +30,6 @@ from pgdyno.errors import RunFailed, UsageError
 from pgdyno.reports.document import Section
 from pgdyno.results import load
 from pgdyno.results.rundir import IterationRecord, RunDirectory, RunPlan
-from pgdyno.targets.dsn import dsn_connection
-from pgdyno.workloads import dataset
 from pgdyno.workloads.base import (
     HIGHER,
     LOWER,
@@ -171,8 +169,11 @@ class Tproch(Workload):
         (tables pgdyno did not create without --force, or of TPROC-H's names in its own
         schema). A server pgdyno starts is looked into only once it runs."""
         loader.tpchgen_program()
-        if opts.target.dsn:
-            _check_dsn_database(opts)
+        super().check_with_target(opts, install)
+
+    def dataset_tables(self, opts: BenchOptions) -> tuple[str, str, list[str]]:
+        size_key = LoadOptions(scale_factor=opts.workload_options.scale_factor).size_key
+        return schema.WORKLOAD, size_key, list(schema.TABLES)
 
     def dataset_size(self, opts: BenchOptions) -> float | None:
         return opts.workload_options.scale_factor
@@ -291,24 +292,6 @@ def _power_only_streams(clients: tuple[int, ...], given: bool) -> tuple[int, ...
                          "power test's one stream; the streams count the throughput test's "
                          "(add --tests power,throughput, or leave --streams out)")
     return (1,)
-
-
-def _check_dsn_database(opts: BenchOptions) -> None:
-    """The load's refusals, read from the --dsn database without changing it; a server
-    that does not answer is left to the target's own check, which says so in its words."""
-    conn = dataset.scoped(dsn_connection(opts.target.dsn or ""), schema.DATASET_SCHEMA)
-    size_key = LoadOptions(scale_factor=opts.workload_options.scale_factor).size_key
-    try:
-        db = psycopg.connect(conn.conninfo(), autocommit=True, connect_timeout=5)
-    except psycopg.OperationalError:
-        return
-    with db:
-        state = dataset.inspect(db, schema.WORKLOAD, size_key, list(schema.TABLES),
-                                schema.DATASET_SCHEMA)
-        if state.reusable:
-            return
-        dataset.check_can_initialise(state, db.info.dbname, opts.force)
-        dataset.refuse_name_collisions(list(schema.TABLES), state, "TPROC-H's")
 
 
 def _timeout_ms(text: str | None) -> int | None:
