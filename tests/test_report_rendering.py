@@ -38,6 +38,7 @@ from pgdyno.results.rundir import RunPlan
 from pgdyno.targets.binaries import embedded_install
 from pgdyno.targets.connection import ConnectionInfo
 from pgdyno.targets.dsn import DsnServer
+from tests.answer import markdown_table
 
 # ===== builders ==========================================================================
 
@@ -101,18 +102,6 @@ def run_view(manifest: dict | None = None, clients: tuple[int, ...] = (2,)) -> R
     plan = RunPlan(schema_version=1, workload="tpcb", context="test")
     return RunView(manifest=manifest or {"status": "ok"}, plan=plan, opts=opts,
                    dataset="scale 1")
-
-
-def markdown_table(text: str, header_start: str) -> list[list[str]]:
-    """The rows (header, separator, cells) of the Markdown table whose header starts so."""
-    lines = text.splitlines()
-    first = next(i for i, line in enumerate(lines) if line.startswith(header_start))
-    rows = []
-    for line in lines[first:]:
-        if not line.startswith("|"):
-            break
-        rows.append([c.strip() for c in re.split(r"(?<!\\)\|", line.strip())[1:-1]])
-    return rows
 
 
 class Cells(HTMLParser):
