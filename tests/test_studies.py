@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import signal
 import statistics
 import subprocess
@@ -144,7 +145,7 @@ def test_example_study_report_has_every_section(quick_studies, name: str) -> Non
     if "context" in record.sections:  # seed 002's matrix, sizing math, journal and limits
         for title in ("Configuration matrix", "Sizing math", "Benchmark journal",
                       "Hardware limits"):
-            assert f": {title}" in text, title
+            assert re.search(rf"^### .+: \d+\. {title}$", text, re.MULTILINE), title
     for result in record.workloads:
         if result.steps:  # a sweep: the verdict at every size both sides measured
             assert len(result.steps) >= 2 and result.sweep_compare_dir

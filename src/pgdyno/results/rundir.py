@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import socket
-import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -182,34 +182,18 @@ def replacing(path: Path) -> Iterator[Path]:
     the block ends, removed when it raises (a Ctrl-C too): readers of ``path`` see the old
     file or the new one, whole."""
     path = Path(path)
-    fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    tmp = Path(name)
+    # The name is known before the file exists, and the file is made inside the try: a
+    # Ctrl-C at any moment, even as it is created, leaves no temporary file behind (with
+    # mkstemp, one landing between its return and the try did).
+    tmp = path.parent / f".{path.name}.{secrets.token_hex(6)}.tmp"
     try:
-        os.close(fd)
-        # mkstemp makes the file private (0600); results are read by others as before.
-        tmp.chmod(0o666 & ~_UMASK)
+        # O_EXCL as mkstemp; the mode as any file pgdyno writes (results are read by others).
+        os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
         yield tmp
         os.replace(tmp, path)
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
-
-
-def _umask() -> int:
-    """The process umask, read without changing it (os.umask would, for a moment, for
-    every thread: the telemetry samplers create files meanwhile)."""
-    try:
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith("Umask:"):
-                return int(line.split()[1], 8)
-    except (OSError, ValueError, IndexError):
-        pass
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
-
-
-_UMASK = _umask()
 
 
 def hostname() -> str:
