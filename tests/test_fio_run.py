@@ -131,7 +131,9 @@ def test_every_metric_is_its_json_recomputed(run: Path) -> None:
                                                   for j in mix))
     wal = fio_job(raw / "wal-1j.json")
     assert close(metrics["wal_fdatasync_1job_ops_s"], iops(wal["write"]))
-    assert wal["sync"]["lat_ns"]["N"] >= wal["write"]["total_ios"]  # one fdatasync per write
+    # One fdatasync per write; the runtime can end between the last write and its sync
+    # (fio counted 2,511 syncs for 2,512 writes once in clean-clone CI).
+    assert wal["sync"]["lat_ns"]["N"] >= wal["write"]["total_ios"] - 1
     fsync_text = (raw / "pg_test_fsync.txt").read_text()
     one_write = fsync_text.split("one 8kB write:")[1].split("Compare")[0]
     fdatasync = re.search(r"^\s+fdatasync\s+([\d.]+) ops/sec", one_write, re.MULTILINE)
