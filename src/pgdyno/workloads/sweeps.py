@@ -133,7 +133,7 @@ def _spec(summary: SweepHeadlines) -> MetricSpec:
 
 
 def _plot(summary: SweepHeadlines, path: Path) -> Path | None:
-    from pgdyno.reports.plots import plt, save_figure
+    from pgdyno.reports.plots import plt
 
     measured = [p for p in summary.points if p.mean is not None]
     if not measured:
@@ -144,13 +144,7 @@ def _plot(summary: SweepHeadlines, path: Path) -> Path | None:
         ax.errorbar([p.size for p in points], [p.mean for p in points],
                     yerr=[p.stddev or 0.0 for p in points], marker="o", capsize=3,
                     label=_clients(clients))
-    ax.set(xlabel=summary.size_unit, ylabel=f"{summary.label} ({summary.unit})",
-           title=f"{summary.label} by {summary.size_unit}")
-    ax.set_xlim(left=0)
-    ax.set_ylim(bottom=0)
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
-    return save_figure(fig, path)
+    return _save_by_size(fig, ax, summary.size_unit, summary.label, summary.unit, path)
 
 
 # ----- sweep against sweep ---------------------------------------------------------------
@@ -253,7 +247,7 @@ def _change(a: float | None, b: float | None) -> str:
 
 
 def _overlay(cmp: HeadlineSweepComparison, path: Path) -> Path | None:
-    from pgdyno.reports.plots import plt, save_figure
+    from pgdyno.reports.plots import plt
 
     rows = cmp.rows()
     if not any(a is not None or b is not None for *_, a, b in rows):
@@ -265,8 +259,14 @@ def _overlay(cmp: HeadlineSweepComparison, path: Path) -> Path | None:
             if points:
                 ax.plot([s for s, _ in points], [v for _, v in points], marker=marker,
                         label=f"{side.label}, {_clients(clients)}")
-    ax.set(xlabel=cmp.size_unit, ylabel=f"{cmp.label} ({cmp.unit})",
-           title=f"{cmp.label} by {cmp.size_unit}")
+    return _save_by_size(fig, ax, cmp.size_unit, cmp.label, cmp.unit, path)
+
+
+def _save_by_size(fig, ax, size_unit: str, label: str, unit: str, path: Path) -> Path:  # noqa: ANN001
+    """A headline-by-size chart's axes (from zero, labelled with units), saved."""
+    from pgdyno.reports.plots import save_figure
+
+    ax.set(xlabel=size_unit, ylabel=f"{label} ({unit})", title=f"{label} by {size_unit}")
     ax.set_xlim(left=0)
     ax.set_ylim(bottom=0)
     ax.grid(alpha=0.3)
