@@ -9,7 +9,7 @@ set -euo pipefail
 cd "$(dirname "$0")"
 
 APT_PACKAGES=(python3-venv postgresql-15 sysstat fio sysbench nvme-cli smartmontools xfsprogs
-              openssh-client openssh-server)
+              openssh-client openssh-server chromium)
 
 as_root() {
     if [ "$(id -u)" = 0 ]; then "$@"
