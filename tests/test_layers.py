@@ -29,7 +29,7 @@ LAYERS = [
     ["targets"],
     ["config"],
     ["results"],
-    ["options", "errors", "serde", "redact", "__init__"],
+    ["options", "errors", "serde", "redact", "units", "__init__"],
 ]
 """Top to bottom; the README's layout paragraph says the same."""
 RANK = {name: rank for rank, names in enumerate(LAYERS) for name in names}
