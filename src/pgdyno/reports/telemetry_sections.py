@@ -10,10 +10,12 @@ import statistics
 from pathlib import Path
 
 from pgdyno.analysis.telemetry import MIN_IOPS_FOR_CV, DeviceSummary, Stat, TelemetrySummary
+from pgdyno.analysis.telemetry.wait_meanings import wait_meaning
 from pgdyno.analysis.verdict import Verdict
 from pgdyno.reports.archive_sections import archive_markdown
 from pgdyno.reports.document import Table
 from pgdyno.reports.markdown import table_lines
+from pgdyno.units import KIB, MIB, UNITS_NOTE, ByteScale, common_scale, format_bytes, format_rate
 
 PLOT_WRITE_IOPS = "write_iops_vs_tps"
 PLOT_TOP_ACTIVITY = "top_activity"
@@ -236,6 +238,7 @@ def telemetry_markdown(summary: TelemetrySummary, verdict: Verdict | None,
         _memory_section(summary),
         _limits_section(summary),
         _smart_section(summary),
+        [UNITS_NOTE, ""],
     ]
     if summary.notes:
         parts.append(["### Telemetry notes", ""] + [f"- {n}" for n in summary.notes] + [""])
@@ -296,14 +299,31 @@ def _whose_cpu(s: TelemetrySummary) -> list[str]:
         ["process", "cores"], rows)
 
 
-def _dev_row(dev: DeviceSummary, roles: str) -> list[str]:
+def _dev_row(dev: DeviceSummary, roles: str, read: ByteScale, write: ByteScale) -> list[str]:
     def a(stat: Stat, digits: int = 1) -> str:
         if stat.avg is None:
             return MISSING  # one dash, not "– (–)"
         return f"{_f(stat.avg, digits)} ({_f(stat.peak, digits)})"
 
-    return [dev.device, roles, a(dev.r_s, 0), a(dev.w_s, 0), a(dev.rmb_s), a(dev.wmb_s),
-            a(dev.r_await_ms, 2), a(dev.w_await_ms, 2), a(dev.aqu_sz, 2), a(dev.util_pct)]
+    def rate(stat: Stat, scale: ByteScale) -> str:
+        if stat.avg is None:
+            return MISSING
+        return f"{scale.number(stat.avg * MIB)} ({scale.number(_mib(stat.peak))})"
+
+    return [dev.device, roles, a(dev.r_s, 0), a(dev.w_s, 0), rate(dev.rmb_s, read),
+            rate(dev.wmb_s, write), a(dev.r_await_ms, 2), a(dev.w_await_ms, 2),
+            a(dev.aqu_sz, 2), a(dev.util_pct)]
+
+
+def _mib(value: float | None) -> float | None:
+    """A device rate the summary keeps in MiB/s (``rmb_s``, ``wmb_s``), in bytes/s."""
+    return None if value is None else value * MIB
+
+
+def _rate_scale(devices: list[DeviceSummary], attr: str) -> ByteScale:
+    """One prefix for a column of device rates, averages and peaks alike."""
+    stats = [getattr(d, attr) for d in devices]
+    return common_scale([_mib(v) for st in stats for v in (st.avg, st.peak)])
 
 
 def _disk_section(s: TelemetrySummary, plot_names: dict[str, str]) -> list[str]:
@@ -315,9 +335,10 @@ def _disk_section(s: TelemetrySummary, plot_names: dict[str, str]) -> list[str]:
                      + (f" ({chain})" if chain else "")
                      + (f", {info.fstype} at {info.mount_point}" if info.fstype else ""))
     lines.append("")
-    header = ["device", "role", "r/s", "w/s", "rMB/s", "wMB/s", "r_await ms", "w_await ms",
-              "aqu-sz", "%util"]
-    rows = [_dev_row(d, "+".join(d.roles) or "-") for d in s.devices]
+    read, write = _rate_scale(s.devices, "rmb_s"), _rate_scale(s.devices, "wmb_s")
+    header = ["device", "role", "r/s", "w/s", f"read {read.rate_unit}",
+              f"write {write.rate_unit}", "r_await ms", "w_await ms", "aqu-sz", "%util"]
+    rows = [_dev_row(d, "+".join(d.roles) or "-", read, write) for d in s.devices]
     lines += ["Average over the window (peak 1 s value in brackets).", ""]
     lines += _table(header, rows)
     role_devs = [d for d in s.devices if d.roles]
@@ -355,16 +376,18 @@ def _wait_section(s: TelemetrySummary, plot_names: dict[str, str]) -> list[str]:
               f"{w.aas:.2f} of {w.connections_avg:.1f} connected client sessions "
               f"({w.idle_in_transaction_avg:.2f} idle in transaction). Active sessions with "
               "no wait event are on CPU.", ""]
-    lines += _table(["wait class", "AAS", "% of active time"],
-                    [[r.wait_class, _f(r.aas, 2), _f(r.pct)] for r in w.by_class])
-    lines += _table(["wait class", "event", "AAS", "% of active time"],
-                    [[r.wait_class, r.event, _f(r.aas, 2), _f(r.pct)] for r in w.by_event[:15]])
+    lines += _table(["wait class", "AAS", "% of active time", "meaning"],
+                    [[r.wait_class, _f(r.aas, 2), _f(r.pct), wait_meaning(r.wait_class)]
+                     for r in w.by_class])
+    lines += _table(["wait class", "event", "AAS", "% of active time", "meaning"],
+                    [[r.wait_class, r.event, _f(r.aas, 2), _f(r.pct),
+                      wait_meaning(r.wait_class, r.event)] for r in w.by_event[:15]])
     if w.io_workers:
         lines += [f"I/O workers (PG18 io_method = worker) busy {w.io_workers_busy_avg:.2f} "
                   "on average:", ""]
-        lines += _table(["wait class", "event", "busy workers", "%"],
-                        [[r.wait_class, r.event, _f(r.aas, 2), _f(r.pct)]
-                         for r in w.io_workers])
+        lines += _table(["wait class", "event", "busy workers", "%", "meaning"],
+                        [[r.wait_class, r.event, _f(r.aas, 2), _f(r.pct),
+                          wait_meaning(r.wait_class, r.event)] for r in w.io_workers])
     return lines + _plot(plot_names, PLOT_TOP_ACTIVITY, "Top activity")
 
 
@@ -387,8 +410,7 @@ def _checkpoint_section(s: TelemetrySummary) -> list[str]:
          f"{_n(c.buffers_checkpoint)} / {_n(c.buffers_bgwriter)} / "
          f"{_n(c.buffers_backend)}"],
         ["bgwriter stops (maxwritten_clean)", _n(c.maxwritten_clean)],
-        ["WAL bytes per second", _u(None if w.bytes_per_s is None else w.bytes_per_s / 1e6,
-                                    "MB/s", 2)],
+        ["WAL written per second", format_rate(w.bytes_per_s)],
         ["WAL records / full-page images", f"{_n(w.records)} / {_n(w.fpi)}"],
         ["full-page-image ratio (FPI ÷ records)", _pct(w.fpi_ratio)],
         ["WAL writes / syncs", f"{_n(w.writes)} / {_n(w.syncs)}"],
@@ -404,16 +426,18 @@ def _checkpoint_section(s: TelemetrySummary) -> list[str]:
         ["commits / s", _f(d.commits_per_s)], ["rollbacks / s", _f(d.rollbacks_per_s)],
         ["shared-buffer hit ratio", _pct_value(d.cache_hit_pct, 2)],
         ["blocks read / s", _f(d.blks_read_per_s, 0)],
-        ["temp bytes", _n(d.temp_bytes)], ["deadlocks", _n(d.deadlocks)],
+        ["temp files written", format_bytes(d.temp_bytes)], ["deadlocks", _n(d.deadlocks)],
         ["active time ÷ wall (server-side AAS)", _f(d.active_time_aas, 2)],
     ])
     if s.io:
+        read = common_scale(r.read_bytes for r in s.io)
+        write = common_scale(r.write_bytes for r in s.io)
         lines += ["pg_stat_io over the window (summed over contexts):", ""]
         lines += _table(
-            ["backend type", "object", "reads", "read MB", "writes", "write MB", "extends",
-             "fsyncs", "hits"],
-            [[r.backend_type, r.object, _n(r.reads), _f(r.read_bytes / 1e6),
-              _n(r.writes), _f(r.write_bytes / 1e6), _n(r.extends), _n(r.fsyncs),
+            ["backend type", "object", "reads", f"read {read.unit}", "writes",
+             f"written {write.unit}", "extends", "fsyncs", "hits"],
+            [[r.backend_type, r.object, _n(r.reads), read.number(r.read_bytes),
+              _n(r.writes), write.number(r.write_bytes), _n(r.extends), _n(r.fsyncs),
               _n(r.hits)] for r in s.io])
     return lines
 
@@ -422,13 +446,16 @@ def _memory_section(s: TelemetrySummary) -> list[str]:
     m = s.memory
     if not m.samples:
         return []
-    def mib(kb: float | None) -> str:
-        return _f(None if kb is None else kb / 1024.0)
+    def as_bytes(kb: float | None) -> float | None:
+        return None if kb is None else kb * KIB  # /proc/meminfo's "kB" are KiB
 
-    # Each row its own unit: huge pages are counted in pages, not MiB.
-    rows = [[label, "MiB", mib(st.avg), mib(st.peak)]
-            for label, st in (("page cache (Cached)", m.cached_kb), ("Dirty", m.dirty_kb),
-                              ("Writeback", m.writeback_kb), ("shared memory", m.shmem_kb))]
+    # Each row its own unit, one prefix for its avg and peak: huge pages are counted in pages.
+    rows = []
+    for label, st in (("page cache (Cached)", m.cached_kb), ("Dirty", m.dirty_kb),
+                      ("Writeback", m.writeback_kb), ("shared memory", m.shmem_kb)):
+        avg, peak = as_bytes(st.avg), as_bytes(st.peak)
+        scale = common_scale([avg, peak])
+        rows.append([label, scale.unit, scale.number(avg), scale.number(peak)])
     rows.append(["huge pages in use", "pages", _n(m.hugepages_used.avg),
                  _n(m.hugepages_used.peak)])
     return ["## Memory", ""] + _table(["item", "unit", "avg", "peak"], rows)
@@ -466,6 +493,8 @@ def _pct_value(value: float | None, digits: int = 1) -> str:
 def _smart_section(s: TelemetrySummary) -> list[str]:
     if not s.smart:
         return []
+    reads = common_scale(d.read_bytes for d in s.smart if d.available)
+    writes = common_scale(d.written_bytes for d in s.smart if d.available)
     rows = []
     for d in s.smart:
         if not d.available:
@@ -473,12 +502,13 @@ def _smart_section(s: TelemetrySummary) -> list[str]:
             continue
         rows.append([d.device, f"{_f(d.temperature_before_c, 0)} → "
                      f"{_f(d.temperature_after_c, 0)} °C",
-                     _f((d.read_bytes or 0) / 1e9, 2), _f((d.written_bytes or 0) / 1e9, 2),
+                     reads.number(d.read_bytes or 0), writes.number(d.written_bytes or 0),
                      f"{_f(d.percent_used_before, 0)} → {_f(d.percent_used_after, 0)}"
                      + ("%" if d.percent_used_after is not None else ""),
                      f"{_n(d.media_errors_after)} / {_n(d.throttle_events)}"])
     endurance = [f"- {d.device}: {d.endurance}" for d in s.smart if d.endurance]
     return ["## Drive health (SMART, before → after)", ""] + _table(
-        ["device", "temperature", "host reads GB", "host writes GB", "percentage used",
+        ["device", "temperature", f"host reads {reads.unit}", f"host writes {writes.unit}",
+         "percentage used",
          "media errors / throttle events"], rows) + (["", "Endurance:", "", *endurance]
                                                      if endurance else [])
