@@ -29,8 +29,8 @@ from pgdyno.results.store import RecordingIndex
 from pgdyno.runner.environment import (
     HostFacts,
     database_host_facts,
+    describe_directories,
     host_facts,
-    storage_facts,
 )
 from pgdyno.runner.iterations import execute, save
 from pgdyno.runner.outcome import RunOutcome
@@ -96,7 +96,7 @@ def run_bench(opts: BenchOptions, console: Console | None = None,
             transport.close()
         raise
     preflight(opts, target.install if target is not None else None)
-    host.storage = storage_facts(_measured_directories(opts, workload, target))
+    describe_directories(host, _measured_directories(opts, workload, target))
     if target is not None:
         check_server(opts, target)
     remote = _open_remote(target, transport)
@@ -121,7 +121,8 @@ def run_bench(opts: BenchOptions, console: Console | None = None,
         workload=opts.workload, context=context, status="running", started_at=utc_now(),
         options=opts, host=serde.to_dict(host), role=dict(role or {}),
         target=_target_info(opts, target), config=config_record,
-        database_host=(database_host_facts(hardware, transport.destination)
+        database_host=(database_host_facts(hardware, transport.destination,
+                                           remote.platform() if remote else None)
                        if hardware is not None and transport is not None else None))
     ctx = RunContext(opts=opts, run_dir=run_dir, plan=plan, commands=manifest.commands,
                      target=target, remote=remote, dataset_schema=workload.dataset_schema)

@@ -16,6 +16,7 @@ from pgdyno.config.units import human_bytes
 from pgdyno.results.rundir import hostname
 from pgdyno.targets import ConnectionInfo
 from pgdyno.telemetry.devices import storage_identity
+from pgdyno.telemetry.platform_facts import PlatformFacts, collect_platform, mount_facts
 
 
 @dataclass
@@ -33,6 +34,9 @@ class HostFacts:
     kernel_settings: dict[str, str] = field(default_factory=dict)
     """The kernel settings that shape a database's I/O and memory, read live when the run
     started (KERNEL_SETTINGS): what an OS change (provision, [config.os]) left in place."""
+    platform: PlatformFacts | None = None
+    """CPU clock and governor, NUMA nodes, the mounts of the run's directories, NVMe links;
+    None: not collected (manifests older than these facts, a host that could not be asked)."""
 
 
 KERNEL_SETTINGS = (
@@ -66,13 +70,22 @@ class ServerFacts:
 
 
 def host_facts(directories: dict[str, Path] | None = None) -> HostFacts:
-    """The machine; with ``directories`` (role -> path), the devices under them too."""
+    """The machine; with ``directories`` (role -> path), the devices and mounts under them
+    too."""
     return HostFacts(
         hostname=hostname(), kernel=platform.release(), os=platform.platform(),
         cpu_model=_cpu_model(), cpu_count=len(os.sched_getaffinity(0)),
         ram_bytes=psutil.virtual_memory().total, python=platform.python_version(),
         storage=storage_facts(directories or {}), kernel_settings=kernel_settings(),
+        platform=collect_platform(directories),
     )
+
+
+def describe_directories(host: HostFacts, directories: dict[str, Path]) -> None:
+    """The devices and the mounts under the run's directories, once they are known."""
+    host.storage = storage_facts(directories)
+    if host.platform is not None:
+        host.platform.mounts = mount_facts(directories, Path("/"))
 
 
 def kernel_settings(extra: tuple[str, ...] = ()) -> dict[str, str]:
@@ -140,11 +153,12 @@ def server_facts(conn: ConnectionInfo) -> ServerFacts:
                        non_default_settings={n: f"{s}{u and ' ' + u}" for n, s, u in rows})
 
 
-def database_host_facts(profile: Any, destination: str) -> dict[str, Any]:
+def database_host_facts(profile: Any, destination: str,
+                        platform_facts: PlatformFacts | None = None) -> dict[str, Any]:
     """The database host of an --ssh run in ``HostFacts``' terms (the run report's second
     column beside this machine's), from the ``HardwareProfile`` detected on that host
     (``targets.remote.detect_hardware``, which the config engine sizes for), with the
-    ssh destination it was reached at."""
+    ssh destination it was reached at and the platform facts read there (None: not read)."""
     storage = []
     if profile.data is not None and profile.data.device:
         volume = profile.data
@@ -160,6 +174,6 @@ def database_host_facts(profile: Any, destination: str) -> dict[str, Any]:
         cpu_model=profile.cpu_model or "unknown",
         cpu_count=profile.host_vcpus or profile.vcpus,
         ram_bytes=profile.host_ram_bytes or profile.ram_bytes, python="", storage=storage,
-        kernel_settings=dict(profile.os_settings))
+        kernel_settings=dict(profile.os_settings), platform=platform_facts)
     return {**serde.to_dict(facts), "destination": destination,
             "limits": profile.limits_source}

@@ -10,6 +10,8 @@ The same files as a local run, read on the other machine:
 - which devices hold the data and WAL directories, and what those devices are: the host's
   ``python3`` (Ansible's requirement too) runs pgdyno's own :mod:`pgdyno.telemetry.devices`
   source, sent on stdin, and answers in JSON;
+- the host's platform facts (CPU clock and governor, NUMA nodes, the directories' mounts,
+  NVMe links) the same way, from :mod:`pgdyno.telemetry.platform_facts`;
 - SMART through the host's nvme-cli or smartctl, parsed by :mod:`pgdyno.telemetry.smart`;
 - the server log's checkpoint lines, when the server names its log (``pg_current_logfile``).
 """
@@ -25,11 +27,13 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from pgdyno import serde
 from pgdyno.analysis import procfs
 from pgdyno.analysis.hosttick import HostTick
 from pgdyno.targets.ssh import SshTransport
-from pgdyno.telemetry import devices, smart
+from pgdyno.telemetry import devices, platform_facts, smart
 from pgdyno.telemetry.devices import DeviceResolution
+from pgdyno.telemetry.platform_facts import PlatformFacts
 
 FRAME_TIMEOUT_S = 5.0
 """A frame not complete by then counts as a lost connection (a gap), not a slow tick."""
@@ -176,6 +180,25 @@ def resolve_directories(transport: SshTransport, paths: dict[str, str]
             for role, entry in data.items()}
 
 
+_PLATFORM_MAIN = """
+import json as _json, dataclasses as _dc, sys as _sys
+print(_json.dumps(_dc.asdict(collect_platform(_json.loads(_sys.argv[1])))))
+"""
+
+
+def platform_of(transport: SshTransport, paths: dict[str, str]) -> PlatformFacts | None:
+    """The host's platform facts with the mounts of ``paths`` (role -> directory there),
+    read ON the host by the same code as a local run; None when it cannot be asked (no
+    python3 there, a lost connection): the report then says "not recorded", never a guess."""
+    source = Path(platform_facts.__file__).read_text() + _PLATFORM_MAIN
+    try:
+        out = transport.check_output("exec python3 - " + _sh_quote(json.dumps(paths)),
+                                     input_text=source)
+        return serde.from_dict(PlatformFacts, json.loads(out))
+    except Exception:  # noqa: BLE001 - whatever failed there, the run goes on without them
+        return None
+
+
 def read_smart(transport: SshTransport, device: str) -> smart.SmartReading:
     """SMART of one of the host's devices through its nvme-cli or smartctl; never raises."""
     if devices.is_virtual(device):
@@ -257,6 +280,10 @@ class RemoteHost:
                 self._resolved = {role: (DeviceResolution(path=p, error=f"over ssh: {exc}"), [])
                                   for role, p in self.directories.items()}
         return self._resolved
+
+    def platform(self) -> PlatformFacts | None:
+        """The host's platform facts, with the mounts of the server's directories."""
+        return platform_of(self.transport, self.directories)
 
     def meta(self) -> dict:
         if self.facts is None:
