@@ -222,7 +222,7 @@ def test_contamination_arithmetic_cpu_and_io() -> None:
     assert c.other_io_mb_s == pytest.approx(39.0)
     assert c.other_io_share_pct == pytest.approx(100 * 39 / 50)
     assert c.finding == ("other processes used 0.8 of 2 cores (53% of busy CPU); other "
-                         "processes did 39.0 MB/s of the vda device's 50.0 MB/s (78%)")
+                         "processes did 39.0 MiB/s of the vda device's 50.0 MiB/s (78%)")
     assert c.contaminated
     # A quiet neighbour: 0.2 core is below the quarter-core floor, whatever its share.
     quiet = _tick(1.0, {"1": 60}, {"1": [40 * mb, 10 * mb]}, 10, user=90, idle=110,

@@ -152,7 +152,9 @@ def test_every_runs_drive_health_section_has_the_projection(tmp_path: Path) -> N
         "after": {"t": 1000.0 + 1800, "readings": [after]}}))
     (change,) = smart_changes(tmp_path)
     expected = endurance_projection(before, after, 0.5)
-    assert change.endurance == expected.text and "4.00 GB/h" in expected.text
+    # 2 GB (10^9) written in 0.5 h: 4e9 bytes an hour, shown in binary units (3.73 GiB).
+    assert change.endurance == expected.text and "this run's 3.73 GiB/h" in expected.text
+    assert "GB" not in expected.text and "TB" not in expected.text
 
     class Summary:  # the section reads only .smart
         smart = [change]

@@ -18,8 +18,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pgdyno.results.rawfiles import read_csv
+from pgdyno.units import format_rate
 
 MIB = 2**20
+DECIMAL_MB = 1e6
+"""The unit of ArchiveSummary's saved ``*_mb_s`` fields (shown in binary units)."""
 LAG_BEHIND_SEGMENTS = 4
 """Segments waiting for the archiver at the end of the window from which, if the backlog
 also grew over the window, the archiver is said to have fallen behind."""
@@ -64,8 +67,12 @@ class ArchiveSummary:
     failed: int = 0
     """Failed archive attempts in the window (failed_count's growth)."""
     archived_mb_s: float | None = None
+    """Segments archived in the window times their size, per second, in decimal MB/s (10^6
+    bytes): the name and unit saved runs carry. Shown through ``archived_bytes_per_s`` in
+    binary units (pgdyno.units)."""
     wal_written_mb_s: float | None = None
-    """WAL written in the window (pg_current_wal_lsn's growth) per second, MB/s."""
+    """WAL written in the window (pg_current_wal_lsn's growth) per second, in decimal MB/s
+    (10^6 bytes), as saved; shown through ``wal_written_bytes_per_s``."""
     last_archived_wal: str | None = None
     last_failed_wal: str | None = None
     lag_start: int | None = None
@@ -86,6 +93,14 @@ class ArchiveSummary:
     lag_t: list[float] = field(default_factory=list)
     lag_segments: list[int] = field(default_factory=list)
     memory: MemorySeries = field(default_factory=MemorySeries)
+
+    @property
+    def archived_bytes_per_s(self) -> float | None:
+        return None if self.archived_mb_s is None else self.archived_mb_s * DECIMAL_MB
+
+    @property
+    def wal_written_bytes_per_s(self) -> float | None:
+        return None if self.wal_written_mb_s is None else self.wal_written_mb_s * DECIMAL_MB
 
 
 def segment_number(name: str | None, segment_bytes: int) -> int | None:
@@ -150,8 +165,9 @@ def _counts(s: ArchiveSummary, a: dict[str, str], b: dict[str, str]) -> None:
     s.archived = int(b["archived_count"]) - int(a["archived_count"])
     s.failed = int(b["failed_count"]) - int(a["failed_count"])
     if seconds > 0:
-        s.archived_mb_s = s.archived * s.segment_bytes / 1e6 / seconds
-        s.wal_written_mb_s = (int(b["wal_lsn_bytes"]) - int(a["wal_lsn_bytes"])) / 1e6 / seconds
+        s.archived_mb_s = s.archived * s.segment_bytes / DECIMAL_MB / seconds
+        s.wal_written_mb_s = ((int(b["wal_lsn_bytes"]) - int(a["wal_lsn_bytes"])) / DECIMAL_MB
+                              / seconds)
     s.last_archived_wal = b.get("last_archived_wal") or None
     s.last_failed_wal = b.get("last_failed_wal") or None
     lags = [lag_of(r, s.segment_bytes) for r in (a, b)]
@@ -236,8 +252,8 @@ def judge(s: ArchiveSummary) -> None:
     if (s.lag_end is not None and s.lag_end >= LAG_BEHIND_SEGMENTS
             and s.lag_end > (s.lag_start or 0)):
         s.fell_behind = True
-        rate = (f"; archived {s.archived_mb_s:.1f} MB/s while WAL was written at "
-                f"{s.wal_written_mb_s:.1f} MB/s" if s.archived_mb_s is not None
+        rate = (f"; archived {format_rate(s.archived_bytes_per_s)} while WAL was written at "
+                f"{format_rate(s.wal_written_bytes_per_s)}" if s.archived_mb_s is not None
                 and s.wal_written_mb_s is not None else "")
         s.evidence.append(
             f"the WAL archiver fell behind: {s.lag_end} segments written but not archived "

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from pgdyno.units import format_bytes
+
 HOURS_PER_YEAR = 24 * 365.25
 
 
@@ -72,13 +74,13 @@ def _endurance_text(p: EnduranceProjection) -> str:
     at_least = "at least " if p.lower_bound else ""
     used = "below 1%" if p.lower_bound else f"{p.percent_used:g}%"
     text = (f"{used} of the rated endurance used after {p.power_on_hours:,.0f} power-on hours "
-            f"and {(p.written_bytes or 0) / 1e12:,.2f} TB written: a service life of "
+            f"and {format_bytes(p.written_bytes or 0)} written: a service life of "
             f"{at_least}{p.service_life_h:,.0f} hours ({p.service_life_h / HOURS_PER_YEAR:,.1f} "
-            f"years) at the lifetime average of {(p.lifetime_write_bytes_per_h or 0) / 1e9:,.2f}"
-            f" GB/h")
+            f"years) at the lifetime average of "
+            f"{format_bytes(p.lifetime_write_bytes_per_h or 0)}/h")
     if p.remaining_h_run_rate is not None:
-        text += (f"; at this run's {(p.run_write_bytes_per_h or 0) / 1e9:,.2f} GB/h the "
-                 f"remaining {(p.remaining_bytes or 0) / 1e12:,.2f} TB last {at_least}"
+        text += (f"; at this run's {format_bytes(p.run_write_bytes_per_h or 0)}/h the "
+                 f"remaining {format_bytes(p.remaining_bytes or 0)} last {at_least}"
                  f"{p.remaining_h_run_rate:,.0f} hours "
                  f"({p.remaining_h_run_rate / HOURS_PER_YEAR:,.1f} years)")
     else:

@@ -46,6 +46,7 @@ from dataclasses import dataclass, field
 
 from pgdyno import serde
 from pgdyno.analysis.telemetry import TelemetrySummary, WaitShare
+from pgdyno.units import format_rate
 
 CPU = "cpu"
 DATA_READS = "data_reads"
@@ -449,7 +450,7 @@ def _evidence(s: TelemetrySummary, x: _Inputs, storm: bool,
               f"({class_events(ev, WAL)})",
               dev_line("wal", wal),
               f"{s.wal.syncs_per_s or 0:,.0f} WAL syncs/s, "
-              f"{(s.wal.bytes_per_s or 0) / 1e6:.1f} MB/s of WAL"]
+              f"{format_rate(s.wal.bytes_per_s or 0)} of WAL"]
              + ([f"{_pct(x.fpi_bytes_share)} of WAL bytes are full-page images caused by "
                  "checkpoints (credited to the checkpoint storm)"] if storm else []),
         LOCK: [f"{_pct(x.lock_share)} of active session time waiting on locks "

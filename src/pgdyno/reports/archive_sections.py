@@ -1,15 +1,16 @@
 """The run report's WAL archiving section: the archiver, its lag, and memory over time.
 
 Renders what pgdyno.analysis.archive computed: the archiver's counts and rates, the archive
-command's time per segment, the archive lag over time, and seed 003's memory chart (MiB
-over seconds, stacked by category, the page cache split by directory).
+command's time per segment, the archive lag over time, and seed 003's memory chart (bytes
+in one binary prefix over seconds, stacked by category, the page cache split by directory).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from pgdyno.analysis.archive import ArchiveSummary, MemorySeries
+from pgdyno.analysis.archive import MIB, ArchiveSummary, MemorySeries
+from pgdyno.units import common_scale, scale_for
 
 PLOT_MEMORY = "memory"
 PLOT_ARCHIVE_LAG = "archive_lag"
@@ -47,11 +48,19 @@ def draw_memory(ax, m: MemorySeries, origin: float, title: str) -> bool:  # noqa
         return False
     xs = [t - origin for t in m.t]
     stack = memory_stack(m)
-    ax.stackplot(xs, *[v for _, v in stack], labels=[label for label, _ in stack], alpha=0.85)
+    # One prefix for the axis, from the top of the stack: GiB on a large host, MiB on a small.
+    scale = common_scale(sum(v[i] for _, v in stack) * MIB for i in range(len(m.t)))
+
+    def scaled(mib: list[float]) -> list[float]:
+        return [scale.value(v * MIB) for v in mib]
+
+    ax.stackplot(xs, *[scaled(v) for _, v in stack], labels=[label for label, _ in stack],
+                 alpha=0.85)
     for key, style in (("dirty", "k--"), ("writeback", "k:")):
         if key in m.meminfo_mib:
-            ax.plot(xs, m.meminfo_mib[key], style, lw=1, label=key.capitalize())
-    ax.set(xlabel="seconds since the iteration's start", ylabel="MiB", title=title)
+            ax.plot(xs, scaled(m.meminfo_mib[key]), style, lw=1, label=key.capitalize())
+    ax.set(xlabel="seconds since the iteration's start", ylabel=f"memory ({scale.unit})",
+           title=title)
     ax.set_ylim(bottom=0)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.0, 0.5))
@@ -101,8 +110,8 @@ def archive_markdown(a: ArchiveSummary, plot_names: dict[str, str]) -> list[str]
         ["archiver", "", state],
         ["segments archived", "", str(a.archived)],
         ["failed attempts", "", str(a.failed)],
-        ["archive rate", "MB/s", _f(a.archived_mb_s)],
-        ["WAL written", "MB/s", _f(a.wal_written_mb_s)],
+        _rate_row("archive rate", a.archived_bytes_per_s),
+        _rate_row("WAL written", a.wal_written_bytes_per_s),
         ["lag at start / end / max", "segments",
          f"{_n(a.lag_start)} / {_n(a.lag_end)} / {_n(max(a.lag_segments, default=None))}"],
         [".ready files at end", "", _n(a.ready_end)],
@@ -126,14 +135,16 @@ def archive_markdown(a: ArchiveSummary, plot_names: dict[str, str]) -> list[str]
         lines += [f"![WAL archive lag]({plot_names[PLOT_ARCHIVE_LAG]})", ""]
     lines += ["### Page cache", ""]
     m = a.memory
-    cache_rows = [[f"page cache: {role}", _f(a.cache_mib.get(role))]
-                  for role in ("data", "wal", "archive")]
+    at_end: list[tuple[str, float | None]] = [
+        (f"page cache: {role}", a.cache_mib.get(role)) for role in ("data", "wal", "archive")]
     for key, label in (("cached", "Cached"), ("dirty", "Dirty"), ("writeback", "Writeback"),
                        ("active_file", "Active(file)"), ("inactive_file", "Inactive(file)")):
         values = m.meminfo_mib.get(key)
-        cache_rows.append([label, _f(values[-1]) if values else "–"])
-    lines += ["| item | MiB at the end |", "| --- | ---: |"]
-    lines += [f"| {r[0]} | {r[1]} |" for r in cache_rows]
+        at_end.append((label, values[-1] if values else None))
+    in_bytes = [(label, None if mib is None else mib * MIB) for label, mib in at_end]
+    scale = common_scale(v for _, v in in_bytes)
+    lines += [f"| item | {scale.unit} at the end |", "| --- | ---: |"]
+    lines += [f"| {label} | {scale.number(v)} |" for label, v in in_bytes]
     lines.append("")
     lines.append("Directories' residency by mincore(2) every few seconds"
                  + (f" ({a.cache_sample_ms:.0f} ms per sample of all three)"
@@ -143,6 +154,12 @@ def archive_markdown(a: ArchiveSummary, plot_names: dict[str, str]) -> list[str]
     if PLOT_MEMORY in plot_names:
         lines += [f"![Memory use over time]({plot_names[PLOT_MEMORY]})", ""]
     return lines
+
+
+def _rate_row(item: str, bytes_per_s: float | None) -> list[str]:
+    """A row of the unit-and-value table: the rate's own binary prefix in the unit column."""
+    scale = scale_for(bytes_per_s)
+    return [item, scale.rate_unit if bytes_per_s is not None else "", scale.number(bytes_per_s)]
 
 
 def _n(value: int | None) -> str:

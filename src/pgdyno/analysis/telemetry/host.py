@@ -33,6 +33,7 @@ from pgdyno.analysis.telemetry.model import (
 )
 from pgdyno.analysis.telemetry.raw import delta, in_window, load_json
 from pgdyno.results.rawfiles import read_jsonl
+from pgdyno.units import format_rate
 
 # ===== statistics helpers ================================================================
 
@@ -154,6 +155,7 @@ OTHER_MIN_CORES = 0.25
 # Below this the devices' unexplained traffic is housekeeping (journal commits, writeback
 # of older pages, the odd log line), not a job competing for the disk.
 OTHER_MIN_IO_MB_S = 5.0
+"""MiB/s, as every ``*_mb_s`` figure of the host summary (MB = 2**20 there)."""
 # The I/O comparison needs the benchmark's counters in nearly every interval.
 IO_COMPLETE_SHARE = 0.8
 
@@ -228,8 +230,8 @@ def _other_io(out: Contamination, summary: TelemetrySummary, ticks: list[HostTic
     if out.other_io_mb_s < OTHER_MIN_IO_MB_S or out.other_io_share_pct <= OTHER_SHARE_PCT:
         return []
     names = "+".join(d.device for d in devices)
-    return [f"other processes did {out.other_io_mb_s:.1f} MB/s of the {names} device's "
-            f"{out.device_mb_s:.1f} MB/s ({out.other_io_share_pct:.0f}%)"]
+    return [f"other processes did {format_rate(out.other_io_mb_s * MB)} of the {names} "
+            f"device's {format_rate(out.device_mb_s * MB)} ({out.other_io_share_pct:.0f}%)"]
 
 
 def device_summaries(disks: list[dict[str, procfs.DiskCounters]], ticks: list[HostTick],

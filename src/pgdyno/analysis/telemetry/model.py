@@ -15,6 +15,8 @@ SCHEMA_VERSION = 1
 CPU_EVENT = "CPU"
 """Class and event name given to an active session with no wait event."""
 MB = 1024 * 1024
+"""One MiB (2**20 bytes): the unit of every ``*_mb`` and ``*_mb_s`` field below. The names
+are kept as saved runs carry them; reports show these figures in binary units (MiB/s)."""
 
 
 @dataclass
@@ -85,7 +87,7 @@ class Contamination:
     io_attributed: bool = False
     """The benchmark's processes' I/O counters were readable (root, or the same user)."""
     device_mb_s: float = 0.0
-    """Read + written MB/s of the data and WAL devices."""
+    """Read + written MiB/s (2**20 bytes) of the data and WAL devices."""
     benchmark_io_mb_s: float = 0.0
     other_io_mb_s: float = 0.0
     other_io_share_pct: float = 0.0
@@ -100,7 +102,9 @@ class DeviceSummary:
     r_s: Stat = field(default_factory=Stat)
     w_s: Stat = field(default_factory=Stat)
     rmb_s: Stat = field(default_factory=Stat)
+    """Read MiB/s (2**20 bytes a second, despite the saved name)."""
     wmb_s: Stat = field(default_factory=Stat)
+    """Written MiB/s (2**20 bytes a second)."""
     r_await_ms: Stat = field(default_factory=Stat)
     w_await_ms: Stat = field(default_factory=Stat)
     aqu_sz: Stat = field(default_factory=Stat)
@@ -112,7 +116,9 @@ class DeviceSummary:
     """Population standard deviation of the 1 s read IOPS samples."""
     write_iops_std: float | None = None
     read_mb: float = 0.0
+    """MiB (2**20 bytes) read over the window."""
     written_mb: float = 0.0
+    """MiB (2**20 bytes) written over the window."""
 
 
 @dataclass
