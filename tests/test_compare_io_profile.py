@@ -147,9 +147,9 @@ def test_io_profile_matches_the_raw_samples(pair, cmp: Comparison) -> None:
     profile = _data_profile(cmp, device)
     expected = {
         "Read IOPS": (ra.read_iops, rb.read_iops, 10.0),
-        "Read MB/s": (ra.read_mb_s, rb.read_mb_s, 1.0),
+        "Read bandwidth": (ra.read_mb_s, rb.read_mb_s, 1.0),
         "Write IOPS": (ra.write_iops, rb.write_iops, 10.0),
-        "Write MB/s": (ra.write_mb_s, rb.write_mb_s, 1.0),
+        "Write bandwidth": (ra.write_mb_s, rb.write_mb_s, 1.0),
         "Device utilisation (%)": (ra.util_pct, rb.util_pct, None),
         "Write IOPS CV (%)": (cv_pct(ra.w_s), cv_pct(rb.w_s), None),
         "Read IOPS CV (%)": (cv_pct(ra.r_s), cv_pct(rb.r_s), None),
@@ -157,9 +157,18 @@ def test_io_profile_matches_the_raw_samples(pair, cmp: Comparison) -> None:
     figures: dict[str, IoFigure] = {f.label: f for f in profile.figures}
     assert list(figures) == list(expected)
     table = io_table(profile, cmp)
-    cells = {row[0]: row[1:] for row in table.rows}
+    cells = {label: row[1:] for label, row in zip(figures, table.rows, strict=True)}
     for label, (va, vb, floor) in expected.items():
         f = figures[label]
+        per_unit = 1.0  # MiB/s in one unit of the row, for the bandwidth rows
+        if label.endswith("bandwidth"):
+            # One binary prefix for both sides: the larger's, below 1024 of it.
+            top, power = max(va, vb) * 2**20, 0
+            while top >= 1024 ** (power + 1):
+                power += 1
+            shown = ["B/s", "KiB/s", "MiB/s", "GiB/s"][power]
+            assert table.rows[list(figures).index(label)][0] == f"{label} ({shown})"
+            per_unit = 1024**power / 2**20
         for got, want, cell in ((f.baseline, va, cells[label][0]),
                                 (f.candidate, vb, cells[label][1])):
             if want is None:  # a CV under 10 IOPS
@@ -167,7 +176,8 @@ def test_io_profile_matches_the_raw_samples(pair, cmp: Comparison) -> None:
                 continue
             assert got == pytest.approx(want, rel=1e-6, abs=1e-9), label
             digits = 0 if label.endswith("IOPS") else 1
-            assert abs(_number(cell) - want) <= 0.5 * 10**-digits + 1e-6, (label, cell)
+            assert abs(_number(cell) - want / per_unit) <= 0.5 * 10**-digits + 1e-6, \
+                (label, cell)
         change = cells[label][2]
         if va is None or vb is None:
             assert change in ("too little activity", "–"), (label, change)
@@ -264,9 +274,10 @@ def test_low_activity_says_so_instead_of_a_number() -> None:
                      metrics=[], method_note="")
     rows = {r[0]: r[1:] for r in io_table(profile, cmp).rows}
     assert rows["Read IOPS"] == ["3", "30", "too small to compare"]
-    assert rows["Read MB/s"] == ["0.0", "0.3", "too small to compare"]
+    # 0.02 and 0.3 MiB/s: 20.5 and 307.2 KiB/s, one prefix for the row.
+    assert rows["Read bandwidth (KiB/s)"] == ["20.5", "307.2", "too small to compare"]
     assert rows["Write IOPS"] == ["400", "200", "-50.0%"]
-    assert rows["Write MB/s"] == ["5.0", "2.5", "-50.0%"]
+    assert rows["Write bandwidth (MiB/s)"] == ["5.0", "2.5", "-50.0%"]
     assert rows["Device utilisation (%)"] == ["20.0%", "12.5%", "-7.5 pts"]
     assert rows["Write IOPS CV (%)"] == ["50.0%", "25.0%", "-25.0 pts"]
     assert rows["Read IOPS CV (%)"] == ["too little activity", "125.0%", "too little activity"]

@@ -182,7 +182,7 @@ def test_near_zero_metric_is_too_small_to_compare() -> None:
     assert math.isnan(reads.change_pct) and math.isnan(reads.ci_low_pct)
     assert not reads.has_ratio_interval
     # the floors per unit, and ~0 for any unit
-    assert estimate_change([0.5, 0.6], [5.0, 6.0], unit="MB/s").verdict == TOO_SMALL
+    assert estimate_change([0.5, 0.6], [5.0, 6.0], unit="MiB/s").verdict == TOO_SMALL
     assert estimate_change([0.2, 0.3], [0.4, 0.5], unit="%").verdict == TOO_SMALL
     assert estimate_change([0.0, 0.0], [3.0, 4.0], unit="ms").verdict == TOO_SMALL
     assert estimate_change([12.0, 13.0], [30.0, 31.0], direction=0,
@@ -248,7 +248,8 @@ def test_data_and_wal_on_one_device_are_one_row() -> None:
         ("cpu_busy_pct", "CPU busy"),
         ("data_wal_write_iops", "Data + WAL (vda) write IOPS"),
         ("data_wal_read_iops", "Data + WAL (vda) read IOPS"),
-        ("wal_mb_s", "WAL MB/s")]
+        ("wal_mb_s", "WAL written")]
+    assert metrics[-1].unit == "MiB/s"
     assert metrics[1].value(shared.telemetry) == 500.0
     apart = SimpleNamespace(telemetry=_telemetry(("vda", ["data"], 300.0, 15.0),
                                                  ("vdb", ["wal"], 200.0, 0.0),
@@ -258,7 +259,7 @@ def test_data_and_wal_on_one_device_are_one_row() -> None:
         "Data (vda) write IOPS", "Data (vda) read IOPS", "WAL (vdb) write IOPS",
         "WAL (vdb) read IOPS"]
     assert [m.value(apart.telemetry) for m in metrics[1:-1]] == [300.0, 15.0, 200.0, 0.0]
-    assert metric_title("WAL MB/s", "MB/s") == "WAL MB/s"
+    assert metric_title("Seq read MiB/s", "MiB/s") == "Seq read MiB/s"
     assert metric_title("Latency p99", "ms") == "Latency p99 (ms)"
 
 

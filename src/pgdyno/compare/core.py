@@ -19,6 +19,7 @@ from pgdyno.compare.stats import (
     with_unit,
 )
 from pgdyno.errors import UsageError
+from pgdyno.units import MIB
 from pgdyno.workloads.base import MetricSpec, Workload, headline_metric
 
 METHOD_NOTE = (
@@ -36,7 +37,7 @@ DIFF_NOTE = (
     "their interval is Welch's t-interval of mean(B) − mean(A), in % of A's mean, not an "
     "interval of a ratio (it can pass −100%), and the change chart leaves them out.")
 IO_NOTE = (
-    "I/O profile: per device (data + WAL when one device holds both), IOPS, MB/s and "
+    "I/O profile: per device (data + WAL when one device holds both), IOPS, MiB/s and "
     "utilisation are averages over the measured windows of each side's iterations, weighted "
     "by their length; the IOPS CV is σ/μ of all their 1 s samples pooled, left out below "
     "{min_iops:g} IOPS. These describe the runs and carry no interval.")
@@ -178,7 +179,8 @@ def _label(runs: list[RunData]) -> str:
 @dataclass(frozen=True)
 class TelemetryMetric:
     name: str
-    """Key in compare.json: cpu_busy_pct, data_wal_write_iops, wal_mb_s."""
+    """Key in compare.json: cpu_busy_pct, data_wal_write_iops, wal_mb_s (kept as saved
+    comparisons name it; its unit is MiB/s, 2**20 bytes)."""
     label: str
     unit: str
     group: tuple[str, ...] = ()
@@ -192,7 +194,7 @@ class TelemetryMetric:
         if self.name == "cpu_busy_pct":
             return t.cpu.busy.avg
         if self.name == "wal_mb_s":
-            return t.wal.bytes_per_s / 2**20 if t.wal.bytes_per_s is not None else None
+            return t.wal.bytes_per_s / MIB if t.wal.bytes_per_s is not None else None
         device = role_devices(t).get(self.group)
         return getattr(device, self.stat).avg if device is not None else None
 
@@ -217,5 +219,5 @@ def _telemetry_metrics(a_its: list[IterationSummary],
                                 "IOPS", key, "w_s"),
                 TelemetryMetric(f"{group_prefix(key)}_read_iops", f"{where} read IOPS",
                                 "IOPS", key, "r_s")]
-    out.append(TelemetryMetric("wal_mb_s", "WAL MB/s", "MB/s"))
+    out.append(TelemetryMetric("wal_mb_s", "WAL written", "MiB/s"))
     return out

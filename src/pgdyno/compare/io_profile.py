@@ -5,7 +5,7 @@ one entry, "data + WAL (vda)"), each side's figures come from the telemetry summ
 finished iterations (summary.json, recomputed from the raw samples by
 :mod:`pgdyno.analysis.telemetry`):
 
-- IOPS, MB/s and utilisation are averages over the measured windows, each iteration
+- IOPS, bandwidth (MiB/s) and utilisation are averages over the measured windows, each iteration
   weighted by its length (so: total I/Os ÷ total seconds);
 - the IOPS coefficients of variation are σ/μ of every 1 s sample of those windows pooled,
   left out below MIN_IOPS_FOR_CV IOPS ("too little activity"), as in the run report.
@@ -78,7 +78,9 @@ class IoSide:
     read_iops: float | None = None
     write_iops: float | None = None
     read_mb_s: float | None = None
+    """MiB/s (2**20 bytes), the devices' ``rmb_s``; the name is the one saved."""
     write_mb_s: float | None = None
+    """MiB/s (2**20 bytes)."""
     util_pct: float | None = None
     read_iops_cv: float | None = None
     """σ/μ of the 1 s read IOPS samples (a fraction); None below MIN_IOPS_FOR_CV."""
@@ -204,9 +206,9 @@ def _weighted(obs: list[_Observation], stat: str) -> float | None:
 
 def io_figures(a: IoSide, b: IoSide) -> list[IoFigure]:
     rows = [_rate("Read IOPS", "IOPS", a.read_iops, b.read_iops),
-            _rate("Read MB/s", "MB/s", a.read_mb_s, b.read_mb_s),
+            _rate("Read bandwidth", "MiB/s", a.read_mb_s, b.read_mb_s),
             _rate("Write IOPS", "IOPS", a.write_iops, b.write_iops),
-            _rate("Write MB/s", "MB/s", a.write_mb_s, b.write_mb_s),
+            _rate("Write bandwidth", "MiB/s", a.write_mb_s, b.write_mb_s),
             _points("Device utilisation (%)", a.util_pct, b.util_pct)]
     for label, attr in (("Write IOPS CV (%)", "write_iops_cv"),
                         ("Read IOPS CV (%)", "read_iops_cv")):

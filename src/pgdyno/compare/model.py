@@ -9,6 +9,7 @@ from typing import Any
 from pgdyno.compare.io_profile import IoProfile
 from pgdyno.compare.settings_diff import SettingChange
 from pgdyno.compare.stats import WELCH_LOG
+from pgdyno.units import common_scale, is_rate, unit_factor
 
 SCHEMA_VERSION = 2
 """2: metrics carry a label, device metrics of a shared data + WAL device are one row
@@ -48,7 +49,13 @@ class MetricComparison:
     @property
     def title(self) -> str:
         """The label with its unit, as tables and charts show it: "Latency p99 (ms)"."""
-        return metric_title(self.label or self.metric, self.unit)
+        return metric_title(self.label or self.metric, self.shown_unit()[0])
+
+    def shown_unit(self) -> tuple[str, float]:
+        """The unit the row is shown in, and the divisor from its saved unit: a byte size or
+        rate moves to the binary prefix its means read best in (pgdyno.units), so 2,048
+        MiB/s shows as 2.00 GiB/s."""
+        return shown_unit(self.unit, [self.baseline_mean, self.candidate_mean])
 
     @property
     def has_ratio_interval(self) -> bool:
@@ -57,8 +64,18 @@ class MetricComparison:
                 and math.isfinite(self.ci_high_pct))
 
 
+def shown_unit(unit: str, values: list[float | None]) -> tuple[str, float]:
+    """(unit to show, divisor from ``unit``) for ``values`` saved in ``unit``: one binary
+    prefix for them all when ``unit`` is a byte unit, else ``unit`` itself."""
+    saved = unit_factor(unit)
+    if saved is None:
+        return unit, 1.0
+    scale = common_scale(None if v is None else v * saved for v in values)
+    return (scale.rate_unit if is_rate(unit) else scale.unit), scale.factor / saved
+
+
 def metric_title(label: str, unit: str) -> str:
-    """``label (unit)``, unless the label already ends with its unit ("WAL MB/s")."""
+    """``label (unit)``, unless the label already ends with its unit ("Seq read MiB/s")."""
     if not unit or label.endswith(unit):
         return label
     return f"{label} ({unit})"

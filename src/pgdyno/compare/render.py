@@ -8,7 +8,7 @@ from pathlib import Path
 
 from pgdyno import serde
 from pgdyno.compare.io_profile import IoFigure, IoProfile
-from pgdyno.compare.model import Comparison, MetricComparison
+from pgdyno.compare.model import Comparison, MetricComparison, shown_unit
 from pgdyno.compare.plots import comparison_plots
 from pgdyno.compare.runs import RunData
 from pgdyno.compare.settings_diff import changes_block
@@ -16,6 +16,7 @@ from pgdyno.compare.stats import TOO_SMALL, UNDETERMINED, WELCH_DIFF
 from pgdyno.reports import html
 from pgdyno.reports.document import CHANGE_SIGN, Document, Section, Table, fmt
 from pgdyno.results.rundir import safe_name, write_json_atomic
+from pgdyno.units import UNITS_NOTE
 
 
 def pct(value: float, digits: int = 1) -> str:
@@ -60,16 +61,18 @@ def metrics_table(cmp: Comparison, clients: int) -> Table:
     for m in cmp.metrics:
         if m.clients != clients:
             continue
-        rows.append([m.title, _side(m.baseline_mean, m.baseline_stddev, m.baseline_n),
-                     _side(m.candidate_mean, m.candidate_stddev, m.candidate_n),
+        _unit, divisor = m.shown_unit()
+        rows.append([m.title, _side(m.baseline_mean, m.baseline_stddev, m.baseline_n, divisor),
+                     _side(m.candidate_mean, m.candidate_stddev, m.candidate_n, divisor),
                      pct(m.change_pct), interval(m), verdict_text(m)])
     label = f"{clients} clients" if clients else "Whole runs (one value per run)"
     return Table(["Metric", "A: mean ± sd (n)", "B: mean ± sd (n)", "Change (B/A − 1)",
                   f"{100 * cmp.confidence:.0f}% interval", "Verdict"], rows, caption=label)
 
 
-def _side(mean: float, sd: float, n: int) -> str:
-    return f"{fmt(mean, 3)} ± {fmt(sd, 3)} ({n})"
+def _side(mean: float, sd: float, n: int, divisor: float = 1.0) -> str:
+    """'mean ± sd (n)', in the row's shown unit (``divisor`` from its saved unit)."""
+    return f"{fmt(mean / divisor, 3)} ± {fmt(sd / divisor, 3)} ({n})"
 
 
 def change_chart_section(cmp: Comparison, images: dict[str, str]) -> Section:
@@ -117,21 +120,24 @@ def io_profile_section(cmp: Comparison, images: dict[str, str]) -> Section | Non
 
 def io_table(profile: IoProfile, cmp: Comparison) -> Table:
     a, b = profile.baseline, profile.candidate
-    rows = [[f.label, _io_value(f, f.baseline, f.baseline_missing),
-             _io_value(f, f.candidate, f.candidate_missing), _io_change(f)]
-            for f in profile.figures]
+    rows = []
+    for f in profile.figures:
+        unit, divisor = shown_unit(f.unit, [f.baseline, f.candidate])
+        label = f.label if f.unit in ("%", "IOPS") else f"{f.label} ({unit})"
+        rows.append([label, _io_value(f, f.baseline, f.baseline_missing, divisor),
+                     _io_value(f, f.candidate, f.candidate_missing, divisor), _io_change(f)])
     caption = (f"{profile.group}, {profile.clients} clients: A {a.iterations} iteration(s), "
                f"{a.seconds:.0f} s; B {b.iterations} iteration(s), {b.seconds:.0f} s")
     return Table(["Metric", f"A: {cmp.baseline_label}", f"B: {cmp.candidate_label}", "Change"],
                  rows, caption=caption)
 
 
-def _io_value(f: IoFigure, value: float | None, missing: str) -> str:
+def _io_value(f: IoFigure, value: float | None, missing: str, divisor: float = 1.0) -> str:
     if value is None:
         return missing or "–"
     if f.unit == "IOPS":
         return f"{value:,.0f}"
-    return f"{value:,.1f}" + ("%" if f.unit == "%" else "")
+    return f"{value / divisor:,.1f}" + ("%" if f.unit == "%" else "")
 
 
 def _io_change(f: IoFigure) -> str:
@@ -174,7 +180,7 @@ def build_compare_document(cmp: Comparison, images: dict[str, str],
     io = io_profile_section(cmp, images)
     if io is not None:
         sections.append(io)
-    method = Section("Method", paragraphs=[cmp.method_note, CHANGE_SIGN])
+    method = Section("Method", paragraphs=[cmp.method_note, CHANGE_SIGN, UNITS_NOTE])
     files = Section("Runs", tables=[Table(
         ["Side", "Run"], [["A", r] for r in cmp.baseline_runs]
         + [["B", r] for r in cmp.candidate_runs])])

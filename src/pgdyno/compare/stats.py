@@ -17,7 +17,7 @@ Why Welch on iterations, and not a bootstrap over 1 s intervals:
   Metrics with a zero or negative value fall back to the difference of means, in % of A's
   mean (``welch-diff``; the report says so on the row and in its Method paragraph).
 - A change in % of a near-zero baseline is noise however it is computed (0.4 against
-  0.13 IOPS gave an "interval" of -450% to +317%): below a floor per unit (10 IOPS, 1 MB/s,
+  0.13 IOPS gave an "interval" of -450% to +317%): below a floor per unit (10 IOPS, 1 MiB/s,
   1 % CPU) or at ~0 the verdict is "too small to compare", with no change and no interval.
 
 When an interval cannot be computed (fewer than two values on a side, no variation at
@@ -41,7 +41,7 @@ TOO_SMALL = "too small to compare"
 DEFAULT_CONFIDENCE = 0.95
 WELCH_LOG, WELCH_DIFF = "welch-log", "welch-diff"
 
-FLOORS: dict[str, float] = {"IOPS": MIN_IOPS_FOR_CV, "MB/s": 1.0, "%": 1.0}
+FLOORS: dict[str, float] = {"IOPS": MIN_IOPS_FOR_CV, "MiB/s": 1.0, "%": 1.0}
 """Baseline means below these (by unit) are too small for a change in %: a few stray I/Os
 or a sampler's own CPU, not the workload (the IOPS floor is the one below which the run
 report leaves out the IOPS CV)."""
@@ -68,7 +68,7 @@ def too_small(baseline_mean: float, unit: str) -> str:
 
 
 def with_unit(number: str, unit: str) -> str:
-    """'10 IOPS', '1 MB/s', but '1%'."""
+    """'10 IOPS', '1 MiB/s', but '1%'."""
     return number + ("" if unit == "%" else " ") + unit if unit else number
 
 

@@ -13,7 +13,7 @@ from pgdyno.analysis.telemetry import MIN_IOPS_FOR_CV, DeviceSummary, Stat, Tele
 from pgdyno.analysis.telemetry.wait_meanings import wait_meaning
 from pgdyno.analysis.verdict import Verdict
 from pgdyno.reports.archive_sections import archive_markdown
-from pgdyno.reports.document import Table
+from pgdyno.reports.document import Quantity, Table
 from pgdyno.reports.markdown import table_lines
 from pgdyno.units import KIB, MIB, UNITS_NOTE, ByteScale, common_scale, format_bytes, format_rate
 
@@ -213,6 +213,12 @@ def _n(value: float | int | None) -> str:
     return MISSING if value is None else f"{round(value):,}"
 
 
+def _measured(text: str) -> str:
+    """A figure with its binary unit ("1.20 GiB/s"): a number in its column, whatever the
+    prefix."""
+    return text if text == MISSING else Quantity(text)
+
+
 def _pct(value: float | None) -> str:
     return MISSING if value is None else f"{100.0 * value:.1f}%"
 
@@ -410,7 +416,7 @@ def _checkpoint_section(s: TelemetrySummary) -> list[str]:
          f"{_n(c.buffers_checkpoint)} / {_n(c.buffers_bgwriter)} / "
          f"{_n(c.buffers_backend)}"],
         ["bgwriter stops (maxwritten_clean)", _n(c.maxwritten_clean)],
-        ["WAL written per second", format_rate(w.bytes_per_s)],
+        ["WAL written per second", _measured(format_rate(w.bytes_per_s))],
         ["WAL records / full-page images", f"{_n(w.records)} / {_n(w.fpi)}"],
         ["full-page-image ratio (FPI ÷ records)", _pct(w.fpi_ratio)],
         ["WAL writes / syncs", f"{_n(w.writes)} / {_n(w.syncs)}"],
@@ -426,7 +432,8 @@ def _checkpoint_section(s: TelemetrySummary) -> list[str]:
         ["commits / s", _f(d.commits_per_s)], ["rollbacks / s", _f(d.rollbacks_per_s)],
         ["shared-buffer hit ratio", _pct_value(d.cache_hit_pct, 2)],
         ["blocks read / s", _f(d.blks_read_per_s, 0)],
-        ["temp files written", format_bytes(d.temp_bytes)], ["deadlocks", _n(d.deadlocks)],
+        ["temp files written", _measured(format_bytes(d.temp_bytes))],
+        ["deadlocks", _n(d.deadlocks)],
         ["active time ÷ wall (server-side AAS)", _f(d.active_time_aas, 2)],
     ])
     if s.io:
