@@ -98,3 +98,82 @@ def parse_size(text: str) -> int:
                          "means bytes)")
     number, prefix = match.groups()
     return int(float(number) * _HUMAN_PREFIXES[(prefix or "").upper()])
+
+
+# ----- settings as people read them ---------------------------------------------------------
+
+# A setting's value as pg_settings gives it ('16384 8kB', '900 s', '16384' with the unit
+# apart) or as postgresql.conf writes it ('128MB', '5min'): a number and an optional unit.
+_SETTING_RE = re.compile(r"^\s*([-+]?\d+(?:\.\d+)?)\s*(\d*[A-Za-z]+)?\s*$")
+_NATURAL_STEPS = {
+    "memory": (("TB", TB), ("GB", GB), ("MB", MB), ("kB", KB), ("B", 1)),
+    "time": (("d", 86_400_000), ("h", 3_600_000), ("min", 60_000), ("s", 1000), ("ms", 1)),
+}
+STOCK = "stock"
+"""The word for PostgreSQL's own value of a setting (pg_settings.boot_val)."""
+
+
+def setting_value(text: str, unit: str | None = None) -> str:
+    """A setting's value in its natural unit: "16384 8kB" (pg_settings' value and unit),
+    "16384" with ``unit`` "8kB" (a boot_val, whose unit is given apart) and "128MB"
+    (postgresql.conf) are all "128 MB"; "900 s" is "15 min": the largest unit that holds
+    it exactly, as PostgreSQL's SHOW picks it, written with a space. -1 and 0 lose their
+    unit (they mean automatic or off); words, strings and plain numbers stay as given."""
+    match = _SETTING_RE.match(text)
+    if not match:
+        return text
+    number, given = match.group(1), match.group(2) or unit
+    scale = unit_scale(given)
+    if scale is None:
+        return text
+    kind, factor = scale
+    value = float(number)
+    base = value * factor  # bytes or milliseconds
+    if value <= 0:
+        return f"{value:g}"
+    if base != int(base):
+        return f"{number} {given}"
+    for name, size in _NATURAL_STEPS[kind]:
+        if base % size == 0:
+            return f"{int(base) // size} {name}"
+    return f"{number} {given}"
+
+
+def _shown(text: str, unit: str | None) -> str:
+    """``setting_value``, with an empty string shown as postgresql.conf writes it ('')."""
+    return setting_value(text, unit) if text != "" else "''"
+
+
+def stock_text(stock: str | None, unit: str | None = None) -> str:
+    """The stock value named: "128 MB (stock)"; just "stock" when it is not known."""
+    return STOCK if stock is None else f"{_shown(stock, unit)} ({STOCK})"
+
+
+def side_text(value: str, stock: str | None, unit: str | None = None) -> str:
+    """One side's value in natural units, "(stock)" after it when it is the stock value."""
+    shown = _shown(value, unit)
+    return f"{shown} ({STOCK})" if stock is not None and shown == _shown(stock, unit) \
+        else shown
+
+
+def setting_with_stock(value: str, stock: str | None, unit: str | None = None) -> str:
+    """A setting beside its stock value, as seed 000's default/tuned tables read:
+    "128 MB (stock) → 6 GB"; "100 (stock)" when it runs at the stock value; just "6 GB"
+    when the stock value is unknown (a run recorded before pgdyno kept boot_val).
+    ``value`` and ``stock`` as pg_settings gives them; ``unit`` for bare numbers."""
+    shown = _shown(value, unit)
+    if stock is None:
+        return shown
+    if shown == _shown(stock, unit):
+        return f"{shown} ({STOCK})"
+    return f"{stock_text(stock, unit)} → {shown}"
+
+
+def settings_with_stock(settings: dict[str, str],
+                        stock: dict[str, str] | None) -> dict[str, str]:
+    """``setting_with_stock`` of every setting, the stock values by name (None or a name
+    missing: not recorded)."""
+    stock = stock or {}
+    return {name: setting_with_stock(str(value), None if stock.get(name) is None
+                                     else str(stock[name]))
+            for name, value in settings.items()}
