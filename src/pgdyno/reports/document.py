@@ -11,8 +11,9 @@ import re
 from dataclasses import dataclass, field
 
 from pgdyno.analysis.summary import RunSummary, five_second_table
-from pgdyno.config.units import unit_scale
+from pgdyno.config.units import setting_value
 from pgdyno.options import BenchOptions
+from pgdyno.reports.platform_rows import platform_rows
 from pgdyno.results.load import LoadRecord
 from pgdyno.results.load import seconds as load_seconds
 from pgdyno.results.rundir import RunPlan
@@ -298,8 +299,9 @@ def clients_words(clients: int) -> str:
 
 
 def _machine_rows(machines: list[dict]) -> list[list[str]]:
-    """Host, CPU, RAM, kernel and storage rows, one column per machine (``HostFacts``'
-    keys); a storage role one machine lacks is "–" there."""
+    """Host, CPU, RAM, kernel, storage and platform rows (``platform_rows``: clock, governor,
+    NUMA, mounts, NVMe links), one column per machine (``HostFacts``' keys); a storage role
+    one machine lacks is "–" there."""
     rows = [
         ["Host", *[f"{m.get('hostname')} ({m.get('os')})" for m in machines]],
         ["CPU", *[f"{m.get('cpu_model')} × {m.get('cpu_count')}" for m in machines]],
@@ -312,7 +314,7 @@ def _machine_rows(machines: list[dict]) -> list[list[str]]:
         rows.append([f"Storage ({role})", *[
             "; ".join(str(f.get("summary", "")) for f in m.get("storage") or []
                       if str(f.get("role")) == role) or "–" for m in machines]])
-    return rows
+    return rows + platform_rows(machines)
 
 
 # pgdyno's own settings on a server it starts (targets/local.py writes them), and why.
@@ -331,30 +333,6 @@ _INITDB = frozenset({"DateStyle", "TimeZone", "lc_messages", "lc_monetary", "lc_
                      "lc_time", "default_text_search_config", "dynamic_shared_memory_type",
                      "shared_buffers", "autovacuum_worker_slots", "max_connections",
                      "log_timezone", "max_wal_size", "min_wal_size"})
-
-
-def setting_value(text: str) -> str:
-    """A pg_settings value ("16384 8kB", "900 s") in its natural unit ("128 MB", "15 min"):
-    the largest unit that holds it exactly, as PostgreSQL's SHOW picks it."""
-    number, _, unit = text.rpartition(" ")
-    scale = unit_scale(unit)
-    try:
-        value = float(number)
-    except ValueError:
-        return text
-    if scale is None:
-        return text
-    kind, factor = scale
-    base = value * factor  # bytes or milliseconds
-    if value < 0 or base == 0 or base != int(base):
-        return f"{value:g}" if value <= 0 else text  # -1 / 0: "disabled", no unit to give
-    steps = (("TB", 2**40), ("GB", 2**30), ("MB", 2**20), ("kB", 2**10), ("B", 1)) \
-        if kind == "memory" else (("d", 86_400_000), ("h", 3_600_000), ("min", 60_000),
-                                  ("s", 1000), ("ms", 1))
-    for name, size in steps:
-        if base % size == 0:
-            return f"{int(base) // size} {name}"
-    return text
 
 
 def setting_source(name: str, config: dict, target_kind: str | None) -> str:
