@@ -51,12 +51,11 @@ class NvmeLink:
     """current_link_speed as the kernel states it ("16.0 GT/s PCIe"); "" not exposed."""
     width: str = ""
     """current_link_width (lanes, "4"); "" not exposed."""
+    generation: int | None = None
+    """The PCIe generation of ``speed`` (16.0 GT/s: 4); None when the speed is not one."""
     max_speed: str = ""
     max_width: str = ""
-
-    @property
-    def generation(self) -> int | None:
-        return pcie_generation(self.speed)
+    max_generation: int | None = None
 
 
 @dataclass
@@ -213,11 +212,12 @@ def nvme_links(root: Path) -> list[NvmeLink]:
     for name in names:
         ctrl = root / NVME_CLASS / name
         device = ctrl / "device"
-        out.append(NvmeLink(controller=name, model=_read(ctrl / "model"),
-                            speed=_read(device / "current_link_speed"),
+        speed, top = _read(device / "current_link_speed"), _read(device / "max_link_speed")
+        out.append(NvmeLink(controller=name, model=_read(ctrl / "model"), speed=speed,
                             width=_read(device / "current_link_width"),
-                            max_speed=_read(device / "max_link_speed"),
-                            max_width=_read(device / "max_link_width")))
+                            generation=pcie_generation(speed), max_speed=top,
+                            max_width=_read(device / "max_link_width"),
+                            max_generation=pcie_generation(top)))
     return out
 
 
