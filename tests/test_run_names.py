@@ -18,9 +18,10 @@ def test_report_and_note_take_the_id_runs_prints(tmp_path: Path) -> None:
     listing = run_cli(["runs", "--results-dir", str(results)], tmp_path, env={"COLUMNS": "80"})
     assert listing.returncode == 0, listing.stderr
     run_id = f"{run_dir.parent.name}/{run_dir.name}"
-    assert re.search(rf"\b{re.escape(run_id)}\b", listing.stdout), listing.stdout  # not cut
+    # The short name, whole (the directory's name: a suffix of the id; --wide prints the id).
+    assert re.search(rf"^{re.escape(run_dir.name)}\b", listing.stdout, re.M), listing.stdout
     (run_dir / "report.md").unlink()
-    for ref in (run_id, run_dir.name):  # the id, and its suffix
+    for ref in (run_id, run_dir.name):  # the id, and the short name (its suffix)
         rebuilt = run_cli(["report", ref, "--results-dir", str(results)], tmp_path)
         assert rebuilt.returncode == 0, rebuilt.stderr
         assert (run_dir / "report.md").is_file()

@@ -11,8 +11,10 @@ saying what was left.
 from __future__ import annotations
 
 import inspect
-import io
 import json
+import os
+import shutil
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -21,7 +23,6 @@ from typing import Any
 import typer
 from rich.console import Console
 from rich.markup import escape
-from rich.table import Table
 
 from pgdyno.errors import RunInterrupted, UsageError
 from pgdyno.results.index import RunRow, run_manifests
@@ -155,6 +156,9 @@ def runs(
         None, "--sync-to", help="push the runs under --results-dir (their directories, e.g. "
         "a fleet's fetched results; --workload, --context, --status apply) into this "
         "PostgreSQL database"),
+    wide: bool = typer.Option(False, "--wide", help="full run ids and every column, however "
+                              "wide the terminal (default: short names, fitted to $COLUMNS "
+                              "or the terminal)"),
 ) -> None:
     """List past runs from the results index (or a shared database), export them, or show
     one."""
@@ -200,34 +204,36 @@ def runs(
         else:
             typer.echo(f"{len(rows)} run(s) written to {output}", err=True)
         return
-    _print_table(rows, output)
+    _print_table(rows, output, wide)
 
 
-def _print_table(rows: list[RunRow], output: Path | None) -> None:
-    table = Table()
-    # The id in full, never cut: it is what `report`, `compare` and `note` take.
-    table.add_column("run", no_wrap=True)
-    for header in ("status", "config", "dataset", "clients"):
-        table.add_column(header)
-    for header in ("headline", "p99 ms"):
-        table.add_column(header, justify="right")
-    table.add_column("PostgreSQL")
-    for row in rows:
-        head = (f"{row.headline:,.0f} {row.headline_metric or ''}".strip()
-                if row.headline is not None else "–")
-        table.add_row(row.run_id, row.status, row.config or "", row.dataset or "",
-                      row.clients or "", head,
-                      f"{row.p99_ms:,.2f}" if row.p99_ms is not None else "–",
-                      row.pg_version or "")
+def _print_table(rows: list[RunRow], output: Path | None, wide: bool) -> None:
+    from pgdyno.results.listing import build_listing, dropped_note, render
+
+    listing = build_listing(rows, None if wide or output is not None else _terminal_width())
+    text = "".join(f"{line}\n" for line in render(listing))
     if output is None:
-        Console().print(table)
+        typer.echo(text, nl=False)
+        note = dropped_note(listing)
+        if note is not None:
+            typer.echo(note, err=True)
         return
     from pgdyno.results.export import write_text
 
-    text = io.StringIO()
-    Console(file=text, width=200).print(table)
-    write_text(output, text.getvalue())
+    write_text(output, text)
     typer.echo(f"{len(rows)} run(s) written to {output}", err=True)
+
+
+def _terminal_width() -> int | None:
+    """$COLUMNS when set (a terminal or not), else the terminal's width; None (no limit)
+    when printing into a pipe without $COLUMNS, as ``docker ps`` or ``git log`` do, so that
+    grep and awk see every column."""
+    columns = os.environ.get("COLUMNS", "").strip()
+    if columns.isdigit() and int(columns) > 0:
+        return int(columns)
+    if sys.stdout.isatty():
+        return shutil.get_terminal_size().columns
+    return None
 
 
 def _push(results_dir: Path, store: RunStore, workload: str | None, context: str | None,
