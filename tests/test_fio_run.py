@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from pgdyno.results.capacity import load_capacity, store_path
+from tests.answer import markdown_table
 
 # A real device measured for about a minute: out of the quick `-m "not server"` run.
 pytestmark = [pytest.mark.server, pytest.mark.skipif(
@@ -272,3 +273,30 @@ def test_compare_of_two_fio_runs(run: Path, xfs: tuple[Path, str]) -> None:
     assert metric["candidate_mean"] == pytest.approx(b)
     assert metric["baseline_n"] == metric["candidate_n"] == 1
     assert "Random read IOPS QD1" in (out / "compare.md").read_text()
+
+
+BINARY_RATES = ["B/s", "KiB/s", "MiB/s", "GiB/s", "TiB/s"]
+
+
+def test_bandwidth_column_is_binary_and_recomputed(run: Path) -> None:
+    """The headline table's bandwidth column: one binary prefix (the largest job's, below
+    1024 of it), each cell fio's io_bytes ÷ runtime in it, recomputed here."""
+    raw = run / "raw" / "fio" / "c1-i1" / "target"
+    table = markdown_table((run / "report.md").read_text(), "| Test | Block |")
+    column = next(i for i, h in enumerate(table[0]) if h.startswith("Bandwidth ("))
+    cells = {row[0]: row[column] for row in table[2:]}
+    rates = {}
+    for label, name, side in (("Sequential read", "seq-read", "read"),
+                              ("Sequential write", "seq-write", "write"),
+                              ("Random read QD1", "randread-d1", "read")):
+        job = fio_job(raw / f"{name}.json")[side]
+        rates[label] = job["io_bytes"] / (job["runtime"] / 1000)
+    top = max(rates.values())  # the sequential jobs lead the column
+    power = 0
+    while top >= 1024 ** (power + 1):
+        power += 1
+    assert table[0][column] == f"Bandwidth ({BINARY_RATES[power]})"
+    for label, rate in rates.items():
+        shown = float(cells[label].replace(",", ""))
+        assert abs(shown - rate / 1024**power) <= 0.006 * max(1.0, shown), (label, shown)
+    assert "MB/s" not in (run / "report.md").read_text()

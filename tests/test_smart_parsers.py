@@ -91,6 +91,12 @@ def test_report_table_and_projection() -> None:
     assert rows["Thermal throttle T1 transitions"] == ["2", "2"]
     assert rows["Thermal throttle T2 transitions"] == ["1", "1"]
     assert "55,658 hours" in section.paragraphs[0]  # 6,679 h ÷ 12%
+    # Lifetime writes in binary units: 12,070,312 data units of 512,000 bytes = 5.62 TiB,
+    # and 2 TB (10^12) more after; one prefix for the row, named in its label.
+    tib = 2**40
+    w0 = 12_070_312 * 512_000
+    assert rows["Host writes (TiB)"] == [f"{w0 / tib:.2f}", f"{(w0 + 2e12) / tib:.2f}"]
+    assert not any("GB" in row[0] or "TB" in row[0] for row in section.tables[0].rows)
 
 
 GB, TB = 1e9, 1e12

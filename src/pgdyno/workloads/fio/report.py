@@ -18,6 +18,7 @@ from pgdyno.options import BenchOptions
 from pgdyno.reports.document import Section, Table, count, fmt
 from pgdyno.reports.plots import plt, save_figure
 from pgdyno.results.rundir import RunDirectory, RunPlan
+from pgdyno.units import MIB, UNITS_NOTE, common_scale, format_bytes, number
 from pgdyno.workloads.fio.fsync import ONE_WRITE
 from pgdyno.workloads.fio.jobs import MIX_READ_PCT, QD32, SEQ_DEPTH
 from pgdyno.workloads.fio.metrics import iteration_metrics
@@ -55,7 +56,7 @@ def _overview(it: FioIteration, plan: RunPlan, opts: BenchOptions, number: int,
               total: int) -> Section:
     o = opts.workload_options
     where = [[p.label, p.path, p.device or "–", ", ".join(p.physical) or "–",
-              "raw device" if p.raw_device else f"{p.size_bytes / 2**20:,.0f} MiB file"]
+              "raw device" if p.raw_device else f"{format_bytes(p.size_bytes)} file"]
              for p in it.places]
     which = (f"Tables show iteration {number} of {total} (median peak random-read IOPS)."
              if total > 1 else "")
@@ -65,7 +66,8 @@ def _overview(it: FioIteration, plan: RunPlan, opts: BenchOptions, number: int,
         f"{it.ramp_s} s ramp; {o.fio_jobs} jobs for the bandwidth and WAL tests; queue-depth "
         f"sweeps up to {o.max_depth}, stopped once doubling the depth gained less than 5%. "
         "Every figure is recomputed from fio's json+ files (IOPS = I/Os ÷ runtime; "
-        "percentiles from the completion-latency histogram by fio's rule). " + which],
+        "percentiles from the completion-latency histogram by fio's rule). " + which,
+        UNITS_NOTE],
         tables=[Table(["Place", "Path", "Device (kernel counters)", "Physical", "Test area"],
                       where)])
 
@@ -115,23 +117,27 @@ def _depth(job: JobResult) -> str:
 
 
 def _headline_table(p: PlaceResult) -> Table:
-    rows = []
+    listed: list[tuple[list[str], JobResult, list[str]]] = []
     for name, label in (("seq-read", "Sequential read"), ("seq-write", "Sequential write")):
         job = p.job(name)
         if job:
-            rows.append([label, "1 MiB", f"{job.numjobs} × QD{SEQ_DEPTH}", count(job.iops),
-                         f"{job.mib_s:,.1f} MiB/s", "–", "–", "–", "–"])
+            listed.append(([label, "1 MiB", f"{job.numjobs} × QD{SEQ_DEPTH}"], job,
+                           ["–"] * 4))
     for kind, label in KINDS[:2]:
         for tag, job in (("QD1", p.at_depth(kind, 1)), ("QD32", p.qd32(kind))):
             if job:
-                rows.append([f"{label.capitalize()} {tag}", "4 KiB", _depth(job),
-                             count(job.iops), f"{job.mib_s:,.1f} MiB/s", *_lat(job)])
+                listed.append(([f"{label.capitalize()} {tag}", "4 KiB", _depth(job)], job,
+                               _lat(job)))
     for kind, label in KINDS:
         job = p.peak(kind)
         if job:
-            rows.append([f"{label.capitalize()} at peak", "4 KiB", _depth(job),
-                         count(job.iops), f"{job.mib_s:,.1f} MiB/s", *_lat(job)])
-    return Table(["Test", "Block", "Depth (jobs × QD)", "IOPS", "Bandwidth",
+            listed.append(([f"{label.capitalize()} at peak", "4 KiB", _depth(job)], job,
+                           _lat(job)))
+    # One prefix for the column: GiB/s when the sequential jobs pass 1,024 MiB/s.
+    scale = common_scale(job.mib_s * MIB for _, job, _ in listed)
+    rows = [[*head, count(job.iops), scale.number(job.mib_s * MIB), *lat]
+            for head, job, lat in listed]
+    return Table(["Test", "Block", "Depth (jobs × QD)", "IOPS", f"Bandwidth ({scale.rate_unit})",
                   "Latency avg (µs)", "p50 (µs)", "p99 (µs)", "p99.9 (µs)"], rows,
                  caption="Completion latency of the test's direction (reads for the mix)")
 
@@ -192,15 +198,29 @@ def _per_iteration(its: list[FioIteration]) -> Section:
             ("randread_qd1_lat_avg_us", "Read QD1 avg µs"),
             ("wal_fdatasync_1job_ops_s", "fdatasync ops/s"))
     metrics = [iteration_metrics(it) for it in its]
-    rows = [[str(n + 1), *[fmt(m.get(k), 1) for k, _ in keys]] for n, m in enumerate(metrics)]
+    # The bandwidth columns (saved in MiB/s) in one binary prefix each, e.g. GiB/s.
+    divisors, labels = {}, []
+    for k, label in keys:
+        divisors[k] = 1.0
+        if k.endswith("_mib_s"):
+            scale = common_scale(m[k] * MIB for m in metrics if m.get(k) is not None)
+            divisors[k] = scale.factor / MIB
+            label = label.replace("MiB/s", scale.rate_unit)
+        labels.append(label)
+
+    def shown(k: str, value: float | None) -> str:
+        return fmt(None if value is None else value / divisors[k], 1)
+
+    rows = [[str(n + 1), *[shown(k, m.get(k)) for k, _ in keys]] for n, m in enumerate(metrics)]
     means = []
     for k, _ in keys:
         values = [m[k] for m in metrics if k in m]
         sd = statistics.stdev(values) if len(values) > 1 else math.nan
-        means.append(f"{fmt(statistics.fmean(values), 1)} ± {fmt(sd, 1)}" if values else "–")
+        means.append(f"{shown(k, statistics.fmean(values))} ± {shown(k, sd)}" if values
+                     else "–")
     rows.append(["mean ± sd", *means])
     return Section("fio iterations", level=3, tables=[Table(
-        ["Iteration", *[label for _, label in keys]], rows,
+        ["Iteration", *labels], rows,
         caption="First place of each iteration")])
 
 
@@ -238,8 +258,9 @@ SMART_ROWS = (
     ("Critical warnings", "critical_warning"),
     ("Thermal throttle T1 transitions", "thermal_t1_transitions"),
     ("Thermal throttle T2 transitions", "thermal_t2_transitions"),
-    ("Power-on hours", "power_on_hours"), ("Host reads (GB)", "host_read_bytes"),
-    ("Host writes (GB)", "host_written_bytes"))
+    ("Power-on hours", "power_on_hours"), ("Host reads", "host_read_bytes"),
+    ("Host writes", "host_written_bytes"))
+"""Host reads and writes are bytes: their rows name the binary prefix their values share."""
 
 
 def smart_section(smart: list[tuple[int, dict]]) -> Section:
@@ -260,7 +281,7 @@ def smart_section(smart: list[tuple[int, dict]]) -> Section:
             s.paragraphs.append(f"{device}: SMART not available: "
                                 f"{(a or b).get('reason') or 'no reading'}.")
             continue
-        rows = [[label, _smart_value(key, b), _smart_value(key, a)] for label, key in SMART_ROWS]
+        rows = [_smart_row(label, key, b, a) for label, key in SMART_ROWS]
         rows[0][2] += f" (peak {fmt(_peak_temp(smart, device), 0)})"
         s.tables.append(Table(["SMART metric", "Before", "After"], rows,
                               caption=f"{device} ({a.get('reason')})"))
@@ -269,12 +290,18 @@ def smart_section(smart: list[tuple[int, dict]]) -> Section:
     return s
 
 
+def _smart_row(label: str, key: str, before: dict, after: dict) -> list[str]:
+    if key.startswith("host_"):  # lifetime bytes: TiB or PiB on a worn drive
+        scale = common_scale([before.get(key), after.get(key)])
+        return [f"{label} ({scale.unit})", scale.number(before.get(key)),
+                scale.number(after.get(key))]
+    return [label, _smart_value(key, before), _smart_value(key, after)]
+
+
 def _smart_value(key: str, reading: dict) -> str:
     value = reading.get(key)
     if value is None:
         return "–"
-    if key.startswith("host_"):
-        return f"{value / 1e9:,.1f}"
     return fmt(float(value), 0) if isinstance(value, float) else count(value)
 
 
@@ -290,7 +317,7 @@ def _peak_temp(smart: list[tuple[int, dict]], device: str) -> float | None:
 def _bar(ax, labels: list[str], values: list[float], ylabel: str, title: str) -> None:  # noqa: ANN001
     bars = ax.bar(labels, values, color=plt.rcParams["axes.prop_cycle"].by_key()["color"]
                   [:len(values)])
-    ax.bar_label(bars, labels=[f"{v:,.0f}" for v in values], fontsize=8)
+    ax.bar_label(bars, labels=[number(v) for v in values], fontsize=8)
     ax.set(ylabel=ylabel, title=title)
     ax.grid(axis="y", alpha=0.3)
 
@@ -302,8 +329,9 @@ def _bandwidth_plot(p: PlaceResult, path: Path) -> bool:
     if not jobs:
         return False
     fig, ax = plt.subplots(figsize=(5, 4))
-    _bar(ax, [label for label, _ in jobs], [j.mib_s for _, j in jobs], "MiB/s",
-         f"Sequential bandwidth, {p.label}")
+    scale = common_scale(j.mib_s * MIB for _, j in jobs)
+    _bar(ax, [label for label, _ in jobs], [scale.value(j.mib_s * MIB) for _, j in jobs],
+         f"bandwidth ({scale.rate_unit})", f"Sequential bandwidth, {p.label}")
     save_figure(fig, path)
     return True
 
