@@ -91,9 +91,9 @@ def _mountinfo_options(path: Path) -> tuple[str, str]:
     best = None
     for part in psutil.disk_partitions(all=True):
         point = part.mountpoint
-        if str(path) == point or str(path).startswith(point.rstrip("/") + "/"):
-            if best is None or len(point) >= len(best.mountpoint):
-                best = part
+        inside = str(path) == point or str(path).startswith(point.rstrip("/") + "/")
+        if inside and (best is None or len(point) >= len(best.mountpoint)):
+            best = part
     assert best is not None
     return best.mountpoint, best.opts
 

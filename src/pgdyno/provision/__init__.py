@@ -28,27 +28,29 @@ __all__ = ["ApplyFailed", "ApplyOptions", "CannotHere", "NeedsRoot", "PlanOption
            "plan_from_settings", "plan_settings", "read_events", "record_event", "revert",
            "revert_state"]
 
-CAMPAIGN_KINDS = frozenset({"sysctl", "hugepages", "thp", "queue"})
+CAMPAIGN_KINDS = frozenset({"sysctl", "hugepages", "thp", "queue", "governor"})
 """What a campaign cell may change: live, reversible values only (no files, no devices)."""
 
 
 def plan_settings(settings: dict[str, str], *, data_devices: tuple[str, ...] = (),
                   wal_devices: tuple[str, ...] = (), persist: bool = False,
-                  origin: str = "[config.os]") -> ProvisionPlan:
+                  origin: str = "[config.os]", sysfs_root: Path = Path("/")) -> ProvisionPlan:
     """A plan of named settings: keys as `pgdyno tune --format env` writes them
-    (VM_SWAPPINESS, DATA_READ_AHEAD_KB, TRANSPARENT_HUGEPAGE) or native names
-    (vm.swappiness, transparent_hugepage). Unknown keys: UsageError naming them."""
+    (VM_SWAPPINESS, DATA_READ_AHEAD_KB, TRANSPARENT_HUGEPAGE), native names
+    (vm.swappiness, transparent_hugepage) or CPU_GOVERNOR. Unknown keys: UsageError naming
+    them. ``sysfs_root``: where the governor's files are (/ on a live host)."""
     parsed = []
     for key, value in settings.items():
-        setting = os_setting(str(key), str(value), origin)
+        setting = os_setting(str(key), str(value), origin, sysfs_root)
         if setting is None:
             raise UsageError(f"{origin} {key}: not an OS setting; accepted: keys of `pgdyno tune "
                              "--format env` (VM_SWAPPINESS, DATA_READ_AHEAD_KB, "
-                             "TRANSPARENT_HUGEPAGE) or sysctl names (vm.swappiness)")
+                             "TRANSPARENT_HUGEPAGE), sysctl names (vm.swappiness) or "
+                             "CPU_GOVERNOR")
         parsed.append(setting)
     return plan_from_settings(parsed, config=origin, hardware="this host",
                               data_devices=data_devices, wal_devices=wal_devices,
-                              live_only=not persist)
+                              live_only=not persist, sysfs_root=sysfs_root)
 
 
 def apply_settings(settings: dict[str, str], workdir: Path, *,

@@ -18,11 +18,13 @@ from pathlib import Path
 from pgdyno.provision.model import Step
 from pgdyno.provision.system import (
     ABSENT,
+    CPU_DIR,
     SYS_BLOCK,
     THP_ENABLED,
     StepFailed,
     atomic_write,
     chosen,
+    governor_files,
     md_available,
     mounts,
     probe,
@@ -143,6 +145,63 @@ class Queue(KernelValue):
     def read(self, step: Step) -> str:
         text = read_text(self.path(step))
         return chosen(text) if step.params["attr"] == "scheduler" else text
+
+
+NO_CPUFREQ = "(not exposed: no cpufreq)"
+"""What a host without cpufreq (most VMs) reads for the governor: nothing to set there."""
+
+
+class Governor(Handler):
+    """The cpufreq governor of every CPU (params: root, "/" on a live host): one live value
+    per CPU, each saved before the write and each written back by a revert."""
+
+    def root(self, step: Step) -> Path:
+        return Path(step.params.get("root") or "/")
+
+    def per_cpu(self, step: Step) -> dict[str, str]:
+        return {cpu: read_text(path) for cpu, path in governor_files(self.root(step)).items()}
+
+    def read(self, step: Step) -> str:
+        """The governor when every CPU has the same one; else each governor with how many
+        CPUs use it ("powersave on 3 CPUs; performance on 1 CPU"), never equal to a single
+        target (the state file keeps each CPU's own)."""
+        live = list(self.per_cpu(step).values())
+        if not live:
+            return NO_CPUFREQ
+        governors = list(dict.fromkeys(live))
+        if len(governors) == 1:
+            return governors[0]
+        counts = {g: live.count(g) for g in governors}
+        return "; ".join(f"{g} on {n} CPU{'s' if n != 1 else ''}" for g, n in counts.items())
+
+    def pattern(self, step: Step) -> str:
+        """Every CPU's governor file as a shell glob."""
+        return str(self.root(step) / CPU_DIR / "cpu[0-9]*" / "cpufreq" / "scaling_governor")
+
+    def command(self, step: Step) -> str:
+        return f"for f in {self.pattern(step)}; do echo {shlex.quote(step.value)} > \"$f\"; done"
+
+    def save(self, step: Step) -> dict[str, str]:
+        """The summary ("value", what rollback compares) and each CPU's own governor."""
+        return {"value": self.read(step), **self.per_cpu(step)}
+
+    def apply(self, step: Step, force: bool = False) -> None:
+        files = governor_files(self.root(step))
+        if not files:
+            raise StepFailed("CPU governor: no cpufreq on this host (nothing to set)")
+        for cpu, path in files.items():
+            write_kernel(path, step.value)
+            live = read_text(path)
+            if live != step.value:
+                raise StepFailed(f"{cpu} scaling_governor: wrote {step.value!r}, the kernel "
+                                 f"kept {live!r}")
+
+    def restore(self, step: Step, previous: dict[str, str]) -> str:
+        files = governor_files(self.root(step))
+        for cpu, value in previous.items():
+            if cpu in files and read_text(files[cpu]) != value:
+                write_kernel(files[cpu], value)
+        return ""
 
 
 class OwnedFile(Handler):
@@ -375,7 +434,8 @@ class Mdadm(Handler):
 
 HANDLERS: dict[str, Handler] = {
     "sysctl": Sysctl(), "hugepages": HugePages(), "thp": TransparentHugePages(),
-    "queue": Queue(), "sysctl.d": OwnedFile(), "udev": OwnedFile(), "tmpfiles": OwnedFile(),
+    "queue": Queue(), "governor": Governor(), "sysctl.d": OwnedFile(), "udev": OwnedFile(),
+    "tmpfiles": OwnedFile(),
     "limits": OwnedFile(), "fstab": Fstab(), "mount": Mount(), "mkfs": Mkfs(), "mdadm": Mdadm(),
 }
 

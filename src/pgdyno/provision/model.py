@@ -18,10 +18,11 @@ SCHEMA_VERSION = 1
 
 PHASES: tuple[str, ...] = (
     "mdadm", "mkfs", "mount", "fstab", "queue", "udev", "sysctl", "hugepages", "sysctl.d",
-    "thp", "tmpfiles", "limits")
+    "thp", "tmpfiles", "governor", "limits")
 """The safe order of an apply: RAID, file system, mount, block queue, sysctl, huge pages,
-limits; each persistent file right after the live changes it makes permanent (the sysctl.d
-file holds vm.nr_hugepages, so it follows the huge pages). Revert runs it backwards."""
+CPU governor, limits; each persistent file right after the live changes it makes permanent
+(the sysctl.d file holds vm.nr_hugepages, so it follows the huge pages). Revert runs it
+backwards."""
 
 LIVE, PERSISTENT, DESTRUCTIVE = "live", "persistent", "destructive"
 """How a step's change can be undone: live (a kernel value, restored by writing the old one),

@@ -20,7 +20,7 @@ from pathlib import Path
 from pgdyno.config import HardwareProfile, Setting, Volume, load_hardware, resolve_config
 from pgdyno.config.matrix_keys import MATRIX_KEYS, accepts_of, refusal, sysctl_key
 from pgdyno.errors import UsageError
-from pgdyno.provision.kinds import handler
+from pgdyno.provision.kinds import NO_CPUFREQ, handler
 from pgdyno.provision.model import (
     AT_TARGET,
     CHANGE,
@@ -31,7 +31,13 @@ from pgdyno.provision.model import (
     ProvisionPlan,
     Step,
 )
-from pgdyno.provision.system import ABSENT, read_text, sysctl_path
+from pgdyno.provision.system import (
+    ABSENT,
+    GOVERNORS,
+    available_governors,
+    read_text,
+    sysctl_path,
+)
 
 SYSCTL_FILE = "/etc/sysctl.d/90-pgdyno.conf"
 UDEV_FILE = "/etc/udev/rules.d/90-pgdyno-queue.rules"
@@ -41,6 +47,13 @@ LIMIT_USERS = ("pgdyno", "postgres")
 """Who the limits are for: pgdyno's own server user and the usual packaged one."""
 
 OWNED_FILES = (SYSCTL_FILE, UDEV_FILE, TMPFILES_FILE, LIMITS_FILE)
+
+GOVERNOR_KEY = "CPU_GOVERNOR"
+GOVERNOR_NAMES = ("CPU_GOVERNOR", "cpu_governor", "scaling_governor")
+"""How --set, --only and [config.os] name the CPU frequency governor."""
+TUNED_GOVERNOR = ("performance", "every core at its highest clock: no ramp-up latency after "
+                  "an idle moment, and figures that do not depend on the governor's load history")
+"""The governor the tuned config provisions, and why (benchmark-grade hosts are set so)."""
 
 _VALUE = re.compile(r"^[A-Za-z0-9 ._:/,=+-]*$")
 _SYSCTL_NAME = re.compile(r"^[a-z0-9_]+(\.[a-z0-9_-]+)+$")
@@ -67,6 +80,9 @@ class PlanOptions:
     data_dir: Path | None = None
     """An initialised, stopped cluster: PostgreSQL reports the huge pages it needs."""
     tuning: tuple[str, bool] | None = field(default=None, compare=False)
+    sysfs_root: Path = Path("/")
+    """Where /sys is read and written: / on a live host; a directory of the same shape in
+    tests (the CPU governor's files)."""
 
 
 def plan_for_config(opts: PlanOptions) -> ProvisionPlan:
@@ -77,7 +93,7 @@ def plan_for_config(opts: PlanOptions) -> ProvisionPlan:
         from pgdyno.config.detect import os_settings
 
         profile.os_settings = os_settings()
-    os_over, pg_over = split_overrides(opts.overrides)
+    os_over, pg_over = split_overrides(opts.overrides, opts.sysfs_root)
     install, user = _install(opts)
     resolved = resolve_config(opts.config, pg_over, install=install, workload=opts.workload,
                               hardware=profile, pg_major=opts.pg_version or (
@@ -85,6 +101,8 @@ def plan_for_config(opts: PlanOptions) -> ProvisionPlan:
                               data_dir=opts.data_dir, server_user=user, tuning=opts.tuning)
     plan = resolved.plan
     settings = [s for s in (plan.settings if plan else []) if s.layer in ("os", "storage")]
+    if resolved.name == "tuned":
+        settings.append(governor_setting(TUNED_GOVERNOR[0], "tuned", TUNED_GOVERNOR[1]))
     for setting in os_over:
         settings = [s for s in settings if (s.key, s.group) != (setting.key, setting.group)]
         settings.append(setting)
@@ -92,7 +110,8 @@ def plan_for_config(opts: PlanOptions) -> ProvisionPlan:
         _server_huge_pages(settings, plan.sizing)
     result = plan_from_settings(settings, config=resolved.name, hardware=profile.name,
                                 data_devices=opts.data_devices, wal_devices=opts.wal_devices,
-                                live_only=opts.live_only, only=opts.only)
+                                live_only=opts.live_only, only=opts.only,
+                                sysfs_root=opts.sysfs_root)
     result.warnings += resolved.warnings
     result.machine = profile.name if not profile.source.startswith("detect") else \
         f"{profile.vcpus}vcpu-{round(profile.ram_bytes / 2**30)}gb"
@@ -147,7 +166,8 @@ def _volume(vol: Volume, devices: tuple[str, ...], md: str) -> Volume:
     return vol
 
 
-def split_overrides(items: tuple[str, ...]) -> tuple[list[Setting], list[str]]:
+def split_overrides(items: tuple[str, ...], sysfs_root: Path = Path("/")
+                    ) -> tuple[list[Setting], list[str]]:
     """--set items: (OS/storage settings, PostgreSQL key=value items for the engine)."""
     os_settings, pg = [], []
     for item in items:
@@ -156,7 +176,7 @@ def split_overrides(items: tuple[str, ...]) -> tuple[list[Setting], list[str]]:
         if not sep or not key:
             raise UsageError(f"--set {item}: expected KEY=value, e.g. --set VM_SWAPPINESS=10 "
                              "or --set shared_buffers=4GB")
-        setting = os_setting(key, value.strip(), "--set")
+        setting = os_setting(key, value.strip(), "--set", sysfs_root)
         if setting is None:
             pg.append(item)
         else:
@@ -164,13 +184,18 @@ def split_overrides(items: tuple[str, ...]) -> tuple[list[Setting], list[str]]:
     return os_settings, pg
 
 
-def os_setting(key: str, value: str, origin: str) -> Setting | None:
-    """An OS or storage setting from a matrix key (VM_SWAPPINESS, DATA_READ_AHEAD_KB) or a
-    native name (vm.swappiness, transparent_hugepage); None for anything else.
+def os_setting(key: str, value: str, origin: str,
+               sysfs_root: Path = Path("/")) -> Setting | None:
+    """An OS or storage setting from a matrix key (VM_SWAPPINESS, DATA_READ_AHEAD_KB), a
+    native name (vm.swappiness, transparent_hugepage) or the CPU governor (CPU_GOVERNOR);
+    None for anything else.
 
     The value is checked first (UsageError naming what is accepted): against the matrix's
     type and range, or, for a sysctl the matrix does not know, against this kernel (it must
     exist, and a numeric sysctl takes as many integers as it holds)."""
+    if key in GOVERNOR_NAMES:
+        _check_governor(key, value, origin, sysfs_root)
+        return governor_setting(value, origin, f"{origin} {key}={value}")
     spec = MATRIX_KEYS.get(key.upper())
     if spec is None and key == "transparent_hugepage":
         key, spec = "TRANSPARENT_HUGEPAGE", MATRIX_KEYS["TRANSPARENT_HUGEPAGE"]
@@ -191,6 +216,20 @@ def os_setting(key: str, value: str, origin: str) -> Setting | None:
         return Setting(group=group, key=sysctl_key(key), name=key, layer="os", apply="sysctl",
                        value=value, source=origin, rationale=f"{origin} {key}={value}")
     return None
+
+
+def governor_setting(value: str, source: str, rationale: str) -> Setting:
+    """The CPU frequency governor of every CPU, as a setting of the OS scheduler group."""
+    return Setting(group="os_scheduler", key=GOVERNOR_KEY, name="scaling_governor", layer="os",
+                   apply="cpufreq", value=value, source=source, rationale=rationale)
+
+
+def _check_governor(key: str, value: str, origin: str, sysfs_root: Path) -> None:
+    """A governor this host's cpufreq driver offers; without cpufreq, one the kernel has (the
+    plan then says it cannot be set here)."""
+    offered = available_governors(sysfs_root) or GOVERNORS
+    if value not in offered:
+        raise UsageError(f"{origin} {key}={value}: accepted values are {', '.join(offered)}")
 
 
 def _check_value(key: str, value: str, origin: str) -> None:
@@ -235,8 +274,10 @@ def _check_live_sysctl(name: str, value: str, origin: str) -> None:
 
 def plan_from_settings(settings: list[Setting], *, config: str, hardware: str,
                        data_devices: tuple[str, ...] = (), wal_devices: tuple[str, ...] = (),
-                       live_only: bool = False, only: tuple[str, ...] = ()) -> ProvisionPlan:
-    """Steps for these settings on these devices, each with its live value and status."""
+                       live_only: bool = False, only: tuple[str, ...] = (),
+                       sysfs_root: Path = Path("/")) -> ProvisionPlan:
+    """Steps for these settings on these devices, each with its live value and status
+    (``sysfs_root``: where the CPU governor's files are, / on a live host)."""
     chosen = _only(settings, only)
     for s in chosen:
         if not _VALUE.match(s.value):
@@ -247,7 +288,7 @@ def plan_from_settings(settings: list[Setting], *, config: str, hardware: str,
     steps += _storage_steps(chosen, "wal", wal_devices, data_devices)
     steps += _queue_steps(chosen, "data", data_devices)
     steps += _queue_steps(chosen, "wal", wal_devices)
-    steps += _kernel_steps(chosen)
+    steps += _kernel_steps(chosen, sysfs_root)
     steps += _skipped_rest(chosen, steps, wal_shared=_wal_shared(chosen, wal_devices))
     if not live_only:
         steps += _persistent_steps(steps, chosen)
@@ -285,13 +326,17 @@ def _read_live(step: Step) -> None:
     h = handler(step)
     step.command = h.command(step)
     step.current = h.read(step)
-    if h.matches(step, step.current):
+    if step.kind == "governor" and step.current == NO_CPUFREQ:
+        step.status, step.command = SKIPPED, ""
+        step.note = ("the CPU governor cannot be set here: not exposed (no "
+                     "/sys/devices/system/cpu/cpu0/cpufreq)")
+    elif h.matches(step, step.current):
         step.status = AT_TARGET
     elif step.kind in ("sysctl", "hugepages") and step.current == ABSENT:
         step.note = "no such sysctl on this kernel"
 
 
-def _kernel_steps(settings: list[Setting]) -> list[Step]:
+def _kernel_steps(settings: list[Setting], sysfs_root: Path = Path("/")) -> list[Step]:
     steps = []
     for s in settings:
         if s.apply == "sysctl" and s.value not in ("", "n/a"):
@@ -303,6 +348,12 @@ def _kernel_steps(settings: list[Setting]) -> list[Step]:
                               keys=[s.key], rationale=s.rationale, reversibility=LIVE,
                               note="boot: kept by the tmpfiles.d entry (or the kernel's "
                                    "transparent_hugepage= option)"))
+        elif s.apply == "cpufreq" and s.value:
+            steps.append(Step(kind="governor", target="scaling_governor", value=s.value,
+                              keys=[s.key], rationale=s.rationale, reversibility=LIVE,
+                              params={"root": str(sysfs_root)},
+                              note="every CPU; boot: the driver's default again (no file "
+                                   "keeps it)"))
     return steps
 
 

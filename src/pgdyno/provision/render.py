@@ -144,6 +144,10 @@ def _script_step(step: Step) -> list[str]:
     if step.kind in ("sysctl", "hugepages"):
         return [f'save "sysctl -w {step.target}=\\"$(sysctl -n {step.target} 2>/dev/null)\\""',
                 f"step {quote(step.command)}"]
+    if step.kind == "governor":
+        files = HANDLERS["governor"].pattern(step)  # type: ignore[attr-defined]
+        return [f'for f in {files}; do save "echo $(cat "$f") > $f"; done',
+                f"step {quote(step.command)}"]
     if step.kind in ("thp", "queue"):
         path = HANDLERS[step.kind].path(step)  # type: ignore[attr-defined]
         read = (f"$(sed 's/.*\\[\\(.*\\)\\].*/\\1/' {path})" if step.kind == "thp"

@@ -16,6 +16,10 @@ UNREADABLE = "(unreadable)"
 SYSCTL_ROOT = Path("/proc/sys")
 SYS_BLOCK = Path("/sys/block")
 THP_ENABLED = Path("/sys/kernel/mm/transparent_hugepage/enabled")
+CPU_DIR = "sys/devices/system/cpu"
+"""Under a root (/ on a live host; a directory of the same shape in tests)."""
+GOVERNORS = ("performance", "powersave", "ondemand", "conservative", "schedutil", "userspace")
+"""The kernel's cpufreq governors, what a host without cpufreq is told it could name."""
 
 
 class StepFailed(Exception):
@@ -55,6 +59,25 @@ def chosen(text: str) -> str:
     if "[" in text and "]" in text:
         return text[text.index("[") + 1:text.index("]")]
     return text
+
+
+def governor_files(root: Path) -> dict[str, Path]:
+    """cpu name -> its cpufreq/scaling_governor, for every CPU that has one, in CPU order;
+    {} where the kernel exposes no cpufreq (most VMs)."""
+    try:
+        cpus = [p.name for p in (root / CPU_DIR).iterdir()
+                if p.name.startswith("cpu") and p.name[3:].isdigit()]
+    except OSError:
+        return {}
+    files = {c: root / CPU_DIR / c / "cpufreq" / "scaling_governor"
+             for c in sorted(cpus, key=lambda c: int(c[3:]))}
+    return {c: f for c, f in files.items() if f.exists()}
+
+
+def available_governors(root: Path) -> tuple[str, ...]:
+    """The governors cpu0's driver offers (scaling_available_governors); () if unknown."""
+    text = read_text(root / CPU_DIR / "cpu0" / "cpufreq" / "scaling_available_governors")
+    return () if text in (ABSENT, UNREADABLE) else tuple(text.split())
 
 
 def run(cmd: list[str], what: str) -> str:
