@@ -1,0 +1,44 @@
+// Injected first into a copy of a report page by tests/chromium.py. It hears the page's
+// console errors and failed loads; after "load" (every image decoded) it measures tables,
+// cells and pictures, and only then adds the hidden <pre> holding the JSON, so that the
+// <pre> cannot widen the page it measures.
+(() => {
+  const errors = [];
+  const consoleError = console.error;
+  console.error = (...args) => {
+    errors.push(args.map(String).join(" "));
+    consoleError(...args);
+  };
+  window.addEventListener("error", (e) => {
+    const t = e.target;
+    const failedLoad = t && t !== window;
+    errors.push(failedLoad ? `failed to load <${t.tagName.toLowerCase()}>` : String(e.message));
+  }, true);
+
+  const size = (el) => {
+    const r = el.getBoundingClientRect();
+    return [r.width, r.height];
+  };
+  const firstRow = (t) => (t.rows[0] ? t.rows[0].textContent : "");
+  const label = (t) => (t.caption ? t.caption.textContent : firstRow(t)).trim().slice(0, 80);
+  const all = (selector) => [...document.querySelectorAll(selector)];
+
+  window.addEventListener("load", () => {
+    const result = {
+      viewport_width_px: document.documentElement.clientWidth,
+      scroll_width_px: document.documentElement.scrollWidth,
+      tables: all("table").map((t) => ({width: size(t)[0], label: label(t)})),
+      overflowing_cells: all("td, th")
+        .filter((c) => c.scrollWidth > c.clientWidth + 1)
+        .map((c) => c.textContent.slice(0, 80)),
+      images: all("img, svg").filter((e) => !e.parentElement.closest("svg"))
+        .map((e) => ({size: size(e), alt: e.getAttribute("alt") || e.tagName})),
+      console_errors: errors,
+    };
+    const pre = document.createElement("pre");
+    pre.id = "pgdyno-measure";
+    pre.hidden = true;
+    pre.textContent = JSON.stringify(result);
+    document.body.appendChild(pre);
+  });
+})();
