@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
+from pgdyno.errors import UsageError
 from pgdyno.provision import (
     PlanOptions,
-    apply_settings,
     check_settings,
     plan_for_config,
     plan_settings,
@@ -104,7 +104,7 @@ def test_the_shell_script_saves_every_cpu_and_its_backup_restores_them(tmp_path:
 
 def test_a_governor_this_host_does_not_offer_is_refused(tmp_path: Path) -> None:
     root = _fake_sys(tmp_path / "root")
-    with pytest.raises(Exception, match="accepted values are performance, powersave, "
+    with pytest.raises(UsageError, match="accepted values are performance, powersave, "
                                         "schedutil"):
         plan_settings({"CPU_GOVERNOR": "ondemand"}, sysfs_root=root)
     out = run_cli_here(["provision", "plan", "--set", "CPU_GOVERNOR=turbo"], tmp_path)
@@ -119,10 +119,16 @@ def test_this_host_without_cpufreq_cannot_set_it_and_nothing_tries(tmp_path: Pat
     assert step.current == NO_CPUFREQ and step.status == "skipped"
     assert step.note.startswith("the CPU governor cannot be set here: not exposed")
     assert not any("scaling_governor" in c for c in commands(plan))
-    # A campaign cell that asks for it: accepted, and nothing to change or revert.
-    assert [s.status for s in check_settings({"CPU_GOVERNOR": "performance"}).steps] == \
-        ["skipped"]
-    assert apply_settings({"CPU_GOVERNOR": "performance"}, tmp_path / "work") is None
+    out = apply_command(ApplyRequest(plan=PlanOptions(hardware="r8g.xlarge", pg_version=18,
+                                                      only=("CPU_GOVERNOR",)),
+                                     yes=True, workdir=tmp_path / "work",
+                                     results_dir=tmp_path / "results"), print)
+    assert out.state is None and out.commands == [] and out.summary.startswith("nothing")
+    assert not (tmp_path / "work").exists()  # no state file: nothing to revert
+    # A campaign cell asking for it would run as its neighbours do: refused in one line.
+    with pytest.raises(UsageError, match=r"\[config.os\] CPU_GOVERNOR: the CPU governor "
+                                         "cannot be set here"):
+        check_settings({"CPU_GOVERNOR": "performance"})
     out = run_cli_here(["provision", "plan", "--only", "CPU_GOVERNOR", "--format", "md"],
                        tmp_path)
     assert out.returncode == 0, out.stderr

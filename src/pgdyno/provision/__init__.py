@@ -16,7 +16,7 @@ from pathlib import Path
 from pgdyno.errors import UsageError
 from pgdyno.provision.apply import ApplyFailed, ApplyOptions, CannotHere, NeedsRoot, apply_plan
 from pgdyno.provision.journal import ProvisionEvent, read_events, record_event
-from pgdyno.provision.model import ProvisionPlan, ProvisionState, RevertReport
+from pgdyno.provision.model import SKIPPED, ProvisionPlan, ProvisionState, RevertReport
 from pgdyno.provision.plan import PlanOptions, os_setting, plan_for_config, plan_from_settings
 from pgdyno.provision.revert import revert_state
 from pgdyno.provision.system import ABSENT
@@ -84,6 +84,10 @@ def check_settings(settings: dict[str, str], *, data_devices: tuple[str, ...] = 
         raise UsageError(f"{origin} {keys}: storage layout is not a per-cell setting; "
                          "accepted: sysctls, transparent huge pages, block queue settings "
                          "(use pgdyno provision apply for the layout)")
+    unset = [s for s in plan.steps if s.kind == "governor" and s.status == SKIPPED]
+    if unset:  # a cell would run as its neighbours do: no comparison to make
+        raise UsageError(f"{origin} {unset[0].keys[0]}: {unset[0].note}; accepted: sysctls, "
+                         "transparent huge pages, block queue settings")
     absent = [s for s in plan.steps if s.kind in ("sysctl", "hugepages") and s.current == ABSENT]
     if absent:
         raise UsageError(f"{origin} {', '.join(s.target for s in absent)}: no such sysctl on "
