@@ -255,7 +255,7 @@ def test_a_stock_value_written_explicitly_is_not_a_change(pair, cmp: Comparison)
     absent = json.loads((a / "manifest.json").read_text())["server"]["non_default_settings"]
     assert "autovacuum" not in absent
     changed = {c.name: (c.before, c.after) for c in cmp.changes if c.layer == "postgresql"}
-    assert changed == {"synchronous_commit": ("(default)", "off")}
+    assert changed == {"synchronous_commit": ("on (stock)", "off")}
 
 
 def test_low_activity_says_so_instead_of_a_number() -> None:

@@ -1,7 +1,8 @@
 """Compare on a real server: A/A gives a well-formed interval, synchronous_commit=on is slower.
 
 One interleaved session (A B B A, two runs per side, two iterations each) serves every test:
-A is simple-update with synchronous_commit=off, B the stock setting (on), 4 clients.
+A is simple-update with synchronous_commit=off (and maintenance_work_mem=96MB, which the
+load never uses, for a setting with a unit), B the stock settings, 4 clients.
 """
 
 from __future__ import annotations
@@ -19,7 +20,9 @@ from pgdyno.compare.interleave import Side, abba_order, run_interleaved
 from pgdyno.compare.runs import load_run
 from pgdyno.compare.stats import SAME, SLOWER, verdict_for
 from pgdyno.runner.options import build_options
+from tests.answer import markdown_table
 from tests.conftest import make_shared_dir, postgres_processes
+from tests.settings_text import recorded, stock
 
 
 # The tests that take this fixture carry the server mark: it runs four benches.
@@ -29,8 +32,8 @@ def session(workdir: Path) -> tuple[Path, list[Path], list[Path]]:
     base = build_options("simple-update", clients="4", iterations=2, duration=2, warmup=1,
                          scale=1, results_dir=results, progress=False, telemetry=False,
                          context="cmp--simple-update", workdir=workdir)
-    done = run_interleaved(base, Side("async", sets=("synchronous_commit=off",)),
-                           Side("stock"), pairs=2, console=Console(quiet=True))
+    async_side = Side("async", sets=("synchronous_commit=off", "maintenance_work_mem=96MB"))
+    done = run_interleaved(base, async_side, Side("stock"), pairs=2, console=Console(quiet=True))
     assert not done.failed
     assert len(done.baseline) == len(done.candidate) == 2
     return results, done.baseline, done.candidate
@@ -82,7 +85,7 @@ def test_synchronous_commit_on_is_slower(session) -> None:
     assert tps.ci_high_pct < 0, "the interval excludes 0"
     assert tps.ci_low_pct <= tps.change_pct <= tps.ci_high_pct
     sync = [c for c in cmp.changes if c.name == "synchronous_commit"]
-    assert sync and sync[0].before == "off" and sync[0].after == "(default)"
+    assert sync and sync[0].before == "off" and sync[0].after == "on (stock)"
     # each sample is an iteration's tps_mean from summary.json (traceable)
     recorded = sorted(it["tps_mean"] for p in a
                       for it in json.loads((p / "summary.json").read_text())["iterations"])
@@ -90,7 +93,7 @@ def test_synchronous_commit_on_is_slower(session) -> None:
 
 
 @pytest.mark.server
-def test_compare_cli_writes_report_with_changes_first(session) -> None:
+def test_compare_cli_writes_report_with_changes_first(session, server) -> None:
     import typer
 
     from pgdyno.cli import compare_cmds
@@ -105,7 +108,22 @@ def test_compare_cli_writes_report_with_changes_first(session) -> None:
     assert "slower" in res.output
     md = (out / "compare.md").read_text()
     assert md.index("What changed") < md.index("Verdict") < md.index("Metrics")
-    assert "synchronous_commit = (default)" in md and "# Was off" in md
+    # Settings in natural units, the stock value named (issue 26 item 2): A's value as its
+    # server recorded it in pg_settings, the stock one from a live server's boot_val, both
+    # read by the test's own converter.
+    recorded_a = json.loads((a[0] / "manifest.json").read_text())["server"][
+        "non_default_settings"]
+    conninfo = server.admin_connection().conninfo()
+    mwm_a, mwm_stock = recorded(recorded_a["maintenance_work_mem"]), \
+        stock(conninfo, "maintenance_work_mem")
+    assert mwm_a == "96 MB" and mwm_stock != mwm_a
+    sync_stock = stock(conninfo, "synchronous_commit")
+    lines = md.splitlines()
+    assert f"maintenance_work_mem: {mwm_a} → {mwm_stock} (stock)" in lines
+    assert f"synchronous_commit: off → {sync_stock} (stock)" in lines
+    rows = markdown_table(md, "| Layer | Setting | A | B |")
+    assert ["postgresql", "maintenance_work_mem", mwm_a, f"{mwm_stock} (stock)", ""] in rows
+    assert "(default)" not in md
     for name in ("tps_timelines", "percentile_curves", "change_bars"):
         assert (out / "plots" / f"{name}.png").read_bytes()[:4] == b"\x89PNG"
     saved = json.loads((out / "compare.json").read_text())

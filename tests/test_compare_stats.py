@@ -16,7 +16,7 @@ from pgdyno.compare.core import _telemetry_metrics, compare_values, method_note
 from pgdyno.compare.model import SCHEMA_VERSION, Comparison, metric_title
 from pgdyno.compare.plots import change_bars
 from pgdyno.compare.render import write_comparison
-from pgdyno.compare.settings_diff import changes_block, settings_diff
+from pgdyno.compare.settings_diff import changes_block, diff_block, settings_diff
 from pgdyno.compare.stats import (
     FASTER,
     HIGHER,
@@ -143,15 +143,31 @@ def test_settings_diff_ignores_volatile_and_reports_layers() -> None:
              "work_mem": "8192 kB"}}}
     changes = settings_diff(a, b)
     got = {(c.layer, c.name): (c.before, c.after) for c in changes}
-    assert got == {("postgresql", "shared_buffers"): ("(default)", "1GB"),
-                   ("postgresql", "synchronous_commit"): ("on", "off"),
-                   ("postgresql", "work_mem"): ("4096 kB", "8192 kB"),
+    # natural units, the stock value named (PostgreSQL 18's: shared_buffers 16384 pages of
+    # 8 kB = 128 MB, synchronous_commit on, work_mem 4096 kB = 4 MB)
+    assert got == {("postgresql", "shared_buffers"): ("128 MB (stock)", "1 GB"),
+                   ("postgresql", "synchronous_commit"): ("on (stock)", "off"),
+                   ("postgresql", "work_mem"): ("4 MB (stock)", "8 MB"),
                    ("config", "config"): ("default", "tuned"),
                    ("benchmark", "clients"): ("4", "8")}
     work_mem = next(c for c in changes if c.name == "work_mem")
     assert work_mem.rationale == "tuned: 25% rule"
     block = changes_block(changes)
-    assert "synchronous_commit = off" in block and "# Was on" in block
+    assert "synchronous_commit = off" in block and "# Was on (stock)" in block
+    assert "shared_buffers: 128 MB (stock) → 1 GB" in diff_block(changes).splitlines()
+    assert "(default)" not in block + diff_block(changes)
+
+
+def test_the_stock_value_is_named_where_neither_side_runs_it() -> None:
+    """Both sides moved shared_buffers away from the stock value: the stock is said apart,
+    from the value the server recorded (boot_val with its unit)."""
+    a = _server({"shared_buffers": "131072 8kB"})  # 131072 × 8 kB = 1 GB
+    b = _server({"shared_buffers": "786432 8kB", "work_mem": "4096 kB"})  # 6 GB; stock 4 MB
+    b["server"]["stock_settings"] = {"shared_buffers": "16384 8kB", "work_mem": "4096 kB"}
+    (change,) = settings_diff(a, b)
+    assert (change.before, change.after, change.stock) == ("1 GB", "6 GB", "128 MB")
+    assert diff_block([change]) == "shared_buffers: 1 GB → 6 GB (stock 128 MB)"
+    assert changes_block([change]).endswith("# Was 1 GB; stock 128 MB")
 
 
 # ----- issue 11: near-zero metrics, labels, stock settings, one source of defaults ----------
@@ -276,22 +292,22 @@ def test_a_stock_value_on_one_side_is_not_a_change() -> None:
                  "work_mem": "4096 kB", "checkpoint_completion_target": "0.9",
                  "wal_level": "replica", "synchronous_commit": "off"})
     got = {(c.name, c.before, c.after) for c in settings_diff(a, b)}
-    assert got == {("synchronous_commit", "(default)", "off")}
+    assert got == {("synchronous_commit", "on (stock)", "off")}
     # the other way round, and a real change of a value written on both sides
     got = {(c.name, c.before, c.after) for c in settings_diff(b, a)}
-    assert got == {("synchronous_commit", "off", "(default)")}
+    assert got == {("synchronous_commit", "off", "on (stock)")}
     bigger = _server({"shared_buffers": "131072 8kB", "autovacuum": "off"})
     got = {(c.name, c.before, c.after) for c in settings_diff(a, bigger)}
-    assert got == {("max_connections", "300", "(default)"),
-                   ("shared_buffers", "(default)", "131072 8kB"),
-                   ("autovacuum", "(default)", "off")}
+    assert got == {("max_connections", "300", "100 (stock)"),
+                   ("shared_buffers", "128 MB (stock)", "1 GB"),
+                   ("autovacuum", "on (stock)", "off")}
     # what pgdyno wrote, when a server did not answer: '128MB' is the stock value too
     wrote_a = {"config": {"pg_settings": {}}}
     wrote_b = {"config": {"pg_settings": {"shared_buffers": "128MB", "work_mem": "64MB"}},
                "server": {"version": "18.1"}}
     got = {(c.name, c.before, c.after) for c in settings_diff(wrote_a, wrote_b)
            if c.layer == "postgresql"}
-    assert got == {("work_mem", "(default)", "64MB")}
+    assert got == {("work_mem", "4 MB (stock)", "64 MB")}
 
 
 @pytest.mark.parametrize("command", ["compare", "validate", "scaling-check"])

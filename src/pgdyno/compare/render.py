@@ -11,7 +11,7 @@ from pgdyno.compare.io_profile import IoFigure, IoProfile
 from pgdyno.compare.model import Comparison, MetricComparison, shown_unit
 from pgdyno.compare.plots import comparison_plots
 from pgdyno.compare.runs import RunData
-from pgdyno.compare.settings_diff import changes_block
+from pgdyno.compare.settings_diff import diff_block
 from pgdyno.compare.stats import TOO_SMALL, UNDETERMINED, WELCH_DIFF
 from pgdyno.reports import html
 from pgdyno.reports.document import CHANGE_SIGN, Document, Section, Table, fmt
@@ -150,7 +150,7 @@ def _io_change(f: IoFigure) -> str:
 
 def build_compare_document(cmp: Comparison, images: dict[str, str],
                            workload_sections: list[Section] | None = None) -> Document:
-    changes = Section("What changed (A → B)", preformatted=[changes_block(cmp.changes)])
+    changes = Section("What changed (A → B)", preformatted=[diff_block(cmp.changes)])
     if cmp.changes:
         changes.tables.append(Table(["Layer", "Setting", "A", "B", "Source of B's value"],
                                     [[c.layer, c.name, c.before, c.after, c.rationale]

@@ -15,12 +15,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from pgdyno.config.setting_specs import BOOL_WORDS, SettingSpecs, snapshot, unquote
+from pgdyno.config.units import STOCK, is_stock, shown_value, side_text, stock_text
 
 VOLATILE = frozenset({"port", "unix_socket_directories", "data_directory", "config_file",
                       "hba_file", "ident_file", "external_pid_file"})
 OPTION_KEYS = ("workload", "scale", "clients", "duration_s", "warmup_s", "iterations",
                "protocol", "rate_tps", "latency_limit_ms", "max_tries", "cache", "via")
-DEFAULT = "(default)"
 MACHINE = "(as the machine was)"
 
 
@@ -31,8 +31,13 @@ class SettingChange:
     name: str
     before: str
     after: str
+    """Each side as people read it: a PostgreSQL setting in natural units, "(stock)" after
+    the stock value ("128 MB (stock)" where a side leaves it unset)."""
     rationale: str = ""
     """Where the new value came from (the config's source line), when known."""
+    stock: str = ""
+    """A PostgreSQL setting's stock value when neither side runs it ("128 MB"); empty when
+    a side names it, or when it is not known."""
 
 
 def settings_diff(before: dict[str, Any], after: dict[str, Any]) -> list[SettingChange]:
@@ -49,9 +54,8 @@ def settings_diff(before: dict[str, Any], after: dict[str, Any]) -> list[Setting
     for name in sorted(set(a_set) | set(b_set), key=str.lower):
         old, new = a_set.get(name), b_set.get(name)
         if not same_setting(specs, name, old, new):
-            out.append(SettingChange("postgresql", name, DEFAULT if old is None else old,
-                                     DEFAULT if new is None else new,
-                                     _short(sources.get(name, ""))))
+            out.append(_pg_change(name, old, new, _stock(specs, name, before, after),
+                                  _short(sources.get(name, ""))))
     if a_cfg.get("name", "default") != b_cfg.get("name", "default"):
         out.append(SettingChange("config", "config", str(a_cfg.get("name", "default")),
                                  str(b_cfg.get("name", "default"))))
@@ -80,6 +84,38 @@ def settings_diff(before: dict[str, Any], after: dict[str, Any]) -> list[Setting
             out.append(SettingChange("target", key, _text(a_tgt.get(key)),
                                      _text(b_tgt.get(key))))
     return out
+
+
+def _pg_change(name: str, old: str | None, new: str | None, stock: str | None,
+               rationale: str) -> SettingChange:
+    """A PostgreSQL setting's change in natural units, the stock value named: on the side
+    that runs it or leaves it unset, else apart (``SettingChange.stock``)."""
+    sides = [None if v is None else unquote_conf(v) for v in (old, new)]
+    before, after = (stock_text(stock) if v is None else side_text(v, stock) for v in sides)
+    apart = stock is not None and not any(v is None or is_stock(v, stock) for v in sides)
+    return SettingChange("postgresql", name, before, after, rationale,
+                         stock=shown_value(stock) if apart and stock is not None else "")
+
+
+def _stock(specs: SettingSpecs | None, name: str, *manifests: dict[str, Any]) -> str | None:
+    """A setting's stock value as a run's server reported it (boot_val with its unit,
+    ``ServerFacts.stock_settings``), else the specs' of the runs' major version (None:
+    neither knows it)."""
+    for m in manifests:
+        recorded = ((m.get("server") or {}).get("stock_settings") or {}).get(name)
+        if recorded is not None:
+            return str(recorded)
+    spec = specs.spec(name) if specs is not None else None
+    if spec is None or spec.boot_val is None:
+        return None
+    return f"{spec.boot_val} {spec.unit}" if spec.unit else spec.boot_val
+
+
+def unquote_conf(value: str) -> str:
+    """A value as the server would report it: a quoted postgresql.conf token ('8MB', what
+    pgdyno wrote when a server did not answer) without its quotes; others as they are."""
+    text = str(value)
+    return unquote(text) if text.strip().startswith("'") else text
 
 
 def _os_settings(manifest: dict[str, Any]) -> dict[str, str]:
@@ -148,7 +184,8 @@ def _normal(specs: SettingSpecs, name: str, value: str) -> float | str:
 
 
 def changes_block(changes: list[SettingChange]) -> str:
-    """The changes as seed 002 prints them: ``name = new   # Was old``."""
+    """The changes as seed 002 prints them: ``name = new   # Was old`` (the journal), the
+    stock value after the old one when neither side runs it (``# Was 1 GB; stock 128 MB``)."""
     if not changes:
         return "# no difference in settings, options or machine"
     width = max(len(f"{c.name} = {c.after}") for c in changes)
@@ -156,7 +193,21 @@ def changes_block(changes: list[SettingChange]) -> str:
     for c in changes:
         prefix = "" if c.layer == "postgresql" else f"[{c.layer}] "
         left = f"{prefix}{c.name} = {c.after}"
-        lines.append(f"{left:<{width + 3}} # Was {c.before}")
+        stock = f"; stock {c.stock}" if c.stock else ""
+        lines.append(f"{left:<{width + 3}} # Was {c.before}{stock}")
+    return "\n".join(lines)
+
+
+def diff_block(changes: list[SettingChange]) -> str:
+    """The changes from A to B, one a line: ``shared_buffers: 128 MB (stock) → 6 GB``;
+    the stock value after them when neither side runs it (``1 GB → 6 GB (stock 128 MB)``)."""
+    if not changes:
+        return "no difference in settings, options or machine"
+    lines = []
+    for c in changes:
+        prefix = "" if c.layer == "postgresql" else f"[{c.layer}] "
+        stock = f" ({STOCK} {c.stock})" if c.stock else ""
+        lines.append(f"{prefix}{c.name}: {c.before} → {c.after}{stock}")
     return "\n".join(lines)
 
 

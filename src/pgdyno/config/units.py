@@ -139,21 +139,25 @@ def setting_value(text: str, unit: str | None = None) -> str:
     return f"{number} {given}"
 
 
-def _shown(text: str, unit: str | None) -> str:
-    """``setting_value``, with an empty string shown as postgresql.conf writes it ('')."""
+def shown_value(text: str, unit: str | None = None) -> str:
+    """``setting_value``, an empty string shown as postgresql.conf writes it ('')."""
     return setting_value(text, unit) if text != "" else "''"
+
+
+def is_stock(value: str, stock: str | None, unit: str | None = None) -> bool:
+    """Whether a value is the stock one, both read in natural units (None: not known)."""
+    return stock is not None and shown_value(value, unit) == shown_value(stock, unit)
 
 
 def stock_text(stock: str | None, unit: str | None = None) -> str:
     """The stock value named: "128 MB (stock)"; just "stock" when it is not known."""
-    return STOCK if stock is None else f"{_shown(stock, unit)} ({STOCK})"
+    return STOCK if stock is None else f"{shown_value(stock, unit)} ({STOCK})"
 
 
 def side_text(value: str, stock: str | None, unit: str | None = None) -> str:
     """One side's value in natural units, "(stock)" after it when it is the stock value."""
-    shown = _shown(value, unit)
-    return f"{shown} ({STOCK})" if stock is not None and shown == _shown(stock, unit) \
-        else shown
+    shown = shown_value(value, unit)
+    return f"{shown} ({STOCK})" if is_stock(value, stock, unit) else shown
 
 
 def setting_with_stock(value: str, stock: str | None, unit: str | None = None) -> str:
@@ -161,12 +165,9 @@ def setting_with_stock(value: str, stock: str | None, unit: str | None = None) -
     "128 MB (stock) → 6 GB"; "100 (stock)" when it runs at the stock value; just "6 GB"
     when the stock value is unknown (a run recorded before pgdyno kept boot_val).
     ``value`` and ``stock`` as pg_settings gives them; ``unit`` for bare numbers."""
-    shown = _shown(value, unit)
-    if stock is None:
-        return shown
-    if shown == _shown(stock, unit):
-        return f"{shown} ({STOCK})"
-    return f"{stock_text(stock, unit)} → {shown}"
+    if stock is None or is_stock(value, stock, unit):
+        return side_text(value, stock, unit)
+    return f"{stock_text(stock, unit)} → {shown_value(value, unit)}"
 
 
 def settings_with_stock(settings: dict[str, str],

@@ -67,6 +67,9 @@ class ServerFacts:
     data_directory: str | None
     non_default_settings: dict[str, str]
     """Every setting whose source is not the built-in default, with its unit."""
+    stock_settings: dict[str, str] = field(default_factory=dict)
+    """The stock value (pg_settings.boot_val, with its unit) of each of those settings;
+    empty in runs recorded before it was kept."""
 
 
 def host_facts(directories: dict[str, Path] | None = None) -> HostFacts:
@@ -143,14 +146,16 @@ def server_facts(conn: ConnectionInfo) -> ServerFacts:
         version = db.execute("SHOW server_version").fetchone()[0]
         num = int(db.execute("SHOW server_version_num").fetchone()[0])
         rows = db.execute(
-            "SELECT name, setting, coalesce(unit, '') FROM pg_settings "
+            "SELECT name, setting, coalesce(unit, ''), boot_val FROM pg_settings "
             "WHERE source NOT IN ('default', 'override') ORDER BY name").fetchall()
         try:
             data_dir = db.execute("SHOW data_directory").fetchone()[0]
         except psycopg.Error:
             data_dir = None  # needs superuser or pg_read_all_settings
     return ServerFacts(version=version, version_num=num, data_directory=data_dir,
-                       non_default_settings={n: f"{s}{u and ' ' + u}" for n, s, u in rows})
+                       non_default_settings={n: f"{s}{u and ' ' + u}" for n, s, u, _ in rows},
+                       stock_settings={n: f"{b}{u and ' ' + u}" for n, _, u, b in rows
+                                       if b is not None})
 
 
 def database_host_facts(profile: Any, destination: str,
