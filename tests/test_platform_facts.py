@@ -156,3 +156,20 @@ def test_older_manifests_keep_their_table() -> None:
     assert [r[0] for r in rows] == ["CPU clock", "CPU governor", "NUMA nodes",
                                     "PCIe link (NVMe)"]
     assert all(r[2] == "–" for r in rows)
+
+
+def test_an_ssh_host_is_read_by_the_same_code() -> None:
+    """--ssh: the facts come from the database host, read there by this module's source;
+    the stand-in host is this machine, so they are this machine's (the clock when read
+    aside: it may move between two readings)."""
+    from dataclasses import replace
+
+    from pgdyno.targets.ssh import SshTransport
+    from pgdyno.telemetry.remote import platform_of
+    from tests.sshhost import ssh_hosts
+
+    with ssh_hosts(1) as (host,), SshTransport(host.destination, host.config_file) as ssh:
+        remote = platform_of(ssh, {"data": "/dev/shm/pgdyno-not-yet"})
+    local = collect_platform({"data": "/dev/shm/pgdyno-not-yet"})
+    assert remote is not None and remote.mounts[0].mount_point == "/dev/shm"
+    assert replace(remote, cpu_current_mhz=None) == replace(local, cpu_current_mhz=None)
