@@ -13,6 +13,7 @@ import statistics
 import subprocess
 import sys
 import time
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -107,14 +108,14 @@ def test_the_layout_cli_option_reaches_the_cli() -> None:
 
 # ----- the examples at their quick size ---------------------------------------------------
 
-@pytest.fixture(scope="module")
-def quick_studies() -> dict[str, tuple[Path, float]]:
-    """Every example run once at --size quick: (results directory, wall seconds)."""
-    out = {}
-    wal_root = make_shared_dir("pgdyno-study-")
-    for name in STUDIES:
+class _QuickStudies(dict):
+    """Each example run once at --size quick, on first use: (results directory, wall
+    seconds). Lazy, so that ``-k instance`` runs only the study it needs."""
+
+    def __missing__(self, name: str) -> tuple[Path, float]:
         root = make_shared_dir(f"pgdyno-study-{name}-")
-        workdir = wal_root if name == "wal-archiving" else root / "wd"
+        # wal-archiving's archive directories are made by the server user: a shared root.
+        workdir = make_shared_dir("pgdyno-study-") if name == "wal-archiving" else root / "wd"
         workdir.mkdir(exist_ok=True)
         workdir.chmod(0o755)
         started = time.monotonic()
@@ -123,8 +124,13 @@ def quick_studies() -> dict[str, tuple[Path, float]]:
                        timeout=600)
         assert proc.returncode == 0, proc.stderr[-3000:]
         assert "study: " in proc.stdout
-        out[name] = (root / "results", time.monotonic() - started)
-    return out
+        self[name] = (root / "results", time.monotonic() - started)
+        return self[name]
+
+
+@pytest.fixture(scope="module")
+def quick_studies() -> dict[str, tuple[Path, float]]:
+    return _QuickStudies()
 
 
 @pytest.mark.server
@@ -318,3 +324,91 @@ def test_the_status_line_is_measured_against_the_sizing_target(quick_studies) ->
     assert v.status == expected
     question = (folder / "study.md").read_text().split("## Executive summary")[0]
     assert f"Status: **{expected}**" in question and f"{100 * ratio:.0f}% of" in question
+
+
+@pytest.mark.server
+def test_the_provisioning_plan_is_the_hosts_own(quick_studies) -> None:
+    """Seed 002: the tuned config's provisioning plan, read before the first cell. Each
+    sysctl step's "now" is what the kernel holds (read here from /proc/sys), its planned
+    value the config engine's, and the report tables every step it would change."""
+    results, _ = quick_studies["instance-report"]
+    record, folder = _record(results, "instance-report")
+    plans = {p.label: p for p in record.provision}
+    assert set(plans) == {"tuned-warm", "tuned-cold"}
+    plan = plans["tuned-warm"].plan
+    assert plan is not None and plans["tuned-warm"].config == "tuned"
+    saved = json.loads((folder.parent / "provision" / "plan-tuned-warm.json").read_text())
+    assert saved["label"] == "tuned-warm" and len(saved["plan"]["steps"]) == len(plan.steps)
+    first_run = json.loads((Path(record.cells[0].run_dir) / "manifest.json").read_text())
+    assert datetime.fromisoformat(plan.created) <= datetime.fromisoformat(
+        first_run["started_at"])  # read before the first cell
+    sysctls = [s for s in plan.steps if s.kind == "sysctl" and s.status != "skipped"]
+    assert sysctls, "the tuned config plans kernel settings"
+    for step in sysctls:
+        live = " ".join(Path("/proc/sys", *step.target.split(".")).read_text().split())
+        assert " ".join(step.current.split()) == live, step.target
+        assert step.status == ("at target" if live == " ".join(step.value.split())
+                               else "change"), step.target
+    text = (folder / "study.md").read_text()
+    section = text.split("Provisioning plan: tuned-warm (config tuned)")[1].split("\n## ")[0]
+    changes = [s for s in plan.steps if s.status == "change"]
+    assert f"{len(changes)} to change" in section
+    for step in changes:
+        assert f"| {step.target} |" in section, step.target
+
+
+@pytest.mark.server
+def test_smart_phases_say_why_a_virtual_disk_has_none(quick_studies) -> None:
+    """Seed 002's SMART table: this VM's disk has no SMART log, so the study says why, with
+    the reason the runs' own telemetry recorded, and tables no figure."""
+    results, _ = quick_studies["drive-qualification"]
+    record, folder = _record(results, "drive-qualification")
+    reasons = set()
+    for result in record.workloads:
+        for side in result.sides:
+            for run in side.runs:
+                summary = json.loads((Path(run) / "summary.json").read_text())
+                for it in summary["iterations"]:
+                    for change in (it.get("telemetry") or {}).get("smart") or []:
+                        assert not change["available"]
+                        reasons.add(change["reason"])
+    assert reasons and record.smart_phases == []
+    assert record.smart_note == "; ".join(sorted(reasons))
+    text = (folder / "study.md").read_text()
+    assert f"SMART: not available ({record.smart_note})." in text
+    assert "## Drive health across the study (SMART)" in text
+
+
+def test_smart_phases_before_the_study_and_after_each_workload() -> None:
+    """Seed 000's phases from SMART changes in time order: absolute temperature, wear and
+    errors at each phase's reading, traffic and throttling summed from the first reading."""
+    from pgdyno.analysis.telemetry.model import SmartChange
+    from pgdyno.study.build import smart_phases
+
+    def change(t0: float, t1: float, written: float, used: float, throttle: int = 0,
+               device: str = "nvme0n1") -> SmartChange:
+        return SmartChange(device=device, available=True, reason="", temperature_before_c=t0,
+                           temperature_after_c=t1, written_bytes=written, read_bytes=written / 2,
+                           percent_used_before=used, percent_used_after=used,
+                           media_errors_before=0, media_errors_after=0,
+                           throttle_events=throttle)
+
+    readings = [(1.0, "fio", change(35, 41, 100e9, 12)),
+                (2.0, "fio", change(36, 37, 1e9, 12, device="sda")),  # another device
+                (3.0, "tprocc", change(38, 44, 200e9, 12, throttle=1)),
+                (4.0, "tproch", change(40, 39, 50e9, 13)),
+                (5.0, "tprocc", change(37, 40, 300e9, 13))]
+    phases, note = smart_phases(readings)
+    assert note == ""
+    assert [p.label for p in phases] == ["before fio", "after fio", "after tproch",
+                                         "after tprocc"]
+    assert {p.device for p in phases} == {"nvme0n1"}
+    before, fio, tproch, tprocc = phases
+    assert (before.temperature_c, before.written_bytes, before.percent_used) == (35, 0, 12)
+    assert (fio.temperature_c, fio.written_bytes, fio.peak_temperature_c) == (41, 100e9, 41)
+    assert (tproch.temperature_c, tproch.written_bytes, tproch.percent_used) == (39, 350e9, 13)
+    assert tproch.peak_temperature_c == 44 and tproch.throttle_events == 1
+    assert (tprocc.written_bytes, tprocc.read_bytes) == (650e9, 325e9)
+    unavailable = SmartChange(device="vda", available=False, reason="no SMART log")
+    assert smart_phases([(1.0, "fio", unavailable)]) == ([], "no SMART log")
+    assert smart_phases([]) == ([], "no SMART reading was taken")

@@ -8,12 +8,14 @@ is measured or remembered in between, so a rebuild gives the same record.
 from __future__ import annotations
 
 import contextlib
+import json
 import statistics
 from collections import Counter
 from datetime import UTC, datetime
 from pathlib import Path
 
 from pgdyno.analysis.summary import IterationSummary
+from pgdyno.analysis.telemetry.model import SmartChange
 from pgdyno.campaign.runner import journal_path, read_journal
 from pgdyno.campaign.spec import CampaignSpec, Cell
 from pgdyno.compare.core import compare_runs
@@ -22,13 +24,16 @@ from pgdyno.compare.render import write_comparison
 from pgdyno.compare.runs import RunData, load_run
 from pgdyno.config.units import human_bytes
 from pgdyno.errors import PgdynoError
+from pgdyno.provision.model import ProvisionPlan
 from pgdyno.results.sweepdir import SweepRecord
 from pgdyno.study import conclusions
 from pgdyno.study.model import (
     SCHEMA_VERSION,
     CellState,
     MetricFigure,
+    ProvisionRecord,
     Side,
+    SmartPhase,
     StepComparison,
     StudyRecord,
     Validation,
@@ -55,6 +60,8 @@ def build_study(spec: CampaignSpec, study: StudySpec, out_dir: Path) -> StudyRec
     record.vcpus = next((n for r in results for side in r.sides
                          if (n := _vcpus(side)) is not None), None)
     record.validation = _validation(study, record)
+    record.smart_phases, record.smart_note = smart_phases(_smart_readings(spec, results))
+    record.provision = read_provision_plans(spec.journal_dir)
     record.findings = conclusions.findings(record)
     record.threats = conclusions.threats(record)
     return record
@@ -268,6 +275,92 @@ def _smart(its: list[IterationSummary]) -> tuple[dict[str, float], str, str]:
            "media_errors_after": last.media_errors_after,
            "throttle_events": sum(c.throttle_events or 0 for c in changes)}
     return {k: float(v) for k, v in out.items() if v is not None}, last.endurance, ""
+
+
+# ----- SMART across the study ------------------------------------------------------------------
+
+SmartReading = tuple[float, str, SmartChange]
+"""(the iteration's start, epoch s; its workload; one device's SMART change over it)."""
+
+
+def _smart_readings(spec: CampaignSpec, results: list[WorkloadResult]) -> list[SmartReading]:
+    """Every SMART change of every measured iteration of the study, in time order."""
+    out: list[SmartReading] = []
+    for result in results:
+        for run_dir in dict.fromkeys(d for side in result.sides for d in side.runs):
+            with contextlib.suppress(PgdynoError, OSError):
+                run = load_run(Path(run_dir))
+                for it in _iterations([run], None):
+                    if it.telemetry is not None:
+                        out += [(it.window_start_epoch, result.workload, c)
+                                for c in it.telemetry.smart]
+    return sorted(out, key=lambda r: r[0])
+
+
+def smart_phases(readings: list[SmartReading]) -> tuple[list[SmartPhase], str]:
+    """The device's SMART log before the study's first cell and after each workload's last
+    cell (seed 000's phases), or why there is none. One device: the first that reported;
+    traffic and throttling summed over every reading up to the phase."""
+    available = [r for r in readings if r[2].available]
+    if not available:
+        reasons = sorted({r[2].reason for r in readings if r[2].reason})
+        return [], "; ".join(reasons) or "no SMART reading was taken"
+    device = available[0][2].device
+    ours = [r for r in available if r[2].device == device]
+    first = ours[0][2]
+    phases = [SmartPhase(f"before {ours[0][1]}", device, temperature_c=first.temperature_before_c,
+                         peak_temperature_c=first.temperature_before_c,
+                         percent_used=first.percent_used_before,
+                         media_errors=_float(first.media_errors_before), written_bytes=0.0,
+                         read_bytes=0.0, throttle_events=0.0)]
+    last_of = {workload: i for i, (_, workload, _) in enumerate(ours)}
+    for workload, i in sorted(last_of.items(), key=lambda kv: kv[1]):
+        upto = [c for _, _, c in ours[:i + 1]]
+        temps = [t for c in upto for t in (c.temperature_before_c, c.temperature_after_c)
+                 if t is not None]
+        last = upto[-1]
+        phases.append(SmartPhase(
+            f"after {workload}", device, temperature_c=last.temperature_after_c,
+            peak_temperature_c=max(temps) if temps else None,
+            percent_used=last.percent_used_after, media_errors=_float(last.media_errors_after),
+            written_bytes=_sum(c.written_bytes for c in upto),
+            read_bytes=_sum(c.read_bytes for c in upto),
+            throttle_events=_sum(c.throttle_events for c in upto)))
+    return phases, ""
+
+
+def _float(value: float | int | None) -> float | None:
+    return None if value is None else float(value)
+
+
+def _sum(values) -> float | None:  # noqa: ANN001 - an iterable of optional numbers
+    """The sum of the values the device reported (None: it reported none of them)."""
+    known = [float(v) for v in values if v is not None]
+    return sum(known) if known else None
+
+
+# ----- the provisioning plan ---------------------------------------------------------------------
+
+PROVISION_DIR = "provision"
+"""Inside the campaign's directory: plan-<config label>.json, one per config of a study
+with a context section."""
+
+
+def read_provision_plans(journal_dir: Path) -> list[ProvisionRecord]:
+    """The plans recorded before the study's first cell (``study.run``), in label order."""
+    out = []
+    for path in sorted((journal_dir / PROVISION_DIR).glob("plan-*.json")):
+        try:
+            data = json.loads(path.read_text())
+            plan = data.get("plan")
+            out.append(ProvisionRecord(
+                label=str(data["label"]), config=str(data["config"]),
+                plan=ProvisionPlan.from_dict(plan) if plan else None,
+                note=str(data.get("note", ""))))
+        except (PgdynoError, OSError, ValueError, KeyError, TypeError) as exc:
+            out.append(ProvisionRecord(label=path.stem.removeprefix("plan-"), config="?",
+                                       note=f"{path}: unreadable ({exc})"))
+    return out
 
 
 # ----- the record's other parts ------------------------------------------------------------------

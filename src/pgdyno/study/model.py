@@ -14,6 +14,7 @@ from pathlib import Path
 
 from pgdyno import serde
 from pgdyno.compare.model import Comparison
+from pgdyno.provision.model import ProvisionPlan
 from pgdyno.results.manifest import read_versioned
 from pgdyno.results.rundir import write_json_atomic
 
@@ -165,6 +166,39 @@ class Threat:
 
 
 @dataclass
+class SmartPhase:
+    """The device's SMART log at one moment of the study: seed 000's "before fio, after
+    OLTP, after analytics" columns. Traffic and throttle counts are the study's own, summed
+    from its first reading; temperature, wear and errors are the device's absolute values."""
+
+    label: str
+    """"before fio", "after tprocc": the reading that opened the study or closed a workload's
+    last cell."""
+    device: str
+    temperature_c: float | None = None
+    peak_temperature_c: float | None = None
+    """The highest temperature read so far in the study."""
+    percent_used: float | None = None
+    media_errors: float | None = None
+    written_bytes: float | None = None
+    read_bytes: float | None = None
+    throttle_events: float | None = None
+
+
+@dataclass
+class ProvisionRecord:
+    """Seed 002's provisioning plan of one config: what `pgdyno provision plan` would change
+    on the measured host, read once, before the study's first cell (a rebuild shows the host
+    as it was then, not as it is now)."""
+
+    label: str
+    config: str
+    plan: ProvisionPlan | None = None
+    note: str = ""
+    """Why there is no plan (the config engine refused the host), when there is none."""
+
+
+@dataclass
 class CellState:
     key: str
     status: str
@@ -199,6 +233,10 @@ class StudyRecord:
     validation: Validation | None = None
     vcpus: int | None = None
     """The measured host's vCPUs (the projection's starting point)."""
+    smart_phases: list[SmartPhase] = field(default_factory=list)
+    smart_note: str = ""
+    """Why the study has no SMART phases (a virtual disk has no SMART log), when it has none."""
+    provision: list[ProvisionRecord] = field(default_factory=list)
 
     def workload(self, name: str) -> WorkloadResult | None:
         return next((w for w in self.workloads if w.workload == name), None)

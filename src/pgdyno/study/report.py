@@ -16,6 +16,7 @@ from pgdyno.compare.render import interval, io_table, metrics_table, pct, verdic
 from pgdyno.compare.stats import FASTER, HIGHER, LOWER, SLOWER
 from pgdyno.config.units import human_bytes
 from pgdyno.errors import PgdynoError
+from pgdyno.provision.model import AT_TARGET, SKIPPED
 from pgdyno.reports import html
 from pgdyno.reports.document import Document, Section, Table, figure
 from pgdyno.study.conclusions import headline_comparison, projection
@@ -308,7 +309,40 @@ def _charts(record: StudyRecord, images: dict[str, str], out_dir: Path) -> list[
 
 
 def _workloads(record: StudyRecord, images: dict[str, str], out_dir: Path) -> list[Section]:
-    return [s for result in record.workloads for s in _workload(result, images, out_dir)]
+    out = [s for result in record.workloads for s in _workload(result, images, out_dir)]
+    return [*out, _smart_phases(record)]
+
+
+def _smart_phases(record: StudyRecord) -> Section:
+    """Seed 000's drive health table: the device's SMART log before the study and after each
+    workload, side by side; or why the device gave none."""
+    section = Section("Drive health across the study (SMART)", anchor="smart")
+    phases = record.smart_phases
+    if not phases:
+        section.paragraphs.append(f"SMART: not available ({record.smart_note}).")
+        return section
+
+    def row(name: str, cell) -> list[str]:  # noqa: ANN001 - SmartPhase -> text
+        return [name, *[cell(p) for p in phases]]
+
+    def num(value: float | None, unit: str = "") -> str:
+        return "—" if value is None else f"{value:,.0f}{unit}"
+
+    def size(value: float | None) -> str:
+        return "—" if value is None else human_bytes(value)
+
+    section.tables.append(Table(
+        ["SMART", *[p.label for p in phases]],
+        [row("Temperature", lambda p: num(p.temperature_c, " °C")),
+         row("Peak temperature so far", lambda p: num(p.peak_temperature_c, " °C")),
+         row("Percentage used", lambda p: num(p.percent_used, "%")),
+         row("Media errors", lambda p: num(p.media_errors)),
+         row("Host writes in the study", lambda p: size(p.written_bytes)),
+         row("Host reads in the study", lambda p: size(p.read_bytes)),
+         row("Thermal throttle events", lambda p: num(p.throttle_events))],
+        caption=f"{phases[0].device}: absolute values at each reading; traffic and "
+                "throttling counted from the study's first reading"))
+    return section
 
 
 def _workload(result: WorkloadResult, images: dict[str, str], out_dir: Path) -> list[Section]:
@@ -479,7 +513,7 @@ def _context(record: StudyRecord, images: dict[str, str], out_dir: Path) -> list
     from pgdyno.campaign.context import build_context
     from pgdyno.campaign.context_report import context_document, write_context_report
 
-    out = [Section(SECTION_TITLES["context"], anchor="context")]
+    out = [Section(SECTION_TITLES["context"], anchor="context"), *_provision(record)]
     for context, results_dir in _contexts(record):
         folder = out_dir / f"context-{context}"
         try:
@@ -496,6 +530,41 @@ def _context(record: StudyRecord, images: dict[str, str], out_dir: Path) -> list
             section.title = f"{context}: {section.title}"
             section.images = [(c, f"{folder.name}/{p}") for c, p in section.images]
             out.append(section)
+    return out
+
+
+def _provision(record: StudyRecord) -> list[Section]:
+    """Seed 002's provisioning plan: per config, the OS and storage steps `pgdyno provision
+    apply` would take on the measured host (read before the first cell, never applied)."""
+    out = []
+    for rec in record.provision:
+        section = Section(f"Provisioning plan: {rec.label} (config {rec.config})",
+                          anchor=f"provision-{rec.label}", level=3)
+        plan = rec.plan
+        if plan is None:
+            section.paragraphs.append(f"No plan: {rec.note}")
+        elif not plan.steps:
+            section.paragraphs.append(f"Config {rec.config} changes no OS or storage "
+                                      "setting: the host stays as it is.")
+        else:
+            todo = [s for s in plan.steps if s.actionable]
+            section.paragraphs.append(
+                f"On {plan.host} (hardware {plan.hardware}), read {plan.created}: "
+                f"{len(todo)} to change, "
+                f"{sum(1 for s in plan.steps if s.status == AT_TARGET)} already at target, "
+                f"{sum(1 for s in plan.steps if s.status == SKIPPED)} not planned here (no "
+                "device named, or not this host's to change). "
+                "`pgdyno provision apply --config "
+                f"{rec.config} --yes` applies it with a state file; `pgdyno provision "
+                "revert` undoes it.")
+            section.tables.append(Table(
+                ["Setting", "Kind", "Now", "Planned", "Status", "Rationale"],
+                [[s.target or ",".join(s.keys), s.kind, (s.current or "–").splitlines()[0],
+                  s.shown_value, s.status, s.rationale] for s in plan.ordered()
+                 + [s for s in plan.steps if not s.actionable]],
+                caption=f"What `pgdyno provision plan --config {rec.config}` would change"))
+            section.paragraphs += [f"Warning: {w}" for w in plan.warnings]
+        out.append(section)
     return out
 
 

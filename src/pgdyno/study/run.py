@@ -13,11 +13,14 @@ from rich.console import Console
 
 from pgdyno.campaign.runner import CampaignOutcome, run_campaign
 from pgdyno.campaign.spec import CampaignSpec, load_spec
-from pgdyno.errors import UsageError
-from pgdyno.study.build import build_study
+from pgdyno.errors import PgdynoError, UsageError
+from pgdyno.provision.plan import PlanOptions, plan_for_config
+from pgdyno.results.rundir import write_json_atomic
+from pgdyno.study.build import PROVISION_DIR, build_study
 from pgdyno.study.model import StudyRecord
 from pgdyno.study.report import write_study_report
 from pgdyno.study.spec import study_of
+from pgdyno.workloads import registry
 
 STUDY_DIR = "study"
 """The study's files, inside the campaign's directory (results/campaigns/NAME[--SIZE])."""
@@ -34,12 +37,38 @@ def run_campaign_or_study(spec: CampaignSpec, console: Console, show_progress: b
                           retry_failed: bool, allow_os_changes: bool) -> StudyOutcome:
     """The campaign's cells; then, when it states a question, its study report."""
     study = study_of(spec)  # checked before the first cell runs
+    if study is not None and "context" in study.sections:
+        record_provision_plans(spec)
     outcome = StudyOutcome(run_campaign(spec, console, show_progress=show_progress,
                                         retry_failed=retry_failed,
                                         allow_os_changes=allow_os_changes))
     if study is not None:
         outcome.record, outcome.report = write_study(spec)
     return outcome
+
+
+def record_provision_plans(spec: CampaignSpec) -> None:
+    """Seed 002's provisioning plan of each config: what `pgdyno provision plan` would change
+    on this host for it, read (never applied) before the first cell and kept in the
+    campaign's directory. A resumed study keeps the plans of its first start."""
+    folder = spec.journal_dir / PROVISION_DIR
+    workload = next((w for w in spec.workloads if registry.get(w).needs_server),
+                    spec.workloads[0])
+    for entry in spec.configs:
+        path = folder / f"plan-{entry.label}.json"
+        if path.exists():
+            continue
+        record: dict = {"label": entry.label, "config": entry.config}
+        overrides = tuple(f"{key}={value}" for key, value in entry.os) + tuple(entry.sets)
+        try:
+            plan = plan_for_config(PlanOptions(config=entry.config, workload=workload,
+                                               overrides=overrides,
+                                               tuning=registry.get(workload).tuning))
+            record["plan"] = plan.to_dict()
+        except PgdynoError as exc:
+            record["note"] = str(exc)
+        folder.mkdir(parents=True, exist_ok=True)
+        write_json_atomic(path, record)
 
 
 def write_study(spec: CampaignSpec) -> tuple[StudyRecord, Path]:
