@@ -113,6 +113,8 @@ def test_this_machine_against_its_own_files(tmp_path: Path) -> None:
     assert (by_role["wal"].mount_point, by_role["wal"].options) == \
         _mountinfo_options(Path("/dev/shm"))
     cpufreq = CPU / "cpu0" / "cpufreq"
+    # The governor is also a kernel setting the run started under (compare's "Changes").
+    assert ("scaling_governor" in host.kernel_settings) == bool(facts.governors)
     if not cpufreq.exists():  # this VM: no cpufreq, so no governor and no max clock
         assert facts.governors == {} and facts.cpu_max_mhz is None
         assert facts.cpu_base_source in ("", "model name")

@@ -16,7 +16,12 @@ from pgdyno.config.units import human_bytes
 from pgdyno.results.rundir import hostname
 from pgdyno.targets import ConnectionInfo
 from pgdyno.telemetry.devices import storage_identity
-from pgdyno.telemetry.platform_facts import PlatformFacts, collect_platform, mount_facts
+from pgdyno.telemetry.platform_facts import (
+    PlatformFacts,
+    collect_platform,
+    cpu_governors,
+    mount_facts,
+)
 
 
 @dataclass
@@ -92,8 +97,8 @@ def describe_directories(host: HostFacts, directories: dict[str, Path]) -> None:
 
 
 def kernel_settings(extra: tuple[str, ...] = ()) -> dict[str, str]:
-    """KERNEL_SETTINGS (and ``extra`` sysctl names) with transparent huge pages, as the
-    kernel reports them now; a setting this kernel lacks is left out."""
+    """KERNEL_SETTINGS (and ``extra`` sysctl names) with transparent huge pages and the CPU
+    governor, as the kernel reports them now; a setting this kernel lacks is left out."""
     out: dict[str, str] = {}
     for name in (*KERNEL_SETTINGS, *extra):
         path = Path("/proc/sys") / name.replace(".", "/")
@@ -109,6 +114,10 @@ def kernel_settings(extra: tuple[str, ...] = ()) -> dict[str, str]:
         chosen = [w.strip("[]") for w in text.split() if w.startswith("[")]
         if chosen:
             out[name] = chosen[0]
+    governors, _driver = cpu_governors(Path("/"))
+    if governors:  # provision sets it too (CPU_GOVERNOR): named as its step names it
+        out["scaling_governor"] = next(iter(governors)) if len(governors) == 1 else "; ".join(
+            f"{g} on {n} CPU{'s' if n != 1 else ''}" for g, n in governors.items())
     return out
 
 
