@@ -16,6 +16,7 @@ import pytest
 
 from pgdyno.compare.sweeps import compare_sweeps, write_sweep_comparison
 from pgdyno.targets.archive import LOG_NAME
+from tests.answer import markdown_table
 from tests.conftest import make_shared_dir, run_cli
 
 pytestmark = pytest.mark.server
@@ -156,6 +157,15 @@ def test_sweep_against_sweep(sweeps, root: Path) -> None:
         assert side.memory is not None and len(side.memory.t) >= 2
     text = md.read_text()
     assert "| 1 |" in text and "| 2 |" in text
+    # One form in both: the comparison shows each sweep's real/ideal (a percentage) and New-Order
+    # p90 (ms) exactly as the sweep's own report does.
+    compared = {r[0]: r for r in markdown_table(text, "| Warehouses | Ideal NOPM |")[2:]}
+    for column, sweep in ((0, sweeps["buffered"]), (1, sweeps["direct"])):
+        own = markdown_table((sweep / "report.md").read_text(), "| Warehouses | VUs |")
+        for row in own[2:]:
+            assert compared[row[0]][4 + column] == row[own[0].index("Real/ideal")]
+            assert compared[row[0]][4 + column].endswith("%")
+            assert compared[row[0]][6 + column] == row[own[0].index("p90 NO ms")]
     assert "buffered" in text and "direct" in text
     assert (root / "cmp" / "plots" / "sweeps_nopm.png").stat().st_size > 0
     assert (root / "cmp" / "plots" / "sweeps_memory.png").stat().st_size > 0

@@ -188,7 +188,10 @@ def test_compliant_warehouse_sweep_real_vs_ideal_p90_and_nopm_over_time(workdir:
 
     md = (sweep_dir / "report.md").read_text()
     assert "Real/ideal stays at or above 90% up to 2 warehouses" in md
-    assert f"{sweep['rows'][1]['real_vs_ideal']:.3f}" in md
+    # Real/ideal as a percentage and p90 in ms, the forms the sweep comparison uses too.
+    assert f"| {100 * sweep['rows'][1]['real_vs_ideal']:.1f}% |" in md
+    p90 = sweep["rows"][1]["p90_ms"]["new_order"]
+    assert f"| {p90:,.0f} |" in md if p90 >= 1000 else f"| {p90:.2f} |" in md
     assert (sweep_dir / "plots" / "sweep_nopm.png").stat().st_size > 10_000
     assert "data:image/png;base64," in (sweep_dir / "report.html").read_text()
     rebuilt = run_cli(["report", str(sweep_dir)], own)

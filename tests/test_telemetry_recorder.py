@@ -231,3 +231,77 @@ def test_disabled_recorder_writes_nothing(tmp_path: Path) -> None:
     rec.mark("x")
     rec.stop()
     assert not (tmp_path / "telemetry").exists()
+
+
+BINARY = {"B": 1, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2**40}
+
+
+def _in_window(rows: list[dict], t0: float, t1: float) -> list[dict]:
+    """The samples of the window, half an interval of slack at each edge, a sample less
+    than half an interval after the one kept before it dropped (a partial interval)."""
+    kept: list[dict] = []
+    for r in rows:
+        if t0 - 0.5 <= float(r["t"]) <= t1 + 0.5 and (
+                not kept or float(r["mono"]) - float(kept[-1]["mono"]) >= 0.5):
+            kept.append(r)
+    return kept
+
+
+def _prefix(n_bytes: float) -> str:
+    """The binary prefix a value reads in: the largest whose value is at least 1."""
+    return next(u for u, f in reversed(BINARY.items()) if n_bytes >= f or u == "B")
+
+
+def test_report_rates_are_binary_and_recomputed_from_raw(recorded) -> None:  # noqa: ANN001
+    """The WAL rate and the data device's write rate in the run report equal the raw
+    samples' counters recomputed here, labelled with the binary prefix they read in."""
+    from tests.answer import markdown_table
+
+    raw, t0, t1 = recorded
+    tdir = raw / "telemetry"
+    s = analyse_telemetry(raw, (t0, t1))
+    text = telemetry_markdown(s, None, {})
+    # WAL: pg_stat_wal.wal_bytes over the window's first and last snapshots.
+    snaps = _in_window(list(read_jsonl(tdir / "pg_stats.jsonl")), t0, t1)
+    wal = ((snaps[-1]["wal"]["wal_bytes"] - snaps[0]["wal"]["wal_bytes"])
+           / (snaps[-1]["mono"] - snaps[0]["mono"]))
+    rows = {r[0]: r[1] for r in markdown_table(text, "| metric | value |")[2:]}
+    number, unit = rows["WAL written per second"].split()
+    assert unit == f"{_prefix(wal)}/s", (rows["WAL written per second"], wal)
+    assert float(number.replace(",", "")) == pytest.approx(wal / BINARY[unit[:-2]], rel=0.006)
+    # The data device: sectors written (diskstats field 10) over the window's ticks, MiB/s.
+    device = s.role_device("data").device
+    ticks = _in_window(list(read_jsonl(tdir / "host_raw.jsonl")), t0, t1)
+
+    def sectors(tick: dict) -> int:
+        line = next(x for x in tick["diskstats"].splitlines() if x.split()[2] == device)
+        return int(line.split()[9])
+
+    written = (sectors(ticks[-1]) - sectors(ticks[0])) * 512 / (ticks[-1]["mono"]
+                                                                 - ticks[0]["mono"])
+    disk = markdown_table(text, "| device | role |")
+    header = next(h for h in disk[0] if h.startswith("write ") and h.endswith("/s"))
+    unit = header.split()[1][:-2]
+    assert unit in BINARY, header
+    cells = {r[0]: r[disk[0].index(header)] for r in disk[2:]}
+    avg = float(cells[device].split(" (")[0].replace(",", ""))
+    assert avg == pytest.approx(written / BINARY[unit], rel=0.006, abs=0.006)
+    # One prefix for the column, the one its largest figure (avg or peak) reads in.
+    shown = [float(x.replace(",", "")) * BINARY[unit] for c in cells.values() if c != "–"
+             for x in c.replace("(", "").replace(")", "").split()]
+    assert unit == _prefix(max(shown)), (header, shown)
+    assert "MB" not in text and "GB" not in text and "Units: byte sizes" in text
+
+
+def test_wait_event_tables_say_what_each_wait_means(recorded) -> None:  # noqa: ANN001
+    from tests.answer import markdown_table
+
+    raw, t0, t1 = recorded
+    text = telemetry_markdown(analyse_telemetry(raw, (t0, t1)), None, {})
+    events = markdown_table(text, "| wait class | event |")
+    assert events[0][-1] == "meaning"
+    assert len(events) > 2 and all(row[-1] for row in events[2:])
+    classes = markdown_table(text, "| wait class | AAS |")
+    assert classes[0][-1] == "meaning" and all(row[-1] for row in classes[2:])
+    # A pgbench write run commits: its sessions wait on the WAL flush or run on CPU.
+    assert {r[0] for r in events[2:]} & {"IO", "CPU", "LWLock", "Client"}

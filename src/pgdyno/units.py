@@ -83,10 +83,11 @@ def scale_for(n_bytes: float | None) -> ByteScale:
     return ByteScale(BYTE_UNITS[index])
 
 
-def common_scale(values: Iterable[float | None]) -> ByteScale:
-    """One prefix for a table column or a plot axis: the largest value's."""
+def common_scale(values: Iterable[float | None], empty: str = "MiB") -> ByteScale:
+    """One prefix for a table column or a plot axis: the largest value's (``empty`` when
+    no value was measured, so that a column of dashes is not headed "B/s")."""
     present = [abs(float(v)) for v in values if not _missing(v)]
-    return scale_for(max(present) if present else 0.0)
+    return scale_for(max(present)) if present else ByteScale(empty)
 
 
 def format_bytes(n_bytes: float | None) -> str:

@@ -25,6 +25,7 @@ from pgdyno.reports.document import Section, Table, fmt
 from pgdyno.reports.plots import plt, save_figure, series_style
 from pgdyno.results.manifest import read_json_file
 from pgdyno.results.rundir import RunPlan
+from pgdyno.units import format_ms, format_ratio_pct
 from pgdyno.workloads import tprocc
 from pgdyno.workloads.tprocc import Snapshot, response
 
@@ -205,8 +206,10 @@ def _headline_table(summary: RunSummary, windows: IterationWindows, plan: RunPla
             [v for (c, _), v in sorted(windows.items()) if c == clients])}
         rows.append([str(clients), fmt(statistics.fmean(nopms), 0),
                      fmt(statistics.stdev(nopms) if len(nopms) > 1 else None, 0),
-                     fmt(ideal, 0), fmt(statistics.fmean(ratios) if ratios else None, 3),
-                     *[fmt(stats[t].p90_ms) if t in stats else "–" for t in tprocc.TRANSACTIONS],
+                     fmt(ideal, 0),
+                     format_ratio_pct(statistics.fmean(ratios) if ratios else None),
+                     *[format_ms(stats[t].p90_ms) if t in stats else "–"
+                       for t in tprocc.TRANSACTIONS],
                      fmt(statistics.fmean(it.metrics["tpm"] for it in its), 0), str(len(its))])
     return Table(["Terminals", "NOPM", "NOPM stddev", "Ideal NOPM", "Real/ideal",
                   *[f"p90 {SHORT[t]} ms" for t in tprocc.TRANSACTIONS], "TPM", "Iterations"],
@@ -242,9 +245,9 @@ def _iteration_table(summary: RunSummary, paced: bool) -> Table:
         e = it.metrics
         row = [str(it.clients), str(it.iteration), fmt(e.get("nopm"), 0), fmt(e.get("tpm"), 0)]
         if paced:
-            row += [fmt(e.get("real_vs_ideal"), 3),
+            row += [format_ratio_pct(e.get("real_vs_ideal")),
                     fmt(100 * e["efficiency"] if "efficiency" in e else None, 1),
-                    fmt(e.get("latency_avg_ms"), 3), fmt(e.get("latency_p99_ms"), 3)]
+                    format_ms(e.get("latency_avg_ms")), format_ms(e.get("latency_p99_ms"))]
         rows.append(row + [fmt(e.get("window_s"), 1)])
     return Table(headers + ["Window (s)"], rows, caption="Per iteration")
 
@@ -314,9 +317,10 @@ def _response_tables(windows: IterationWindows, plan: RunPlan) -> list[Table]:
         tables.append(Table(
             ["Transaction", "Count", "Mean ms", "p50 ms", "p90 ms", "p95 ms", "p99 ms",
              "Max ms", "TPC-C p90 limit", "Within"],
-            [[s.transaction, str(s.count), fmt(s.mean_ms), fmt(s.percentiles_ms["p50"]),
-              fmt(s.p90_ms), fmt(s.percentiles_ms["p95"]), fmt(s.percentiles_ms["p99"]),
-              fmt(s.max_ms), f"{s.limit_p90_s:g} s", "yes" if s.within_limit else "NO"]
+            [[s.transaction, str(s.count), format_ms(s.mean_ms),
+              format_ms(s.percentiles_ms["p50"]), format_ms(s.p90_ms),
+              format_ms(s.percentiles_ms["p95"]), format_ms(s.percentiles_ms["p99"]),
+              format_ms(s.max_ms), f"{s.limit_p90_s:g} s", "yes" if s.within_limit else "NO"]
              for s in stats],
             caption=f"Response time per transaction type, {clients} terminals, all iterations' "
                     "measured windows: the server's duration of each call (pgbench's latency "

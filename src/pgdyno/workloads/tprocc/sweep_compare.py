@@ -24,6 +24,7 @@ from pgdyno.reports.document import Document, Section, Table, fmt
 from pgdyno.results.manifest import load_manifest
 from pgdyno.results.rundir import write_json_atomic
 from pgdyno.results.sweepdir import SweepRecord
+from pgdyno.units import format_ms, format_ratio_pct
 from pgdyno.workloads.tprocc.sweep_report import SweepRow, SweepSummary, summarise_sweep
 
 SCHEMA_VERSION = 1
@@ -149,13 +150,10 @@ def table_rows(cmp: SweepComparison) -> list[list[str]]:
     for w in cmp.warehouses:
         a, b = cmp.a.rows.get(w, SideRow()), cmp.b.rows.get(w, SideRow())
         out.append([str(w), fmt(a.ideal_nopm or b.ideal_nopm, 1), fmt(a.nopm, 1),
-                    fmt(b.nopm, 1), _pct(a.real_vs_ideal), _pct(b.real_vs_ideal),
-                    fmt(a.p90_new_order_ms), fmt(b.p90_new_order_ms)])
+                    fmt(b.nopm, 1), format_ratio_pct(a.real_vs_ideal),
+                    format_ratio_pct(b.real_vs_ideal), format_ms(a.p90_new_order_ms),
+                    format_ms(b.p90_new_order_ms)])
     return out
-
-
-def _pct(value: float | None) -> str:
-    return "–" if value is None else f"{100 * value:.1f}%"
 
 
 def _saturation(side: SweepSide, threshold: float) -> str:

@@ -24,6 +24,7 @@ from pgdyno.reports.plots import plt, save_figure
 from pgdyno.results.manifest import load_manifest
 from pgdyno.results.rundir import RunDirectory, write_json_atomic
 from pgdyno.results.sweepdir import SweepRecord
+from pgdyno.units import format_ms, format_ratio_pct
 from pgdyno.workloads import tprocc
 from pgdyno.workloads.tprocc.report import (
     iteration_windows,
@@ -173,9 +174,9 @@ def sweep_document(summary: SweepSummary, record: SweepRecord,
         row = [str(r.warehouses), str(r.clients), fmt(r.nopm_mean, 1), fmt(r.nopm_stddev, 1),
                fmt(r.tpm_mean, 0)]
         if compliant:
-            row += [fmt(r.ideal_nopm, 1), fmt(r.real_vs_ideal, 3),
+            row += [fmt(r.ideal_nopm, 1), format_ratio_pct(r.real_vs_ideal),
                     fmt(100 * r.efficiency if r.efficiency is not None else None, 1),
-                    *[fmt(r.p90_ms.get(t)) for t in types]]
+                    *[format_ms(r.p90_ms.get(t)) for t in types]]
         row += [r.consistency, r.status, f"../{r.run}/report.md" if r.run else "–"]
         rows.append(row)
     table = Section("Warehouse sweep", tables=[Table(headers, rows)], paragraphs=[
@@ -220,7 +221,8 @@ def _headline(summary: SweepSummary) -> str:
     ok = [r.warehouses for r in measured if r.real_vs_ideal is not None
           and r.real_vs_ideal >= summary.threshold and r.warehouses < at]
     return (f"Real/ideal drops below {summary.threshold:.0%} at {at} warehouses "
-            f"({below.real_vs_ideal:.1%}: {below.nopm_mean:,.0f} of {below.ideal_nopm:,.0f} "
+            f"({format_ratio_pct(below.real_vs_ideal)}: {below.nopm_mean:,.0f} of "
+            f"{below.ideal_nopm:,.0f} "
             f"ideal NOPM)" + (f"; the largest count that keeps up is {max(ok)} warehouses."
                               if ok else "; no count in the sweep keeps up."))
 
