@@ -5,6 +5,8 @@ the terminal printed, and every dataset a workload builds has its load reported.
   statements: the peak and its interval, saturation, p99, the verdict, where the dataset
   lived, the share of it that memory could hold with the hit ratio the peak measured, and
   the load. Every figure is recomputed here from summary.json and the manifest.
+- Item 12: a peak at the most clients tried says how much it was still rising and what to
+  try next, not "saturates"; the dataset line is a sentence.
 - The Load table shows each phase's seconds as the manifest records them and as pgbench's
   own log timed them, with rows/s over rows the test counts in the database itself; a
   reused dataset says so, with the build seconds pgdyno's registry holds (read here by SQL).
@@ -20,14 +22,19 @@ import statistics
 import psycopg
 import pytest
 
+from pgdyno.analysis.summary import RunSummary
 from pgdyno.options import BenchOptions
 from pgdyno.reports.document import CHANGE_SIGN, RunView, Section, build_document, change_text
 from pgdyno.results import load
 from pgdyno.results.rundir import RunPlan
+from pgdyno.runner.outcome import CachedShare, answer_rows, cached_text, describe_fit, outcome_of
+from pgdyno.workloads import registry
+from pgdyno.workloads.base import HIGHER, LOWER, headline_of
 from pgdyno.workloads.pgbench.dataset import init_phases
 from tests.answer import answer, check_load_table, markdown_table, seconds, sections
 from tests.conftest import make_shared_dir, run_cli, scratch_database
 
+MIB, GIB = 2**20, 2**30
 T_975 = {1: 12.7062, 2: 4.3027}  # Student's t, two-sided 95%, from the published table
 PGBENCH_DONE = ("dropping old tables...\ncreating tables...\ngenerating data (server-side)...\n"
                 "vacuuming...\ncreating primary keys...\n"
@@ -54,6 +61,93 @@ def test_a_load_record_rates_each_phase_over_the_whole_dataset() -> None:
     assert dict(load.load_lines(load.reused(42.0)))["load"] == (
         "reused, not loaded again (built in 42.0 s by an earlier run)")
     assert "not recorded" in dict(load.load_lines(load.reused(None)))["load"]
+
+
+def _sweep(tps: dict[int, list[float]]) -> RunSummary:
+    """A sweep whose iterations at each client count measured ``tps``."""
+    from tests.test_report_rendering import iteration, run_summary
+
+    its = []
+    for clients, values in tps.items():
+        for number, value in enumerate(values, 1):
+            it = iteration(clients, number, [value])
+            it.metrics = {"tps": value, "latency_p99_ms": 2.0}
+            its.append(it)
+    return run_summary(its)
+
+
+def _said(tps: dict[int, list[float]], direction: int = HIGHER) -> dict[str, str]:
+    summary = _sweep(tps)
+    head = headline_of(summary, registry.get("tpcb").metrics)
+    assert head is not None
+    return {row.item: row.text
+            for row in answer_rows(outcome_of(summary, head, "", direction=direction))}
+
+
+def test_a_peak_at_the_most_clients_tried_says_how_much_it_was_still_rising() -> None:
+    tps = {2: [1000.0, 1010.0], 4: [1500.0, 1530.0], 8: [1800.0, 1790.0]}
+    said = _said(tps)
+    before, peak = statistics.fmean(tps[4]), statistics.fmean(tps[8])  # 1,515.0 and 1,795.0
+    assert said["peak TPS"].startswith(f"{peak:,.1f} tx/s at 8 clients ")
+    assert said["still rising"] == (
+        f"TPS grew {100 * (peak / before - 1):.1f}% from 4 clients to 8 clients "
+        f"({before:,.1f} to {peak:,.1f} tx/s), the most tried; try up to 16 clients "
+        "(--clients 8,16) to find the peak")
+    assert "18.5%" in said["still rising"]  # 1,795 / 1,515 − 1, by hand
+    assert "saturates" not in said  # 8 clients is no saturation: it was still climbing
+
+
+def test_a_peak_in_the_middle_still_saturates() -> None:
+    tps = {1: [600.0], 2: [1000.0, 1020.0], 4: [990.0, 960.0], 8: [900.0]}
+    said = _said(tps)
+    peak = statistics.fmean(tps[2])
+    assert min(c for c, v in tps.items() if statistics.fmean(v) >= 0.95 * peak) == 2
+    assert said["saturates"] == "at 2 clients (within 5% of the peak)"
+    assert "still rising" not in said
+
+
+def test_a_last_step_within_the_margin_saturates_before_it_and_still_rises() -> None:
+    said = _said({2: [1000.0], 4: [1900.0], 8: [1950.0]})
+    assert said["saturates"] == "at 4 clients (within 5% of the peak)"  # 1,900 ≥ 0.95 × 1,950
+    assert said["still rising"].startswith(
+        f"TPS grew {100 * (1950 / 1900 - 1):.1f}% from 4 clients to 8 clients "
+        "(1,900.0 to 1,950.0 tx/s)")
+
+
+def test_one_client_count_or_a_time_says_neither() -> None:
+    assert not {"saturates", "still rising"} & set(_said({4: [1000.0, 1100.0]}))
+    lower = _said({1: [1000.0], 2: [500.0]}, direction=LOWER)  # best: the smaller time
+    assert not {"saturates", "still rising"} & set(lower)
+
+
+@pytest.mark.parametrize(("record", "sentence"), [
+    ({"fits": "shared_buffers", "size_bytes": 20 * MIB, "shared_buffers_bytes": 128 * MIB,
+      "available_bytes": 22 * GIB},
+     "20.0 MiB, within shared_buffers (128.0 MiB): every read is a shared-buffer hit, so the "
+     "run measures CPU, locks and WAL rather than storage"),
+    ({"fits": "page cache", "size_bytes": 157 * MIB, "shared_buffers_bytes": 128 * MIB,
+      "available_bytes": 22 * GIB + 600 * MIB},
+     "157.0 MiB, larger than shared_buffers (128.0 MiB) but within memory (22.6 GiB "
+     "available): reads that miss shared_buffers hit the OS page cache, not the disk"),
+    ({"fits": "disk", "size_bytes": 30 * GIB, "shared_buffers_bytes": 128 * MIB,
+      "available_bytes": 2 * GIB},
+     "30.0 GiB, larger than shared_buffers (128.0 MiB) and memory (2.0 GiB available): reads "
+     "reach the storage"),
+    ({"fits": "beyond shared_buffers", "size_bytes": 1536 * MIB,
+      "shared_buffers_bytes": 128 * MIB, "available_bytes": None},
+     "1.5 GiB, larger than shared_buffers (128.0 MiB); the server's memory is unknown, so "
+     "reads that miss shared_buffers may hit its page cache or its disk"),
+])
+def test_the_dataset_line_is_a_sentence(record: dict, sentence: str) -> None:
+    assert describe_fit(record) == sentence
+
+
+def test_the_cached_line_says_what_share_of_reads_hit_shared_buffers() -> None:
+    share = CachedShare(size_bytes=157 * MIB, shared_buffers_bytes=128 * MIB,
+                        in_shared_buffers=128 / 157, in_memory=1.0, hit_ratio_pct=99.14)
+    assert cached_text(share) == ("82% of the dataset fits in shared_buffers, 100% with the "
+                                  "page cache; 99.1% of block reads hit shared_buffers at the "
+                                  "peak")
 
 
 def _view(manifest: dict, answer_rows: list[tuple[str, str]]) -> RunView:
@@ -165,8 +259,8 @@ def test_tpcb_report_opens_with_the_terminal_answer_and_reports_its_load() -> No
     hits = [it["telemetry"]["database"]["cache_hit_pct"] for it in summary["iterations"]
             if it["clients"] == peak]
     assert said["cached"] == (f"{100 * share:.0f}% of the dataset fits in shared_buffers; "
-                              f"shared-buffer hit ratio at the peak "
-                              f"{statistics.fmean(hits):.1f}%")
+                              f"{statistics.fmean(hits):.1f}% of block reads hit "
+                              "shared_buffers at the peak")
 
     # The load: pgbench's own timing of its steps (its log, parsed here), 100,011 rows a
     # scale unit (pgbench_accounts, _tellers, _branches).

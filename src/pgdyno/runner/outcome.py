@@ -2,12 +2,14 @@
 first section, from one computed ``RunOutcome``.
 
 "What does this machine give?": the peak of the headline metric with its 95% interval
-across iterations, the client count where it stops growing, p99 at the peak, the verdict
-there, what the dataset exercised (shared_buffers, the page cache or the disk) and how much
-of it the server's memory held, and how the dataset was loaded. All of it is computed once
-from the run's summary and manifest (``pgdyno.runner.report.build_reports``); the terminal
-(``terminal_lines``) and the report (``answer_rows``, a table) only lay the same
-statements out, so ``pgdyno report`` writes what ``pgdyno bench`` printed.
+across iterations, the client count where it stops growing (or, when the peak is at the
+most clients tried, how much it was still rising and what to try next), p99 at the peak,
+the verdict there, what the dataset exercised (shared_buffers, the page cache or the
+disk) and how much of it the server's memory held, and how the dataset was loaded. All of
+it is computed once from the run's summary and manifest
+(``pgdyno.runner.report.build_reports``); the terminal (``terminal_lines``) and the report
+(``answer_rows``, a table) only lay the same statements out, so ``pgdyno report`` writes
+what ``pgdyno bench`` printed.
 """
 
 from __future__ import annotations
@@ -46,6 +48,29 @@ class CachedShare:
     iterations (pg_stat_database; None without telemetry)."""
 
 
+@dataclass(frozen=True)
+class Rising:
+    """The peak is at the most clients tried and above the count before it: the sweep did
+    not reach the point where more clients stop adding throughput."""
+
+    from_clients: int
+    to_clients: int
+    from_value: float
+    """The mean at ``from_clients`` (the largest count below the peak's that measured)."""
+    to_value: float
+    """The peak."""
+    from_at: str
+    """``from_clients`` in the workload's words ("4 clients")."""
+    to_at: str
+    next_clients: int
+    """Where to look next: twice the most clients tried."""
+    next_at: str
+
+    @property
+    def growth_pct(self) -> float:
+        return 100 * (self.to_value / self.from_value - 1)
+
+
 @dataclass
 class RunOutcome:
     headline: Headline
@@ -53,8 +78,9 @@ class RunOutcome:
     """95% t interval of the per-iteration means at the peak client count."""
     iterations: int
     saturation_clients: int | None
-    """The fewest clients reaching SATURATION × the peak (None: one client count, or a
-    metric where lower is better, which has no saturation)."""
+    """The fewest clients reaching SATURATION × the peak (None: one client count, a metric
+    where lower is better, which has no saturation, or a peak still rising by more than
+    that at the most clients tried, which is no saturation either)."""
     verdict: str | None
     dataset: str
     """Where the dataset lived (``describe_fit``); empty when unknown."""
@@ -66,6 +92,8 @@ class RunOutcome:
     cached: CachedShare | None = None
     load: LoadRecord | None = None
     """The dataset's load (``results.load``); None when the workload builds none."""
+    rising: Rising | None = None
+    """Set when the peak is at the most clients tried and still above the count before."""
 
 
 def outcome_of(summary: RunSummary, head: Headline, dataset: str, *,
@@ -76,14 +104,20 @@ def outcome_of(summary: RunSummary, head: Headline, dataset: str, *,
     client count (``Workload.describe_clients``)."""
     at_peak = _iterations(summary, head.clients, head.metric)
     values = [it.metrics[head.metric] for it in at_peak]
-    saturation = _saturation(summary, head) if direction != LOWER else None
+    saturation = rising = None
+    if direction != LOWER and len(summary.client_counts) >= 2:
+        means = _means(summary, head.metric)
+        saturation = _saturation(means, head)
+        rising = _rising(means, max(summary.client_counts), head, describe_clients)
+        if rising is not None and saturation == rising.to_clients:
+            saturation = None  # still climbing by more than the margin: not a saturation
     return RunOutcome(headline=head, interval=mean_interval(values), iterations=len(values),
                       saturation_clients=saturation,
                       verdict=_median_verdict(at_peak, head.metric), dataset=dataset,
                       direction=direction, peak_at=describe_clients(head.clients),
                       saturation_at=describe_clients(saturation) if saturation else "",
                       cached=cached_share(dataset_record or {}, at_peak),
-                      load=record_of(dataset_record))
+                      load=record_of(dataset_record), rising=rising)
 
 
 def _iterations(summary: RunSummary, clients: int, metric: str) -> list[IterationSummary]:
@@ -91,16 +125,35 @@ def _iterations(summary: RunSummary, clients: int, metric: str) -> list[Iteratio
             if it.clients == clients and it.status == "ok" and metric in it.metrics]
 
 
-def _saturation(summary: RunSummary, head: Headline) -> int | None:
-    if len(summary.client_counts) < 2:
-        return None
+def _means(summary: RunSummary, metric: str) -> dict[int, float]:
+    """Client count -> the mean of its measured iterations, in ascending client order."""
     means = {}
     for clients in sorted(summary.client_counts):
-        its = _iterations(summary, clients, head.metric)
+        its = _iterations(summary, clients, metric)
         if its:
-            means[clients] = statistics.fmean(it.metrics[head.metric] for it in its)
+            means[clients] = statistics.fmean(it.metrics[metric] for it in its)
+    return means
+
+
+def _saturation(means: dict[int, float], head: Headline) -> int | None:
     reach = [c for c, v in means.items() if v >= SATURATION * head.value]
     return min(reach) if reach else None
+
+
+def _rising(means: dict[int, float], most: int, head: Headline,
+            describe_clients: Callable[[int], str]) -> Rising | None:
+    """How much the peak rose over the count before it, when it is at ``most``, the most
+    clients tried (None: the peak is below that, or nothing measured before it)."""
+    below = [c for c in means if c < head.clients]
+    if head.clients != most or not below or means[below[-1]] <= 0:
+        return None
+    before = below[-1]
+    if head.value <= means[before]:
+        return None
+    return Rising(from_clients=before, to_clients=most, from_value=means[before],
+                  to_value=head.value, from_at=describe_clients(before),
+                  to_at=describe_clients(most), next_clients=2 * most,
+                  next_at=describe_clients(2 * most))
 
 
 def _median_verdict(its: list[IterationSummary], metric: str) -> str | None:
@@ -139,23 +192,31 @@ def fit_of(size_bytes: int, shared_buffers_bytes: int, available_bytes: int | No
 
 
 FIT_MEANING = {
-    "shared_buffers": "every read is a shared-buffer hit: it measures CPU, locks and WAL",
-    "page cache": "reads miss shared_buffers but hit the OS page cache, not the disk",
+    "shared_buffers": "every read is a shared-buffer hit, so the run measures CPU, locks "
+                      "and WAL rather than storage",
+    "page cache": "reads that miss shared_buffers hit the OS page cache, not the disk",
     "disk": "reads reach the storage",
-    "beyond shared_buffers": "reads miss shared_buffers; the server's page cache is unknown",
+    "beyond shared_buffers": "the server's memory is unknown, so reads that miss "
+                             "shared_buffers may hit its page cache or its disk",
 }
 
 
 def describe_fit(dataset: dict) -> str:
-    """One line for the report and the terminal from the manifest's dataset record."""
+    """One sentence for the report and the terminal from the manifest's dataset record:
+    "157.0 MiB, larger than shared_buffers (128.0 MiB) but within memory (22.6 GiB
+    available): reads that miss shared_buffers hit the OS page cache, not the disk"."""
     fit = dataset.get("fits")
     if not fit:
         return ""
-    size, sb = dataset["size_bytes"], dataset["shared_buffers_bytes"]
-    text = f"{human_bytes(size)} in the database, shared_buffers {human_bytes(sb)}"
-    if dataset.get("available_bytes") is not None:
-        text += f", {human_bytes(dataset['available_bytes'])} memory available"
-    return f"in {fit} ({text}): {FIT_MEANING[fit]}"
+    size, sb = human_bytes(dataset["size_bytes"]), human_bytes(dataset["shared_buffers_bytes"])
+    available = dataset.get("available_bytes")
+    memory = f"memory ({human_bytes(available)} available)" if available is not None else ""
+    where = {"shared_buffers": f"within shared_buffers ({sb})",
+             "page cache": f"larger than shared_buffers ({sb}) but within {memory}",
+             "disk": f"larger than shared_buffers ({sb}) and {memory}",
+             "beyond shared_buffers": f"larger than shared_buffers ({sb})"}[fit]
+    joint = "; " if fit == "beyond shared_buffers" else ": "
+    return f"{size}, {where}{joint}{FIT_MEANING[fit]}"
 
 
 def _number(value: float) -> str:
@@ -199,6 +260,8 @@ def answer_rows(outcome: RunOutcome) -> list[Statement]:
     if outcome.saturation_clients is not None:
         rows.append(Statement("saturates", f"at {outcome.saturation_at} (within "
                                            f"{100 - 100 * SATURATION:.0f}% of the peak)", " "))
+    if outcome.rising is not None:
+        rows.append(Statement("still rising", rising_text(outcome.rising, h)))
     if h.p99_ms is not None:
         rows.append(Statement(f"p99 at the {best}", f"{h.p99_ms:,.2f} ms"))
     if outcome.verdict:
@@ -212,16 +275,25 @@ def answer_rows(outcome: RunOutcome) -> list[Statement]:
     return rows
 
 
+def rising_text(r: Rising, h: Headline) -> str:
+    """"TPS grew 12.1% from 4 clients to 8 clients (2,730.1 to 3,061.2 tx/s), the most
+    tried; try up to 16 clients (--clients 8,16) to find the peak"."""
+    return (f"{h.label} grew {r.growth_pct:.1f}% from {r.from_at} to {r.to_at} "
+            f"({_number(r.from_value)} to {_number(r.to_value)} {h.unit}), the most tried; "
+            f"try up to {r.next_at} (--clients {r.to_clients},{r.next_clients}) to find the "
+            "peak")
+
+
 def cached_text(c: CachedShare, best: str = "peak") -> str:
-    """"38% of the dataset fits in shared_buffers, 100% with the page cache; shared-buffer
-    hit ratio at the peak 92.1%" (``best``: "peak", or "best" for a time)."""
+    """"38% of the dataset fits in shared_buffers, 100% with the page cache; 92.1% of block
+    reads hit shared_buffers at the peak" (``best``: "peak", or "best" for a time)."""
     text = f"{_share(c.in_shared_buffers)} of the dataset fits in shared_buffers"
     if c.in_memory is not None and c.in_shared_buffers < 1:
         text += f", {_share(c.in_memory)} with the page cache"
     elif c.in_memory is None and c.in_shared_buffers < 1:
         text += " (the page cache's room on the server is unknown)"
     if c.hit_ratio_pct is not None:
-        text += f"; shared-buffer hit ratio at the {best} {c.hit_ratio_pct:.1f}%"
+        text += f"; {c.hit_ratio_pct:.1f}% of block reads hit shared_buffers at the {best}"
     return text
 
 
