@@ -15,6 +15,8 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pgdyno.units import format_bytes
+
 SYS_BLOCK_BY_NUMBER = Path("/sys/dev/block")
 SYS_CLASS_BLOCK = Path("/sys/class/block")
 MOUNTINFO = Path("/proc/self/mountinfo")
@@ -226,7 +228,7 @@ class DeviceIdentity:
         if self.firmware:
             parts.append(f"firmware {self.firmware}")
         if self.size_bytes:
-            parts.append(f"{self.size_bytes / 1e9:,.1f} GB")
+            parts.append(format_bytes(self.size_bytes))
         if self.rotational is not None:
             parts.append("rotational" if self.rotational else "non-rotational")
         if self.scheduler:
