@@ -72,6 +72,9 @@ def test_refuses_foreign_tables_unless_forced(workdir: Path) -> None:
     results = make_shared_dir("pgdyno-results-")
     refused = run_cli(["bench", "tpcb", *SHORT, "--results-dir", str(results)], own)
     _one_line_error(refused, "customer_data", "--force")
+    # Seen once the server runs, before the first iteration: no run left (issue 26 item 13).
+    assert "run directory" not in refused.stderr
+    assert not list(results.rglob("manifest.json")), sorted(results.rglob("*"))
     forced = run_cli(["bench", "tpcb", *SHORT, "--results-dir", str(results), "--force"], own)
     assert forced.returncode == 0, forced.stderr
     again = run_cli(["bench", "tpcb", *SHORT, "--results-dir", str(results), "--force"], own)

@@ -209,6 +209,13 @@ class RunIndex:
                 _insert(conn, row)
         return len(rows)
 
+    def delete(self, run_id: str, host: str | None = None) -> None:
+        """Forget a run whose directory is gone (refused before its first iteration)."""
+        if not self.exists:
+            return
+        with self._open(write=True) as conn, conn:
+            conn.execute("DELETE FROM runs WHERE run_id = ?", (run_id,))
+
     @property
     def location(self) -> str:
         """Where the rows are, for messages."""

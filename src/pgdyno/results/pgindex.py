@@ -159,6 +159,12 @@ class PgRunIndex:
             cur.executemany(sql, params)
         return len(params)
 
+    def delete(self, run_id: str, host: str | None = None) -> None:
+        """Forget a run whose directory is gone (refused before its first iteration)."""
+        with self._connect() as conn, conn.transaction():
+            conn.execute("DELETE FROM runs WHERE run_id = %s AND host = %s",
+                         (run_id, host or ""))
+
     def _params(self, row: RunRow) -> list[Any]:
         values: dict[str, Any] = {name: getattr(row, name) for name in ROW_COLUMNS}
         values["host"] = row.host or ""  # part of the key: never NULL

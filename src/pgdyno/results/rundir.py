@@ -88,12 +88,21 @@ class RunPlan:
     """Workload parameters (scale, warehouses, mix, tables...) the report needs."""
 
 
+STARTING_FILES = frozenset({"manifest.json", "raw/run.json", RESERVE_FILE})
+"""What a run directory holds before its first iteration: the manifest, the plan, the
+reserve. One holding only these measured nothing (``RunDirectory.discard``)."""
+
+
 @dataclass
 class RunDirectory:
     path: Path
+    made: tuple[Path, ...] = field(default=(), compare=False)
+    """The directories above ``path`` that ``create`` made (the context's, the results
+    directory): this invocation's, so ``discard`` may remove them when they are empty."""
 
     @classmethod
     def create(cls, results_dir: Path, context: str, workload: str) -> RunDirectory:
+        made = make_directories(results_dir / safe_name(context), results_dir)
         path = new_stamped_dir(results_dir, context, workload)
         try:
             (path / "raw").mkdir(parents=True)
@@ -101,7 +110,34 @@ class RunDirectory:
         except OSError as exc:
             raise UsageError(f"--results-dir {results_dir}: not writable ({exc.strerror}); "
                              "give a directory you can write to") from exc
-        return cls(path)
+        return cls(path, made)
+
+    def discard(self) -> bool:
+        """Remove the run directory of a run refused before its first iteration, and the
+        directories ``create`` made for it that are left empty; True when done. Only a
+        directory this invocation made (``create``'s exclusive mkdir) whose files are all
+        STARTING_FILES is removed (its subdirectories empty once they are gone): any other
+        file in it (a workload's, a user's) keeps the whole directory, untouched, and False
+        is returned."""
+        entries = sorted(self.path.rglob("*"), key=lambda p: len(p.parts), reverse=True)
+        files = [p for p in entries if not p.is_dir()]
+        if any(str(p.relative_to(self.path)) not in STARTING_FILES for p in files):
+            return False
+        try:
+            for path in files:
+                path.unlink()
+            for path in entries:  # deepest first; rmdir refuses one that is not empty
+                if path.is_dir():
+                    path.rmdir()
+            self.path.rmdir()
+        except OSError:
+            return False
+        for parent in self.made:  # deepest first; rmdir leaves one that is not empty
+            try:
+                parent.rmdir()
+            except OSError:
+                break
+        return True
 
     def release_reserve(self) -> None:
         (self.path / RESERVE_FILE).unlink(missing_ok=True)
@@ -123,6 +159,24 @@ class RunDirectory:
     def load_plan(self) -> RunPlan:
         return read_versioned(RunPlan, self.raw / "run.json", PLAN_SCHEMA_VERSION,
                               "run record")
+
+
+def make_directories(path: Path, results_dir: Path) -> tuple[Path, ...]:
+    """``mkdir -p path``, returning the directories made here, deepest first (one made at
+    the same moment by another process is not among them)."""
+    missing = [p for p in (path, *path.parents) if not p.exists()]
+    made = []
+    try:
+        for directory in reversed(missing):
+            try:
+                directory.mkdir()
+            except FileExistsError:
+                continue
+            made.append(directory)
+    except OSError as exc:
+        raise UsageError(f"--results-dir {results_dir}: not writable ({exc.strerror}); "
+                         "give a directory you can write to") from exc
+    return tuple(reversed(made))
 
 
 def new_stamped_dir(results_dir: Path, context: str, prefix: str) -> Path:

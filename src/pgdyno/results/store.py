@@ -38,6 +38,8 @@ class RunStore(Protocol):
 
     def upsert_many(self, rows: Sequence[RunRow]) -> int: ...
 
+    def delete(self, run_id: str, host: str | None = None) -> None: ...
+
     def query(self, workload: str | None = None, context: str | None = None,
               status: str | None = None, limit: int = 100) -> list[RunRow]: ...
 
@@ -115,3 +117,15 @@ class RecordingIndex:
         except UsageError as exc:
             self._warn(f"{exc}; run {row.run_id} is in {self.local.path}: push it with "
                        "`pgdyno runs --sync-to DSN`")
+
+    def delete(self, run_id: str, host: str | None = None) -> None:
+        """Forget a run in both indexes (its directory is gone); a shared database that
+        fails costs a warning."""
+        self.local.delete(run_id, host)
+        if self.shared is None:
+            return
+        try:
+            self.shared.delete(run_id, host)
+        except UsageError as exc:
+            self._warn(f"{exc}; run {run_id} was refused and its directory removed, but "
+                       "its row is still there")

@@ -6,7 +6,10 @@ manifest (so that even a failed start leaves a record), with the settings the se
 with (``runner.settings``); then the iterations (``runner.iterations``: the server, the
 dataset, every iteration inside its telemetry). Whatever happens, the ``finally`` block
 stops the server, rebuilds the summary and report from what reached ``raw/``, writes the
-final status and indexes the run. The workload (``pgdyno.workloads``) brings everything
+final status and indexes the run. Bad input that only the started run can see (a workdir
+the server user cannot reach, a user's tables in the cluster) refuses it; refused before
+its first iteration, it leaves no run directory and no index row, like a pre-flight
+refusal. The workload (``pgdyno.workloads``) brings everything
 that differs; the target (``pgdyno.targets``) answers what its server can do.
 """
 
@@ -153,11 +156,24 @@ def run_bench(opts: BenchOptions, console: Console | None = None,
         raise RunInterrupted(f"run interrupted; partial results kept in {run_dir.path}",
                              run_dir.path)
     if isinstance(error, UsageError):  # bad input found late (e.g. foreign tables): exit 2
-        raise RunRefused(f"{error} (run directory {run_dir.path})", run_dir.path) from error
+        raise _refusal(error, run_dir, plan, index, manifest) from error
     if result.status == "failed":
         raise RunFailed(f"run failed: {result.reason} (partial results in {run_dir.path})",
                         run_dir.path)
     return result
+
+
+def _refusal(error: UsageError, run_dir: RunDirectory, plan: RunPlan,
+             index: RecordingIndex, manifest: Manifest) -> RunRefused:
+    """Bad input found once the run had started. Before its first iteration it measured
+    nothing: its directory and index row go, as for input refused before it existed (a
+    workdir out of the server user's reach, a user's tables in the cluster pgdyno runs);
+    after, or when the directory holds more than the run's start wrote, both are kept."""
+    if plan.records or not run_dir.discard():
+        return RunRefused(f"{error} (run directory {run_dir.path})", run_dir.path)
+    with contextlib.suppress(Exception):  # a row left behind is dropped by `runs --reindex`
+        index.delete(index.run_id_for(run_dir.path), manifest.host.get("hostname"))
+    return RunRefused(str(error))
 
 
 def run_one(opts: BenchOptions, role: dict, console: Console | None) -> Path | None:
