@@ -18,7 +18,7 @@ import pytest
 from pgdyno.reports import html
 from pgdyno.reports.document import Document, Section, Table
 from tests.chromium import WINDOW, assert_fits
-from tests.conftest import make_shared_dir, run_cli
+from tests.conftest import make_shared_dir, run_cli_here
 
 LONG_CONTEXT = "html-fit--a-deliberately-long-context-name-without-any-spaces"
 LONG_VALUE = "pgdyno_html_fit_check_with_a_deliberately_long_setting_value"
@@ -34,12 +34,13 @@ def pages(workdir: Path) -> tuple[Path, Path]:
     runs = []
     long_setting = ["--set", f"cluster_name={LONG_VALUE}"]
     for context, sets in (("html-fit--plain", []), (LONG_CONTEXT, long_setting)):
-        proc = run_cli([*QUICK_RUN, "--results-dir", str(results), "--context", context, *sets],
-                       workdir)
+        proc = run_cli_here([*QUICK_RUN, "--results-dir", str(results), "--context", context,
+                             *sets], workdir)
         assert proc.returncode == 0, proc.stderr
         (run,) = (results / context).iterdir()
         runs.append(run)
-    proc = run_cli(["compare", str(runs[0]), str(runs[1]), "--out", str(results / "cmp")], workdir)
+    proc = run_cli_here(["compare", str(runs[0]), str(runs[1]), "--out", str(results / "cmp")],
+                        workdir)
     assert proc.returncode == 0, proc.stderr
     return runs[1] / "report.html", results / "cmp" / "compare.html"
 
