@@ -15,7 +15,10 @@ TIMES = {"ms": 1, "s": 1000, "min": 60_000}
 
 
 def natural(setting: str, unit: str | None) -> str:
-    """pg_settings' (setting, unit) as people read it: ('16384', '8kB') -> '128 MB'."""
+    """pg_settings' (setting, unit) as people read it: ('16384', '8kB') -> '128 MB'; an
+    empty string as postgresql.conf writes it ('')."""
+    if setting == "":
+        return "''"
     if not unit or not re.fullmatch(r"\d+", setting) or int(setting) <= 0:
         return setting
     if unit in UNITS:
@@ -28,8 +31,10 @@ def natural(setting: str, unit: str | None) -> str:
 
 def recorded(text: str) -> str:
     """A value as a manifest records pg_settings ('98304 kB', 'off') in natural units."""
-    setting, _, unit = text.partition(" ")
-    return natural(setting, unit or None)
+    setting, _, unit = text.rpartition(" ")
+    if unit in UNITS or unit in TIMES:
+        return natural(setting, unit)
+    return natural(text, None)
 
 
 def stock(conninfo: str, name: str) -> str:
@@ -38,3 +43,8 @@ def stock(conninfo: str, name: str) -> str:
         boot, unit = conn.execute("SELECT boot_val, unit FROM pg_settings WHERE name = %s",
                                   (name,)).fetchone()
     return natural(boot, unit)
+
+
+def with_stock(value: str, stock_value: str) -> str:
+    """Both natural: '64 MB (stock) → 96 MB', or '100 (stock)' at the stock value."""
+    return f"{value} (stock)" if value == stock_value else f"{stock_value} (stock) → {value}"

@@ -25,6 +25,7 @@ from pgdyno.targets.local import LocalServer
 from tests.conftest import make_shared_dir, run_cli, scratch_database
 from tests.conftest import run_cli_here as run_here
 from tests.recompute import recompute_iteration
+from tests.settings_text import recorded, stock, with_stock
 
 pytestmark = pytest.mark.server
 
@@ -195,11 +196,16 @@ def test_runs_written_to_postgres_hold_what_the_run_measured(made: Made) -> None
         assert row["verdict"] == (it["verdict"] or {}).get("label")
         assert row["pg_version"] == manifest["server"]["version"]
         assert row["started_at"].strftime("%Y-%m-%dT%H:%M:%SZ") == manifest["started_at"]
-    # Settings as jsonb: the server's own view, queried with jsonb operators.
+    # Settings as jsonb, queried with jsonb operators: the server's own view in natural
+    # units, the stock value named (issue 26 item 2): the run's pg_settings and a live
+    # server's boot_val, read by the test's own converter.
     with psycopg.connect(made.plain) as conn:
         work_mem = conn.execute("SELECT clients, settings->>'work_mem' FROM runs "
                                 "ORDER BY clients").fetchall()
-    assert work_mem == [("1", None), ("2", f"{8 * 1024} kB")]
+    second = json.loads((runs[1] / "manifest.json").read_text())["server"]
+    value = recorded(second["non_default_settings"]["work_mem"])
+    assert value == "8 MB"
+    assert work_mem == [("1", None), ("2", with_stock(value, stock(made.plain, "work_mem")))]
 
 
 def test_the_same_listing_from_sqlite_and_postgres(made: Made, workdir: Path) -> None:
@@ -277,6 +283,17 @@ def test_exports_round_trip(made: Made, workdir: Path, tmp_path: Path) -> None:
                 assert float(got[name]) == value  # exactly: repr round-trips a double
             else:
                 assert got[name] == ("" if value is None else str(value)), name
+    # Each setting as the run's server reported it in pg_settings, read by the test's own
+    # converter, beside a live server's boot_val: "4 MB (stock) → 8 MB" (issue 26 item 2).
+    for got in table:
+        manifest = json.loads((made.results / got["run_id"] / "manifest.json").read_text())
+        settings = manifest["server"]["non_default_settings"]
+        shown = json.loads(got["settings"])
+        assert sorted(shown) == sorted(settings)
+        for name, value in settings.items():
+            assert shown[name] == with_stock(recorded(value), stock(made.plain, name)), name
+    assert {json.loads(got["settings"]).get("work_mem") for got in table} == {
+        None, with_stock("8 MB", stock(made.plain, "work_mem"))}
 
     doc = json.loads(files["json"].read_text())
     assert doc["schema_version"] == 1 and SECRET not in doc["source"]

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pgdyno.analysis.summary import load_summary
+from pgdyno.config.units import settings_with_stock
 from pgdyno.errors import UsageError
 from pgdyno.redact import redact_values
 from pgdyno.reports.document import RunView
@@ -152,7 +153,8 @@ def index_row(index: RunIndex | RecordingIndex, run_dir: Path, manifest: Manifes
         dataset=workload.describe_dataset(manifest.options),
         pg_version=server.get("version"), host=manifest.host.get("hostname"),
         headline_direction=DIRECTIONS.get(spec.direction), verdict=verdict,
-        settings=({str(k): str(v) for k, v in redact_values(settings).items()}
+        settings=(settings_with_stock({str(k): str(v) for k, v in redact_values(settings).items()},
+                                      server.get("stock_settings"))
                   if isinstance(settings, dict) else None))
 
 
