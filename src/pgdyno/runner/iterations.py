@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import time
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 import psycopg
-from rich.console import Console
+from rich.console import Console, RenderableType
 from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
+from rich.text import Text
 
 from pgdyno import serde
 from pgdyno.errors import RunFailed, TargetError
@@ -24,6 +27,13 @@ from pgdyno.results.capacity import freeze_into
 from pgdyno.results.manifest import Manifest, manifest_to_dict
 from pgdyno.results.rundir import IterationRecord, RunDirectory, RunPlan, utc_now
 from pgdyno.runner.environment import server_facts
+from pgdyno.runner.live import (
+    LIVE_LOG_NAME,
+    LiveFigures,
+    LiveModel,
+    LiveWatch,
+    recording_requested,
+)
 from pgdyno.runner.outcome import fit_of
 from pgdyno.targets import ServerStartError, Target, archive
 from pgdyno.telemetry import TelemetryConfig, TelemetryRecorder
@@ -138,7 +148,7 @@ def make_cold(ctx: RunContext) -> None:
         ctx.plan.notes.append(note)
 
 
-def run_step(workload: Workload, ctx: RunContext, step: Step, progress: Progress,
+def run_step(workload: Workload, ctx: RunContext, step: Step, progress: LiveProgress,
              overall: Any) -> None:
     """One iteration inside its telemetry; its record saved however it ends."""
     opts = ctx.opts
@@ -154,6 +164,7 @@ def run_step(workload: Workload, ctx: RunContext, step: Step, progress: Progress
     total = opts.warmup_s + opts.duration_s
     task = progress.add_task(f"{step.clients} clients, iteration {step.iteration}",
                              total=total, status="starting")
+    live = start_live_view(ctx, it_dir, step, progress)
     try:
         if recorder is not None:
             recorder.mark(f"{workload.engine_dir}_start")
@@ -171,6 +182,9 @@ def run_step(workload: Workload, ctx: RunContext, step: Step, progress: Progress
         record.status = "failed"
         raise
     finally:
+        if live is not None:
+            with contextlib.suppress(Exception):  # a view, never the result
+                live.stop()
         if recorder is not None:
             # Telemetry is evidence, not the result: its failure (a full disk) must not
             # keep the iteration's own files from being saved.
@@ -217,11 +231,112 @@ def _archive_watch(ctx: RunContext) -> archive.ArchiveSpec | None:
     return spec if spec.enabled else None
 
 
+LIVE_LOG_EVERY_S = 10.0
+"""Where stderr is a log, not a terminal: a live line every this many seconds."""
+
+
+class LiveProgress(Progress):
+    """The bars, and the live line under them."""
+
+    live_line = ""
+
+    def get_renderables(self) -> Iterable[RenderableType]:
+        yield from super().get_renderables()
+        if self.live_line:
+            yield Text(self.live_line, style="dim")
+
+
 @contextlib.contextmanager
 def _progress(opts: BenchOptions, console: Console):
-    progress = Progress(TextColumn("{task.description}"), BarColumn(),
-                        TextColumn("{task.percentage:>3.0f}%"),
-                        TextColumn("{task.fields[status]}"), TimeRemainingColumn(),
-                        console=console, disable=not opts.show_progress, transient=False)
+    progress = LiveProgress(TextColumn("{task.description}"), BarColumn(),
+                            TextColumn("{task.percentage:>3.0f}%"),
+                            TextColumn("{task.fields[status]}"), TimeRemainingColumn(),
+                            console=console, disable=not opts.show_progress, transient=False)
     with progress:
         yield progress
+
+
+def live_text(fig: LiveFigures) -> str:
+    """One live line, ``12 s: 1,234 tps, p99 3.21 ms (5 s), CPU 87% busy, wait CPU 62%``;
+    what the run has not (yet: the first second; ever: no telemetry, no transactions) is
+    left out."""
+    parts = []
+    if fig.tps is not None:
+        parts.append(f"{fig.tps:,.0f} tps")
+    if fig.p99_ms is not None:
+        parts.append(f"p99 {_ms(fig.p99_ms)} ms ({fig.p99_seconds} s)")
+    if fig.cpu_busy_pct is not None:
+        parts.append(f"CPU {fig.cpu_busy_pct:.0f}% busy")
+    if fig.wait_class is not None and fig.wait_share_pct is not None:
+        parts.append(f"wait {fig.wait_class} {fig.wait_share_pct:.0f}%")
+    second = f"{fig.elapsed_s} s: " if fig.elapsed_s is not None else ""
+    return second + ", ".join(parts)
+
+
+def _ms(value: float) -> str:
+    return f"{value:,.0f}" if value >= 100 else f"{value:.2f}"
+
+
+def start_live_view(ctx: RunContext, it_dir: Path, step: Step,
+                    progress: LiveProgress) -> LiveView | None:
+    """The iteration's live line: under the bars on a terminal, a line every
+    LIVE_LOG_EVERY_S seconds in a log, nothing with --no-progress; appended to its
+    ``live.log`` too when PGDYNO_LIVE_LOG asks (None: neither shown nor recorded)."""
+    opts = ctx.opts
+    log_path = it_dir / LIVE_LOG_NAME if recording_requested() else None
+    if not opts.show_progress and log_path is None:
+        return None
+    if log_path is not None:
+        it_dir.mkdir(parents=True, exist_ok=True)
+    sink = LiveSink(progress, f"{step.clients} clients, iteration {step.iteration}",
+                    shown=opts.show_progress, log_path=log_path)
+    watch = LiveWatch(LiveModel(it_dir, last_second=opts.warmup_s + opts.duration_s - 1),
+                      sink.show)
+    watch.start()
+    return LiveView(watch, sink)
+
+
+@dataclasses.dataclass
+class LiveSink:
+    """Where each second's figures go: the line under the bars (a terminal), a line of its
+    own every LIVE_LOG_EVERY_S (a log), and ``live.log`` when recorded."""
+
+    progress: LiveProgress
+    label: str
+    shown: bool
+    log_path: Path | None
+    written: LiveFigures | None = None
+    printed_at: float = dataclasses.field(default_factory=time.monotonic)
+
+    def show(self, fig: LiveFigures) -> None:
+        if fig.empty:
+            return
+        text = live_text(fig)
+        if self.log_path is not None and fig != self.written:  # a new second, or news
+            with self.log_path.open("a") as fh:
+                fh.write(text + "\n")
+            self.written = fig
+        if not self.shown:
+            return
+        if self.progress.console.is_terminal:
+            self.progress.live_line = text
+        elif time.monotonic() - self.printed_at >= LIVE_LOG_EVERY_S:
+            self.printed_at = time.monotonic()
+            self.progress.console.print(f"{self.label}, {text}", markup=False,
+                                        highlight=False)
+
+
+@dataclasses.dataclass
+class LiveView:
+    watch: LiveWatch
+    sink: LiveSink
+
+    def stop(self) -> None:
+        """The thread stopped, the line cleared, and its cost noted in ``live.log``."""
+        self.watch.stop()
+        self.sink.progress.live_line = ""
+        log_path = self.sink.log_path
+        if log_path is not None and log_path.exists():
+            with log_path.open("a") as fh:
+                fh.write(f"# live view: {self.watch.cpu_s:.3f} s of CPU in "
+                         f"{self.watch.ticks} looks\n")
