@@ -4,6 +4,11 @@ CHECKPOINT (the workload's ``before_iteration``) and inside its own telemetry,
 iteration-major (1: c1 c2 c3, 2: c1 c2 c3, ...) so that drift over time spreads over every
 client count instead of biasing one; with ``--cache cold`` the server restarts and the page
 cache is dropped before each iteration but the first.
+
+Under the bars, a live line once a second (``runner.live``: TPS, p99, CPU busy, the leading
+wait class); ``--no-progress`` silences it. Where stderr is not a terminal (a log), the line
+is printed on its own every ``LIVE_LOG_EVERY_S`` seconds, as ``pgbench -P 10`` writes to a
+log, instead of being redrawn.
 """
 
 from __future__ import annotations
