@@ -155,7 +155,7 @@ def test_live_text() -> None:
 
 def _sink(terminal: bool, shown: bool = True) -> tuple[LiveSink, io.StringIO]:
     out = io.StringIO()
-    console = Console(file=out, force_terminal=terminal, width=120)
+    console = Console(file=out, force_terminal=terminal, width=40)  # narrower than a line
     return LiveSink(LiveProgress(console=console), "2 clients, iteration 1", shown=shown,
                     log_path=None), out
 

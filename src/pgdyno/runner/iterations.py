@@ -327,8 +327,9 @@ class LiveSink:
             self.progress.live_line = text
         elif time.monotonic() - self.printed_at >= LIVE_LOG_EVERY_S:
             self.printed_at = time.monotonic()
+            # One line whatever the width: a log is read by grep, not by eye.
             self.progress.console.print(f"{self.label}, {text}", markup=False,
-                                        highlight=False)
+                                        highlight=False, soft_wrap=True)
 
 
 @dataclasses.dataclass
