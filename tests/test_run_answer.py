@@ -94,7 +94,7 @@ def test_a_peak_at_the_most_clients_tried_says_how_much_it_was_still_rising() ->
         f"({before:,.1f} to {peak:,.1f} tx/s), the most tried; try up to 16 clients "
         "(--clients 8,16) to find the peak")
     assert "18.5%" in said["still rising"]  # 1,795 / 1,515 − 1, by hand
-    assert "saturates" not in said  # 8 clients is no saturation: it was still climbing
+    assert "saturates" not in said and "levelling off" not in said  # still climbing at 8
 
 
 def test_a_peak_in_the_middle_still_saturates() -> None:
@@ -106,18 +106,21 @@ def test_a_peak_in_the_middle_still_saturates() -> None:
     assert "still rising" not in said
 
 
-def test_a_last_step_within_the_margin_saturates_before_it_and_still_rises() -> None:
+def test_a_last_step_within_the_margin_saturates_before_it_and_levels_off() -> None:
     said = _said({2: [1000.0], 4: [1900.0], 8: [1950.0]})
     assert said["saturates"] == "at 4 clients (within 5% of the peak)"  # 1,900 ≥ 0.95 × 1,950
-    assert said["still rising"].startswith(
-        f"TPS grew {100 * (1950 / 1900 - 1):.1f}% from 4 clients to 8 clients "
-        "(1,900.0 to 1,950.0 tx/s)")
+    assert said["levelling off"] == (
+        f"TPS grew only {100 * (1950 / 1900 - 1):.1f}% from 4 clients to 8 clients "
+        "(1,900.0 to 1,950.0 tx/s), the most tried; try up to 16 clients (--clients 8,16) "
+        "to confirm the plateau")
+    assert "still rising" not in said
 
 
 def test_one_client_count_or_a_time_says_neither() -> None:
-    assert not {"saturates", "still rising"} & set(_said({4: [1000.0, 1100.0]}))
+    edge = {"saturates", "still rising", "levelling off"}
+    assert not edge & set(_said({4: [1000.0, 1100.0]}))
     lower = _said({1: [1000.0], 2: [500.0]}, direction=LOWER)  # best: the smaller time
-    assert not {"saturates", "still rising"} & set(lower)
+    assert not edge & set(lower)
 
 
 @pytest.mark.parametrize(("record", "sentence"), [

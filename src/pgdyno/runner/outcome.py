@@ -70,6 +70,12 @@ class Rising:
     def growth_pct(self) -> float:
         return 100 * (self.to_value / self.from_value - 1)
 
+    @property
+    def levelling(self) -> bool:
+        """The count before was already within the SATURATION margin of the peak: the last
+        step added little, so more clients would mostly confirm the plateau."""
+        return self.from_value >= SATURATION * self.to_value
+
 
 @dataclass
 class RunOutcome:
@@ -261,7 +267,8 @@ def answer_rows(outcome: RunOutcome) -> list[Statement]:
         rows.append(Statement("saturates", f"at {outcome.saturation_at} (within "
                                            f"{100 - 100 * SATURATION:.0f}% of the peak)", " "))
     if outcome.rising is not None:
-        rows.append(Statement("still rising", rising_text(outcome.rising, h)))
+        rows.append(Statement("levelling off" if outcome.rising.levelling else "still rising",
+                              rising_text(outcome.rising, h)))
     if h.p99_ms is not None:
         rows.append(Statement(f"p99 at the {best}", f"{h.p99_ms:,.2f} ms"))
     if outcome.verdict:
@@ -277,11 +284,13 @@ def answer_rows(outcome: RunOutcome) -> list[Statement]:
 
 def rising_text(r: Rising, h: Headline) -> str:
     """"TPS grew 12.1% from 4 clients to 8 clients (2,730.1 to 3,061.2 tx/s), the most
-    tried; try up to 16 clients (--clients 8,16) to find the peak"."""
-    return (f"{h.label} grew {r.growth_pct:.1f}% from {r.from_at} to {r.to_at} "
-            f"({_number(r.from_value)} to {_number(r.to_value)} {h.unit}), the most tried; "
-            f"try up to {r.next_at} (--clients {r.to_clients},{r.next_clients}) to find the "
-            "peak")
+    tried; try up to 16 clients (--clients 8,16) to find the peak"; a last step within the
+    saturation margin "grew only 1.7% ...; ... to confirm the plateau"."""
+    grew = (f"{h.label} grew {'only ' if r.levelling else ''}{r.growth_pct:.1f}% from "
+            f"{r.from_at} to {r.to_at} ({_number(r.from_value)} to {_number(r.to_value)} "
+            f"{h.unit}), the most tried")
+    try_next = f"try up to {r.next_at} (--clients {r.to_clients},{r.next_clients})"
+    return f"{grew}; {try_next} to {'confirm the plateau' if r.levelling else 'find the peak'}"
 
 
 def cached_text(c: CachedShare, best: str = "peak") -> str:
