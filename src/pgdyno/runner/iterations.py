@@ -248,7 +248,7 @@ class LiveProgress(Progress):
     def get_renderables(self) -> Iterable[RenderableType]:
         yield from super().get_renderables()
         if self.live_line:
-            yield Text(self.live_line, style="dim")
+            yield Text(self.live_line, style="dim", no_wrap=True, overflow="ellipsis")
 
 
 @contextlib.contextmanager
