@@ -23,6 +23,7 @@ from pgdyno.errors import UsageError
 from pgdyno.study.model import StudyRecord
 from pgdyno.study.report import SECTION_TITLES
 from pgdyno.study.spec import study_of
+from tests.chromium import assert_fits
 from tests.conftest import make_shared_dir, run_cli
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
@@ -165,6 +166,7 @@ def test_example_study_report_has_every_section(quick_studies, name: str) -> Non
     assert 1 <= len(sentences) <= 7
     assert all("](#" in line for line in sentences)  # each links to its section
     assert all(c.status == "ok" for c in record.cells), record.cells
+    assert_fits(folder / "study.html")  # headless Chromium: no table wider than 1280 px
 
 
 def _iteration_values(run_dirs: list[str], metric: str, clients: int) -> list[float]:
@@ -333,12 +335,13 @@ def test_the_provisioning_plan_is_the_hosts_own(quick_studies) -> None:
     value the config engine's, and the report tables every step it would change."""
     results, _ = quick_studies["instance-report"]
     record, folder = _record(results, "instance-report")
-    plans = {p.label: p for p in record.provision}
-    assert set(plans) == {"tuned-warm", "tuned-cold"}
-    plan = plans["tuned-warm"].plan
-    assert plan is not None and plans["tuned-warm"].config == "tuned"
+    # Both configs are "tuned" (they differ in the cache only): one plan, both labels.
+    assert [(p.label, p.config) for p in record.provision] == [("tuned-warm, tuned-cold",
+                                                                "tuned")]
+    plan = record.provision[0].plan
+    assert plan is not None
     saved = json.loads((folder.parent / "provision" / "plan-tuned-warm.json").read_text())
-    assert saved["label"] == "tuned-warm" and len(saved["plan"]["steps"]) == len(plan.steps)
+    assert len(saved["plan"]["steps"]) == len(plan.steps)
     first_run = json.loads((Path(record.cells[0].run_dir) / "manifest.json").read_text())
     assert datetime.fromisoformat(plan.created) <= datetime.fromisoformat(
         first_run["started_at"])  # read before the first cell
@@ -350,7 +353,8 @@ def test_the_provisioning_plan_is_the_hosts_own(quick_studies) -> None:
         assert step.status == ("at target" if live == " ".join(step.value.split())
                                else "change"), step.target
     text = (folder / "study.md").read_text()
-    section = text.split("Provisioning plan: tuned-warm (config tuned)")[1].split("\n## ")[0]
+    section = text.split("Provisioning plan: config tuned (tuned-warm, tuned-cold)")[1]
+    section = section.split("\n## ")[0]
     changes = [s for s in plan.steps if s.status == "change"]
     assert f"{len(changes)} to change" in section
     for step in changes:
@@ -412,3 +416,35 @@ def test_smart_phases_before_the_study_and_after_each_workload() -> None:
     unavailable = SmartChange(device="vda", available=False, reason="no SMART log")
     assert smart_phases([(1.0, "fio", unavailable)]) == ([], "no SMART log")
     assert smart_phases([]) == ([], "no SMART reading was taken")
+
+
+@pytest.mark.server
+def test_cache_states_are_the_validation_runs_timeline(quick_studies) -> None:
+    """Seed 002's cold, warming, warm and after-CHECKPOINT states: one run of the baseline
+    after the cells, each state's TPS recomputed here from its iterations' 1 s timeline in
+    summary.json, and tabled in the study's context section."""
+    results, _ = quick_studies["instance-report"]
+    record, folder = _record(results, "instance-report")
+    marker = json.loads((folder.parent / "cache-states.json").read_text())
+    assert marker["config"] == "tuned-warm" and marker["workload"] == "tpcb"
+    run = Path(marker["run_dir"])
+    summary = json.loads((run / "summary.json").read_text())
+    its = sorted(summary["iterations"], key=lambda it: it["iteration"])
+    assert len(its) == 3
+    warm_up = round(its[2]["warmup_s"])
+
+    def tps(it: dict, first: int, last: int) -> float:
+        points = [p for p in it["timeline"] if first <= p["t_s"] < last]
+        return sum(p["tps"] for p in points) / len(points)
+
+    end = [round(it["warmup_s"]) + it["duration_s"] for it in its]
+    expected = {"cold": tps(its[0], 0, end[0]), "warming": tps(its[1], 0, end[1]),
+                "warm": tps(its[2], warm_up, end[2]),
+                "after CHECKPOINT": tps(its[2], 0, warm_up)}
+    text = (folder / "study.md").read_text()
+    table = text.split("5. Validation runs")[1].split("\n### ")[0]
+    for state, value in expected.items():
+        row = next(line for line in table.splitlines() if line.startswith(f"| {state} |"))
+        assert float(row.split("|")[2].replace(",", "")) == pytest.approx(value, abs=0.06)
+    # Made once: a rebuild reads it, and the validation run is not a study cell.
+    assert str(run) not in {c.run_dir for c in record.cells}

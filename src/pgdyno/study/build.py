@@ -347,9 +347,11 @@ with a context section."""
 
 
 def read_provision_plans(journal_dir: Path) -> list[ProvisionRecord]:
-    """The plans recorded before the study's first cell (``study.run``), in label order."""
+    """The plans recorded before the study's first cell (``study.run``), in the order they
+    were made (the campaign's configs)."""
     out = []
-    for path in sorted((journal_dir / PROVISION_DIR).glob("plan-*.json")):
+    for path in sorted((journal_dir / PROVISION_DIR).glob("plan-*.json"),
+                       key=lambda p: p.stat().st_mtime_ns):
         try:
             data = json.loads(path.read_text())
             plan = data.get("plan")

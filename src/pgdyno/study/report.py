@@ -538,8 +538,8 @@ def _provision(record: StudyRecord) -> list[Section]:
     apply` would take on the measured host (read before the first cell, never applied)."""
     out = []
     for rec in record.provision:
-        section = Section(f"Provisioning plan: {rec.label} (config {rec.config})",
-                          anchor=f"provision-{rec.label}", level=3)
+        section = Section(f"Provisioning plan: config {rec.config} ({rec.label})",
+                          anchor=f"provision-{rec.label.split(',')[0]}", level=3)
         plan = rec.plan
         if plan is None:
             section.paragraphs.append(f"No plan: {rec.note}")

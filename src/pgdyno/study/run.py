@@ -12,14 +12,15 @@ from pathlib import Path
 from rich.console import Console
 
 from pgdyno.campaign.runner import CampaignOutcome, run_campaign
-from pgdyno.campaign.spec import CampaignSpec, load_spec
+from pgdyno.campaign.spec import CampaignSpec, Cell, ConfigEntry, load_spec
+from pgdyno.campaign.validation import run_validation
 from pgdyno.errors import PgdynoError, UsageError
 from pgdyno.provision.plan import PlanOptions, plan_for_config
 from pgdyno.results.rundir import write_json_atomic
 from pgdyno.study.build import PROVISION_DIR, build_study
 from pgdyno.study.model import StudyRecord
 from pgdyno.study.report import write_study_report
-from pgdyno.study.spec import study_of
+from pgdyno.study.spec import StudySpec, study_of
 from pgdyno.workloads import registry
 
 STUDY_DIR = "study"
@@ -42,9 +43,45 @@ def run_campaign_or_study(spec: CampaignSpec, console: Console, show_progress: b
     outcome = StudyOutcome(run_campaign(spec, console, show_progress=show_progress,
                                         retry_failed=retry_failed,
                                         allow_os_changes=allow_os_changes))
+    if study is not None and study.cache_states:
+        run_cache_states(spec, study, console, show_progress)
     if study is not None:
         outcome.record, outcome.report = write_study(spec)
     return outcome
+
+
+CACHE_STATES_FILE = "cache-states.json"
+"""In the campaign's directory: the validation run the study made (or why it made none)."""
+
+
+def run_cache_states(spec: CampaignSpec, study: StudySpec, console: Console,
+                     show_progress: bool) -> None:
+    """Seed 002's validation runs: one run of the baseline on a fresh server, its iterations
+    read as cold, warming, warm and after-CHECKPOINT states (``campaign.validation``). Its run
+    joins the context, whose report (in the study's context section) tables the states. Made
+    once: a resumed study keeps it."""
+    marker = spec.journal_dir / CACHE_STATES_FILE
+    if marker.exists():
+        return
+    entry = next(c for c in spec.configs if c.label == study.baseline)
+    workload = study.validate.workload if study.validate is not None else next(
+        (w for w in spec.workloads if registry.get(w).needs_server), None)
+    record: dict = {"config": entry.label, "workload": workload}
+    if workload is None or entry.os:
+        record["note"] = ("no workload with a server" if workload is None else
+                          f"config {entry.label} changes OS settings, which only the "
+                          "campaign's cells apply")
+    else:
+        console.print(f"study: cache states of {entry.label} on {workload} (cold, warming, "
+                      "warm, after CHECKPOINT)")
+        opts = spec.options_for(Cell(1, workload, entry), show_progress)
+        try:
+            result = run_validation(opts, console)
+            record["run_dir"] = result.run_dir
+        except PgdynoError as exc:
+            record["note"] = str(exc)
+            console.print(f"study: no cache states: {exc}")
+    write_json_atomic(marker, record)
 
 
 def record_provision_plans(spec: CampaignSpec) -> None:
@@ -54,14 +91,17 @@ def record_provision_plans(spec: CampaignSpec) -> None:
     folder = spec.journal_dir / PROVISION_DIR
     workload = next((w for w in spec.workloads if registry.get(w).needs_server),
                     spec.workloads[0])
+    alike: dict[tuple, list[ConfigEntry]] = {}  # configs with one OS and server layer
     for entry in spec.configs:
-        path = folder / f"plan-{entry.label}.json"
+        alike.setdefault((entry.config, entry.os, entry.sets), []).append(entry)
+    for (config, os_settings, sets), entries in alike.items():
+        path = folder / f"plan-{entries[0].label}.json"
         if path.exists():
             continue
-        record: dict = {"label": entry.label, "config": entry.config}
-        overrides = tuple(f"{key}={value}" for key, value in entry.os) + tuple(entry.sets)
+        record: dict = {"label": ", ".join(e.label for e in entries), "config": config}
+        overrides = tuple(f"{key}={value}" for key, value in os_settings) + tuple(sets)
         try:
-            plan = plan_for_config(PlanOptions(config=entry.config, workload=workload,
+            plan = plan_for_config(PlanOptions(config=config, workload=workload,
                                                overrides=overrides,
                                                tuning=registry.get(workload).tuning))
             record["plan"] = plan.to_dict()

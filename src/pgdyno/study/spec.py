@@ -15,6 +15,10 @@
     hardware = "r8g.xlarge"            # a profile whose tps_per_core it takes
     band = [0.7, 0.9]                  # VALIDATED when measured/target is in the band
     workload = "tpcb"                  # default: the first; side: default the baseline
+    cache_states = true                # optional: after the cells, one validation run of
+                                       # the baseline (cold, warming, warm, after CHECKPOINT)
+                                       # on the [study.validate] workload (default: the
+                                       # first with a server); shown in the context section
 
 Every workload of the campaign is compared baseline against candidate when both ran it;
 a workload that ran under one config (fio, cpu) is described, not compared.
@@ -35,7 +39,8 @@ always come first, the runs' list always last)."""
 DEFAULT_SECTIONS = tuple(s for s in SECTIONS if s != "context")
 """``context`` (each context's report inside the study: configuration matrix, sizing math,
 journal, validation, price/performance, limits; seed 002) only when the file asks."""
-STUDY_KEYS = {"question", "title", "baseline", "candidate", "sections", "validate"}
+STUDY_KEYS = {"question", "title", "baseline", "candidate", "sections", "validate",
+              "cache_states"}
 VALIDATE_KEYS = {"per_core", "hardware", "band", "workload", "side", "metric"}
 
 
@@ -57,6 +62,9 @@ class StudySpec:
     candidate: str | None
     sections: tuple[str, ...]
     validate: ValidateSpec | None = None
+    cache_states: bool = False
+    """Seed 002's validation runs: cold, warming, warm and after-CHECKPOINT states of the
+    baseline, measured once after the cells."""
 
 
 def study_of(spec: CampaignSpec) -> StudySpec | None:
@@ -89,7 +97,15 @@ def study_of(spec: CampaignSpec) -> StudySpec | None:
     return StudySpec(question=question, title=_line(table, "title", where) or spec.name,
                      baseline=baseline, candidate=candidate,
                      sections=tuple(s for s in SECTIONS if s in sections),
-                     validate=_validate(table.get("validate"), spec, baseline, where))
+                     validate=_validate(table.get("validate"), spec, baseline, where),
+                     cache_states=_flag(table, "cache_states", where))
+
+
+def _flag(table: dict, key: str, where: str) -> bool:
+    value = table.get(key, False)
+    if not isinstance(value, bool):
+        raise UsageError(f"{where} {key} = {value!r}; accepted: true or false")
+    return value
 
 
 def _validate(table: object, spec: CampaignSpec, baseline: str,
