@@ -7,6 +7,7 @@ import contextlib
 import json
 import math
 import os
+import re
 import signal
 import statistics
 import subprocess
@@ -21,7 +22,9 @@ from pgdyno.results.index import RunIndex
 from pgdyno.runner.options import build_options
 from pgdyno.search.run import SearchOptions, run_search
 from pgdyno.search.study import rows
+from tests.answer import markdown_table
 from tests.conftest import interruptible, make_shared_dir, postgres_processes, run_cli_here
+from tests.settings_text import recorded, stock
 
 SHORT = ["--scale", "1", "--duration", "2", "--warmup", "1", "--clients", "2",
          "--no-telemetry"]
@@ -71,7 +74,8 @@ def _tps(run_dir: str) -> list[float]:
     return [it["metrics"]["tps"] for it in summary["iterations"] if it["status"] == "ok"]
 
 
-def test_search_resumes_after_sigint_and_ends_with_a_comparison(workdir: Path) -> None:
+def test_search_resumes_after_sigint_and_ends_with_a_comparison(workdir: Path,
+                                                                 server) -> None:
     results = make_shared_dir("pgdyno-search-")
     search_dir = results / "searches" / "t"
     # The session's shared server may be running in the same workdir: only postmasters
@@ -143,7 +147,32 @@ def test_search_resumes_after_sigint_and_ends_with_a_comparison(workdir: Path) -
     assert conf_text.returncode == 0, conf_text.stderr
     report = (search_dir / "report.md").read_text()
     assert report.startswith("# pgdyno tune --search tpcb")
+    _winner_settings_in_natural_units(report, after, select["winner"],
+                                      server.admin_connection().conninfo())
     assert (search_dir / "plots" / "convergence.png").stat().st_size > 0
+
+
+def _winner_settings_in_natural_units(report: str, trials: list, winner: str,
+                                      conninfo: str) -> None:
+    """Issue 26 item 2: the winner's settings as its server reported them in pg_settings,
+    the stock column as a live server's boot_val, both read by the test's own converter;
+    every value in natural units ('1234 MB', never '1234MB' or '157952 8kB')."""
+    rows = markdown_table(report, "| Setting | Winner |")[2:]
+    won = next(r for r in trials if str(r.number) == winner)
+    ran = json.loads((Path(won.run_dir) / "manifest.json").read_text())["server"][
+        "non_default_settings"]
+    assert rows
+    for name, winner_cell, pgtune, tuned, stock_cell, _ in rows:
+        stock_value = stock(conninfo, name)
+        assert stock_cell == stock_value, name
+        if winner_cell != "–":
+            value = recorded(ran[name])
+            assert winner_cell == (f"{value} (stock)" if value == stock_value else value)
+        for cell in (winner_cell, pgtune, tuned):
+            assert not re.search(r"\d(kB|MB|GB|TB|8kB|ms|s|min|h|d)\b", cell), (name, cell)
+            assert "(default)" not in cell
+            if cell.endswith("(stock)"):
+                assert cell == f"{stock_value} (stock)", (name, cell)
 
 
 def test_config_that_does_not_start_is_a_failed_trial(workdir: Path) -> None:

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pgdyno.config.units import shown_value, side_text, stock_text
 from pgdyno.reports.document import Document, Section, Table, figure
 from pgdyno.search import study as study_mod
 from pgdyno.search.space import SPECIAL
@@ -140,9 +141,10 @@ def _candidates(selection) -> list[dict[str, Any]]:
 
 
 def settings_rows(record, winner: dict[str, str], opts, install, hardware) -> list[list[str]]:
-    """setting | winner | pgtune | tuned | stock | why (tuned's rationale, else pgtune's)."""
+    """setting | winner | pgtune | tuned | stock | why (tuned's rationale, else pgtune's):
+    values in natural units, "(stock)" after the stock value, which a config that leaves the
+    setting alone runs ("128 MB (stock)")."""
     from pgdyno.config.resolve import resolve_config
-    from pgdyno.config.setting_specs import unquote
     from pgdyno.errors import UsageError
     from pgdyno.workloads import registry
 
@@ -161,19 +163,29 @@ def settings_rows(record, winner: dict[str, str], opts, install, hardware) -> li
     keys = list(dict.fromkeys([*(k.name for k in record.space.knobs), *winner]))
     out = []
     for key in keys:
-        cells = [key, unquote(winner[key]) if key in winner else "–"]
+        spec = specs.spec(key)
+        unit, stock = (spec.unit, spec.boot_val) if spec is not None else (None, None)
+        cells = [key, _cell(winner.get(key), stock, unit, "–")]
         why = ""
         for name in ("pgtune", "tuned"):
             res = named.get(name)
-            cells.append(unquote(res.pg_settings[key]) if res and key in res.pg_settings
-                         else "(stock)" if res else "–")
+            cells.append(_cell(res.pg_settings.get(key), stock, unit, stock_text(stock, unit))
+                         if res else "–")
             if res and key in res.sources and not why:
                 why = res.sources[key] if name == "tuned" else ""
         if not why and named.get("pgtune") and key in named["pgtune"].sources:
             why = named["pgtune"].sources[key]
-        cells += [specs.default(key) or "–", why]
+        cells += ["–" if stock is None else shown_value(stock, unit), why]
         out.append(cells)
     return out
+
+
+def _cell(value: str | None, stock: str | None, unit: str | None, unset: str) -> str:
+    """A config's value of a setting in natural units ("(stock)" after the stock value);
+    ``unset`` when the config leaves it."""
+    from pgdyno.config.setting_specs import unquote
+
+    return unset if value is None else side_text(unquote(value), stock, unit)
 
 
 # ----- rendering -------------------------------------------------------------------------
