@@ -87,3 +87,9 @@ def test_the_stock_value_is_named() -> None:
     assert settings_with_stock({"work_mem": "8192 kB", "jit": "off"},
                                {"work_mem": "4096 kB"}) == {
         "work_mem": "4 MB (stock) → 8 MB", "jit": "off"}
+
+
+def test_a_run_recorded_without_stock_values_shows_the_values_alone() -> None:
+    """Manifests written before boot_val was kept (no server.stock_settings) still render."""
+    assert settings_with_stock({"shared_buffers": "786432 8kB", "jit": "off"}, None) == {
+        "shared_buffers": "6 GB", "jit": "off"}
