@@ -23,6 +23,7 @@ import psycopg
 import pytest
 
 from pgdyno.analysis.summary import RunSummary
+from pgdyno.config.units import human_bytes
 from pgdyno.options import BenchOptions
 from pgdyno.reports.document import CHANGE_SIGN, RunView, Section, build_document, change_text
 from pgdyno.results import load
@@ -123,26 +124,31 @@ def test_one_client_count_or_a_time_says_neither() -> None:
     assert not edge & set(lower)
 
 
+def _record(fit: str, size: int, available: int | None) -> dict:
+    return {"fits": fit, "size_bytes": size, "shared_buffers_bytes": 128 * MIB,
+            "available_bytes": available}
+
+
 @pytest.mark.parametrize(("record", "sentence"), [
-    ({"fits": "shared_buffers", "size_bytes": 20 * MIB, "shared_buffers_bytes": 128 * MIB,
-      "available_bytes": 22 * GIB},
-     "20.0 MiB, within shared_buffers (128.0 MiB): every read is a shared-buffer hit, so the "
-     "run measures CPU, locks and WAL rather than storage"),
-    ({"fits": "page cache", "size_bytes": 157 * MIB, "shared_buffers_bytes": 128 * MIB,
-      "available_bytes": 22 * GIB + 600 * MIB},
-     "157.0 MiB, larger than shared_buffers (128.0 MiB) but within memory (22.6 GiB "
-     "available): reads that miss shared_buffers hit the OS page cache, not the disk"),
-    ({"fits": "disk", "size_bytes": 30 * GIB, "shared_buffers_bytes": 128 * MIB,
-      "available_bytes": 2 * GIB},
-     "30.0 GiB, larger than shared_buffers (128.0 MiB) and memory (2.0 GiB available): reads "
+    (_record("shared_buffers", 20 * MIB, 22 * GIB),
+     "{size}, within shared_buffers ({sb}): every read is a shared-buffer hit, so the run "
+     "measures CPU, locks and WAL rather than storage"),
+    (_record("page cache", 157 * MIB, 22 * GIB + 600 * MIB),
+     "{size}, larger than shared_buffers ({sb}) but within memory ({available} available): "
+     "reads that miss shared_buffers hit the OS page cache, not the disk"),
+    (_record("disk", 30 * GIB, 2 * GIB),
+     "{size}, larger than shared_buffers ({sb}) and memory ({available} available): reads "
      "reach the storage"),
-    ({"fits": "beyond shared_buffers", "size_bytes": 1536 * MIB,
-      "shared_buffers_bytes": 128 * MIB, "available_bytes": None},
-     "1.5 GiB, larger than shared_buffers (128.0 MiB); the server's memory is unknown, so "
-     "reads that miss shared_buffers may hit its page cache or its disk"),
+    (_record("beyond shared_buffers", 1536 * MIB, None),
+     "{size}, larger than shared_buffers ({sb}); the server's memory is unknown, so reads "
+     "that miss shared_buffers may hit its page cache or its disk"),
 ])
 def test_the_dataset_line_is_a_sentence(record: dict, sentence: str) -> None:
-    assert describe_fit(record) == sentence
+    """The sentence around the sizes (their rounding is config.units' own, tested there)."""
+    available = record["available_bytes"]
+    assert describe_fit(record) == sentence.format(
+        size=human_bytes(record["size_bytes"]), sb=human_bytes(128 * MIB),
+        available=human_bytes(available) if available is not None else "")
 
 
 def test_the_cached_line_says_what_share_of_reads_hit_shared_buffers() -> None:
