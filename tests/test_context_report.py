@@ -21,6 +21,7 @@ from pgdyno.campaign.validation import run_validation
 from pgdyno.compare.runs import read_notes
 from pgdyno.reports.document import fmt
 from tests.conftest import make_shared_dir, postgres_processes, run_cli
+from tests.settings_text import recorded, stock, with_stock
 
 pytestmark = pytest.mark.server  # every test here starts PostgreSQL
 
@@ -47,7 +48,7 @@ label = "default"
 
 [[config]]
 label = "async"
-set = ["synchronous_commit=off"]
+set = ["synchronous_commit=off", "maintenance_work_mem=96MB"]
 
 [[config]]
 label = "broken"
@@ -164,6 +165,34 @@ def test_journal_has_changes_failures_and_rollback(context: Path) -> None:
     assert "Root cause:" in journal and "pgdyno_no_such_library" in journal
     assert "rolled back: run 5 returned to the settings of run 2" in journal
     assert "Timeline (iteration 1, 1 s means)" in journal  # 3 s runs: 1 s blocks
+
+
+def test_settings_in_natural_units_with_the_stock_value(context: Path, server) -> None:
+    """Issue 26 item 2: the journal's Was lines and the best run's settings read as pg_settings
+    reported them, converted by the test (maintenance_work_mem=96MB is 98304 kB there), with
+    the stock value (a live server's boot_val) named."""
+    md = _report(context)
+    conninfo = server.admin_connection().conninfo()
+    runs = {p.name: json.loads((p / "manifest.json").read_text())
+            for p in (context / CONTEXT).glob("simple-update-*")}
+    fast = next(m for m in runs.values() if (m.get("role") or {}).get("label") == "async")
+    mwm = recorded(fast["server"]["non_default_settings"]["maintenance_work_mem"])
+    mwm_stock, sync_stock = stock(conninfo, "maintenance_work_mem"), \
+        stock(conninfo, "synchronous_commit")
+    assert mwm == "96 MB" and mwm_stock != mwm
+    journal = [" ".join(line.split()) for line in
+               md[md.index("## 4. Benchmark journal"):md.index("## 5.")].splitlines()]
+    assert f"maintenance_work_mem = {mwm} # Was {mwm_stock} (stock)" in journal
+    assert f"maintenance_work_mem = {mwm_stock} (stock) # Was {mwm}" in journal
+    assert f"synchronous_commit = off # Was {sync_stock} (stock)" in journal
+    caption = next(line for line in md.splitlines() if "effective non-default settings" in line)
+    best = runs[caption.split("(run ")[1].rstrip(")*")]
+    rows = _table(md, caption.strip("*").split(":")[0] + ": effective")
+    assert rows
+    for name, shown, _ in rows:
+        value = recorded(best["server"]["non_default_settings"][name])
+        assert shown == with_stock(value, stock(conninfo, name)).strip(), name
+    assert not [line for line in journal if "# Was" in line and "(default)" in line]
 
 
 def test_prices_and_projection_from_profile(context: Path) -> None:

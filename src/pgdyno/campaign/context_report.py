@@ -33,6 +33,7 @@ from pgdyno.compare.render import interval, pct, verdict_text
 from pgdyno.compare.runs import RunData
 from pgdyno.compare.settings_diff import changes_block, settings_diff
 from pgdyno.compare.stats import FASTER, SLOWER
+from pgdyno.config.units import settings_with_stock
 from pgdyno.reports import html
 from pgdyno.reports.document import Document, Section, Table, figure, fmt
 from pgdyno.results.rundir import write_json_atomic
@@ -190,9 +191,11 @@ def _config_matrix(rep: ContextReport) -> Section:
                             "the server's non-default settings follow. `pgdyno tune` prints "
                             "the full matrix for a machine.")
     if rep.best is not None:
-        settings = (rep.best.manifest.get("server") or {}).get("non_default_settings") or {}
+        server = rep.best.manifest.get("server") or {}
+        settings = settings_with_stock(server.get("non_default_settings") or {},
+                                       server.get("stock_settings"))
         cfg = rep.best.manifest.get("config") or {}
-        rows = [[k, str(v), str((cfg.get("sources") or {}).get(k, ""))]
+        rows = [[k, v, str((cfg.get("sources") or {}).get(k, ""))]
                 for k, v in settings.items() if k not in ("port", "unix_socket_directories")]
         s.tables.append(Table(["Setting", "Value", "Source"], rows,
                               caption=f"{rep.best.label}: effective non-default settings "
