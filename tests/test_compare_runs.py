@@ -124,6 +124,11 @@ def test_compare_cli_writes_report_with_changes_first(session, server) -> None:
     rows = markdown_table(md, "| Layer | Setting | A | B |")
     assert ["postgresql", "maintenance_work_mem", mwm_a, f"{mwm_stock} (stock)", ""] in rows
     assert "(default)" not in md
+    # The run report tables each setting beside its stock value, as seed 000's tables do.
+    report_rows = markdown_table((a[0] / "report.md").read_text(),
+                                 "| Setting | Stock | Value | Source / rationale |")
+    assert ["maintenance_work_mem", mwm_stock, mwm_a] in [r[:3] for r in report_rows]
+    assert ["synchronous_commit", sync_stock, "off"] in [r[:3] for r in report_rows]
     for name in ("tps_timelines", "percentile_curves", "change_bars"):
         assert (out / "plots" / f"{name}.png").read_bytes()[:4] == b"\x89PNG"
     saved = json.loads((out / "compare.json").read_text())

@@ -56,7 +56,8 @@ def test_reindex_rebuilds_the_rows_bench_wrote(results: Path) -> None:
         f"pgdyno: error: {results / INDEX_FILE}: damaged index of runs (file is not a "
         "database); rebuild it from the run directories with `pgdyno runs --reindex`"]
 
-    out = run_cli(["runs", "--reindex", "--results-dir", str(results)], results.parent)
+    out = run_cli(["runs", "--reindex", "--wide", "--results-dir", str(results)],
+                  results.parent)
     assert out.returncode == 0, out.stderr
     (aside,) = results.glob(f"{INDEX_FILE}.damaged-*")
     assert ASIDE.fullmatch(aside.name), aside.name

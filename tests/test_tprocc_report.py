@@ -119,7 +119,7 @@ def test_compliant_section_leads_with_nopm_real_over_ideal_and_server_p90(
     assert lead.headers[5:10] == ["p90 NO ms", "p90 P ms", "p90 OS ms", "p90 D ms",
                                   "p90 SL ms"]
     row = dict(zip(lead.headers, lead.rows[0], strict=True))
-    assert row["NOPM"] == "1,200" and row["Real/ideal"] == f"{m['real_vs_ideal']:.3f}"
+    assert row["NOPM"] == "1,200" and row["Real/ideal"] == f"{100 * m['real_vs_ideal']:.1f}%"
     assert row["p90 NO ms"] == f"{m['rt_p90_ms_new_order']:.2f}"
     text = " ".join(section.paragraphs) + json.dumps([t.headers for t in section.tables])
     assert "12.86 × warehouses ÷ time scale 0.01" in text and "scale 10" not in text.lower()

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import re
 
+from pgdyno.units import format_bytes
+
 KB = 1024
 MB = 1024 * KB
 GB = 1024 * MB
@@ -73,13 +75,9 @@ def fmt_seconds(seconds: int) -> str:
 
 
 def human_bytes(n_bytes: float) -> str:
-    """Rounded for people: 23.4 GiB, 512 MiB."""
-    value = float(n_bytes)
-    for name in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if abs(value) < 1024 or name == "TiB":
-            return f"{value:.0f} {name}" if name == "B" else f"{value:.1f} {name}"
-        value /= 1024
-    return f"{value:.1f} TiB"
+    """Rounded for people: 23.5 GiB, 512 MiB (pgdyno.units' one policy: binary prefixes,
+    about three significant digits)."""
+    return format_bytes(n_bytes)
 
 
 def parse_size(text: str) -> int:

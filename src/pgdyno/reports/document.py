@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass, field
 
 from pgdyno.analysis.summary import RunSummary, five_second_table
-from pgdyno.config.units import setting_value
+from pgdyno.config.units import setting_value, shown_value
 from pgdyno.options import BenchOptions
 from pgdyno.reports.platform_rows import platform_rows
 from pgdyno.results.load import LoadRecord
@@ -27,11 +27,12 @@ _NUMBER = re.compile(r"[-+−]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:[eE][-+]?\
 _SEPARATORS = re.compile(r"[\s±/()→–\-~≈<>≤≥×,;:\[\]]+")
 _MEASURES = frozenset({
     "%", "%util", "us", "µs", "ms", "s", "min", "h", "d", "b", "kb", "mb", "gb", "tb", "kib",
-    "mib", "gib", "tib", "8kb", "mb/s", "gb/s", "kb/s", "mib/s", "iops", "x", "cores",
+    "mib", "gib", "tib", "pib", "8kb", "mb/s", "gb/s", "kb/s", "b/s", "kib/s", "mib/s", "gib/s",
+    "tib/s", "pib/s", "iops", "x", "cores",
     "backends", "pages", "°c", "w/s", "r/s", "ops/s",
 })
 """Words of the measures pgdyno's own telemetry and settings print ("12.5 ms", "3 cores",
-"7.2 MB/s"); lower case. A workload's units are not listed here: a figure shown with its
+"7.2 MiB/s"); lower case. A workload's units are not listed here: a figure shown with its
 metric's unit is a ``Quantity`` (``MetricSpec.cell``), a number whatever the unit says."""
 
 
@@ -275,12 +276,14 @@ def _environment(run: RunView) -> Section:
         env_rows.append(["Fixed rate", f"{opts.rate_tps:g} tps, latency limit "
                                        f"{opts.latency_limit_ms or '–'} ms"])
     settings = server.get("non_default_settings") or {}
-    setting_rows = [[k, setting_value(v), setting_source(k, config, target.get("kind"))]
+    stock = server.get("stock_settings") or {}  # pg_settings.boot_val; older runs: none
+    setting_rows = [[k, "–" if stock.get(k) is None else shown_value(str(stock[k])),
+                     setting_value(v), setting_source(k, config, target.get("kind"))]
                     for k, v in settings.items()]
     return Section("Environment and configuration", tables=[
         *([machines] if machines is not None else []),
         Table(["Item", "Value"], env_rows),
-        Table(["Setting", "Value", "Source / rationale"], setting_rows,
+        Table(["Setting", "Stock", "Value", "Source / rationale"], setting_rows,
               caption="Non-default server settings (pg_settings, source not default)"),
     ])
 

@@ -714,8 +714,8 @@ def _digest(text: str) -> str:
 
 # ----- the host's hardware, for the config engine ------------------------------------------
 
-DETECT_MODULES = ("serde.py", "config/units.py", "config/hardware.py", "config/matrix_keys.py",
-                  "config/detect.py")
+DETECT_MODULES = ("serde.py", "units.py", "config/units.py", "config/hardware.py",
+                  "config/matrix_keys.py", "config/detect.py")
 """pgdyno's hardware detection and what it imports (standard library beyond these)."""
 
 _DETECT_MAIN = """
