@@ -33,12 +33,19 @@ class HostTick:
     """utime + stime of pgdyno's own process (its samplers and run loop, every thread): the
     benchmark's cost, not a neighbour's, though not part of ``workload_ticks``."""
     sampler_io: list[int] | None = None
+    driver_pids: dict[str, str] | None = None
+    """pid -> command name of the benchmark's processes outside the server's tree: the load
+    driver (pgbench) that pgdyno started. The other pids of ``workload_ticks`` are the
+    server's (its postmaster and every backend). None in runs recorded before the split."""
+    server_pid: int | None = None
+    """The postmaster whose tree was sampled; None: no server on this host (a remote one)."""
 
     @classmethod
     def from_raw(cls, raw: dict) -> HostTick:
         return cls(raw["t"], raw["mono"], raw["stat"], raw["diskstats"], raw["meminfo"],
                    raw.get("workload_ticks") or {}, raw.get("workload_io") or {},
-                   raw.get("sampler_ticks"), raw.get("sampler_io"))
+                   raw.get("sampler_ticks"), raw.get("sampler_io"), raw.get("driver_pids"),
+                   raw.get("server_pid"))
 
 
 def workload_cores(prev: HostTick, cur: HostTick) -> float | None:

@@ -291,18 +291,40 @@ def _client_cpu(s: TelemetrySummary) -> list[str]:
 
 
 def _whose_cpu(s: TelemetrySummary) -> list[str]:
-    """Who used the busy CPU: the benchmark, pgdyno's own samplers (the harness's cost),
-    other processes (contamination)."""
+    """Who used the busy CPU: the server, the load driver, pgdyno's own samplers (the
+    harness's cost), other processes (contamination); per unit of work too when the
+    workload names one (TPROC-C: per New-Order)."""
     x = s.contamination
     if not x.cpu_attributed:
         return []
-    rows = [["benchmark (server and client)", _f(x.benchmark_cores - x.sampler_cores, 2)],
-            ["pgdyno (samplers and log reader)", _f(x.sampler_cores, 3)],
-            ["other processes", _f(x.other_cores, 2)],
-            ["busy in all", _f(x.busy_cores, 2)]]
-    return ["", f"Whose CPU, in cores: pgdyno's samplers and log reader used "
-                f"{1000 * x.sampler_cores:,.0f} ms of CPU per second.", ""] + _table(
-        ["process", "cores"], rows)
+    if x.driver_cores is None:  # recorded before the split
+        rows = [["benchmark (server and client)", _f(x.benchmark_cores - x.sampler_cores, 2)]]
+    else:
+        rows = [["server (postmaster and backends)", _f(x.server_cores, 2)
+                 if x.server_cores is not None else "not on this host"],
+                [f"load driver ({', '.join(x.driver_programs) or 'pgbench'})",
+                 _f(x.driver_cores, 3)]]
+    rows += [["pgdyno (samplers and log reader)", _f(x.sampler_cores, 3)],
+             ["other processes", _f(x.other_cores, 2)],
+             ["busy in all", _f(x.busy_cores, 2)]]
+    header = ["process", "cores"]
+    lines = ["", f"Whose CPU, in cores: pgdyno's samplers and log reader used "
+                 f"{1000 * x.sampler_cores:,.0f} ms of CPU per second."]
+    u = x.per_unit
+    if u is not None:
+        header.append(f"CPU ms per {u.unit}")
+        for row in rows:
+            row.append(MISSING)
+        rows[0][2], rows[1][2] = _ms(u.server_cpu_s), _ms(u.driver_cpu_s)
+        share = ("" if u.driver_share_pct is None else
+                 f" the driver spent {u.driver_share_pct:.1f}% of the server's CPU per {u.unit};")
+        lines[-1] += (f" Per {u.unit}:{share} each side's cores over the "
+                      f"{u.units_per_s:,.1f} {u.unit}s a second of the window.")
+    return lines + [""] + _table(header, rows)
+
+
+def _ms(seconds: float | None) -> str:
+    return "not on this host" if seconds is None else f"{1000 * seconds:,.3f}"
 
 
 def _dev_row(dev: DeviceSummary, roles: str, read: ByteScale, write: ByteScale) -> list[str]:

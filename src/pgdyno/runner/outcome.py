@@ -77,6 +77,22 @@ class Rising:
         return self.from_value >= SATURATION * self.to_value
 
 
+@dataclass(frozen=True)
+class PastPeak:
+    """How latency grew past the peak: p99 at the most clients tried against p99 at the
+    peak (each the mean of its iterations' p99)."""
+
+    clients: int
+    at: str
+    """``clients`` in the workload's words ("1000 clients")."""
+    p99_ms: float
+    peak_p99_ms: float
+
+    @property
+    def growth(self) -> float:
+        return self.p99_ms / self.peak_p99_ms
+
+
 @dataclass
 class RunOutcome:
     headline: Headline
@@ -100,6 +116,8 @@ class RunOutcome:
     """The dataset's load (``results.load``); None when the workload builds none."""
     rising: Rising | None = None
     """Set when the peak is at the most clients tried and still above the count before."""
+    past_peak: PastPeak | None = None
+    """Set when more clients than the peak's were tried and p99 is known at both."""
 
 
 def outcome_of(summary: RunSummary, head: Headline, dataset: str, *,
@@ -110,8 +128,9 @@ def outcome_of(summary: RunSummary, head: Headline, dataset: str, *,
     client count (``Workload.describe_clients``)."""
     at_peak = _iterations(summary, head.clients, head.metric)
     values = [it.metrics[head.metric] for it in at_peak]
-    saturation = rising = None
+    saturation = rising = past = None
     if direction != LOWER and len(summary.client_counts) >= 2:
+        past = _past_peak(summary, head, describe_clients)
         means = _means(summary, head.metric)
         saturation = _saturation(means, head)
         rising = _rising(means, max(summary.client_counts), head, describe_clients)
@@ -123,7 +142,7 @@ def outcome_of(summary: RunSummary, head: Headline, dataset: str, *,
                       direction=direction, peak_at=describe_clients(head.clients),
                       saturation_at=describe_clients(saturation) if saturation else "",
                       cached=cached_share(dataset_record or {}, at_peak),
-                      load=record_of(dataset_record), rising=rising)
+                      load=record_of(dataset_record), rising=rising, past_peak=past)
 
 
 def _iterations(summary: RunSummary, clients: int, metric: str) -> list[IterationSummary]:
@@ -160,6 +179,18 @@ def _rising(means: dict[int, float], most: int, head: Headline,
                   to_value=head.value, from_at=describe_clients(before),
                   to_at=describe_clients(most), next_clients=2 * most,
                   next_at=describe_clients(2 * most))
+
+
+def _past_peak(summary: RunSummary, head: Headline,
+               describe_clients: Callable[[int], str]) -> PastPeak | None:
+    most = max(summary.client_counts)
+    if head.clients >= most or not head.p99_ms:
+        return None
+    p99 = [it.metrics["latency_p99_ms"] for it in _iterations(summary, most, "latency_p99_ms")]
+    if not p99:
+        return None
+    return PastPeak(clients=most, at=describe_clients(most), p99_ms=statistics.fmean(p99),
+                    peak_p99_ms=head.p99_ms)
 
 
 def _median_verdict(its: list[IterationSummary], metric: str) -> str | None:
@@ -271,6 +302,9 @@ def answer_rows(outcome: RunOutcome) -> list[Statement]:
                               rising_text(outcome.rising, h)))
     if h.p99_ms is not None:
         rows.append(Statement(f"p99 at the {best}", f"{h.p99_ms:,.2f} ms"))
+    if (past := outcome.past_peak) is not None:
+        rows.append(Statement("p99 past the peak", f"{past.p99_ms:,.2f} ms at {past.at}, "
+                                                   f"{past.growth:,.1f}× the peak's"))
     if outcome.verdict:
         rows.append(Statement(f"verdict at the {best}", outcome.verdict))
     if outcome.dataset:

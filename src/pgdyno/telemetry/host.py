@@ -29,6 +29,8 @@ MEM_COLUMNS = ["t", "cached_kb", "dirty_kb", "writeback_kb", "shmem_kb", "mem_to
                "mem_available_kb", "hugepages_used", "anon_hugepages_kb"]
 
 def read_tick(roots: set[int] | None = None) -> HostTick:
+    """One host sample; with ``roots`` (pgdyno's pid and a local postmaster's) also the CPU
+    ticks and I/O of every process of their trees, the load driver's named apart."""
     # Read the three files back to back so they describe the same instant.
     t, mono = time.time(), time.monotonic()
     stat = procfs.keep_stat_lines((PROC / "stat").read_text())
@@ -36,10 +38,12 @@ def read_tick(roots: set[int] | None = None) -> HostTick:
     meminfo = (PROC / "meminfo").read_text()
     if not roots:
         return HostTick(t, mono, stat, diskstats, meminfo)
-    workload = workload_ticks(roots)
-    me = str(os.getpid())
-    return HostTick(t, mono, stat, diskstats, meminfo, workload, workload_io(workload),
-                    _process_ticks(me), _process_io(me))
+    me = os.getpid()
+    # Every root but pgdyno's own process is a postmaster (the recorder adds at most one).
+    server = next((pid for pid in roots if pid != me), None)
+    sample = sample_processes(roots, me, server)
+    return HostTick(t, mono, stat, diskstats, meminfo, sample.ticks, workload_io(sample.ticks),
+                    _process_ticks(str(me)), _process_io(str(me)), sample.driver, server)
 
 
 def workload_io(pids: dict[str, int]) -> dict[str, list[int]]:
@@ -69,33 +73,56 @@ def _process_ticks(pid: str) -> int | None:
         return None
 
 
-def workload_ticks(roots: set[int]) -> dict[str, int]:
-    """CPU ticks of every process in the trees rooted at ``roots`` (the sampler excluded:
-    its own cost is recorded apart, as ``sampler_ticks``, and measured by
-    bench/telemetry_overhead.py)."""
+@dataclass(frozen=True)
+class ProcessSample:
+    ticks: dict[str, int]
+    """pid -> utime + stime (USER_HZ ticks) of every process of the benchmark."""
+    driver: dict[str, str]
+    """pid -> command name of those outside the postmaster's tree (pgbench)."""
+
+
+def sample_processes(roots: set[int], me: int, server: int | None) -> ProcessSample:
+    """/proc/PID/stat of every process, kept when a root is among its ancestors (``me``, the
+    sampler, left out: its own cost is recorded apart, as ``sampler_ticks``, and measured
+    by bench/telemetry_overhead.py). A process belongs to the first root met walking up
+    from it: the server's when that is the postmaster ``server`` (so an embedded server
+    started by pgdyno is the server's, not the driver's), the load driver's when it is
+    ``me``."""
     parent: dict[int, int] = {}
     cpu: dict[int, int] = {}
+    name: dict[int, str] = {}
     for entry in PROC.iterdir():
         if not entry.name.isdigit():
             continue
         try:
             # The command name may contain spaces or parentheses: split after the last ")".
-            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-        except (OSError, IndexError):
+            head, _, tail = (entry / "stat").read_text().rpartition(")")
+            fields = tail.split()
+            pid = int(entry.name)
+            parent[pid] = int(fields[1])
+            cpu[pid] = int(fields[11]) + int(fields[12])
+        except (OSError, IndexError, ValueError):
             continue  # exited while we looked
-        pid = int(entry.name)
-        parent[pid] = int(fields[1])
-        cpu[pid] = int(fields[11]) + int(fields[12])
-    me = os.getpid()
-    out: dict[str, int] = {}
-    for pid, ticks in cpu.items():
-        node, depth = pid, 0
-        while node > 1 and depth < 64:
-            if node in roots and pid != me:
-                out[str(pid)] = ticks
-                break
-            node, depth = parent.get(node, 0), depth + 1
-    return out
+        name[pid] = head.partition("(")[2]
+    ticks: dict[str, int] = {}
+    driver: dict[str, str] = {}
+    for pid, used in cpu.items():
+        root = _root_of(pid, parent, roots)
+        if root is None or pid == me:
+            continue
+        ticks[str(pid)] = used
+        if root != server:
+            driver[str(pid)] = name[pid]
+    return ProcessSample(ticks, driver)
+
+
+def _root_of(pid: int, parent: dict[int, int], roots: set[int]) -> int | None:
+    node, depth = pid, 0
+    while node > 1 and depth < 64:
+        if node in roots:
+            return node
+        node, depth = parent.get(node, 0), depth + 1
+    return None
 
 
 def postmaster_pid(data_dir: Path | None) -> int | None:

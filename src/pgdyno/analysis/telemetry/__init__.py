@@ -19,12 +19,14 @@ from pgdyno.analysis.telemetry.host import (
     OTHER_SHARE_PCT,
     coefficient_of_variation,
     contamination,
+    cpu_per_unit,
 )
 from pgdyno.analysis.telemetry.model import (
     SCHEMA_VERSION,
     CheckpointEvent,
     CheckpointSummary,
     Contamination,
+    CpuPerUnit,
     CpuSummary,
     DatabaseSummary,
     DeviceSummary,
@@ -45,8 +47,8 @@ from pgdyno.analysis.telemetry.model import (
 from pgdyno.analysis.telemetry.server import classify_wait
 
 __all__ = ["MIN_IOPS_FOR_CV", "OTHER_MIN_CORES", "OTHER_SHARE_PCT", "SCHEMA_VERSION",
-           "CheckpointEvent", "CheckpointSummary", "Contamination", "CpuSummary",
+           "CheckpointEvent", "CheckpointSummary", "Contamination", "CpuPerUnit", "CpuSummary",
            "DatabaseSummary", "DeviceSummary", "HardwareLimit", "IoRow", "Mark", "MemorySummary",
            "RoleInfo", "Series", "SmartChange", "Stat", "TelemetryGap", "TelemetrySummary",
            "WaitShare", "WaitSummary", "WalSummary", "analyse_telemetry", "classify_wait",
-           "coefficient_of_variation", "contamination"]
+           "coefficient_of_variation", "contamination", "cpu_per_unit"]

@@ -15,6 +15,7 @@ from pathlib import Path
 from pgdyno.analysis import procfs
 from pgdyno.analysis.endurance import endurance_projection
 from pgdyno.analysis.hosttick import (
+    CLK_TCK,
     IDLE_PREFIXES,
     HostTick,
     sampler_cores,
@@ -24,6 +25,7 @@ from pgdyno.analysis.hosttick import (
 from pgdyno.analysis.telemetry.model import (
     MB,
     Contamination,
+    CpuPerUnit,
     CpuSummary,
     DeviceSummary,
     MemorySummary,
@@ -186,6 +188,7 @@ def contamination(summary: TelemetrySummary, ticks: list[HostTick]) -> Contamina
         process_pct = cpu.busy.avg - (cpu.irq.avg or 0) - (cpu.soft.avg or 0) - (
             cpu.steal.avg or 0)
         out.other_cores = max(0.0, process_pct / 100.0 * cores - out.benchmark_cores)
+        split_benchmark_cpu(out, ticks, wall)
         if out.busy_cores > 0:
             out.other_share_of_busy_pct = min(100.0, 100.0 * out.other_cores / out.busy_cores)
         if (out.other_cores >= OTHER_MIN_CORES
@@ -201,6 +204,46 @@ def contamination(summary: TelemetrySummary, ticks: list[HostTick]) -> Contamina
     out.finding = "; ".join(findings)
     out.contaminated = bool(findings)
     return out
+
+
+def split_benchmark_cpu(out: Contamination, ticks: list[HostTick], wall: float) -> None:
+    """The benchmark's cores split into the server's and the load driver's, counted as
+    ``workload_cores`` counts them (each interval, the processes present at both ticks),
+    so the two add up to the benchmark's figure. Left None in runs recorded before the
+    ticks named the driver's processes."""
+    if wall <= 0 or any(t.driver_pids is None for t in ticks):
+        return
+    server = driver = 0
+    programs: set[str] = set()
+    for prev, cur in zip(ticks, ticks[1:], strict=False):
+        if not cur.workload_ticks or cur.mono <= prev.mono:
+            continue  # as workload_cores: no figure for this interval
+        for pid, used in cur.workload_ticks.items():
+            if pid not in prev.workload_ticks:
+                continue
+            spent = max(0, used - prev.workload_ticks[pid])
+            if pid in (cur.driver_pids or {}):
+                driver += spent
+                if spent:
+                    programs.add((cur.driver_pids or {})[pid])
+            else:
+                server += spent
+    out.driver_cores = driver / CLK_TCK / wall
+    out.driver_programs = sorted(programs)
+    local_server = all(t.server_pid is not None for t in ticks)
+    out.server_cores = server / CLK_TCK / wall if local_server else None
+
+
+def cpu_per_unit(out: Contamination, unit: str, units_per_s: float) -> CpuPerUnit | None:
+    """CPU-seconds per unit of work of the server and the driver (see ``CpuPerUnit``);
+    None when the split or the rate is unknown."""
+    if out.driver_cores is None or units_per_s <= 0:
+        return None
+    server = out.server_cores / units_per_s if out.server_cores is not None else None
+    driver = out.driver_cores / units_per_s
+    share = 100.0 * driver / server if server else None
+    return CpuPerUnit(unit=unit, units_per_s=units_per_s, server_cpu_s=server,
+                      driver_cpu_s=driver, driver_share_pct=share)
 
 
 def _other_io(out: Contamination, summary: TelemetrySummary, ticks: list[HostTick],

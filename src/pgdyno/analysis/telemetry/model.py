@@ -59,6 +59,22 @@ class CpuSummary:
 
 
 @dataclass
+class CpuPerUnit:
+    """CPU-seconds the server and the load driver spent per unit of work: their cores over
+    the measured window divided by the units done per second (TPROC-C: new orders from
+    the database's snapshots)."""
+
+    unit: str
+    """What one unit is, e.g. "New-Order"."""
+    units_per_s: float
+    server_cpu_s: float | None
+    """Server CPU-seconds per unit; None when the server is not on this host."""
+    driver_cpu_s: float
+    driver_share_pct: float | None
+    """The driver's CPU per unit as a percentage of the server's (the driver's cost)."""
+
+
+@dataclass
 class Contamination:
     """Load on the host during the window that was not the benchmark's.
 
@@ -80,6 +96,17 @@ class Contamination:
     benchmark_cores: float = 0.0
     """The benchmark's processes and pgdyno's own (its samplers)."""
     sampler_cores: float = 0.0
+    server_cores: float | None = None
+    """The server's processes (the postmaster's tree) alone; None: no server on this host,
+    or a run recorded before the split. With ``driver_cores`` it makes
+    ``benchmark_cores - sampler_cores``."""
+    driver_cores: float | None = None
+    """The load driver alone: the processes pgdyno started outside the server (pgbench)."""
+    driver_programs: list[str] = field(default_factory=list)
+    """Command names of the driver's processes that used CPU in the window ("pgbench")."""
+    per_unit: CpuPerUnit | None = None
+    """The server's and the driver's CPU per unit of the workload's work (TPROC-C: per
+    New-Order), when the workload names one."""
     other_cores: float = 0.0
     """CPU cores used by every other process on the host."""
     other_share_of_busy_pct: float = 0.0

@@ -51,11 +51,19 @@ from pgdyno.workloads.base import (
     Workload,
     add_telemetry,
 )
-from pgdyno.workloads.engine.process import last_error_line, run_program
+from pgdyno.workloads.engine.process import last_error_line, raise_open_files, run_program
 from pgdyno.workloads.engine.txtail import LogTail, TailResult
 
 _PROGRESS = re.compile(r"^progress: (?P<t>[\d.]+) s, (?P<tps>[\d.]+) tps, lat (?P<lat>[\d.]+) ms")
 _TPS = re.compile(r"^tps = (?P<tps>[\d.]+)", re.MULTILINE)
+_CONNECTION = re.compile(r"^initial connection time = (?P<ms>[\d.]+) ms", re.MULTILINE)
+CONNECTION_METRIC = "connection_ms"
+"""pgbench's own "initial connection time" of an iteration (every client connected), in
+the iteration's metrics. pgbench starts its -T clock once the clients are connected, and
+the measured window opens ``warmup_s`` after launch, so the setup is outside the window
+while it is shorter than the warm-up (an iteration note says when it is not)."""
+OPEN_FILES_SPARE = 64
+"""Files pgbench holds beside one socket per client: its logs, scripts, standard streams."""
 SERIES_INTERVAL_S = 5.0
 """Interval of the database snapshots between the window edges (TPROC-C NOPM over time)."""
 
@@ -156,6 +164,12 @@ class PgbenchWorkload(Workload):
         """Per-iteration figures of the workload's own (TPROC-C's NOPM), from raw files."""
         return {}
 
+    def work_unit(self, metrics: dict[str, float]) -> tuple[str, float] | None:
+        """(name, units a second) of the workload's unit of work in one iteration, from its
+        ``metrics`` (TPROC-C: "New-Order" at NOPM ÷ 60): the whose-CPU table gives the
+        server's and the driver's CPU per unit. None: none beyond transactions."""
+        return None
+
     def pacing(self, plan: RunPlan, metrics: dict[str, float]) -> Paced | None:
         """How far a paced workload (sleeps between transactions by design) reached its
         ideal rate in one iteration, from its ``metrics``; None: not paced."""
@@ -195,6 +209,7 @@ class PgbenchWorkload(Workload):
         tail = LogTail(it_dir, "tx", time.time(), layout, opts.latency_limit_ms, opts.tx_log_cap,
                        aggregate=opts.tx_aggregate_only)
         record.origin_epoch = tail.origin_epoch
+        _note(record, raise_open_files(step.clients + record.threads + OPEN_FILES_SPARE))
         try:
             tail.start()
             window.start()
@@ -207,8 +222,14 @@ class PgbenchWorkload(Workload):
                 self.collect(ctx, it_dir, log_offset)
             keep_bounded_logs(tail.finish(), it_dir, ctx.run_dir.path, record)
         record.returncode = outcome.returncode
-        match = _TPS.search((it_dir / "stdout.txt").read_text(errors="replace"))
+        stdout = (it_dir / "stdout.txt").read_text(errors="replace")
+        match = _TPS.search(stdout)
         record.pgbench_tps = float(match["tps"]) if match else None
+        connection_ms = connection_time_ms(stdout)
+        if connection_ms is not None and connection_ms / 1000 > opts.warmup_s:
+            _note(record, f"connecting the {step.clients} clients took {connection_ms:,.0f} ms, "
+                          f"longer than the {opts.warmup_s} s warm-up: the measured window "
+                          "began before the first transaction (raise --warmup)")
         if outcome.returncode != 0:
             raise RunFailed(f"pgbench exited with code {outcome.returncode} at {step.clients} "
                             f"clients, iteration {step.iteration}: "
@@ -230,8 +251,12 @@ class PgbenchWorkload(Workload):
                 pgbench_tps=record.pgbench_tps)
             it_dir = (run_dir.path / record.stdout_file).parent
             summary.metrics.update(self.window_metrics(plan, it_dir))
+            connection_ms = connection_time_ms(_read(run_dir.path / record.stdout_file))
+            if connection_ms is not None:
+                summary.metrics[CONNECTION_METRIC] = connection_ms
             add_telemetry(summary, it_dir, opts.duration_s, cpu_count,
                           paced=self.pacing(plan, summary.metrics))
+            self._cpu_per_unit(summary)
             iterations.append(summary)
             parts.setdefault(record.clients, []).append((summary, stats))
         per_clients = [pool_client_count(c, parts[c], scripts)
@@ -240,6 +265,14 @@ class PgbenchWorkload(Workload):
                           context=plan.context, status=status,
                           client_counts=list(opts.clients), per_clients=per_clients,
                           iterations=iterations, warnings=stability_warnings(iterations))
+
+    def _cpu_per_unit(self, summary: IterationSummary) -> None:
+        from pgdyno.analysis.telemetry import cpu_per_unit
+
+        unit = self.work_unit(summary.metrics)
+        if unit is not None and summary.telemetry is not None:
+            other = summary.telemetry.contamination
+            other.per_unit = cpu_per_unit(other, *unit)
 
 
 class WindowSnapshots:
@@ -302,6 +335,21 @@ class WindowSnapshots:
         if self.points:
             write_json_atomic(self.path, {**self.points, "interval_s": self.interval_s,
                                           "series": self.series})
+
+
+def connection_time_ms(stdout: str) -> float | None:
+    """pgbench's "initial connection time = X ms" (PostgreSQL 14 and later), or None."""
+    match = _CONNECTION.search(stdout)
+    return float(match["ms"]) if match else None
+
+
+def _read(path: Path) -> str:
+    return path.read_text(errors="replace") if path.is_file() else ""
+
+
+def _note(record: IterationRecord, note: str) -> None:
+    if note:
+        record.note = "; ".join(filter(None, [record.note, note]))
 
 
 def keep_bounded_logs(result: TailResult, it_dir: Path, root: Path,

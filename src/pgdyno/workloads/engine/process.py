@@ -9,6 +9,7 @@ file directly. Both files stay in the run directory as raw data.
 from __future__ import annotations
 
 import contextlib
+import resource
 import signal
 import subprocess
 import threading
@@ -46,6 +47,23 @@ def run_program(cmd: list[str], stdout_path: Path, stderr_path: Path, *,
             raise
         reader.join(5)
     return ProcessOutcome(returncode=proc.returncode, seconds=time.monotonic() - started)
+
+
+def raise_open_files(needed: int) -> str:
+    """Raise this process's soft limit on open files to ``needed`` (children inherit it:
+    pgbench holds a socket per client), within the hard limit. Returns a note when the hard
+    limit is too low, else ""."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY or soft >= needed:
+        return ""
+    target = needed if hard == resource.RLIM_INFINITY else min(needed, hard)
+    with contextlib.suppress(ValueError, OSError):
+        resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+        soft = target
+    if soft >= needed:
+        return ""
+    return (f"open files limited to {soft} (hard limit {hard}), {needed} needed: raise it "
+            "(ulimit -Hn, or LimitNOFILE= / limits.conf) for this many clients")
 
 
 def _pump(stream, copy_to, on_line: Callable[[str], None] | None) -> None:

@@ -65,6 +65,13 @@ def throughput(start: Snapshot, end: Snapshot, warehouses: int,
         efficiency=efficiency(nopm, warehouses))
 
 
+def new_order_rate(figures: dict[str, float]) -> tuple[str, float] | None:
+    """TPROC-C's unit of work and its rate in an iteration: New-Orders a second (NOPM ÷ 60,
+    from the database's snapshots), for the CPU each side spent per New-Order."""
+    nopm = figures.get("nopm")
+    return ("New-Order", nopm / 60) if nopm else None
+
+
 def efficiency(nopm: float, warehouses: int, time_scale: float = 1.0) -> float:
     """NOPM against the compliant ceiling of 12.86 per warehouse, which keying and think
     times ``time_scale`` times the specification's raise to 12.86 ÷ ``time_scale``. Only a

@@ -200,6 +200,9 @@ class Tprocc(PgbenchWorkload):
 
         return window_metrics(plan, it_dir)
 
+    def work_unit(self, figures: dict[str, float]) -> tuple[str, float] | None:
+        return metrics.new_order_rate(figures)
+
     def pacing(self, plan, figures: dict[str, float]) -> Paced | None:
         """Compliant mode paces the terminals: the verdict judges real/ideal, not idle
         sessions."""
