@@ -210,7 +210,7 @@ def test_settings_rationale_comes_from_the_config_engine() -> None:
                 "server": {"non_default_settings": settings}}
     md = markdown.render_document(build_document(run_summary([iteration(2, 1, [10.0])]),
                                                  run_view(manifest), {}))
-    rows = {r[0]: r[2] for r in markdown_table(md, "| Setting |")[2:]}
+    rows = {r[0]: r[3] for r in markdown_table(md, "| Setting | Stock |")[2:]}
     for name in record["pg_settings"]:
         why = engine[name].rationale
         assert why and why in rows[name], name
