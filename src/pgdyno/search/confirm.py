@@ -156,15 +156,22 @@ def _undecided(conf: Confirmation) -> bool:
 
 def compare_sides(conf: Confirmation, search_dir: Path) -> list[Verdict]:
     """The winner's runs against each baseline's, through the compare engine."""
-    winner = conf.winner
+    return compare_labels(list(conf.sides), conf.runs, search_dir, "compare-vs-")
+
+
+def compare_labels(labels: list[str], runs: dict[str, list[str]], search_dir: Path,
+                   prefix: str) -> list[Verdict]:
+    """The first label's runs against each other label's, written to ``prefix`` + label
+    (the long validation compares its own runs the same way)."""
+    winner = labels[0]
     out = []
-    for label in list(conf.sides)[1:]:
-        if not conf.runs[label] or not conf.runs[winner]:
+    for label in labels[1:]:
+        if not runs.get(label) or not runs.get(winner):
             continue
-        a = [load_run(Path(p)) for p in conf.runs[label]]
-        b = [load_run(Path(p)) for p in conf.runs[winner]]
+        a = [load_run(Path(p)) for p in runs[label]]
+        b = [load_run(Path(p)) for p in runs[winner]]
         cmp = compare_runs(a, b, baseline_label=label, candidate_label=winner)
-        out_dir = search_dir / f"compare-vs-{label}"
+        out_dir = search_dir / f"{prefix}{label}"
         write_comparison(cmp, a, b, out_dir)
         verdict = headline_verdict(cmp, label, winner, out_dir)
         if verdict is not None:

@@ -19,6 +19,7 @@ from pgdyno.config.units import shown_value, side_text, stock_text
 from pgdyno.reports.document import Document, Section, Table, figure
 from pgdyno.search import study as study_mod
 from pgdyno.search.space import SPECIAL
+from pgdyno.units import format_bytes
 
 IMPORTANCE_METHOD = ("PED-ANOVA (Optuna's PedAnovaImportanceEvaluator, Watanabe et al. 2023: "
                      "how much each setting's values among the best trials differ from its "
@@ -41,6 +42,13 @@ class TrialLine:
     seconds: float
     reason: str
     run_dir: str
+    raw: float | None = None
+    """The run's headline before the debt penalty (``value`` is after it)."""
+    penalty_pct: float | None = None
+    dead_tuples_end: int | None = None
+    dead_growth_per_min: float | None = None
+    backlog: int | None = None
+    wal_since_checkpoint_bytes: float | None = None
 
 
 @dataclass
@@ -61,10 +69,12 @@ class SearchReportData:
     verdicts: list[str]
     recommendation: str
     notes: list[str] = field(default_factory=list)
+    validation: Any = None
+    """The long-window validation (``validate_long.LongValidation``), when it ran."""
 
 
 def build_search_report(record, study, selection, conf, opts, hardware, install,
-                        notes: list[str]) -> SearchReportData:
+                        notes: list[str], search_dir: Path | None = None) -> SearchReportData:
     from pgdyno.workloads import registry
     from pgdyno.workloads.base import headline_metric
 
@@ -75,14 +85,20 @@ def build_search_report(record, study, selection, conf, opts, hardware, install,
     for r in rows:
         if r.value is not None and (best is None or direction * (r.value - best) > 0):
             best = r.value
-        lines.append(TrialLine(r.number, r.label, r.status, r.value, best, r.seconds,
-                               r.reason, r.run_dir))
+        lines.append(_with_debt(TrialLine(r.number, r.label, r.status, r.value, best,
+                                          r.seconds, r.reason, r.run_dir), direction))
     baselines = {r.label: r.value for r in rows if r.kind == "baseline" and r.value is not None}
     importance, note = setting_importance(study, rows)
     winner_settings = {}
     if selection is not None and selection.winner:
         won = next((r for r in rows if str(r.number) == selection.winner), None)
         winner_settings = won.settings if won is not None else {}
+    validation = None
+    if search_dir is not None:
+        from pgdyno.search.validate_long import VALIDATE_FILE, load_validation
+
+        validation = load_validation(search_dir / VALIDATE_FILE)
+        validation = validation if validation is not None and validation.results else None
     title = f"pgdyno tune --search {record.workload}: {spec.label} ({record.name})"
     if record.allow_unsafe:
         title = ("UNSAFE: made with --allow-unsafe, durability settings (fsync, "
@@ -97,8 +113,28 @@ def build_search_report(record, study, selection, conf, opts, hardware, install,
         space=[[k.name, k.kind, k.describe(), "yes" if k.restart else ""]
                for k in record.space.knobs],
         verdicts=[v.sentence() for v in conf.verdicts] if conf is not None else [],
-        recommendation=conf.recommendation if conf is not None else "",
-        notes=[*notes, *record.space.notes])
+        recommendation=(validation.recommendation if validation is not None else
+                        conf.recommendation if conf is not None else ""),
+        notes=[*notes, *record.space.notes], validation=validation)
+
+
+def _with_debt(line: TrialLine, direction: int) -> TrialLine:
+    """The trial's raw headline and its debt penalty, recomputed from its run's files by
+    the rule the optimiser used (``objective.debt_penalty``)."""
+    from pgdyno.search.objective import debt_penalty, run_debt
+
+    if line.value is None or not line.run_dir:
+        return line
+    debt = run_debt(line.run_dir)
+    share = debt_penalty(debt).share
+    line.penalty_pct = 100 * share
+    line.raw = line.value / (1 - share) if direction > 0 else line.value * (1 - share)
+    if debt is not None:
+        line.dead_tuples_end, line.dead_growth_per_min = (debt.dead_tuples_end,
+                                                          debt.dead_tuples_growth_per_min)
+        line.backlog = debt.autovacuum_backlog
+        line.wal_since_checkpoint_bytes = debt.wal_since_checkpoint_bytes
+    return line
 
 
 def setting_importance(study, rows) -> tuple[list[tuple[str, float]], str]:
@@ -236,11 +272,16 @@ def build_document(data: SearchReportData, images: dict[str, str]) -> Document:
         *data.verdicts, *[f"Note: {n}" for n in data.notes]])
     conv = Section("Convergence", images=[("Each trial, the best so far and the baselines",
                                            images["convergence"])] if images else [])
+    conv.paragraphs.append(PENALTY_RULE)
     conv.tables.append(Table(
-        ["Trial", "Config", "Status", f"{data.metric_label} ({unit})", "Best so far",
-         "Seconds", "Reason", "Run"],
-        [[str(t.number), t.label, t.status, figure(t.value), figure(t.best),
-          f"{t.seconds:.0f}", t.reason or "", t.run_dir] for t in data.trials]))
+        ["Trial", "Config", "Status", f"Raw {data.metric_label} ({unit})", "Debt penalty",
+         f"Penalised ({unit})", "Best so far", "Dead tuples at end", "Dead tuples/min",
+         "Autovacuum backlog", "WAL since checkpoint", "Seconds", "Reason", "Run"],
+        [[str(t.number), t.label, t.status, figure(t.raw), _pct(t.penalty_pct),
+          figure(t.value), figure(t.best), _count(t.dead_tuples_end),
+          figure(t.dead_growth_per_min), _count(t.backlog),
+          format_bytes(t.wal_since_checkpoint_bytes), f"{t.seconds:.0f}", t.reason or "",
+          t.run_dir] for t in data.trials]))
     importance = Section("Setting importance", paragraphs=[data.importance_note])
     if data.importance:
         importance.tables.append(Table(["Setting", "Importance (share)"],
@@ -264,8 +305,84 @@ def build_document(data: SearchReportData, images: dict[str, str]) -> Document:
         "maintenance_work_mem + one maintenance_work_mem ≤ 90% of RAM). Settings needing a "
         "restart are applied together at the trial's one server start."],
         tables=[Table(["Setting", "Type", "Values", "Restart"], data.space)])
-    return Document(title=data.title,
-                    sections=[summary, conv, importance, select, settings, space])
+    sections = [summary, conv, importance, select]
+    if data.validation is not None:
+        sections.append(validation_section(data, images.get("validation")))
+    return Document(title=data.title, sections=[*sections, settings, space])
+
+
+PENALTY_RULE = (
+    "Debt penalty: each trial's figure is charged for the maintenance debt its window "
+    "leaves (read from the run's telemetry/debt.jsonl as the load stopped): penalty = "
+    "min(50%, vacuum share + WAL share), vacuum share = (dead tuples beyond each table's "
+    "autovacuum threshold + one window's growth of dead tuples when tables over the "
+    "threshold wait for a worker) ÷ (live + dead tuples), WAL share = (WAL since the last "
+    "checkpoint's redo point − max_wal_size) ÷ max_wal_size when positive. The optimiser sees "
+    "raw × (1 − penalty) (÷ for a lower-is-better figure). It is fair because it charges "
+    "only work the trial left undone beyond autovacuum's and the checkpointer's own rules, "
+    "in the share of rows or of the checkpoint distance it covers: a config that keeps up "
+    "pays nothing, and the cap keeps the measurement itself in charge.")
+
+
+def _pct(value: float | None) -> str:
+    return "–" if value is None else f"{value:.1f}%"
+
+
+def _count(value: int | None) -> str:
+    return "–" if value is None else f"{value:,}"
+
+
+def validation_section(data: SearchReportData, image: str | None) -> Section:
+    """The long window: its length and why, each config's figures and debt, the verdicts,
+    and whether the winner holds."""
+    val = data.validation
+    rule = val.rule
+    paras = [f"Each config ran {len(val.order) // max(1, len(val.sides))} interleaved runs "
+             f"of {rule.window_s} s (--validate {rule.asked_s:,.0f} s per config)."
+             + (f" Note: {rule.note}." if rule.note else ""),
+             *[v.sentence() for v in val.verdicts],
+             ("The winner holds. " if val.holds else "The winner does not hold. ")
+             + val.recommendation, *val.failed]
+    rows = []
+    for r in val.results:
+        d = r.debt
+        rows.append([r.label, str(r.runs), figure(r.mean), figure(r.p99_ms),
+                     _count(d.dead_tuples_end if d else None),
+                     figure(d.dead_tuples_growth_per_min if d else None),
+                     _count(d.autovacuum_backlog if d else None),
+                     format_bytes(d.wal_since_checkpoint_bytes if d else None),
+                     "no: " + r.unbounded if r.unbounded else "yes"])
+    section = Section("Long-window validation", paragraphs=paras, tables=[Table(
+        ["Config", "Runs", f"{data.metric_label} ({data.unit})", "p99 (ms)",
+         "Dead tuples at end", "Dead tuples/min", "Autovacuum backlog", "WAL since checkpoint",
+         "Debt bounded"], rows)])
+    if image:
+        section.images.append(("Transactions per second over each config's last long run",
+                               image))
+    return section
+
+
+def validation_plot(data: SearchReportData, path: Path) -> Path | None:
+    val = data.validation
+    if val is None or not any(r.series_value for r in val.results):
+        return None
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from pgdyno.reports.plots import save_figure
+
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    for r in val.results:
+        if r.series_value:
+            ax.plot(r.series_t_s, r.series_value, label=r.label, linewidth=1.2)
+    ax.set_xlabel("time in the measured window (s)")
+    ax.set_ylabel("transactions per second (tps)")
+    ax.set_title("Long-window validation: throughput over time")
+    ax.legend(fontsize=8, loc="best")
+    ax.grid(alpha=0.3)
+    return save_figure(fig, path)
 
 
 def write_search_report(data: SearchReportData, search_dir: Path) -> Path:
@@ -274,4 +391,6 @@ def write_search_report(data: SearchReportData, search_dir: Path) -> Path:
     images = {}
     if convergence_plot(data, search_dir / "plots" / "convergence.png") is not None:
         images["convergence"] = "plots/convergence.png"
+    if validation_plot(data, search_dir / "plots" / "validation.png") is not None:
+        images["validation"] = "plots/validation.png"
     return html.write_document(build_document(data, images), search_dir, "report")

@@ -189,3 +189,36 @@ SETTINGS_OF_INTEREST = (
     "io_method", "io_workers", "max_connections", "track_io_timing", "track_wal_io_timing",
     "full_page_writes", "wal_compression", "fsync",
 )
+
+# Maintenance debt (telemetry.debt): what a window leaves for autovacuum and the next
+# checkpoint. pg_stat_user_tables is per database: read on a connection to the workload's.
+DEBT_TABLES_SQL = """
+SELECT s.schemaname, s.relname, s.n_live_tup, s.n_dead_tup,
+       greatest(c.reltuples, 0)::float8 AS reltuples, s.autovacuum_count, s.vacuum_count
+FROM pg_stat_user_tables s JOIN pg_class c ON c.oid = s.relid
+"""
+
+# Settings in base units (pg_settings' own: max_wal_size in MB, the times in s), and the
+# autovacuum workers at work. autovacuum_vacuum_max_threshold is PG18's (NULL before).
+DEBT_SERVER_SQL = """
+SELECT current_setting('autovacuum') = 'on' AS autovacuum,
+       current_setting('autovacuum_vacuum_threshold')::float8 AS vacuum_threshold,
+       current_setting('autovacuum_vacuum_scale_factor')::float8 AS vacuum_scale_factor,
+       nullif(current_setting('autovacuum_vacuum_max_threshold', true), '')::float8
+           AS vacuum_max_threshold,
+       (SELECT setting::float8 FROM pg_settings WHERE name = 'autovacuum_naptime')
+           AS autovacuum_naptime_s,
+       (SELECT setting::float8 FROM pg_settings WHERE name = 'checkpoint_timeout')
+           AS checkpoint_timeout_s,
+       (SELECT setting::float8 * 1048576 FROM pg_settings WHERE name = 'max_wal_size')
+           AS max_wal_size_bytes,
+       (SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'autovacuum worker')
+           AS autovacuum_workers
+"""
+
+# WAL written since the last checkpoint's redo point: what the next checkpoint covers.
+# pg_control_checkpoint() needs a superuser or a grant; without one the figure is missing.
+DEBT_WAL_SQL = """
+SELECT (pg_current_wal_lsn() - (pg_control_checkpoint()).redo_lsn)::float8
+    AS wal_since_redo_bytes
+"""

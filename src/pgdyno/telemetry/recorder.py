@@ -32,6 +32,7 @@ from pgdyno.targets.archive import ArchiveSpec
 from pgdyno.targets.connection import ConnectionInfo
 from pgdyno.telemetry import catalog, checkpoints, host, pg, remote, smart
 from pgdyno.telemetry.archiver import start_archiver
+from pgdyno.telemetry.debt import start_debt
 from pgdyno.telemetry.devices import DeviceResolution, resolve_path
 from pgdyno.telemetry.files import CsvWriter, JsonlWriter
 from pgdyno.telemetry.remote import RemoteHost
@@ -106,6 +107,7 @@ class TelemetryRecorder:
         if self.config.wait_sample_hz > 0:
             self.spawn("waits", self._wait_loop)
         self.spawn("stats", self._stats_loop)
+        start_debt(self)  # dead tuples, WAL since the checkpoint: what the run leaves
         if self.archive is not None:
             start_archiver(self)
 

@@ -1,0 +1,353 @@
+"""The search's long-window validation: does the winner hold when the debt comes due?
+
+Short trials reward deferring work (autovacuum, checkpoints). After the interleaved short
+comparison (``confirm``), the winner, pgtune and tuned run once more, interleaved in balanced
+rounds (W P T, T P W), each run a long window: ``--validate D`` gives each config D of load
+in ``ROUNDS`` runs of D / ROUNDS (two runs give the comparison its interval). Each run's
+window is raised, when shorter, to two checkpoint cycles and two autovacuum cycles of the
+slowest config (``window_rule``): a checkpoint cycle is its checkpoint_timeout, or less when
+max_wal_size fills sooner at the WAL rate measured in its earlier runs; an autovacuum cycle
+is its autovacuum_naptime. The report says when the asked duration was raised.
+
+The winner holds when its long-window headline beats tuned's significantly (the compare
+engine's interval) and its debt is bounded (``unbounded``: tables over their autovacuum
+threshold with autovacuum off, or, with it on, tables over it that no worker is on and dead
+tuples still growing once autovacuum has had two naptimes to act). When it does not hold,
+the search says why and recommends the best config that does. State: validate.json in the
+search's directory, saved after every run, so a stopped search resumes here.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import statistics
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from pgdyno.analysis.debt import MaintenanceDebt
+from pgdyno.analysis.summary import load_summary
+from pgdyno.errors import UsageError
+from pgdyno.options import BenchOptions
+from pgdyno.runner.bench import run_one
+from pgdyno.search.confirm import Verdict, compare_labels
+from pgdyno.search.objective import run_debt
+from pgdyno.search.select import balanced_order
+from pgdyno.serde import from_dict, to_dict
+from pgdyno.workloads import registry
+from pgdyno.workloads.base import headline_metric, headline_of
+
+SCHEMA_VERSION = 1
+ROUNDS = 2
+"""Runs per config: the fewest that give the comparison an interval."""
+CYCLES = 2
+"""Checkpoint and autovacuum cycles each run's window covers at least."""
+VALIDATE_FILE = "validate.json"
+
+
+@dataclass
+class CycleFacts:
+    """What sets one config's cycles: its settings and its measured WAL rate."""
+
+    label: str
+    checkpoint_timeout_s: float
+    max_wal_size_bytes: float
+    autovacuum_naptime_s: float
+    wal_bytes_per_s: float | None = None
+
+
+@dataclass
+class WindowRule:
+    """Each run's window, and why it is that long."""
+
+    asked_s: float
+    """--validate: each config's load in the long comparison."""
+    per_run_s: float
+    """asked_s / ROUNDS."""
+    needed_s: float
+    """CYCLES checkpoint and autovacuum cycles of the slowest config (0: not known)."""
+    window_s: int
+    """Each run's measured window: max(per_run_s, needed_s) when enforced."""
+    slowest: str = ""
+    checkpoint_cycle_s: float = 0.0
+    autovacuum_cycle_s: float = 0.0
+    enforced: bool = True
+    note: str = ""
+
+    @property
+    def raised(self) -> bool:
+        return self.window_s > math.ceil(self.per_run_s)
+
+
+def checkpoint_cycle_s(facts: CycleFacts) -> float:
+    """checkpoint_timeout, or the time max_wal_size takes to fill at the measured WAL rate
+    when that is sooner."""
+    if facts.wal_bytes_per_s and facts.wal_bytes_per_s > 0:
+        return min(facts.checkpoint_timeout_s, facts.max_wal_size_bytes / facts.wal_bytes_per_s)
+    return facts.checkpoint_timeout_s
+
+
+def window_rule(asked_s: float, facts: list[CycleFacts], enforce: bool = True) -> WindowRule:
+    """Each run's window: the asked share, raised to CYCLES checkpoint cycles and CYCLES
+    autovacuum cycles of the slowest config (``enforce`` False: as asked, said so)."""
+    per_run = asked_s / ROUNDS
+    needed, slowest, ckpt, nap = 0.0, "", 0.0, 0.0
+    for f in facts:
+        need = CYCLES * max(checkpoint_cycle_s(f), f.autovacuum_naptime_s)
+        if need > needed:
+            needed, slowest = need, f.label
+            ckpt, nap = checkpoint_cycle_s(f), f.autovacuum_naptime_s
+    window = math.ceil(max(per_run, needed) if enforce else per_run)
+    rule = WindowRule(asked_s=asked_s, per_run_s=per_run, needed_s=needed, window_s=window,
+                      slowest=slowest, checkpoint_cycle_s=ckpt, autovacuum_cycle_s=nap,
+                      enforced=enforce)
+    if not facts:
+        rule.note = ("the cycles are not known (no earlier run recorded its settings: "
+                     "telemetry off?): each run is as long as asked")
+    elif rule.raised:
+        rule.note = (f"each run was raised from {per_run:,.0f} s to {window} s: {CYCLES} "
+                     f"checkpoint cycles ({ckpt:,.0f} s each) and {CYCLES} autovacuum cycles "
+                     f"({nap:,.0f} s each) of {slowest}")
+    elif not enforce and needed > per_run:
+        rule.note = (f"each run is {window} s as asked, shorter than the {needed:,.0f} s of "
+                     f"{CYCLES} checkpoint and autovacuum cycles of {slowest}: debt that "
+                     "comes due later is not seen")
+    return rule
+
+
+def unbounded(debt: MaintenanceDebt | None) -> str:
+    """Why the debt grows without bound ('' when it does not, or is not known)."""
+    if debt is None or debt.autovacuum_backlog <= 0:
+        return ""
+    span = debt.end_epoch - debt.start_epoch
+    if debt.autovacuum and (debt.dead_tuples_growth_per_min <= 0
+                            or span < CYCLES * debt.autovacuum_naptime_s):
+        return ""  # shrinking, or autovacuum has not had its cycles yet: not judged
+    # With autovacuum off nothing will ever vacuum the tables over their threshold.
+    why = "autovacuum is off" if not debt.autovacuum else (
+        f"after {span:,.0f} s ({CYCLES}+ naptimes) autovacuum has not caught up")
+    return (f"its debt grows without bound: {why}; {debt.autovacuum_backlog} table(s) over "
+            f"their autovacuum threshold wait, {debt.dead_tuples_end:,} dead tuples at the end, "
+            f"{debt.dead_tuples_growth_per_min:+,.0f} per minute")
+
+
+@dataclass
+class SideResult:
+    """One config over the long window."""
+
+    label: str
+    config: str
+    runs: int
+    mean: float | None
+    """The headline's mean over its runs (raw, no penalty: the debt is in the figures)."""
+    p99_ms: float | None
+    debt: MaintenanceDebt | None
+    """The debt at the end of its last run."""
+    unbounded: str = ""
+    series_t_s: list[float] = field(default_factory=list)
+    series_value: list[float] = field(default_factory=list)
+    """Transactions per second (the 1 s intervals, all transaction types) over its last
+    run's measured window, at seconds from the window's start."""
+
+
+@dataclass
+class LongValidation:
+    """validate.json: the long comparison's plan, runs and verdicts."""
+
+    sides: dict[str, str]
+    """label -> config; the first is the search's winner."""
+    rule: WindowRule
+    order: list[str]
+    done: int = 0
+    runs: dict[str, list[str]] = field(default_factory=dict)
+    failed: list[str] = field(default_factory=list)
+    verdicts: list[Verdict] = field(default_factory=list)
+    results: list[SideResult] = field(default_factory=list)
+    holds: bool = False
+    recommended: str = ""
+    recommendation: str = ""
+    schema_version: int = SCHEMA_VERSION
+
+    @property
+    def winner(self) -> str:
+        return next(iter(self.sides))
+
+    def to_dict(self) -> dict[str, Any]:
+        return to_dict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> LongValidation:
+        if data.get("schema_version") != SCHEMA_VERSION:
+            raise ValueError(f"{VALIDATE_FILE} schema_version {data.get('schema_version')}")
+        return from_dict(cls, data)
+
+
+def load_validation(path: Path) -> LongValidation | None:
+    if not path.exists():
+        return None
+    try:
+        return LongValidation.from_dict(json.loads(path.read_text()))
+    except (ValueError, KeyError, TypeError) as exc:
+        raise UsageError(f"{path}: damaged long validation ({exc}); move it away to run the "
+                         "validation afresh") from None
+
+
+def cycle_facts(label: str, run_dirs: list[str]) -> CycleFacts | None:
+    """A config's settings from the debt its earlier runs recorded, and its WAL rate."""
+    debt, rate = None, None
+    for run_dir in run_dirs:
+        got = run_debt(run_dir)
+        debt = got or debt
+        try:
+            summary = load_summary(Path(run_dir) / "summary.json")
+        except (OSError, UsageError, ValueError, KeyError, TypeError):
+            continue
+        rates = [it.telemetry.wal.bytes_per_s for it in summary.iterations
+                 if it.telemetry is not None and it.telemetry.wal.bytes_per_s]
+        if rates:
+            rate = max(rate or 0.0, max(rates))
+    if debt is None:
+        return None
+    return CycleFacts(label, debt.checkpoint_timeout_s, debt.max_wal_size_bytes,
+                      debt.autovacuum_naptime_s, rate)
+
+
+def plan_validation(sides: dict[str, str], asked_s: float, earlier: dict[str, list[str]],
+                    enforce: bool = True) -> LongValidation:
+    facts = [f for label in sides if (f := cycle_facts(label, earlier.get(label, [])))]
+    return LongValidation(sides=dict(sides), rule=window_rule(asked_s, facts, enforce),
+                          order=balanced_order(list(sides), ROUNDS),
+                          runs={label: [] for label in sides})
+
+
+def run_validation(val: LongValidation, base: BenchOptions, search_dir: Path,
+                   role: dict[str, Any], console: Console | None,
+                   save: Callable[[LongValidation], None],
+                   on_run: Callable[[str], None] | None = None) -> LongValidation:
+    """Run what is left of the order, compare, judge the debt, and recommend."""
+    while val.done < len(val.order):
+        label = val.order[val.done]
+        opts = dataclasses.replace(base, config=val.sides[label], sets=(),
+                                   duration_s=val.rule.window_s)
+        run_dir = run_one(opts, {**role, "label": label, "compare_side": label,
+                                 "order": val.done + 1}, console)
+        if run_dir is None:
+            val.failed.append(f"run {val.done + 1} ({label}) failed")
+        else:
+            val.runs[label].append(str(run_dir))
+        val.done += 1
+        save(val)
+        if on_run is not None:
+            on_run(label)
+    val.verdicts = compare_labels(list(val.sides), val.runs, search_dir, "validate-vs-")
+    val.results = [side_result(label, val.sides[label], val.runs[label], base.workload)
+                   for label in val.sides]
+    val.holds, val.recommended, val.recommendation = recommend_long(val, direction_of(base))
+    save(val)
+    return val
+
+
+def direction_of(base: BenchOptions) -> int:
+    return headline_metric(registry.get(base.workload).metrics).direction or 1
+
+
+def side_result(label: str, config: str, run_dirs: list[str], workload: str) -> SideResult:
+    metrics = registry.get(workload).metrics
+    values, p99s, series_t, series_v = [], [], [], []
+    for run_dir in run_dirs:
+        try:
+            summary = load_summary(Path(run_dir) / "summary.json")
+        except (OSError, UsageError, ValueError, KeyError, TypeError):
+            continue
+        head = headline_of(summary, metrics)
+        if head is None:
+            continue
+        values.append(head.value)
+        if head.p99_ms is not None:
+            p99s.append(head.p99_ms)
+        its = [it for it in summary.iterations if it.interval_tps]
+        if its:
+            series_t = [float(s) for s in range(len(its[-1].interval_tps))]
+            series_v = [float(v) for v in its[-1].interval_tps]
+    debt = run_debt(run_dirs[-1]) if run_dirs else None
+    return SideResult(label=label, config=config, runs=len(values),
+                        mean=statistics.fmean(values) if values else None,
+                        p99_ms=statistics.fmean(p99s) if p99s else None, debt=debt,
+                        unbounded=unbounded(debt), series_t_s=series_t, series_value=series_v)
+
+
+def recommend_long(val: LongValidation, direction: int) -> tuple[bool, str, str]:
+    """(the winner holds, label recommended, the sentence saying why)."""
+    winner = val.winner
+    by_label = {r.label: r for r in val.results}
+    won = by_label.get(winner)
+    vs_tuned = next((v for v in val.verdicts if v.baseline == "tuned"), None)
+    window = f"{val.rule.window_s} s runs, {ROUNDS} per config"
+    reasons = []
+    if won is None or won.mean is None:
+        reasons.append("it has no long-window figure (its runs failed)")
+    elif won.unbounded:
+        reasons.append(won.unbounded)
+    if val.sides[winner] != "tuned":
+        if vs_tuned is None:
+            reasons.append("no long-window verdict against tuned could be computed")
+        elif not vs_tuned.better:
+            reasons.append(f"against tuned it is '{vs_tuned.verdict}' "
+                           f"({vs_tuned.change_pct:+.1f}%, interval {vs_tuned.ci_low_pct:+.1f}% "
+                           f"to {vs_tuned.ci_high_pct:+.1f}%)")
+    if not reasons:
+        lead = (f" beats tuned ({vs_tuned.change_pct:+.1f}%, interval "
+                f"{vs_tuned.ci_low_pct:+.1f}% to {vs_tuned.ci_high_pct:+.1f}%)"
+                if vs_tuned is not None else " holds")
+        return True, winner, (f"Over the long window ({window}) {winner}{lead} with its debt "
+                              f"bounded: recommend {winner}.")
+    held = [r for r in val.results if r.label != winner and r.mean is not None
+            and not r.unbounded]
+    if held:
+        best = max(held, key=lambda r: direction * (r.mean or 0.0))
+        pick = best.label
+        why_pick = (f"the best config that holds is {pick} ({best.mean:,.1f} over the long "
+                    "window, its debt bounded)")
+    else:
+        pick, why_pick = "tuned", "no config holds over the long window; tuned is pgdyno's own"
+    return False, pick, (f"The search winner does not hold over the long window ({window}): "
+                         f"{'; '.join(reasons)}. {why_pick[0].upper()}{why_pick[1:]}: "
+                         f"recommend {pick}.")
+
+
+def validate_winner(search_dir: Path, conf: Any, winner: Any, winner_file: Path,
+                    base: BenchOptions, asked_s: float, enforce: bool, role: dict[str, Any],
+                    console: Console | None, show_progress: bool) -> LongValidation:
+    """The step after the confirmation (``conf``, or None without one): the winner
+    (a search ``Candidate``), pgtune and tuned over the long window, resumed from
+    validate.json when it is there."""
+    from pgdyno.config.resolve import NAMED
+    from pgdyno.results.rundir import write_json_atomic
+
+    path = search_dir / VALIDATE_FILE
+    val = load_validation(path)
+    if val is None:
+        is_named = winner.config in NAMED
+        label = winner.label if is_named else f"search winner ({winner.label})"
+        sides = {label: winner.config if is_named else str(winner_file)}
+        for name in ("pgtune", "tuned"):
+            if sides[label] != name:
+                sides[name] = name
+        earlier = {label: list(winner.run_dirs)}
+        if conf is not None:
+            for key, dirs in conf.runs.items():
+                earlier.setdefault(key, []).extend(dirs)
+        val = plan_validation(sides, asked_s, earlier, enforce)
+
+    def on_run(label: str) -> None:
+        if show_progress and console is not None:
+            console.print(f"long validation: run {val.done}/{len(val.order)} ({label}, "
+                          f"{val.rule.window_s} s)")
+
+    return run_validation(val, base, search_dir, role, console,
+                          lambda v: write_json_atomic(path, v.to_dict()), on_run)
