@@ -132,6 +132,10 @@ def _search_params() -> list:
         opt("compare_max_pairs", None, int | None, "--compare-max-pairs",
             help="--search: rounds the comparison may grow to while undecided (default: "
                  "twice --compare-pairs)"),
+        opt("validate", "30m", str, "--validate",
+            help="--search: each config's load in the long-window validation of the winner "
+                 "against pgtune and tuned (raised to two checkpoint and autovacuum cycles); "
+                 "0 skips it"),
         opt("search_seed", 0, int, "--search-seed", help="--search: the optimiser's seed"),
         opt("search_name", None, str | None, "--search-name",
             help="--search: name of the search (default: from its options; the same "

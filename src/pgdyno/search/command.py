@@ -43,4 +43,18 @@ def search_options(workload: str, search: dict[str, Any], bench: dict[str, Any],
         else None, fixes=tuple(search["fix"]), allow_unsafe=search["allow_unsafe"],
         top=search["top"], reruns=search["reruns"], compare_pairs=search["compare_pairs"],
         compare_max_pairs=search["compare_max_pairs"], seed=search["search_seed"],
-        name=search["search_name"], show_progress=opts.show_progress)
+        name=search["search_name"], show_progress=opts.show_progress,
+        validate_s=parse_validate(search.get("validate", "0")))
+
+
+def parse_validate(text: str) -> float:
+    """--validate: 0 (no long validation) or a duration such as 30m, 1h, 90s."""
+    from pgdyno.search.run import parse_time_limit
+
+    if text.strip() in ("0", "0s", "0m"):
+        return 0.0
+    try:
+        return parse_time_limit(text)
+    except UsageError:
+        raise UsageError(f"--validate {text!r}: accepted: a duration such as 30m, 1h, 90s, "
+                         "or 0 to skip the long validation") from None

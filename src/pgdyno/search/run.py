@@ -61,6 +61,11 @@ class SearchOptions:
     compare_pairs: int = 3
     compare_max_pairs: int | None = None
     """Rounds the final comparison may grow to while undecided (default: twice)."""
+    validate_s: float = 0.0
+    """--validate: each config's load in the long-window validation (0: none; the CLI's
+    default is 30 min)."""
+    validate_cycles: bool = True
+    """Raise each long run to two checkpoint and two autovacuum cycles (False: as asked)."""
     seed: int = 0
     name: str | None = None
     baselines: tuple[str, ...] = NAMED
@@ -143,6 +148,9 @@ def validate(opts: SearchOptions) -> None:
                          "PostgreSQL server; accepted: a database workload")
     if opts.top < 1 or opts.reruns < 0:
         raise UsageError("--top must be 1 or more, --reruns 0 or more")
+    if opts.validate_s < 0:
+        raise UsageError(f"--validate {opts.validate_s}: accepted: a duration such as 30m, "
+                         "or 0 to skip the long validation")
     if opts.compare_pairs == 1 or opts.compare_pairs < 0:
         raise UsageError(f"--compare-pairs {opts.compare_pairs}: accepted: 2 or more runs "
                          "per side (an interval needs two)")
@@ -209,6 +217,14 @@ def run_search(opts: SearchOptions, console: Console | None = None) -> SearchOut
         outcome.verdicts = [v.sentence() for v in conf.verdicts]
     else:
         outcome.recommendation = "No final comparison was run (--compare-pairs 0)."
+    if opts.validate_s > 0:
+        from pgdyno.search.validate_long import validate_winner
+
+        val = validate_winner(search_dir, conf, winner, winner_file, bench, opts.validate_s,
+                              opts.validate_cycles, {**role, "phase": "validate"}, console,
+                              opts.show_progress)
+        outcome.recommendation = val.recommendation
+        outcome.verdicts += [v.sentence() for v in val.verdicts]
     _finish(outcome, study, record, selection, conf, search_dir, opts, install, hardware)
     return outcome
 
@@ -451,6 +467,6 @@ def _finish(outcome: SearchOutcome, study, record: SearchRecord, selection, conf
         except UsageError as exc:
             outcome.notes.append(f"winner formats not written: {exc}")
     data = build_search_report(record, study, selection, conf, opts, hardware, install,
-                               outcome.notes)
+                               outcome.notes, search_dir=search_dir)
     outcome.report = str(write_search_report(data, search_dir))
     write_json_atomic(search_dir / "result.json", serde.to_dict(outcome))
