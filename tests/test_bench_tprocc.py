@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import interruptible, make_shared_dir, run_cli
+from tests.test_cpu_split import assert_tprocc_cpu_split
 
 pytestmark = pytest.mark.server  # every test here starts PostgreSQL
 
@@ -49,6 +50,7 @@ def test_bench_tprocc_nopm_types_and_consistency(workdir: Path) -> None:
     assert "## TPROC-C: 1 warehouse\n" in md and "| 4 | sum(o_ol_cnt)" in md
     assert "Efficiency" not in md and "Scale" not in md
     assert f"{it['metrics']['nopm']:,.0f}" in md
+    assert_tprocc_cpu_split(run)  # issue 28: the driver's CPU apart from the server's
     again = run_cli(["bench", "tprocc", "--warehouses", "1", "--vus", "2", "--rampup", "0",
                      "--duration", "1", "--iterations", "1", "--no-progress", "--no-telemetry",
                      "--results-dir", str(results)], own)

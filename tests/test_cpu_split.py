@@ -96,14 +96,10 @@ def _recomputed_cores(ticks: list[dict]) -> tuple[float, float]:
     return server / CLK_TCK / wall, driver / CLK_TCK / wall
 
 
-@pytest.mark.server
-def test_tprocc_whose_cpu_splits_server_and_driver_per_new_order(workdir: Path) -> None:
-    results = make_shared_dir("pgdyno-cpu-split-")
-    proc = run_cli(["bench", "tprocc", "--warehouses", "1", "--vus", "2", "--rampup", "1",
-                    "--duration", "3", "--iterations", "1", "--no-progress",
-                    "--results-dir", str(results)], workdir)
-    assert proc.returncode == 0, proc.stderr
-    run = next(results.glob("*/tprocc-*"))
+def assert_tprocc_cpu_split(run: Path) -> None:
+    """A real TPROC-C run's "whose CPU" table: server and driver cores recomputed from the
+    recorded per-process ticks, per New-Order. test_bench_tprocc calls it on its run (one
+    TPROC-C run serves both)."""
     (it,) = json.loads((run / "summary.json").read_text())["iterations"]
     c = it["telemetry"]["contamination"]
     tdir = run / "raw" / "pgbench" / "c2-i1" / "telemetry"
