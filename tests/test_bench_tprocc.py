@@ -35,6 +35,16 @@ def test_bench_tprocc_nopm_types_and_consistency(workdir: Path) -> None:
     minutes = (end["time_s"] - start["time_s"]) / 60
     assert math.isclose(it["metrics"]["nopm"],
                         (end["sum_next_o_id"] - start["sum_next_o_id"]) / minutes)
+    # TPM: the database's commits and rollbacks in the window, less pgdyno's own: the
+    # snapshots of the series and the maintenance-debt readings committed inside it.
+    debt = [json.loads(line) for line in (run / "raw" / "pgbench" / "c2-i1" / "telemetry"
+                                          / "debt.jsonl").read_text().splitlines() if line]
+    inside = sum(1 for r in debt if start["time_s"] < r["t_commit"] <= end["time_s"])
+    assert inside >= 1
+    own = max(0, len(window.get("series", [])) - 1) + inside
+    xacts = (end["xact_commit"] + end["xact_rollback"]) - (start["xact_commit"]
+                                                           + start["xact_rollback"])
+    assert math.isclose(it["metrics"]["tpm"], (xacts - own) / minutes)
     # Without keying and think times there is no ceiling: no efficiency, no ideal.
     assert not {"efficiency", "real_vs_ideal"} & set(it["metrics"])
     scripts = {s["name"]: s for s in it["scripts"]}

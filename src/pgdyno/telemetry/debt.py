@@ -8,8 +8,10 @@ and dead tuples (``pg_stat_user_tables``). The analysis (``pgdyno.analysis.debt`
 the readings of a measured window into a ``MaintenanceDebt``.
 
 pg_stat_user_tables is per database, so this sampler connects to the workload's database,
-not to the samplers' ``postgres``: one short statement every ``DEBT_INTERVAL_S`` counts in
-that database's xact_commit (TPROC-C's TPM reads the counter it recorded, these included).
+not to the samplers' ``postgres``: each reading is one transaction there, counted in its
+xact_commit. Its commit time is recorded (``t_commit``) so that TPROC-C's TPM, which reads
+that counter, leaves the readings inside its window out exactly, as it does its own
+snapshots.
 """
 
 from __future__ import annotations
@@ -53,7 +55,8 @@ def read_debt(pgconn: psycopg.Connection) -> dict[str, Any]:
     row = cur.fetchone()
     server = dict(zip([d.name for d in cur.description or []], row or (), strict=False))
     try:
-        wal = pgconn.execute(catalog.DEBT_WAL_SQL).fetchone()
+        with pgconn.transaction():  # a savepoint: the reading's one transaction goes on
+            wal = pgconn.execute(catalog.DEBT_WAL_SQL).fetchone()
         server["wal_since_redo_bytes"] = float(wal[0]) if wal and wal[0] is not None else None
     except psycopg.Error:  # no right to pg_control_checkpoint(): the figure is missing
         server["wal_since_redo_bytes"] = None
@@ -62,6 +65,13 @@ def read_debt(pgconn: psycopg.Connection) -> dict[str, Any]:
     cols = [d.name for d in cur.description or []]
     reading["tables"] = [dict(zip(cols, r, strict=True)) for r in cur.fetchall()]
     return reading
+
+
+def _one_transaction(pgconn: psycopg.Connection) -> dict[str, Any]:
+    """A reading in one transaction of the workload's database, with its commit time."""
+    with pgconn.transaction():
+        reading = read_debt(pgconn)
+    return reading | {"t_commit": time.time()}
 
 
 def _debt_loop(recorder: Samplers) -> None:
@@ -74,7 +84,7 @@ def _debt_loop(recorder: Samplers) -> None:
             try:
                 if pgconn is None or pgconn.closed:
                     pgconn = pg.connect(conn, conn.dbname)
-                writer.write(read_debt(pgconn))
+                writer.write(_one_transaction(pgconn))
             except Exception as exc:  # noqa: BLE001 - telemetry never breaks a run
                 recorder.record_error("debt", exc)
                 if pgconn is not None and (pgconn.closed or pgconn.broken):
@@ -83,7 +93,7 @@ def _debt_loop(recorder: Samplers) -> None:
         try:
             if pgconn is None or pgconn.closed:
                 pgconn = pg.connect(conn, conn.dbname)
-            writer.write(read_debt(pgconn) | {"final": True})
+            writer.write(_one_transaction(pgconn) | {"final": True})
         except Exception as exc:  # noqa: BLE001
             recorder.record_error("debt", exc)
     finally:

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
+from pgdyno.analysis.debt import read_debt_readings
 from pgdyno.analysis.histogram import LatencyHistogram
 from pgdyno.analysis.summary import RunSummary
 from pgdyno.errors import UsageError
@@ -73,6 +74,14 @@ def read_window(plan: RunPlan, it_dir: Path) -> Window | None:
     return Window(start=start, end=end, series=series)
 
 
+def _debt_readings_in(window: Window, it_dir: Path) -> int:
+    """The telemetry's maintenance-debt readings committed inside the window: one
+    transaction each in the workload's database (``telemetry.debt``), left out of TPM."""
+    start, end = window.epochs
+    return sum(1 for r in read_debt_readings(it_dir / "telemetry")
+               if start < float(r.get("t_commit", r.get("t", 0.0))) <= end)
+
+
 def compliant(plan: RunPlan) -> bool:
     """Keying and think times on: terminals paced as TPC-C's, with an ideal to reach."""
     return bool(plan.parameters.get("keying_thinking"))
@@ -88,7 +97,7 @@ def window_metrics(plan: RunPlan, it_dir: Path) -> dict[str, float]:
         return {}
     warehouses = int(plan.parameters["warehouses"])
     metrics = tprocc.throughput(window.start, window.end, warehouses,
-                                window.own_transactions)
+                                window.own_transactions + _debt_readings_in(window, it_dir))
     out = {"nopm": metrics.nopm, "tpm": metrics.tpm,
            "new_orders": float(metrics.new_orders), "window_s": metrics.duration_s}
     if not compliant(plan):
