@@ -140,6 +140,20 @@ def _search_params() -> list:
         opt("search_name", None, str | None, "--search-name",
             help="--search: name of the search (default: from its options; the same "
                  "command resumes it)"),
+        opt("seed_from", None, str | None, "--from",
+            help="--search: seed the study with the trials of an earlier search (its "
+                 "directory or name) of the same workload and hardware"),
+        opt("storage", None, str | None, "--storage",
+            help="--search: keep the study in this PostgreSQL database "
+                 "(postgresql://user@host/db) so several workers share its trials"),
+        opt("study_name", None, str | None, "--study-name",
+            help="--search: the study's name in --storage (default: the search's name)"),
+        opt("worker", False, bool, "--worker",
+            help="--search: run trials of the shared study only; the lead (the same command "
+                 "without --worker) selects, compares and reports"),
+        opt("workers", 1, int, "--workers",
+            help="--search: this command and N-1 local workers on the shared study, each "
+                 "with its own workdir (trials at once disturb each other on one host)"),
     ]
 
 
@@ -210,4 +224,5 @@ def _tune_search(picked: dict, bench_kw: dict, tune_kw: dict) -> None:
                    "pgdyno tune --config FILE --format conf|sql|env|md|sysctl|script)")
         if tune_kw["fmt"] != "table":
             typer.echo(winner_path(outcome.search_dir, tune_kw["fmt"]).read_text(), nl=False)
-    typer.echo(f"report: {outcome.report}")
+    if outcome.report:
+        typer.echo(f"report: {outcome.report}")

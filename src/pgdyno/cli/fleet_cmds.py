@@ -1,5 +1,6 @@
-"""`pgdyno fleet run`: FleetOptions from the arguments, one call to pgdyno.fleet.run_fleet,
-and its outcome printed (a line per host; exit 1 when a host failed)."""
+"""`pgdyno fleet run` and `pgdyno fleet search`: options from the arguments, one call to
+pgdyno.fleet (run_fleet, run_fleet_search), and the outcome printed (a line per host; exit 1
+when a host failed)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from pathlib import Path
 
 import typer
 
-fleet_app = typer.Typer(help="Campaigns on many hosts at once, through Ansible.",
+fleet_app = typer.Typer(help="Campaigns and searches on many hosts at once, through Ansible.",
                         no_args_is_help=True)
 
 
@@ -38,5 +39,45 @@ def run(
     for h in outcome.hosts:
         detail = h.campaign if h.status == "ok" else h.error
         typer.echo(f"  {h.host:<{width}}  {h.status:<11} {h.runs:>3} runs  {detail}")
+    if outcome.failed:
+        raise typer.Exit(1)
+
+
+@fleet_app.command("search", context_settings={"allow_extra_args": True,
+                                               "ignore_unknown_options": True})
+def search(
+    ctx: typer.Context,
+    workload: str = typer.Argument(..., help="the workload searched (as `tune --search`)"),
+    inventory: Path = typer.Option(..., "--inventory", "-i", help="Ansible inventory"),
+    storage: str = typer.Option(..., help="the shared study's PostgreSQL database, "
+                                "postgresql://user@host/db, reachable from every host (the "
+                                "password in the hosts' ~/.pgpass, not here)"),
+    search_name: str = typer.Option(..., help="the search's and study's name on every host"),
+    group: str = typer.Option("all", help="inventory group (or pattern) to run on"),
+    limit: str | None = typer.Option(None, help="ansible-playbook --limit: a subset"),
+    forks: int | None = typer.Option(None, help="ansible-playbook --forks: hosts at once"),
+    results_dir: Path = typer.Option(Path("results"), help="the merged results tree"),
+    remote_dir: str = typer.Option("~/.pgdyno-fleet", help="directory on each host (venv, "
+                                   "workdir, results; kept so a rerun resumes)"),
+) -> None:
+    """One `tune --search WORKLOAD` over the inventory's hosts: a worker on each, trials
+    shared through --storage; the first host selects, compares and reports. Further
+    arguments (--budget 20, --knobs ..., bench options) go to `tune --search` as given."""
+    from pgdyno.fleet.search import FleetSearchOptions, report_path, run_fleet_search
+
+    opts = FleetSearchOptions(workload=workload, inventory=inventory, storage=storage,
+                              name=search_name, results_dir=results_dir,
+                              tune_args=tuple(ctx.args), group=group, limit=limit,
+                              forks=forks, remote_dir=remote_dir)
+    outcome = run_fleet_search(opts, typer.echo)
+    typer.echo(f"fleet search: {len(outcome.hosts)} hosts in {outcome.seconds:.0f} s; "
+               f"results merged into {results_dir}; ansible log {outcome.log}")
+    width = max(len(h.host) for h in outcome.hosts)
+    for h in outcome.hosts:
+        detail = h.campaign if h.status == "ok" else h.error
+        typer.echo(f"  {h.host:<{width}}  {h.status:<11} {h.runs:>3} runs  {detail}")
+    report = report_path(opts, outcome)
+    if report is not None:
+        typer.echo(f"report: {report}")
     if outcome.failed:
         raise typer.Exit(1)

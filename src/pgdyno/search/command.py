@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import os
+import sys
 from typing import TYPE_CHECKING, Any
 
 from pgdyno.errors import UsageError
@@ -44,7 +46,9 @@ def search_options(workload: str, search: dict[str, Any], bench: dict[str, Any],
         top=search["top"], reruns=search["reruns"], compare_pairs=search["compare_pairs"],
         compare_max_pairs=search["compare_max_pairs"], seed=search["search_seed"],
         name=search["search_name"], show_progress=opts.show_progress,
-        validate_s=parse_validate(search.get("validate", "0")))
+        storage=study_storage(search["storage"]), study_name=search["study_name"],
+        seed_from=search["seed_from"], worker=search["worker"], workers=search["workers"],
+        argv=tuple(sys.argv[1:]), validate_s=parse_validate(search.get("validate", "0")))
 
 
 def parse_validate(text: str) -> float:
@@ -58,3 +62,18 @@ def parse_validate(text: str) -> float:
     except UsageError:
         raise UsageError(f"--validate {text!r}: accepted: a duration such as 30m, 1h, 90s, "
                          "or 0 to skip the long validation") from None
+
+
+STORAGE_ENV = "PGDYNO_SEARCH_STORAGE"
+"""--storage's default (how `pgdyno fleet search` hands the URL to its hosts)."""
+
+
+def study_storage(value: str | None) -> str | None:
+    """--storage (else $PGDYNO_SEARCH_STORAGE): the shared study's database as SQLAlchemy's
+    URL, or None (study.db in the search's directory)."""
+    from pgdyno.search.study import storage_url
+
+    option = "--storage"
+    if value is None:
+        value, option = os.environ.get(STORAGE_ENV), STORAGE_ENV
+    return storage_url(value, option) if value is not None and value.strip() else None

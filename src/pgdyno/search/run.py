@@ -37,6 +37,7 @@ from pgdyno.search import study as study_mod
 from pgdyno.search.objective import headline_spec, measure, optuna_direction
 from pgdyno.search.select import Candidate, Selection, plan_selection, run_selection
 from pgdyno.search.space import SearchSpace, build_space
+from pgdyno.search.worker import start_local_workers, wait_for_workers
 from pgdyno.targets import host_hardware, install_for, target_class
 from pgdyno.workloads import registry
 
@@ -70,6 +71,20 @@ class SearchOptions:
     name: str | None = None
     baselines: tuple[str, ...] = NAMED
     show_progress: bool = True
+    storage: str | None = None
+    """--storage: a shared PostgreSQL database (postgresql://...) holding the study, so that
+    several workers run its trials at once; None: study.db in the search's directory."""
+    study_name: str | None = None
+    """--study-name: the study's name in the shared storage (default: the search's name)."""
+    seed_from: str | None = None
+    """--from: an earlier search (its directory or name) whose trials seed this one."""
+    worker: bool = False
+    """--worker: run trials only; the search's lead (a run without --worker) selects,
+    compares and reports once every trial is done."""
+    workers: int = 1
+    """--workers N: this command and N-1 local copies of it (``argv``) as workers."""
+    argv: tuple[str, ...] = ()
+    """The command line these options came from (pgdyno's arguments), for --workers."""
 
 
 @dataclass
@@ -148,6 +163,15 @@ def validate(opts: SearchOptions) -> None:
                          "PostgreSQL server; accepted: a database workload")
     if opts.top < 1 or opts.reruns < 0:
         raise UsageError("--top must be 1 or more, --reruns 0 or more")
+    if opts.worker and opts.storage is None:
+        raise UsageError("--worker shares a study with other workers: it needs --storage "
+                         "postgresql://user@host/db")
+    if opts.workers < 1 or (opts.workers > 1 and (opts.storage is None or opts.worker)):
+        raise UsageError(f"--workers {opts.workers}: accepted: 1 or more, more than 1 only "
+                         "with --storage postgresql://user@host/db and without --worker")
+    if opts.study_name is not None and opts.storage is None:
+        raise UsageError("--study-name names the study in a shared storage: it needs "
+                         "--storage postgresql://user@host/db")
     if opts.validate_s < 0:
         raise UsageError(f"--validate {opts.validate_s}: accepted: a duration such as 30m, "
                          "or 0 to skip the long validation")
@@ -187,17 +211,39 @@ def run_search(opts: SearchOptions, console: Console | None = None) -> SearchOut
                                          if target_class(bench.target).is_local else None))
     record = _open_record(search_dir, name, bench, space, spec, opts)
     space = record.space
-    study = study_mod.open_study(search_dir, optuna_direction(spec), opts.seed)
+    place = study_mod.StudyPlace(opts.storage, opts.study_name or name) if opts.storage \
+        else study_mod.StudyPlace()
+    study, created = study_mod.open_or_create(
+        search_dir, optuna_direction(spec), opts.seed,
+        startup=len(opts.baselines) + space.random_start(), place=place)
     (search_dir / "trials").mkdir(exist_ok=True)
-    recovered = study_mod.recover_interrupted(study)
     notes = list(space.notes)
+    warm_start(study, created, place, opts, bench, space, install, hardware, notes, console)
+    recovered = [] if place.shared else study_mod.recover_interrupted(study)
     if recovered:
         notes.append(f"resumed: trial(s) {', '.join(map(str, recovered))} were interrupted "
                      "and are run again")
         console.print(f"resuming search {name}: trial(s) {recovered} interrupted, run again")
     role = {"search": name}
+    procs = start_local_workers(opts.argv, opts.workers - 1, name, place.name,
+                                bench.target.workdir, search_dir / "workers") \
+        if opts.workers > 1 else []
     _trials(opts, bench, study, space, search_dir, role, console, spec)
-    rows = study_mod.rows(study)
+    if opts.worker:
+        done = study_mod.own_rows(study)
+        return SearchOutcome(search_dir=search_dir, trials=len(done),
+                             failed=sum(r.status != "ok" for r in done), notes=notes,
+                             recommendation="worker: trials done; the lead selects, "
+                             "compares and reports")
+    while place.shared and study_mod.running(study):
+        time.sleep(study_mod.heartbeat_s())  # other workers' trials, or lost ones re-run
+        _trials(opts, bench, study, space, search_dir, role, console, spec)
+    if any(wait_for_workers(procs)):
+        notes.append(f"a local worker failed: see {search_dir / 'workers'}")
+    rows = study_mod.own_rows(study)
+    for r in rows:  # a trial another host ran: its config file here too, for the re-runs
+        if r.kind == "searched" and r.settings and not Path(r.config).exists():
+            r.config = str(write_trial_file(search_dir, r.number, r.settings, space))
     ok_rows = [r for r in rows if r.status == "ok"]
     outcome = SearchOutcome(search_dir=search_dir, trials=len(rows),
                             failed=len(rows) - len(ok_rows), notes=notes)
@@ -282,30 +328,104 @@ def _open_record(search_dir: Path, name: str, bench: BenchOptions, space: Search
 
 def _trials(opts: SearchOptions, bench: BenchOptions, study, space: SearchSpace,
             search_dir: Path, role: dict, console: Console, spec) -> None:
+    """Trials until the budget or time is spent: the queued ones first (the baselines, a
+    lost worker's trial), then TPE's. A baseline runs its named config; the parameters it
+    was queued with are its point of the space."""
     started = time.monotonic()
     with _progress(opts, console) as progress:
         task = progress.add_task("trials", total=_planned(opts, study), best="")
         _update(progress, task, study, opts, spec)
-        for name in opts.baselines:
-            if name in study_mod.baselines_done(study):
-                continue
-            if not _room_for_trial(opts, study):
+        while True:
+            study_mod.fail_lost_trials(study)
+            if not _room_for_trial(opts, study, time.monotonic() - started):
                 return
-            progress.update(task, description=f"trial: {name}")
-            result = measure(bench, name, {**role, "label": f"search {role['search']}: {name}",
-                                           "phase": "trial", "baseline": name}, console)
-            study_mod.record_baseline(study, name, name, result)
-            _update(progress, task, study, opts, spec)
-        while _room_for_trial(opts, study, time.monotonic() - started):
-            trial = study.ask()
+            trial = study_mod.ask_within(study, opts.budget)
+            if trial is None:
+                return
             settings = space.suggest(trial)
-            path = write_trial_file(search_dir, trial.number, settings, space)
-            progress.update(task, description=f"trial {trial.number}")
-            result = measure(bench, str(path), {**role, "label": f"search {role['search']}: "
-                                                f"trial {trial.number}", "phase": "trial",
-                                                "trial": trial.number}, console)
-            study_mod.record_searched(study, trial, str(path), settings, result)
+            baseline = trial.user_attrs.get("label") \
+                if trial.user_attrs.get("kind") == "baseline" else None
+            config = baseline or str(write_trial_file(search_dir, trial.number, settings,
+                                                      space))
+            label = baseline or f"trial {trial.number}"
+            progress.update(task, description=f"trial: {label}")
+            extra = {"baseline": baseline} if baseline else {"trial": trial.number}
+            with study_mod.heartbeat(study, trial):
+                result = measure(bench, config, {**role, "label": f"search {role['search']}: "
+                                                 f"{label}", "phase": "trial", **extra},
+                                 console)
+            study_mod.record_searched(study, trial, config, {} if baseline else settings,
+                                      result)
             _update(progress, task, study, opts, spec)
+
+
+def warm_start(study, created: bool, place, opts: SearchOptions, bench: BenchOptions,
+               space: SearchSpace, install, hardware, notes: list[str],
+               console: Console) -> None:
+    """The baselines queued with their settings as points of the space; the trials of
+    ``--from`` added as measured points (once per study)."""
+    points = {}
+    for label in opts.baselines:
+        points[label] = space.params_for(baseline_settings(label, bench, install, hardware))
+    study_mod.queue_baselines(study, points, created, place.shared)
+    if opts.seed_from:
+        earlier, source = seed_rows(opts.seed_from, bench, space, hardware, place)
+        count = study_mod.seed_from(study, earlier, source, space.params_for,
+                                    space.distributions())
+        if count:
+            console.print(f"search seeded with {count} trial(s) of {source}")
+    if study.user_attrs.get("seeded_from"):
+        seeded = sum(r.kind == "seeded" for r in study_mod.rows(study))
+        notes.append(f"seeded with {seeded} trial(s) of search {study.user_attrs['seeded_from']}"
+                     " (--from): TPE learned from them; they are not run, counted nor chosen")
+    if place.shared:
+        notes.append(f"trials shared through {place.describe()}")
+
+
+def baseline_settings(label: str, bench: BenchOptions, install, hardware) -> dict[str, str]:
+    """The PostgreSQL settings a named config gives on this host, as its run applies them."""
+    workload = registry.get(bench.workload)
+    resolved = resolve_config(label, [], install=install, workload=bench.workload,
+                              hardware=hardware, connections=max(bench.clients),
+                              dataset_bytes=workload.dataset_bytes(bench) or 0,
+                              tuning=workload.tuning)
+    return dict(resolved.pg_settings)
+
+
+def seed_rows(source: str, bench: BenchOptions, space: SearchSpace, hardware,
+              place) -> tuple[list, str]:
+    """``--from``: an earlier search's trials (a directory, or a name under
+    RESULTS/searches), refused when its workload or hardware differs from this one's."""
+    path = Path(source)
+    if not (path / "search.json").exists():
+        path = bench.results_dir / "searches" / source
+    record_path = path / "search.json"
+    if not record_path.exists():
+        raise UsageError(f"--from {source}: no search there (no {record_path}); accepted: a "
+                         "search's directory or its name under RESULTS/searches")
+    old = read_json_file(record_path, "search record", "")
+    try:
+        old_space = SearchSpace.from_dict(old["space"])
+        old_workload = old["workload"]
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise UsageError(f"--from {source}: {record_path}: not a search record "
+                         f"({type(exc).__name__}: {exc})") from None
+    ram = hardware.ram_bytes
+    if old_workload != bench.workload or old_space.ram_bytes != ram:
+        raise UsageError(
+            f"--from {source}: searched {old_workload} on {old_space.ram_bytes / 2**30:.1f} GiB "
+            f"of RAM, this search is {bench.workload} on {ram / 2**30:.1f} GiB; accepted: a "
+            "search of the same workload on the same hardware")
+    study_file = path / study_mod.STUDY_FILE
+    if study_file.exists():
+        earlier = study_mod.open_study(path, "maximize", 0)
+    else:  # an earlier search that kept its study in the shared storage
+        if not place.shared:
+            raise UsageError(f"--from {source}: {path} has no study.db (its study is in a "
+                             "shared storage: give that --storage)")
+        earlier = study_mod.open_study(path, "maximize", 0, place=type(place)(
+            place.url, old.get("name", path.name)))
+    return study_mod.rows(earlier), str(old.get("name", path.name))
 
 
 def _planned(opts: SearchOptions, study) -> int | None:
@@ -313,7 +433,7 @@ def _planned(opts: SearchOptions, study) -> int | None:
 
 
 def _update(progress: Progress, task: Any, study, opts: SearchOptions, spec) -> None:
-    rows = study_mod.rows(study)
+    rows = study_mod.own_rows(study)
     ok = [r for r in rows if r.status == "ok"]
     best = ""
     if ok:
@@ -331,8 +451,8 @@ def _spent(rows: list) -> float:
 
 
 def _room_for_trial(opts: SearchOptions, study, _elapsed: float = 0.0) -> bool:
-    rows = study_mod.rows(study)
-    if opts.budget is not None and len(rows) >= opts.budget:
+    rows = study_mod.own_rows(study)
+    if opts.budget is not None and len(rows) + study_mod.running(study) >= opts.budget:
         return False
     if opts.time_s is not None:
         mean = statistics.fmean(r.seconds for r in rows) if rows else 0.0

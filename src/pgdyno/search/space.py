@@ -22,19 +22,20 @@ trial restarts the server at most once.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
 from pgdyno.config.hardware import HardwareProfile
 from pgdyno.config.model import ConfigPlan, Setting, pg_group
-from pgdyno.config.setting_specs import SettingSpecs, snapshot
+from pgdyno.config.setting_specs import BOOL_WORDS, SettingSpecs, snapshot
 from pgdyno.config.sizing import (
     BUDGET_RAM_SHARE,
     BUDGET_WORK_MEM_FACTOR,
     connection_room,
     memory_terms,
 )
-from pgdyno.config.units import GB, MB
+from pgdyno.config.units import GB, MB, unit_scale
 from pgdyno.errors import UsageError
 from pgdyno.serde import from_dict, to_dict
 
@@ -126,6 +127,61 @@ class SearchSpace:
         settings.update(self.fixed)
         return settings
 
+    def params_for(self, settings: dict[str, str]) -> dict[str, Any]:
+        """A config's settings as a point of this space: the parameters ``suggest`` would
+        have drawn to give them, so a baseline or an earlier search's trial can enter the
+        study as a measured point. A setting the config leaves alone takes PostgreSQL's
+        stock value; a number outside the knob's range is clipped to it; a special value
+        picks its choice (the range part then sits mid-range); an enum value the knob does
+        not offer takes the knob's first choice."""
+        specs = self.specs
+        params: dict[str, Any] = {}
+        for knob in self.knobs:
+            text = str(settings.get(knob.name) or specs.default(knob.name)).strip()
+            if knob.kind == "enum":
+                params[knob.name] = _enum_choice(knob, text)
+                continue
+            base = specs.base_units(knob.name, text)
+            special = _special_of(knob, base)
+            if knob.specials:
+                params[knob.name + SPECIAL] = special or "range"
+            value = _mid(knob) if special or base is None else base * _unit_factor(
+                knob, specs)
+            value = min(max(value, knob.low), knob.high)
+            params[knob.name] = int(round(value)) if knob.kind == "int" else float(value)
+        return params
+
+    def distributions(self) -> dict[str, Any]:
+        """Optuna's distribution of every parameter ``suggest`` draws (for recording a
+        measured point with ``optuna.trial.create_trial``)."""
+        from optuna.distributions import (
+            CategoricalDistribution,
+            FloatDistribution,
+            IntDistribution,
+        )
+
+        out: dict[str, Any] = {}
+        for knob in self.knobs:
+            if knob.kind == "enum":
+                out[knob.name] = CategoricalDistribution(list(knob.choices))
+                continue
+            if knob.specials:
+                out[knob.name + SPECIAL] = CategoricalDistribution(["range", *knob.specials])
+            out[knob.name] = (IntDistribution(int(knob.low), int(knob.high), log=knob.log)
+                              if knob.kind == "int"
+                              else FloatDistribution(knob.low, knob.high, log=knob.log))
+        return out
+
+    def random_start(self) -> int:
+        """Random trials before TPE models the results: one per four knobs, at least three.
+
+        TPE splits the finished trials into a good and a bad group and models each per
+        parameter; it needs a few points in each group, not a grid over the space, so
+        the random start grows slowly with the knobs (Optuna's default is a fixed 10).
+        Measured points already in the study (baselines, seeded trials) count towards it.
+        """
+        return max(3, -(-len(self.knobs) // 4))
+
     def memory_bytes(self, settings: dict[str, str]) -> int:
         """The config engine's worst case for these settings: shared_buffers + wal_buffers +
         max_connections × work_mem × 1.5 + autovacuum workers × their memory + one
@@ -144,6 +200,39 @@ def memory_bytes(settings: dict[str, str], specs: SettingSpecs) -> int:
 
 def _number(value: float, kind: str) -> str:
     return f"{int(value)}" if kind == "int" else f"{value:g}"
+
+
+_ENUM_ALIASES = {"wal_compression": {"on": "pglz", "true": "pglz", "yes": "pglz", "1": "pglz",
+                                     "false": "off", "no": "off", "0": "off"}}
+"""Words a setting accepts for one of the knob's choices (wal_compression = on is pglz)."""
+
+
+def _enum_choice(knob: Knob, text: str) -> str:
+    word = text.strip("'").lower()
+    word = BOOL_WORDS.get(word, word) if set(knob.choices) <= {"on", "off"} else word
+    word = _ENUM_ALIASES.get(knob.name, {}).get(word, word)
+    return next((c for c in knob.choices if c.lower() == word), knob.choices[0])
+
+
+def _special_of(knob: Knob, base: float | None) -> str | None:
+    if base is None:
+        return None
+    return next((s for s in knob.specials if float(s) == base), None)
+
+
+def _unit_factor(knob: Knob, specs: SettingSpecs) -> float:
+    """The knob's unit per unit of the setting's base unit (8kB pages -> MB, s -> s)."""
+    spec = specs.spec(knob.name)
+    have, want = unit_scale(spec.unit if spec else None), unit_scale(knob.unit)
+    if have is None or want is None:
+        return 1.0
+    return have[1] / want[1]
+
+
+def _mid(knob: Knob) -> float:
+    if knob.log and knob.low > 0:
+        return math.sqrt(knob.low * knob.high)
+    return (knob.low + knob.high) / 2
 
 
 def _suggest(trial: Any, knob: Knob) -> str:
