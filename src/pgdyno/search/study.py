@@ -247,7 +247,9 @@ def queue_baselines(study: optuna.Study, points: dict[str, dict[str, Any]], crea
 
 def fail_lost_trials(study: optuna.Study) -> None:
     """Running trials whose heartbeat stopped failed and queued again (shared storage)."""
-    optuna.storages.fail_stale_trials(study)
+    with warnings.catch_warnings():  # "experimental" in Optuna; see the filters above
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        optuna.storages.fail_stale_trials(study)
 
 
 def heartbeat(study: optuna.Study, trial: optuna.Trial) -> contextlib.AbstractContextManager:
