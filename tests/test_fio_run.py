@@ -241,10 +241,13 @@ def test_device_identity_of_the_loop_mount(xfs: tuple[Path, str]) -> None:
     assert len(facts) == 1 and facts[0].role == "data"  # one device, listed once
     sysfs = Path("/sys/class/block") / name
     backing = (sysfs / "loop" / "backing_file").read_text().strip()
-    size_gb = int((sysfs / "size").read_text()) * 512 / 1e9
+    size = int((sysfs / "size").read_text()) * 512  # bytes: 512-byte sectors
+    unit, amount = next((u, size / 1024 ** k) for k, u in ((3, "GiB"), (2, "MiB"), (1, "KiB"))
+                        if size >= 1024 ** k)
+    digits = 0 if amount >= 100 else 1 if amount >= 10 else 2  # about 3 significant
     scheduler = (sysfs / "queue" / "scheduler").read_text().split("[")[-1].split("]")[0] \
         if "[" in (sysfs / "queue" / "scheduler").read_text() else "none"
-    assert facts[0].summary.startswith(f"{name}: loop, {size_gb:,.1f} GB")
+    assert facts[0].summary.startswith(f"{name}: loop, {amount:,.{digits}f} {unit}")
     assert f"on {backing}" in facts[0].summary
     assert f"scheduler {scheduler}" in facts[0].summary
     # Below the loop device: the disk holding its backing file.
