@@ -17,6 +17,9 @@ from typing import Any
 DEFAULT_TX_LOG_CAP = 1_000_000
 """About 12 MB of gzip'd log an iteration: exact percentiles for every run of up to a
 minute at 16,000 TPS, per-second histograms beyond."""
+SAMPLE_AUTO = 0.0
+"""``BenchOptions.tx_sampling_rate`` of ``--tx-logs sample``: R chosen per iteration from
+the expected rate."""
 
 
 def default_workdir() -> Path:
@@ -101,6 +104,10 @@ class BenchOptions:
     """``--tx-logs aggregate``: pgbench writes only its per-second aggregates (count, latency
     sum, sum of squares, min, max), no line per transaction: no percentiles, and none of
     the per-transaction log's cost to pgbench."""
+    tx_sampling_rate: float | None = None
+    """``--tx-logs sample[:R]``: pgbench logs a random fraction R of the transactions
+    (``--sampling-rate``); 0: R chosen per iteration from the expected rate (auto). TPS
+    and counts then come from pgbench's progress lines, percentiles from the sample."""
     show_progress: bool = field(default=True, metadata={"serialise": False})
     results_db: str | None = field(default=None, metadata={"serialise": False})
     """``--results-db``: the shared PostgreSQL index of runs, also written; never saved in

@@ -16,6 +16,7 @@ import numpy as np
 
 from pgdyno.analysis.histogram import PERCENTILES, LatencyHistogram
 from pgdyno.analysis.pgbench_log import AGGREGATE, EXACT, HISTOGRAM, LogStats, ScriptStats
+from pgdyno.analysis.sampled import SampledLatency
 from pgdyno.analysis.telemetry import TelemetrySummary
 from pgdyno.analysis.verdict import Verdict
 from pgdyno.results.manifest import read_versioned
@@ -138,6 +139,9 @@ class IterationSummary:
     samples: dict[str, list[float]] = field(default_factory=dict)
     """Finer samples of a metric than one per iteration (TPROC-H: one geometric mean per
     query stream): compare's interval is computed over these when both sides have them."""
+    sampling: SampledLatency | None = None
+    """``--tx-logs sample``: the sampling rate pgbench logged at and the 95% bounds of the
+    sampled percentiles (None: every transaction was logged)."""
 
 
 @dataclass

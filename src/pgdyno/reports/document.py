@@ -391,12 +391,34 @@ def _latency(summary: RunSummary, images: dict[str, str]) -> Section:
                       + " and ".join(dict.fromkeys(c.latency_source
                                                    for c in summary.per_clients))),
     ])
+    if sampled := _sampling_table(summary):
+        section.tables.append(sampled)
     for name, caption in (("latency_histogram", "Latency histogram"),
                           ("latency_percentiles", "Latency percentiles"),
                           ("latency_timeline", "Latency over time")):
         if name in images:
             section.images.append((caption, images[name]))
     return section
+
+
+def _sampling_table(summary: RunSummary) -> Table | None:
+    """--tx-logs sample: each iteration's sampling rate and its percentiles' 95% bounds."""
+    rows = []
+    for it in summary.iterations:
+        if (s := it.sampling) is None:
+            continue
+        for b in s.bounds:
+            rows.append([count(it.clients), count(it.iteration), f"{s.sampling_rate:g}",
+                         count(s.sampled), count(s.transactions), f"p{b.percentile:g}",
+                         fmt(b.value_ms, 3), fmt(b.low_ms, 3), fmt(b.high_ms, 3)])
+    if not rows:
+        return None
+    return Table(["Clients", "Iteration", "Sampling rate", "Sampled", "Transactions",
+                  "Percentile", "Sampled value", "95% low", "95% high"], rows,
+                 caption="Sampled percentiles (ms) and their distribution-free 95% confidence "
+                         "bounds: order statistics of the sample at ranks n·p ± "
+                         "1.96·sqrt(n·p·(1−p)); transactions counted by pgbench's progress "
+                         "lines")
 
 
 def _fixed_rate(summary: RunSummary, opts: BenchOptions) -> Section:

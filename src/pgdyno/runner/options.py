@@ -11,13 +11,20 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import math
 import typing
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from pgdyno.errors import UsageError
-from pgdyno.options import DEFAULT_TX_LOG_CAP, BenchOptions, TargetSpec, default_workdir
+from pgdyno.options import (
+    DEFAULT_TX_LOG_CAP,
+    SAMPLE_AUTO,
+    BenchOptions,
+    TargetSpec,
+    default_workdir,
+)
 from pgdyno.results.store import results_db
 from pgdyno.targets.spec import TARGET_CHOICES, target_spec
 from pgdyno.workloads import registry
@@ -97,7 +104,9 @@ COMMON: tuple[CliOption, ...] = (
     CliOption("tx_logs", str(DEFAULT_TX_LOG_CAP), "keep pgbench's per-transaction logs for "
               "iterations of up to N transactions, or all | none (per-second counts and "
               "latency histograms are kept always); aggregate: pgbench logs only per-second "
-              "aggregates (no percentiles, no logging cost)", str),
+              "aggregates (no percentiles, no logging cost); sample[:R]: pgbench logs a "
+              "random fraction R of transactions (default: about 10,000 a second), "
+              "percentiles with 95% bounds", str),
     CliOption("progress", True, "show progress bars", bool),
 )
 
@@ -226,6 +235,7 @@ def build_options(workload: str, **kw: Any) -> BenchOptions:
         config=values["config"], sets=tuple(values["set_"] or ()),
         telemetry=values["telemetry"], tx_log_cap=parse_tx_logs(values["tx_logs"]),
         tx_aggregate_only=_aggregate_only(values),
+        tx_sampling_rate=parse_tx_sampling(values["tx_logs"]),
         show_progress=values["progress"], results_db=results_db(values["results_db"]))
     # Given means not None, not a false flag, not an empty list: a 0 is given (--ramp 0).
     given = {f.name: v for f in cli_fields(plugin.options_type)
@@ -238,15 +248,21 @@ def _aggregate_only(values: dict[str, Any]) -> bool:
     if aggregate and values["latency_limit"] is not None:
         raise UsageError("--tx-logs aggregate counts no late transactions: drop "
                          "--latency-limit, or keep pgbench's per-transaction logs")
+    if parse_tx_sampling(values["tx_logs"]) is not None and values["latency_limit"] is not None:
+        raise UsageError("--tx-logs sample would count late transactions of the sample only: "
+                         "drop --latency-limit, or keep every transaction's log")
     return aggregate
 
 
 def parse_tx_logs(value: str | int | None) -> int | None:
     """--tx-logs: a transaction count, ``all`` (None: no cap), ``none`` or ``aggregate``
-    (0: no per-transaction log kept)."""
+    (0: no per-transaction log kept); ``sample[:R]`` keeps the sampled logs up to the
+    default cap."""
     text = str(value if value is not None else DEFAULT_TX_LOG_CAP).strip().lower()
     if text == "all":
         return None
+    if parse_tx_sampling(text) is not None:
+        return DEFAULT_TX_LOG_CAP
     if text in ("none", "aggregate"):
         return 0
     try:
@@ -255,8 +271,25 @@ def parse_tx_logs(value: str | int | None) -> int | None:
         cap = -1
     if cap < 0:
         raise UsageError(f"--tx-logs {value!r}: accepted: a number of transactions (e.g. "
-                         "1000000), all, none, aggregate")
+                         "1000000), all, none, aggregate, sample, sample:R (0 < R <= 1)")
     return cap
+
+
+def parse_tx_sampling(value: str | int | None) -> float | None:
+    """--tx-logs sample (auto: SAMPLE_AUTO) or sample:R with 0 < R <= 1; None otherwise."""
+    text = str(value).strip().lower() if value is not None else ""
+    if text != "sample" and not text.startswith("sample:"):
+        return None
+    if text == "sample":
+        return SAMPLE_AUTO
+    try:
+        rate = float(text.removeprefix("sample:"))
+    except ValueError:
+        rate = math.nan
+    if not 0 < rate <= 1:
+        raise UsageError(f"--tx-logs {value!r}: the sampling rate R of sample:R is a "
+                         "fraction, 0 < R <= 1 (e.g. sample:0.05), or sample alone (auto)")
+    return rate
 
 
 def check_clients_fit(clients: tuple[int, ...]) -> None:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import gzip
+import json
 import math
 import re
 import shutil
@@ -29,6 +30,13 @@ from typing import Any, ClassVar
 from pgdyno.analysis import hdr
 from pgdyno.analysis.per_second import SECONDS_NAME, LogLayout
 from pgdyno.analysis.pgbench_log import LogStats, read_kept_seconds, stats_of, summarise_logs
+from pgdyno.analysis.sampled import (
+    SAMPLED,
+    choose_sampling_rate,
+    progress_counts,
+    sampled_latency,
+    with_progress_counts,
+)
 from pgdyno.analysis.summary import (
     SCHEMA_VERSION,
     IterationSummary,
@@ -40,6 +48,7 @@ from pgdyno.analysis.summary import (
 )
 from pgdyno.analysis.verdict import Paced
 from pgdyno.errors import RunFailed, UsageError
+from pgdyno.options import SAMPLE_AUTO
 from pgdyno.results.rundir import IterationRecord, RunDirectory, RunPlan, write_json_atomic
 from pgdyno.targets import ConnectionInfo, PgInstall
 from pgdyno.workloads.base import (
@@ -65,6 +74,10 @@ while it is shorter than the warm-up (an iteration note says when it is not)."""
 OPEN_FILES_SPARE = 64
 """Files pgbench holds beside one socket per client: its logs, scripts, standard streams."""
 SERIES_INTERVAL_S = 5.0
+PROBE_S = 1
+"""--tx-logs sample (auto) with nothing to go by: a bare pgbench this long gives the rate."""
+SAMPLING_NAME = "sampling.json"
+"""--tx-logs sample: the rate an iteration logged at and where it came from."""
 """Interval of the database snapshots between the window edges (TPROC-C NOPM over time)."""
 
 
@@ -103,15 +116,23 @@ def check_scripts(install: PgInstall, scripts: list[ScriptSpec]) -> None:
 
 
 def pgbench_command(install: PgInstall, conn: ConnectionInfo, opts: BenchOptions,
-                    scripts: list[ScriptSpec], clients: int, log_prefix: Path) -> list[str]:
-    """pgbench for one iteration: warm-up plus measured window in one -T."""
+                    scripts: list[ScriptSpec], clients: int, log_prefix: Path,
+                    sampling_rate: float = 1.0) -> list[str]:
+    """pgbench for one iteration: warm-up plus measured window in one -T. With
+    ``--tx-logs sample``, ``sampling_rate`` is the fraction of transactions logged."""
     seconds = opts.warmup_s + opts.duration_s
     logging = ["-l", "--log-prefix", str(log_prefix)]
-    if opts.tx_aggregate_only:
-        # Each thread's intervals start when the thread does, a few ms after the launch:
-        # one more second keeps the window's last interval whole.
+    if opts.tx_aggregate_only or opts.tx_sampling_rate is not None:
+        # Each thread's intervals (aggregates, progress lines) start when the thread does,
+        # a few ms after the launch: one more second keeps the window's last one whole.
         seconds += 1
+    if opts.tx_aggregate_only:
         logging += ["--aggregate-interval", "1"]
+    if opts.tx_sampling_rate is not None:
+        # Progress lines with their epoch time: the exact counts of the sampled mode.
+        logging += ["--progress-timestamp"]
+        if sampling_rate < 1:
+            logging += ["--sampling-rate", f"{sampling_rate:g}"]
     cmd = [install.program("pgbench"), *conn.client_args(),
            "-c", str(clients), "-j", str(opts.threads_for(clients)), "-T", str(seconds),
            "-P", "1", *logging, "-M", opts.protocol]
@@ -182,8 +203,14 @@ class PgbenchWorkload(Workload):
         opts = ctx.opts
         it_dir = step.directory(ctx.run_dir.raw, self.engine_dir)
         it_dir.mkdir(parents=True, exist_ok=True)
+        env = ctx.conn.client_env()
+        if pgoptions := self.session_options(ctx):
+            # Added to the connection's own (its search_path: pgdyno's schema), never in
+            # place of it.
+            env["PGOPTIONS"] = " ".join(filter(None, [env.get("PGOPTIONS"), pgoptions]))
+        sampling_rate = self._sampling_rate(ctx, step, it_dir, env)
         cmd = pgbench_command(ctx.target.install, ctx.conn, opts, ctx.prepared.scripts,
-                              step.clients, it_dir / "tx")
+                              step.clients, it_dir / "tx", sampling_rate)
         ctx.commands.append(" ".join(cmd))
         record.threads = opts.threads_for(step.clients)
         record.command = cmd
@@ -192,15 +219,14 @@ class PgbenchWorkload(Workload):
         window = WindowSnapshots(self, ctx.conn, opts.warmup_s, opts.duration_s,
                                  it_dir / "window.json")
         log_offset = ctx.target.log_size() if ctx.manages_server else 0
-        env = ctx.conn.client_env()
-        if pgoptions := self.session_options(ctx):
-            # Added to the connection's own (its search_path: pgdyno's schema), never in
-            # place of it.
-            env["PGOPTIONS"] = " ".join(filter(None, [env.get("PGOPTIONS"), pgoptions]))
+
+        launched = time.time()
 
         def on_line(line: str) -> None:
             if match := _PROGRESS.match(line):
                 t = float(match["t"])
+                if opts.tx_sampling_rate is not None:  # --progress-timestamp: epoch seconds
+                    t -= launched
                 phase = "warm-up" if t <= opts.warmup_s else "measuring"
                 progress(t, f"{phase} {float(match['tps']):,.0f} tps, "
                             f"{float(match['lat']):.2f} ms")
@@ -235,6 +261,43 @@ class PgbenchWorkload(Workload):
                             f"clients, iteration {step.iteration}: "
                             f"{last_error_line(it_dir / 'stderr.txt')}")
 
+    def _sampling_rate(self, ctx: RunContext, step: Step, it_dir: Path,
+                       env: dict[str, str]) -> float:
+        """The fraction of transactions pgbench logs in this iteration (1: all), saved with
+        where it came from in ``sampling.json``. Auto: about LOGGED_PER_SECOND a second at
+        the expected rate: --rate, else this client count's previous iteration, else a
+        1 s probe of bare pgbench (no log) just before the iteration."""
+        chosen = ctx.opts.tx_sampling_rate
+        if chosen is None:
+            return 1.0
+        expected, source = None, "given (--tx-logs sample:R)"
+        if chosen == SAMPLE_AUTO:
+            expected, source = self._expected_tps(ctx, step, env)
+            chosen = choose_sampling_rate(expected)
+        write_json_atomic(it_dir / SAMPLING_NAME, {
+            "sampling_rate": chosen, "expected_tps": expected, "expected_from": source})
+        return chosen
+
+    def _expected_tps(self, ctx: RunContext, step: Step, env: dict[str, str]
+                      ) -> tuple[float | None, str]:
+        if ctx.opts.rate_tps is not None:
+            return ctx.opts.rate_tps, "--rate"
+        earlier = [r.pgbench_tps for r in ctx.plan.records
+                   if r.clients == step.clients and r.pgbench_tps]
+        if earlier:
+            return earlier[-1], "the previous iteration at this client count"
+        assert ctx.target is not None and ctx.conn is not None and ctx.prepared is not None
+        probe = [ctx.target.install.program("pgbench"), *ctx.conn.client_args(),
+                 "-c", str(step.clients), "-j", str(ctx.opts.threads_for(step.clients)),
+                 "-T", str(PROBE_S), "-M", ctx.opts.protocol,
+                 *[a for spec in ctx.prepared.scripts for a in spec.pgbench_args()],
+                 ctx.conn.dbname]
+        ctx.commands.append(" ".join(probe))
+        out = subprocess.run(probe, capture_output=True, text=True, env=env, check=False,
+                             timeout=PROBE_S + 300)
+        match = _TPS.search(out.stdout)
+        return (float(match["tps"]), f"a {PROBE_S} s probe") if match else (None, "unknown")
+
     # ----- summary --------------------------------------------------------------------
     def summarise(self, run_dir: RunDirectory, plan: RunPlan, opts: BenchOptions,
                   status: str, cpu_count: int = 1) -> RunSummary:
@@ -250,6 +313,11 @@ class PgbenchWorkload(Workload):
                 status=record.status, scripts=scripts, log_files=record.log_files,
                 pgbench_tps=record.pgbench_tps)
             it_dir = (run_dir.path / record.stdout_file).parent
+            if opts.tx_sampling_rate is not None:
+                summary.transactions = int(stats.interval_ok.sum())
+                rate, expected = _sampling_of(it_dir, record)
+                summary.sampling = sampled_latency(stats.overall.histogram, rate,
+                                                   summary.transactions, expected)
             summary.metrics.update(self.window_metrics(plan, it_dir))
             connection_ms = connection_time_ms(_read(run_dir.path / record.stdout_file))
             if connection_ms is not None:
@@ -261,6 +329,9 @@ class PgbenchWorkload(Workload):
             parts.setdefault(record.clients, []).append((summary, stats))
         per_clients = [pool_client_count(c, parts[c], scripts)
                        for c in opts.clients if c in parts]
+        if opts.tx_sampling_rate is not None:
+            for pooled in per_clients:
+                pooled.latency_source = SAMPLED
         return RunSummary(schema_version=SCHEMA_VERSION, workload=plan.workload,
                           context=plan.context, status=status,
                           client_counts=list(opts.clients), per_clients=per_clients,
@@ -372,16 +443,36 @@ def iteration_stats(root: Path, record: IterationRecord, opts: BenchOptions
     logs = [root / f for f in record.log_files]
     # Aggregate logs (--tx-logs aggregate) hold seconds, not transactions: the seconds file.
     kept = bool(logs) and all(p.exists() for p in logs) and not opts.tx_aggregate_only
-    if kept:
-        return summarise_logs(logs, warmup_s=opts.warmup_s, duration_s=opts.duration_s,
-                              has_lag=opts.has_lag_column, has_retries=opts.has_retries_column,
-                              latency_limit_ms=opts.latency_limit_ms,
-                              origin_epoch=record.origin_epoch)
-    if record.origin_epoch is None or not record.latency_files:
+    if not kept and (record.origin_epoch is None or not record.latency_files):
         return None
-    directory = (root / record.latency_files[0]).parent
-    return stats_of(read_kept_seconds(directory, record.origin_epoch),
-                    warmup_s=opts.warmup_s, duration_s=opts.duration_s)
+    if kept:
+        stats = summarise_logs(logs, warmup_s=opts.warmup_s, duration_s=opts.duration_s,
+                               has_lag=opts.has_lag_column,
+                               has_retries=opts.has_retries_column,
+                               latency_limit_ms=opts.latency_limit_ms,
+                               origin_epoch=record.origin_epoch)
+    else:
+        directory = (root / record.latency_files[0]).parent
+        stats = stats_of(read_kept_seconds(directory, record.origin_epoch),
+                         warmup_s=opts.warmup_s, duration_s=opts.duration_s)
+    if opts.tx_sampling_rate is not None and record.origin_epoch is not None:
+        # The logs hold a sample: every second's count from pgbench's progress lines.
+        stats = with_progress_counts(stats, progress_counts(
+            _read(root / record.stderr_file), record.origin_epoch))
+    return stats
+
+
+def _sampling_of(it_dir: Path, record: IterationRecord) -> tuple[float, float | None]:
+    """(R, expected TPS) of an iteration: sampling.json, else the --sampling-rate of its
+    command (1 when absent: every transaction logged)."""
+    saved = it_dir / SAMPLING_NAME
+    if saved.is_file():
+        data = json.loads(saved.read_text())
+        return float(data["sampling_rate"]), data.get("expected_tps")
+    command = record.command or []
+    if "--sampling-rate" in command:
+        return float(command[command.index("--sampling-rate") + 1]), None
+    return 1.0, None
 
 
 def compress_logs(it_dir: Path, root: Path, out: list[str]) -> None:
