@@ -125,6 +125,10 @@ def _search_params() -> list:
         opt("allow_unsafe", False, bool, "--allow-unsafe",
             help="--search: also search fsync, synchronous_commit, full_page_writes, "
                  "wal_level (the report says so on its first line)"),
+        opt("allow_os_changes", False, bool, "--allow-os-changes",
+            help="--search: also search OS knobs (vm.dirty_*, transparent huge pages, the data "
+                 "device's read-ahead, huge pages for shared_buffers), applied through "
+                 "pgdyno provision around each trial and reverted after it; root only"),
         opt("top", 3, int, "--top", help="--search: leading candidates measured again"),
         opt("reruns", 2, int, "--reruns", help="--search: re-runs of each leading candidate"),
         opt("compare_pairs", 3, int, "--compare-pairs",

@@ -18,10 +18,10 @@ SEARCH_BENCH_DEFAULTS = {"duration": 30, "warmup": 10, "iterations": 1}
 def search_options(workload: str, search: dict[str, Any], bench: dict[str, Any],
                    tune: dict[str, Any]) -> SearchOptions:
     """SearchOptions from `pgdyno tune`'s values: ``search`` the search's own (budget,
-    time_limit, knobs, fix, allow_unsafe, top, reruns, compare_pairs, compare_max_pairs,
-    search_seed, search_name), ``bench`` the trials' bench options (None: not given),
-    ``tune`` tune's own (overrides, dsn, diff, hardware, pg_bin), refused where they do not
-    apply to a search."""
+    time_limit, knobs, fix, allow_unsafe, allow_os_changes, top, reruns, compare_pairs,
+    compare_max_pairs, search_seed, search_name), ``bench`` the trials' bench options
+    (None: not given), ``tune`` tune's own (overrides, dsn, diff, hardware, pg_bin), refused
+    where they do not apply to a search."""
     from pgdyno.runner.options import build_options
     from pgdyno.search.run import SearchOptions, parse_knobs, parse_time_limit
 
@@ -48,7 +48,8 @@ def search_options(workload: str, search: dict[str, Any], bench: dict[str, Any],
         name=search["search_name"], show_progress=opts.show_progress,
         storage=study_storage(search["storage"]), study_name=search["study_name"],
         seed_from=search["seed_from"], worker=search["worker"], workers=search["workers"],
-        argv=tuple(sys.argv[1:]), validate_s=parse_validate(search.get("validate", "0")))
+        argv=tuple(sys.argv[1:]), validate_s=parse_validate(search.get("validate", "0")),
+        allow_os_changes=bool(search.get("allow_os_changes", False)))
 
 
 def parse_validate(text: str) -> float:

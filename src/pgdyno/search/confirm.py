@@ -10,6 +10,7 @@ tell a 5% difference, more rounds are run, up to twice the rounds asked for.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
 from collections.abc import Callable
@@ -117,14 +118,17 @@ def plan_confirmation(winner_label: str, winner_config: str, pairs: int,
 def run_confirmation(conf: Confirmation, base: BenchOptions, search_dir: Path,
                      role: dict[str, Any], console: Console | None,
                      save: Callable[[Confirmation], None],
-                     on_run: Callable[[str], None] | None = None) -> Confirmation:
+                     on_run: Callable[[str], None] | None = None,
+                     around: Callable[[str], contextlib.AbstractContextManager] | None = None
+                    ) -> Confirmation:
     """Run what is left of the order, compare, and add rounds while undecided."""
     while True:
         while conf.done < len(conf.order):
             label = conf.order[conf.done]
             opts = dataclasses.replace(base, config=conf.sides[label], sets=())
-            run_dir = run_one(opts, {**role, "label": label, "compare_side": label,
-                                     "order": conf.done + 1}, console)
+            with around(label) if around is not None else contextlib.nullcontext():
+                run_dir = run_one(opts, {**role, "label": label, "compare_side": label,
+                                         "order": conf.done + 1}, console)
             if run_dir is None:
                 conf.failed.append(f"run {conf.done + 1} ({label}) failed")
             else:

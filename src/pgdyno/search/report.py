@@ -49,6 +49,8 @@ class TrialLine:
     dead_growth_per_min: float | None = None
     backlog: int | None = None
     wal_since_checkpoint_bytes: float | None = None
+    os_values: str = ""
+    """The trial's OS knobs (``--allow-os-changes``): applied, or the host's for a baseline."""
 
 
 @dataclass
@@ -71,6 +73,8 @@ class SearchReportData:
     notes: list[str] = field(default_factory=list)
     validation: Any = None
     """The long-window validation (``validate_long.LongValidation``), when it ran."""
+    os_knobs: bool = False
+    """OS knobs were searched (--allow-os-changes)."""
 
 
 def build_search_report(record, study, selection, conf, opts, hardware, install,
@@ -81,18 +85,22 @@ def build_search_report(record, study, selection, conf, opts, hardware, install,
     spec = headline_metric(registry.get(record.workload).metrics)
     direction = spec.direction or 1
     rows = study_mod.rows(study)
+    os_of = trial_os_values(study)
     lines, best = [], None
     for r in rows:
         if r.value is not None and (best is None or direction * (r.value - best) > 0):
             best = r.value
-        lines.append(_with_debt(TrialLine(r.number, r.label, r.status, r.value, best,
-                                          r.seconds, r.reason, r.run_dir), direction))
+        line = TrialLine(r.number, r.label, r.status, r.value, best, r.seconds, r.reason,
+                         r.run_dir, os_values=os_text(os_of.get(r.number, {})))
+        lines.append(_with_debt(line, direction))
     baselines = {r.label: r.value for r in rows if r.kind == "baseline" and r.value is not None}
     importance, note = setting_importance(study, rows)
     winner_settings = {}
     if selection is not None and selection.winner:
         won = next((r for r in rows if str(r.number) == selection.winner), None)
         winner_settings = won.settings if won is not None else {}
+        if won is not None:  # its OS knobs beside its PostgreSQL settings
+            winner_settings = {**winner_settings, **os_of.get(won.number, {})}
     validation = None
     if search_dir is not None:
         from pgdyno.search.validate_long import VALIDATE_FILE, load_validation
@@ -109,13 +117,27 @@ def build_search_report(record, study, selection, conf, opts, hardware, install,
         metric_label=spec.label, unit=spec.unit, direction=direction, trials=lines,
         baselines=baselines, importance=importance, importance_note=note,
         candidates=_candidates(selection),
-        settings=settings_rows(record, winner_settings, opts, install, hardware),
+        settings=settings_rows(record, winner_settings, opts, install, hardware,
+                               host_os=next((os_of[r.number] for r in rows
+                                             if r.kind == "baseline" and r.number in os_of),
+                                            {})),
         space=[[k.name, k.kind, k.describe(), "yes" if k.restart else ""]
                for k in record.space.knobs],
         verdicts=[v.sentence() for v in conf.verdicts] if conf is not None else [],
         recommendation=(validation.recommendation if validation is not None else
                         conf.recommendation if conf is not None else ""),
-        notes=[*notes, *record.space.notes], validation=validation)
+        notes=[*notes, *record.space.notes], validation=validation,
+        os_knobs=bool(record.space.os_knobs))
+
+
+def trial_os_values(study) -> dict[int, dict[str, str]]:
+    """Each trial's OS knob values as recorded on it (a baseline's: the host's)."""
+    return {t.number: dict(t.user_attrs["os"]) for t in study.get_trials(deepcopy=False)
+            if t.user_attrs.get("os")}
+
+
+def os_text(values: dict[str, str]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in values.items())
 
 
 def _with_debt(line: TrialLine, direction: int) -> TrialLine:
@@ -176,10 +198,12 @@ def _candidates(selection) -> list[dict[str, Any]]:
     return out
 
 
-def settings_rows(record, winner: dict[str, str], opts, install, hardware) -> list[list[str]]:
+def settings_rows(record, winner: dict[str, str], opts, install, hardware,
+                  host_os: dict[str, str] | None = None) -> list[list[str]]:
     """setting | winner | pgtune | tuned | stock | why (tuned's rationale, else pgtune's):
     values in natural units, "(stock)" after the stock value, which a config that leaves the
-    setting alone runs ("128 MB (stock)")."""
+    setting alone runs ("128 MB (stock)"). An OS knob: the winner's value and, for pgtune
+    and tuned, the host's (``host_os``), which they ran with."""
     from pgdyno.config.resolve import resolve_config
     from pgdyno.errors import UsageError
     from pgdyno.workloads import registry
@@ -198,7 +222,16 @@ def settings_rows(record, winner: dict[str, str], opts, install, hardware) -> li
     specs = record.space.specs
     keys = list(dict.fromkeys([*(k.name for k in record.space.knobs), *winner]))
     out = []
+    os_units = {k.name: k.unit for k in record.space.os_knobs}
     for key in keys:
+        if key in os_units and key != "huge_pages":
+            host = (host_os or {}).get(key)
+            host_cell = f"{host}{os_units[key]} (host)" if host else "–"
+            win = winner.get(key)
+            out.append([key, f"{win}{os_units[key]}" if win and win[-1].isdigit() else
+                        win or "–", host_cell, host_cell, "–",
+                        "OS knob: applied through pgdyno provision around the winner's runs"])
+            continue
         spec = specs.spec(key)
         unit, stock = (spec.unit, spec.boot_val) if spec is not None else (None, None)
         cells = [key, _cell(winner.get(key), stock, unit, "–")]
@@ -282,6 +315,10 @@ def build_document(data: SearchReportData, images: dict[str, str]) -> Document:
           figure(t.dead_growth_per_min), _count(t.backlog),
           format_bytes(t.wal_since_checkpoint_bytes), f"{t.seconds:.0f}", t.reason or "",
           t.run_dir] for t in data.trials]))
+    if data.os_knobs:
+        conv.tables.append(Table(["Trial", "Config", "OS values"], [
+            [str(t.number), t.label, t.os_values or "–"] for t in data.trials]))
+        conv.paragraphs.append(OS_RULE)
     importance = Section("Setting importance", paragraphs=[data.importance_note])
     if data.importance:
         importance.tables.append(Table(["Setting", "Importance (share)"],
@@ -322,6 +359,15 @@ PENALTY_RULE = (
     "only work the trial left undone beyond autovacuum's and the checkpointer's own rules, "
     "in the share of rows or of the checkpoint distance it covers: a config that keeps up "
     "pays nothing, and the cap keeps the measurement itself in charge.")
+
+
+OS_RULE = (
+    "OS knobs (--allow-os-changes): each searched trial's OS values were applied through "
+    "pgdyno provision (its state file written before the first change) before the trial's "
+    "run and reverted right after it; the baselines ran with the host's values as they were "
+    "(shown as recorded). A search stopped by Ctrl-C or SIGTERM reverts them before it ends; "
+    "one killed outright leaves os-pending.json naming the state file, reverted when the "
+    "search runs again or by pgdyno provision revert STATE.")
 
 
 def _pct(value: float | None) -> str:

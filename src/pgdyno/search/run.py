@@ -6,10 +6,18 @@ candidates and the choice on their repeated measurements; the interleaved compar
 the winner against pgtune and tuned; the winner's config files and the report. Each step
 keeps its state in the search's directory (study.db, select.json, confirm.json), so the
 same command run again after Ctrl-C or a crash goes on where it stopped.
+
+With ``--allow-os-changes`` (root) the space holds OS knobs too (``os_knobs``): each searched
+trial's OS values are applied through provision before its run and reverted right after it,
+as are a candidate's around its re-runs and the winner's around its comparison and
+validation runs; the baselines run with the host's values as they were. A search stopped
+anywhere reverts what is applied before it ends, and one killed outright reverts it when
+run again (or ``pgdyno provision revert STATE``: ``os-pending.json`` names the state file).
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import json
@@ -33,8 +41,15 @@ from pgdyno.options import BenchOptions
 from pgdyno.results.manifest import read_json_file
 from pgdyno.results.rundir import write_json_atomic, write_text_atomic
 from pgdyno.search import confirm as confirm_mod
+from pgdyno.search import os_knobs
 from pgdyno.search import study as study_mod
-from pgdyno.search.objective import headline_spec, measure, optuna_direction
+from pgdyno.search.objective import (
+    TrialResult,
+    first_line,
+    headline_spec,
+    measure,
+    optuna_direction,
+)
 from pgdyno.search.select import Candidate, Selection, plan_selection, run_selection
 from pgdyno.search.space import SearchSpace, build_space
 from pgdyno.search.worker import start_local_workers, wait_for_workers
@@ -85,6 +100,8 @@ class SearchOptions:
     """--workers N: this command and N-1 local copies of it (``argv``) as workers."""
     argv: tuple[str, ...] = ()
     """The command line these options came from (pgdyno's arguments), for --workers."""
+    allow_os_changes: bool = False
+    """--allow-os-changes: OS knobs in the space, applied around each trial (root)."""
 
 
 @dataclass
@@ -175,6 +192,10 @@ def validate(opts: SearchOptions) -> None:
     if opts.validate_s < 0:
         raise UsageError(f"--validate {opts.validate_s}: accepted: a duration such as 30m, "
                          "or 0 to skip the long validation")
+    os_knobs.check_allowed(opts.allow_os_changes)
+    if opts.allow_os_changes and (opts.bench.target.ssh or opts.workers > 1):
+        raise UsageError("--allow-os-changes changes this host's kernel around one trial at "
+                         "a time; accepted: a local server (no --ssh) and --workers 1")
     if opts.compare_pairs == 1 or opts.compare_pairs < 0:
         raise UsageError(f"--compare-pairs {opts.compare_pairs}: accepted: 2 or more runs "
                          "per side (an interval needs two)")
@@ -186,8 +207,10 @@ def search_name(opts: SearchOptions) -> str:
     if opts.name:
         return opts.name
     bench = serde.to_dict(dataclasses.replace(opts.bench, show_progress=False))
-    key = json.dumps([bench, opts.knobs, opts.fixes, opts.allow_unsafe, opts.seed,
-                      opts.baselines], sort_keys=True, default=str)
+    parts = [bench, opts.knobs, opts.fixes, opts.allow_unsafe, opts.seed, opts.baselines]
+    if opts.allow_os_changes:  # another space: another search (earlier names unchanged)
+        parts.append("allow_os_changes")
+    key = json.dumps(parts, sort_keys=True, default=str)
     return f"{opts.bench.workload}-{hashlib.sha256(key.encode()).hexdigest()[:10]}"
 
 
@@ -204,11 +227,24 @@ def run_search(opts: SearchOptions, console: Console | None = None) -> SearchOut
     specs = for_install(install)
     # The memory budget is the database host's: the --ssh host's when the server runs there.
     hardware = host_hardware(bench.target) or detect_profile()
+    host = os_knobs.read_host(hardware.ram_bytes, bench.target.workdir) \
+        if opts.allow_os_changes else None
     space = build_space(hardware, specs, clients=max(bench.clients),
                         write_heavy=workload.tuning[1], knobs=list(opts.knobs or []) or None,
                         fixes=list(opts.fixes), allow_unsafe=opts.allow_unsafe,
                         disk_free_bytes=(_free_bytes(bench.target.workdir)
-                                         if target_class(bench.target).is_local else None))
+                                         if target_class(bench.target).is_local else None),
+                        os_table=os_knobs.os_knobs(host) if host else None,
+                        os_notes=host.notes if host else [])
+    os_run = _os_run(search_dir, bench, host, specs)
+    with _nothing_left_applied(os_run, console):
+        return _run_search(opts, console, bench, name, search_dir, spec, install, hardware,
+                           space, os_run)
+
+
+def _run_search(opts: SearchOptions, console: Console, bench: BenchOptions, name: str,
+                search_dir: Path, spec, install, hardware, space: SearchSpace,
+                os_run: OsRun) -> SearchOutcome:
     record = _open_record(search_dir, name, bench, space, spec, opts)
     space = record.space
     place = study_mod.StudyPlace(opts.storage, opts.study_name or name) if opts.storage \
@@ -218,7 +254,8 @@ def run_search(opts: SearchOptions, console: Console | None = None) -> SearchOut
         startup=len(opts.baselines) + space.random_start(), place=place)
     (search_dir / "trials").mkdir(exist_ok=True)
     notes = list(space.notes)
-    warm_start(study, created, place, opts, bench, space, install, hardware, notes, console)
+    warm_start(study, created, place, opts, bench, space, install, hardware, notes, console,
+               os_run)
     recovered = [] if place.shared else study_mod.recover_interrupted(study)
     if recovered:
         notes.append(f"resumed: trial(s) {', '.join(map(str, recovered))} were interrupted "
@@ -228,7 +265,7 @@ def run_search(opts: SearchOptions, console: Console | None = None) -> SearchOut
     procs = start_local_workers(opts.argv, opts.workers - 1, name, place.name,
                                 bench.target.workdir, search_dir / "workers") \
         if opts.workers > 1 else []
-    _trials(opts, bench, study, space, search_dir, role, console, spec)
+    _trials(opts, bench, study, space, search_dir, role, console, spec, os_run)
     if opts.worker:
         done = study_mod.own_rows(study)
         return SearchOutcome(search_dir=search_dir, trials=len(done),
@@ -237,13 +274,14 @@ def run_search(opts: SearchOptions, console: Console | None = None) -> SearchOut
                              "compares and reports")
     while place.shared and study_mod.running(study):
         time.sleep(study_mod.heartbeat_s())  # other workers' trials, or lost ones re-run
-        _trials(opts, bench, study, space, search_dir, role, console, spec)
+        _trials(opts, bench, study, space, search_dir, role, console, spec, os_run)
     if any(wait_for_workers(procs)):
         notes.append(f"a local worker failed: see {search_dir / 'workers'}")
     rows = study_mod.own_rows(study)
     for r in rows:  # a trial another host ran: its config file here too, for the re-runs
         if r.kind == "searched" and r.settings and not Path(r.config).exists():
-            r.config = str(write_trial_file(search_dir, r.number, r.settings, space))
+            r.config = str(write_trial_file(search_dir, r.number, r.settings, space,
+                                            os_values=os_run.applied_by(study).get(r.number)))
     ok_rows = [r for r in rows if r.status == "ok"]
     outcome = SearchOutcome(search_dir=search_dir, trials=len(rows),
                             failed=len(rows) - len(ok_rows), notes=notes)
@@ -252,13 +290,17 @@ def run_search(opts: SearchOptions, console: Console | None = None) -> SearchOut
                                   "failed trials' reasons.")
         _finish(outcome, study, record, None, None, search_dir, opts, install, hardware)
         return outcome
-    selection = _select(ok_rows, search_dir, bench, opts, spec.direction or 1, role, console)
+    os_of = os_run.applied_by(study)
+    selection = _select(ok_rows, search_dir, bench, opts, spec.direction or 1, role, console,
+                        os_run, os_of)
     winner = selection.candidate(selection.winner)
-    winner_file = write_winner(search_dir, winner, rows, space)
+    winner_os = os_of.get(int(winner.key), {}) if winner.key.isdigit() else {}
+    winner_file = write_winner(search_dir, winner, rows, space, winner_os)
+    around = os_run.around_label(winner_os)
     outcome.winner_label, outcome.winner_file = winner.label, str(winner_file)
     conf = None
     if opts.compare_pairs >= 2:
-        conf = _confirm(search_dir, winner, winner_file, bench, opts, role, console)
+        conf = _confirm(search_dir, winner, winner_file, bench, opts, role, console, around)
         outcome.recommendation = conf.recommendation
         outcome.verdicts = [v.sentence() for v in conf.verdicts]
     else:
@@ -268,11 +310,96 @@ def run_search(opts: SearchOptions, console: Console | None = None) -> SearchOut
 
         val = validate_winner(search_dir, conf, winner, winner_file, bench, opts.validate_s,
                               opts.validate_cycles, {**role, "phase": "validate"}, console,
-                              opts.show_progress)
+                              opts.show_progress, around)
         outcome.recommendation = val.recommendation
         outcome.verdicts += [v.sentence() for v in val.verdicts]
     _finish(outcome, study, record, selection, conf, search_dir, opts, install, hardware)
     return outcome
+
+
+# ----- OS knobs (--allow-os-changes) ----------------------------------------------------
+
+@dataclass
+class OsRun:
+    """The search's OS changes: the host's OS facts (None: no OS knob) and where the
+    changes are recorded."""
+
+    place: os_knobs.OsPlace
+    host: os_knobs.HostOs | None
+    specs: Any
+
+    @property
+    def active(self) -> bool:
+        return self.host is not None
+
+    def host_values(self) -> dict[str, str]:
+        return os_knobs.host_values(self.host) if self.host else {}
+
+    def trial_settings(self, space: SearchSpace, trial, settings: dict[str, str]
+                       ) -> dict[str, str]:
+        """The trial's OS values as provision settings, recorded on the trial."""
+        if not self.host or not space.os_knobs:
+            return {}
+        drawn = space.suggest_os(trial)
+        applied = os_knobs.trial_settings(drawn, settings, self.specs, self.host)
+        trial.set_user_attr("os", drawn)
+        trial.set_user_attr("os_settings", applied)
+        return applied
+
+    def measure(self, bench: BenchOptions, config: str, role: dict, console: Console,
+                os_settings: dict[str, str], origin: str) -> TrialResult:
+        """``measure`` with ``os_settings`` applied around it; an apply the kernel refuses
+        (huge pages it cannot reserve) is a failed trial, rolled back."""
+        started = time.monotonic()
+        try:
+            with os_knobs.applied(os_settings, self.place, origin):
+                return measure(bench, config, role, console)
+        except os_knobs.ApplyRefused as exc:
+            return TrialResult("failed", None, "", "OS settings not applied: "
+                               + first_line(str(exc)), time.monotonic() - started)
+
+    def applied_by(self, study) -> dict[int, dict[str, str]]:
+        """Each searched trial's OS settings, by trial number."""
+        return {t.number: dict(t.user_attrs["os_settings"])
+                for t in study.get_trials(deepcopy=False) if t.user_attrs.get("os_settings")}
+
+    def around_label(self, os_settings: dict[str, str]):
+        """For the comparison and the validation: the winner's OS settings around its runs
+        (its label is not a named config's), the host's around pgtune's and tuned's."""
+        if not os_settings:
+            return None
+
+        def around(label: str) -> contextlib.AbstractContextManager:
+            if label in NAMED:
+                return contextlib.nullcontext()
+            return os_knobs.applied(os_settings, self.place,
+                                    f"search {self.place.search_dir.name} {label}")
+        return around
+
+
+def _os_run(search_dir: Path, bench: BenchOptions, host: os_knobs.HostOs | None,
+            specs) -> OsRun:
+    from pgdyno.runner.bench import context_of
+
+    pending = (search_dir / os_knobs.PENDING_FILE).exists()
+    context = context_of(bench) if host is not None or pending else ""
+    place = os_knobs.OsPlace(search_dir=search_dir, results_dir=bench.results_dir,
+                             context=context, workdir=bench.target.workdir,
+                             data_device=host.data_device if host else None)
+    return OsRun(place=place, host=host, specs=specs)
+
+
+@contextlib.contextmanager
+def _nothing_left_applied(os_run: OsRun, console: Console):
+    """OS settings an earlier, killed search left applied reverted before anything runs;
+    and, however this search ends (Ctrl-C, SIGTERM, an error), none left applied."""
+    done = os_knobs.revert_pending(os_run.place)
+    if done:
+        console.print(f"search: reverted the OS settings an earlier run left applied ({done})")
+    try:
+        yield
+    finally:
+        os_knobs.revert_pending(os_run.place)
 
 
 def _free_bytes(path: Path) -> int | None:
@@ -327,10 +454,12 @@ def _open_record(search_dir: Path, name: str, bench: BenchOptions, space: Search
 # ----- trials ----------------------------------------------------------------------------
 
 def _trials(opts: SearchOptions, bench: BenchOptions, study, space: SearchSpace,
-            search_dir: Path, role: dict, console: Console, spec) -> None:
+            search_dir: Path, role: dict, console: Console, spec, os_run: OsRun) -> None:
     """Trials until the budget or time is spent: the queued ones first (the baselines, a
     lost worker's trial), then TPE's. A baseline runs its named config; the parameters it
-    was queued with are its point of the space."""
+    was queued with are its point of the space. A searched trial's OS values are applied
+    around its run (recorded on the trial: ``os``, in the knobs' units, and
+    ``os_settings``, as provision applied them); a baseline records the host's."""
     started = time.monotonic()
     with _progress(opts, console) as progress:
         task = progress.add_task("trials", total=_planned(opts, study), best="")
@@ -345,15 +474,20 @@ def _trials(opts: SearchOptions, bench: BenchOptions, study, space: SearchSpace,
             settings = space.suggest(trial)
             baseline = trial.user_attrs.get("label") \
                 if trial.user_attrs.get("kind") == "baseline" else None
+            os_settings = {} if baseline else os_run.trial_settings(space, trial, settings)
             config = baseline or str(write_trial_file(search_dir, trial.number, settings,
-                                                      space))
+                                                      space, os_values=os_settings))
             label = baseline or f"trial {trial.number}"
             progress.update(task, description=f"trial: {label}")
             extra = {"baseline": baseline} if baseline else {"trial": trial.number}
+            if os_run.active and baseline:
+                trial.set_user_attr("os", os_run.host_values())
+                trial.set_user_attr("os_host", True)
+            run_role = {**role, "label": f"search {role['search']}: {label}", "phase": "trial",
+                        **extra, **({"os": os_settings} if os_settings else {})}
             with study_mod.heartbeat(study, trial):
-                result = measure(bench, config, {**role, "label": f"search {role['search']}: "
-                                                 f"{label}", "phase": "trial", **extra},
-                                 console)
+                result = os_run.measure(bench, config, run_role, console, os_settings,
+                                        f"search {role['search']} {label}")
             study_mod.record_searched(study, trial, config, {} if baseline else settings,
                                       result)
             _update(progress, task, study, opts, spec)
@@ -361,12 +495,15 @@ def _trials(opts: SearchOptions, bench: BenchOptions, study, space: SearchSpace,
 
 def warm_start(study, created: bool, place, opts: SearchOptions, bench: BenchOptions,
                space: SearchSpace, install, hardware, notes: list[str],
-               console: Console) -> None:
-    """The baselines queued with their settings as points of the space; the trials of
-    ``--from`` added as measured points (once per study)."""
+               console: Console, os_run: OsRun | None = None) -> None:
+    """The baselines queued with their settings as points of the space (OS knobs at the
+    host's values, which they run with); the trials of ``--from`` added as measured points
+    (once per study)."""
     points = {}
+    host = os_run.host_values() if os_run is not None and os_run.active else {}
     for label in opts.baselines:
-        points[label] = space.params_for(baseline_settings(label, bench, install, hardware))
+        points[label] = space.params_for({**baseline_settings(label, bench, install, hardware),
+                                          **host})
     study_mod.queue_baselines(study, points, created, place.shared)
     if opts.seed_from:
         earlier, source = seed_rows(opts.seed_from, bench, space, hardware, place)
@@ -470,13 +607,19 @@ def _progress(opts: SearchOptions, console: Console) -> Progress:
 
 
 def write_trial_file(search_dir: Path, number: int, settings: dict[str, str],
-                     space: SearchSpace, title: str = "") -> Path:
-    """The trial's settings as a config file ``--config FILE`` reads (base: default)."""
+                     space: SearchSpace, title: str = "",
+                     os_values: dict[str, str] | None = None) -> Path:
+    """The trial's settings as a config file ``--config FILE`` reads (base: default); its
+    OS values (a config file holds PostgreSQL settings only) as comments, in the form
+    ``pgdyno provision apply --set`` takes."""
     path = search_dir / "trials" / f"trial-{number:04d}.toml"
     lines = [f"# {title or f'pgdyno tune --search: trial {number}'}",
              f"# worst-case memory {space.memory_bytes(settings) / 2**30:.2f} GiB of a "
-             f"{space.budget_bytes / 2**30:.2f} GiB budget",
-             "[config]", f'name = "{path.stem}"', 'base = "default"', "", "[postgresql]"]
+             f"{space.budget_bytes / 2**30:.2f} GiB budget"]
+    if os_values:
+        lines += ["# OS settings of this trial (applied by the search around its runs):",
+                  *[f"#   {key}={value}" for key, value in os_values.items()]]
+    lines += ["[config]", f'name = "{path.stem}"', 'base = "default"', "", "[postgresql]"]
     lines += [f"{key} = {_toml_value(value)}" for key, value in settings.items()]
     write_text_atomic(path, "\n".join(lines) + "\n")
     return path
@@ -492,7 +635,8 @@ def _toml_value(value: str) -> str:
 # ----- selection and comparison -----------------------------------------------------------
 
 def _select(ok_rows: list, search_dir: Path, bench: BenchOptions, opts: SearchOptions,
-            direction: int, role: dict, console: Console) -> Selection:
+            direction: int, role: dict, console: Console, os_run: OsRun,
+            os_of: dict[int, dict[str, str]]) -> Selection:
     path = search_dir / "select.json"
     if path.exists():
         selection = Selection.from_dict(json.loads(path.read_text()))
@@ -504,9 +648,12 @@ def _select(ok_rows: list, search_dir: Path, bench: BenchOptions, opts: SearchOp
     def one(cand: Candidate) -> tuple[float | None, str, str]:
         if opts.show_progress:
             console.print(f"re-run of {cand.label}")
-        result = measure(bench, cand.config, {**role, "label": f"search {role['search']}: "
-                                              f"{cand.label} (re-run)", "phase": "select",
-                                              "trial": int(cand.key)}, console)
+        os_settings = os_of.get(int(cand.key), {})
+        result = os_run.measure(bench, cand.config, {
+            **role, "label": f"search {role['search']}: {cand.label} (re-run)",
+            "phase": "select", "trial": int(cand.key),
+            **({"os": os_settings} if os_settings else {})}, console, os_settings,
+            f"search {role['search']} {cand.label} (re-run)")
         return result.value, result.run_dir, result.reason
 
     run_selection(selection, one, lambda s: write_json_atomic(path, s.to_dict()))
@@ -514,7 +661,7 @@ def _select(ok_rows: list, search_dir: Path, bench: BenchOptions, opts: SearchOp
 
 
 def _confirm(search_dir: Path, winner: Candidate, winner_file: Path, bench: BenchOptions,
-             opts: SearchOptions, role: dict, console: Console):
+             opts: SearchOptions, role: dict, console: Console, around=None):
     path = search_dir / "confirm.json"
     conf = confirm_mod.load_confirmation(path)
     if conf is None:
@@ -530,10 +677,11 @@ def _confirm(search_dir: Path, winner: Candidate, winner_file: Path, bench: Benc
 
     return confirm_mod.run_confirmation(
         conf, bench, search_dir, {**role, "phase": "compare"}, console,
-        lambda c: write_json_atomic(path, c.to_dict()), on_run)
+        lambda c: write_json_atomic(path, c.to_dict()), on_run, around)
 
 
-def write_winner(search_dir: Path, winner: Candidate, rows: list, space: SearchSpace) -> Path:
+def write_winner(search_dir: Path, winner: Candidate, rows: list, space: SearchSpace,
+                 os_values: dict[str, str] | None = None) -> Path:
     """winner.toml: the winning settings as a config file for ``--config FILE``."""
     path = search_dir / "winner.toml"
     if winner.config in NAMED:
@@ -543,7 +691,8 @@ def write_winner(search_dir: Path, winner: Candidate, rows: list, space: SearchS
         return path
     row = next(r for r in rows if str(r.number) == winner.key)
     trial_file = write_trial_file(search_dir, row.number, row.settings, space,
-                                  f"pgdyno tune --search: winner, trial {row.number}")
+                                  f"pgdyno tune --search: winner, trial {row.number}",
+                                  os_values=os_values)
     text = trial_file.read_text().replace(f'name = "{trial_file.stem}"', 'name = "search-winner"')
     write_text_atomic(path, text)
     return path

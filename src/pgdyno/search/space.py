@@ -13,7 +13,11 @@ setting needs a restart) and the hardware profile (RAM, vCPUs, free disk):
   so the optimiser tries them on purpose instead of never landing on them;
 - durability settings (fsync, synchronous_commit, full_page_writes, wal_level) are left
   out unless ``--allow-unsafe``, and naming them in ``--knobs`` or ``--fix`` without it is
-  refused.
+  refused;
+- OS knobs (layer ``os``: writeback thresholds, transparent huge pages, the data device's
+  read-ahead, huge pages for shared_buffers; ``search/os_knobs.py`` bounds them for the
+  host) join the space only with ``--allow-os-changes``; ``suggest`` leaves them out of
+  the PostgreSQL settings (but for huge_pages, which is both) and ``suggest_os`` draws them.
 
 Settings needing a restart (``context = postmaster``) are grouped by construction: a trial
 writes all its settings into the server's include file before the run's one start, so a
@@ -51,6 +55,9 @@ WAL_DISK_SHARE = 0.5
 """max_wal_size at most half the free space of the data directory's filesystem."""
 SPECIAL = "~"
 """Suffix of the categorical parameter that picks a special value or the range."""
+OS_KNOBS = ("vm.dirty_background_bytes", "vm.dirty_bytes", "transparent_hugepage",
+            "read_ahead_kb", "huge_pages")
+"""Knobs of the OS layer, searched only with --allow-os-changes (search/os_knobs.py)."""
 
 
 @dataclass(frozen=True)
@@ -71,6 +78,12 @@ class Knob:
     restart: bool = False
     group: str = ""
     unsafe: bool = False
+    layer: str = "postgresql"
+    """postgresql, or os: applied through provision around the trial's runs."""
+
+    @property
+    def is_os(self) -> bool:
+        return self.layer == "os"
 
     def describe(self) -> str:
         """The knob's values in words, for the report: '32MB .. 9GB (log), or -1'."""
@@ -95,6 +108,11 @@ class SearchSpace:
     allow_unsafe: bool = False
     notes: list[str] = field(default_factory=list)
     schema_version: int = SCHEMA_VERSION
+    allow_os_changes: bool = False
+
+    @property
+    def os_knobs(self) -> list[Knob]:
+        return [k for k in self.knobs if k.is_os]
 
     def to_dict(self) -> dict[str, Any]:
         return to_dict(self)
@@ -121,11 +139,18 @@ class SearchSpace:
         chosen."""
         settings: dict[str, str] = {}
         for knob in self.knobs:
-            settings[knob.name] = _suggest(trial, knob)
+            value = _suggest(trial, knob)
+            if not knob.is_os or knob.name == "huge_pages":  # a PostgreSQL setting too
+                settings[knob.name] = value
         if settings.get("wal_level") == "minimal":
             settings["max_wal_senders"] = "0"  # the server refuses minimal with senders
         settings.update(self.fixed)
         return settings
+
+    def suggest_os(self, trial: Any) -> dict[str, str]:
+        """The trial's values of the OS knobs, in the knobs' units (``os_knobs`` turns them
+        into provision settings); drawing a parameter again gives the value drawn first."""
+        return {knob.name: _suggest(trial, knob) for knob in self.os_knobs}
 
     def params_for(self, settings: dict[str, str]) -> dict[str, Any]:
         """A config's settings as a point of this space: the parameters ``suggest`` would
@@ -133,10 +158,14 @@ class SearchSpace:
         study as a measured point. A setting the config leaves alone takes PostgreSQL's
         stock value; a number outside the knob's range is clipped to it; a special value
         picks its choice (the range part then sits mid-range); an enum value the knob does
-        not offer takes the knob's first choice."""
+        not offer takes the knob's first choice. OS knobs read ``settings`` under their
+        names, in the knobs' units (a baseline's: the host's values as they were)."""
         specs = self.specs
         params: dict[str, Any] = {}
         for knob in self.knobs:
+            if knob.is_os:
+                params[knob.name] = _os_param(knob, settings.get(knob.name))
+                continue
             text = str(settings.get(knob.name) or specs.default(knob.name)).strip()
             if knob.kind == "enum":
                 params[knob.name] = _enum_choice(knob, text)
@@ -212,6 +241,18 @@ def _enum_choice(knob: Knob, text: str) -> str:
     word = BOOL_WORDS.get(word, word) if set(knob.choices) <= {"on", "off"} else word
     word = _ENUM_ALIASES.get(knob.name, {}).get(word, word)
     return next((c for c in knob.choices if c.lower() == word), knob.choices[0])
+
+
+def _os_param(knob: Knob, text: str | None) -> Any:
+    """An OS knob's parameter for a value in its units: clipped, mid-range when unknown."""
+    if knob.kind == "enum":
+        return _enum_choice(knob, text or "")
+    try:
+        value = float(str(text).removesuffix(knob.unit))
+    except ValueError:
+        value = _mid(knob)
+    value = min(max(value, knob.low), knob.high)
+    return int(round(value)) if knob.kind == "int" else value
 
 
 def _special_of(knob: Knob, base: float | None) -> str | None:
@@ -337,9 +378,13 @@ def knob_table(hw: HardwareProfile, specs: SettingSpecs, *, connections: int,
 def build_space(hw: HardwareProfile, specs: SettingSpecs, *, clients: int,
                 write_heavy: bool, knobs: list[str] | None = None,
                 fixes: list[str] = (), allow_unsafe: bool = False,
-                disk_free_bytes: int | None = None) -> SearchSpace:
+                disk_free_bytes: int | None = None,
+                os_table: dict[str, Knob] | None = None,
+                os_notes: list[str] = ()) -> SearchSpace:
     """The space for a workload on a machine; ``knobs`` narrows it (names, or ``all``),
-    ``fixes`` pins settings (``key=value``, validated against the specs)."""
+    ``fixes`` pins settings (``key=value``, validated against the specs). ``os_table``:
+    the OS knobs this host offers (``--allow-os-changes``; None: no OS knob), added to the
+    workload's default knobs, searchable by name; ``os_notes``: those it cannot offer."""
     fixed = _parse_fixes(fixes, specs, allow_unsafe)
     room = connection_room(clients, specs)
     fixed.setdefault("max_connections", str(room.needed))
@@ -351,11 +396,16 @@ def build_space(hw: HardwareProfile, specs: SettingSpecs, *, clients: int,
                      or specs.default("autovacuum_max_workers") or 3)
     table = knob_table(hw, specs, connections=conns, av_workers=av_workers,
                        fixed_bytes=fixed_bytes, disk_free_bytes=disk_free_bytes)
+    if os_table is not None:
+        table = {n: k for n, k in table.items() if n not in os_table} | os_table
     names = _knob_names(knobs, table, write_heavy, allow_unsafe)
+    if os_table is not None and not knobs:
+        names += [n for n in os_table if n not in names]
     chosen = [table[n] for n in names if n not in fixed]
     space = SearchSpace(knobs=chosen, fixed=fixed, pg_major=specs.major,
                         ram_bytes=hw.ram_bytes, budget_bytes=int(hw.ram_bytes * BUDGET_RAM_SHARE),
-                        allow_unsafe=allow_unsafe)
+                        allow_unsafe=allow_unsafe, allow_os_changes=os_table is not None,
+                        notes=list(os_notes) if os_table is not None else [])
     worst = space.memory_bytes(worst_corner(space))
     if worst > space.budget_bytes:
         space.notes.append(
@@ -368,7 +418,7 @@ def worst_corner(space: SearchSpace) -> dict[str, str]:
     """The settings with every memory knob at its highest: what the budget must hold."""
     settings = {}
     for knob in space.knobs:
-        if knob.kind == "int" and knob.unit == "MB":
+        if knob.kind == "int" and knob.unit == "MB" and not knob.is_os:
             settings[knob.name] = f"{int(knob.high)}MB"
     settings.update(space.fixed)
     return settings
@@ -385,6 +435,9 @@ def _knob_names(knobs: list[str] | None, table: dict[str, Knob], write_heavy: bo
     if knobs == ["all"]:
         return [n for n, k in table.items() if allow_unsafe or not k.unsafe]
     for name in knobs:
+        if name in OS_KNOBS and name not in table:
+            raise UsageError(f"--knobs {name}: an OS setting; accepted only with "
+                             "--allow-os-changes (root), on a host that offers it")
         if name not in table:
             raise UsageError(f"--knobs {name}: not a setting the search knows; accepted: "
                              f"{accepted}")

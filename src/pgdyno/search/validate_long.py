@@ -19,6 +19,7 @@ search's directory, saved after every run, so a stopped search resumes here.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import math
@@ -228,14 +229,17 @@ def plan_validation(sides: dict[str, str], asked_s: float, earlier: dict[str, li
 def run_validation(val: LongValidation, base: BenchOptions, search_dir: Path,
                    role: dict[str, Any], console: Console | None,
                    save: Callable[[LongValidation], None],
-                   on_run: Callable[[str], None] | None = None) -> LongValidation:
+                   on_run: Callable[[str], None] | None = None,
+                   around: Callable[[str], contextlib.AbstractContextManager] | None = None
+                  ) -> LongValidation:
     """Run what is left of the order, compare, judge the debt, and recommend."""
     while val.done < len(val.order):
         label = val.order[val.done]
         opts = dataclasses.replace(base, config=val.sides[label], sets=(),
                                    duration_s=val.rule.window_s)
-        run_dir = run_one(opts, {**role, "label": label, "compare_side": label,
-                                 "order": val.done + 1}, console)
+        with around(label) if around is not None else contextlib.nullcontext():
+            run_dir = run_one(opts, {**role, "label": label, "compare_side": label,
+                                     "order": val.done + 1}, console)
         if run_dir is None:
             val.failed.append(f"run {val.done + 1} ({label}) failed")
         else:
@@ -322,7 +326,9 @@ def recommend_long(val: LongValidation, direction: int) -> tuple[bool, str, str]
 
 def validate_winner(search_dir: Path, conf: Any, winner: Any, winner_file: Path,
                     base: BenchOptions, asked_s: float, enforce: bool, role: dict[str, Any],
-                    console: Console | None, show_progress: bool) -> LongValidation:
+                    console: Console | None, show_progress: bool,
+                    around: Callable[[str], contextlib.AbstractContextManager] | None = None
+                    ) -> LongValidation:
     """The step after the confirmation (``conf``, or None without one): the winner
     (a search ``Candidate``), pgtune and tuned over the long window, resumed from
     validate.json when it is there."""
@@ -350,4 +356,4 @@ def validate_winner(search_dir: Path, conf: Any, winner: Any, winner_file: Path,
                           f"{val.rule.window_s} s)")
 
     return run_validation(val, base, search_dir, role, console,
-                          lambda v: write_json_atomic(path, v.to_dict()), on_run)
+                          lambda v: write_json_atomic(path, v.to_dict()), on_run, around)
