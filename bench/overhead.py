@@ -9,11 +9,14 @@ postmaster; its figure is summary.json's TPS (1 s intervals), the bare figures t
 "tps = ..." pgbench prints. Each ratio is against the bare run of the same round; per
 condition the median and best-of-N ratio. Where the shortfall goes: "pgbench -l -P 1" over
 bare is pgbench's own logging, pgdyno over "pgbench -l -P 1" is pgdyno's (its log reader,
-and with telemetry its samplers).
+and with telemetry its samplers). Each --tx-logs mode given is a condition of its own; with
+``sample`` among them, bare pgbench also runs with the sampled logging pgdyno asks of it
+(`-l --sampling-rate R -P 1 --progress-timestamp`, R chosen from the round's bare TPS as
+pgdyno's auto does), to split the sampled mode's cost the same way.
 
 Usage: python bench/overhead.py [--pairs 5] [--duration 15] [--clients 4,16]
                                 [--workloads select-only,tpcb] [--telemetry on,off]
-                                [--tx-logs 1000000|aggregate]
+                                [--tx-logs 1000000,sample,aggregate]
 
 With telemetry on it also prints pgdyno's own share of the busy CPU (log reader and
 samplers, from each run's "whose CPU" figures): measured inside one run, it is free of
@@ -32,6 +35,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from pgdyno.analysis.sampled import choose_sampling_rate
 from pgdyno.targets.binaries import embedded_install
 from pgdyno.targets.local import LocalServer
 
@@ -46,11 +50,14 @@ def main() -> None:
     ap.add_argument("--scale", type=int, default=10)
     ap.add_argument("--workloads", default="select-only,tpcb")
     ap.add_argument("--telemetry", default="on,off")
-    ap.add_argument("--tx-logs", default="1000000",
-                    help="pgdyno's --tx-logs (aggregate: no per-transaction log)")
+    ap.add_argument("--tx-logs", default="1000000,sample",
+                    help="pgdyno's --tx-logs modes, comma-separated, one condition each "
+                         "(aggregate: no per-transaction log; sample: a sampled one)")
     args = ap.parse_args()
-    conditions = [(w, int(c), t == "on") for w in args.workloads.split(",")
-                  for c in args.clients.split(",") for t in args.telemetry.split(",")]
+    modes = args.tx_logs.split(",")
+    conditions = [(w, int(c), t == "on", m) for w in args.workloads.split(",")
+                  for c in args.clients.split(",") for t in args.telemetry.split(",")
+                  for m in modes]
     work = Path(tempfile.mkdtemp(prefix="pgdyno-overhead-", dir="/var/tmp"))
     work.chmod(0o755)
     server = LocalServer(install=embedded_install(), workdir=work)
@@ -63,8 +70,9 @@ def main() -> None:
         dsn = f"postgresql://{conn.user}@/{conn.dbname}?host={conn.host}&port={conn.port}"
         # pgdyno builds the dataset (and records it), so its runs reuse what bare pgbench uses.
         _pgdyno(work / "build", dsn, "select-only", 1, False,
-                argparse.Namespace(duration=1, scale=args.scale, tx_logs="none"))
-        cells = sorted({(w, c) for w, c, _t in conditions}, key=conditions_order(conditions))
+                argparse.Namespace(duration=1, scale=args.scale), "none")
+        cells = sorted({(w, c) for w, c, _t, _m in conditions},
+                       key=conditions_order(conditions))
         for pair in range(1, args.pairs + 1):
             for workload, clients in cells:
                 bare = _bare(pgbench, conn, workload, clients, args.duration)
@@ -73,32 +81,40 @@ def main() -> None:
                 _add(ratios, (workload, clients, "pgbench -l -P 1"), logged / bare)
                 line = (f"round {pair} {workload} c{clients}: pgbench {bare:,.0f} tps, "
                         f"pgbench -l -P 1 {logged / bare:.3f}")
-                for w, c, telemetry in conditions:
+                if "sample" in modes:
+                    rate = choose_sampling_rate(bare)
+                    sampled = _bare(pgbench, conn, workload, clients, args.duration,
+                                    logs=work / "bare-logs", sampling_rate=rate)
+                    _add(ratios, (workload, clients, "pgbench -l sampled -P 1"), sampled / bare)
+                    line += f", pgbench -l --sampling-rate {rate:g} -P 1 {sampled / bare:.3f}"
+                for w, c, telemetry, mode in conditions:
                     if (w, c) != (workload, clients):
                         continue
-                    ours = _pgdyno(work / f"r{pair}-{workload}-{clients}-{telemetry}", dsn,
-                                   workload, clients, telemetry, args)
-                    label = f"pgdyno, telemetry {'on' if telemetry else 'off'}"
+                    ours = _pgdyno(work / f"r{pair}-{workload}-{clients}-{telemetry}-{mode}",
+                                   dsn, workload, clients, telemetry, args, mode)
+                    label = (f"pgdyno --tx-logs {mode}, telemetry "
+                             f"{'on' if telemetry else 'off'}")
                     _add(ratios, (workload, clients, label), ours / bare)
                     _add(ratios, (workload, clients, label + " / pgbench -l -P 1"),
                          ours / logged)
                     line += f", {label} {ours / bare:.3f}"
                 print(line, flush=True)
-        print("\nworkload      clients  condition                                   median   best"
+        print(f"\n{'workload':<13}{'clients':>8}  {'condition':<62}median   best"
               "  (TPS ratio to bare pgbench unless said)")
         for (workload, clients, label), rs in ratios.items():
-            print(f"{workload:<13}{clients:>8}  {label:<42}{statistics.median(rs):7.3f}"
+            print(f"{workload:<13}{clients:>8}  {label:<62}{statistics.median(rs):6.3f}"
                   f"  {max(rs):.3f}")
-        for (workload, clients), shares in OWN_SHARE.items():
-            print(f"{workload:<13}{clients:>8}  pgdyno's own share of the busy CPU: median "
-                  f"{100 * statistics.median(shares):.2f}%, max {100 * max(shares):.2f}%")
+        for (workload, clients, mode), shares in OWN_SHARE.items():
+            print(f"{workload:<13}{clients:>8}  --tx-logs {mode}: pgdyno's own share of the "
+                  f"busy CPU: median {100 * statistics.median(shares):.2f}%, "
+                  f"max {100 * max(shares):.2f}%")
     finally:
         server.stop()
         shutil.rmtree(work, ignore_errors=True)
 
 
 def conditions_order(conditions: list[tuple]):
-    order = {(w, c): i for i, (w, c, _t) in reversed(list(enumerate(conditions)))}
+    order = {(w, c): i for i, (w, c, _t, _m) in reversed(list(enumerate(conditions)))}
     return lambda cell: order[cell]
 
 
@@ -107,12 +123,17 @@ def _add(ratios: dict[tuple, list[float]], key: tuple, value: float) -> None:
 
 
 def _bare(pgbench: str, conn, workload: str, clients: int, duration: int,
-          logs: Path | None = None) -> float:
-    """Bare pgbench; with ``logs``, with pgdyno's -l -P 1 (the logs deleted after)."""
+          logs: Path | None = None, sampling_rate: float | None = None) -> float:
+    """Bare pgbench; with ``logs``, with pgdyno's -l -P 1 (the logs deleted after); with
+    ``sampling_rate`` too, with what --tx-logs sample adds to them."""
     extra = []
     if logs is not None:
         logs.mkdir(exist_ok=True)
         extra = ["-l", "--log-prefix", str(logs / "tx"), "-P", "1"]
+        if sampling_rate is not None:
+            extra += ["--progress-timestamp"]
+            if sampling_rate < 1:
+                extra += ["--sampling-rate", f"{sampling_rate:g}"]
     out = subprocess.run(
         [pgbench, *conn.client_args(), "-c", str(clients), "-j", str(min(clients, 2)),
          "-T", str(duration), "-M", "prepared", *extra, "-b", BUILTIN[workload], conn.dbname],
@@ -123,24 +144,24 @@ def _bare(pgbench: str, conn, workload: str, clients: int, duration: int,
 
 
 def _pgdyno(results: Path, dsn: str, workload: str, clients: int, telemetry: bool,
-            args: argparse.Namespace) -> float:
+            args: argparse.Namespace, tx_logs: str) -> float:
     subprocess.run(
         [sys.executable, "-m", "pgdyno", "bench", workload, "--dsn", dsn, "--force",
          "--clients", str(clients), "--threads", str(min(clients, 2)),
          "--duration", str(args.duration), "--warmup", "0", "--iterations", "1",
          "--scale", str(args.scale), "--protocol", "prepared", "--no-progress",
-         "--telemetry" if telemetry else "--no-telemetry", "--tx-logs", args.tx_logs,
+         "--telemetry" if telemetry else "--no-telemetry", "--tx-logs", tx_logs,
          "--results-dir", str(results)], check=True, capture_output=True)
     summary = json.loads(next(results.glob("*/*/summary.json")).read_text())
     telemetry_summary = summary["iterations"][0].get("telemetry") or {}
     own = (telemetry_summary.get("contamination") or {})
     if own.get("busy_cores"):
-        OWN_SHARE.setdefault((workload, clients), []).append(
+        OWN_SHARE.setdefault((workload, clients, tx_logs), []).append(
             own["sampler_cores"] / own["busy_cores"])
     return summary["per_clients"][0]["tps_mean"]
 
 
-OWN_SHARE: dict[tuple[str, int], list[float]] = {}
+OWN_SHARE: dict[tuple[str, int, str], list[float]] = {}
 """pgdyno's own share of the busy CPU (log reader and samplers) in each telemetry-on run:
 measured within the run, so the machine's speed changes cancel out."""
 
