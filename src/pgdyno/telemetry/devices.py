@@ -15,8 +15,6 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pgdyno.units import format_bytes
-
 SYS_BLOCK_BY_NUMBER = Path("/sys/dev/block")
 SYS_CLASS_BLOCK = Path("/sys/class/block")
 MOUNTINFO = Path("/proc/self/mountinfo")
@@ -228,6 +226,9 @@ class DeviceIdentity:
         if self.firmware:
             parts.append(f"firmware {self.firmware}")
         if self.size_bytes:
+            # Imported here: an --ssh host runs this module's source alone (standard
+            # library only, telemetry.remote); only the local side words the facts.
+            from pgdyno.units import format_bytes
             parts.append(format_bytes(self.size_bytes))
         if self.rotational is not None:
             parts.append("rotational" if self.rotational else "non-rotational")
