@@ -98,11 +98,12 @@ def test_long_validation_overturns_a_winner_that_defers_autovacuum(workdir: Path
     outcome = run_search(SearchOptions(
         bench=bench, budget=1, baselines=(), top=1, reruns=0, compare_pairs=0, name="v",
         knobs=("shared_buffers",), fixes=("autovacuum=off",), validate_s=4.0,
-        validate_cycles=False, show_progress=False))
+        validate_cycles=False, validate_against=("tuned",), show_progress=False))
     search_dir = outcome.search_dir
     val = json.loads((search_dir / "validate.json").read_text())
     winner = next(iter(val["sides"]))
-    assert val["rule"]["window_s"] == 2 and len(val["order"]) == 6
+    assert val["rule"]["window_s"] == 2 and len(val["order"]) == 4  # winner, tuned: 2 each
+    assert set(val["sides"]) == {winner, "tuned"}
     assert "trial 0" in winner and outcome.winner_label == "trial 0"
     results_by = {r["label"]: r for r in val["results"]}
     won = results_by[winner]

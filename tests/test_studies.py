@@ -166,7 +166,8 @@ def test_example_study_report_has_every_section(quick_studies, name: str) -> Non
     assert 1 <= len(sentences) <= 7
     assert all("](#" in line for line in sentences)  # each links to its section
     assert all(c.status == "ok" for c in record.cells), record.cells
-    assert_fits(folder / "study.html")  # headless Chromium: no table wider than 1280 px
+    if name in ("drive-qualification", "instance-report"):  # the widest: fio, context
+        assert_fits(folder / "study.html")  # headless Chromium: no table over 1280 px
 
 
 def _iteration_values(run_dirs: list[str], metric: str, clients: int) -> list[float]:
@@ -445,6 +446,8 @@ def test_cache_states_are_the_validation_runs_timeline(quick_studies) -> None:
     table = text.split("5. Validation runs")[1].split("\n### ")[0]
     for state, value in expected.items():
         row = next(line for line in table.splitlines() if line.startswith(f"| {state} |"))
-        assert float(row.split("|")[2].replace(",", "")) == pytest.approx(value, abs=0.06)
+        cell = row.split("|")[2].strip().replace(",", "")
+        decimals = len(cell.partition(".")[2])  # the table rounds: half its last digit
+        assert float(cell) == pytest.approx(value, abs=0.5 * 10 ** -decimals + 1e-9)
     # Made once: a rebuild reads it, and the validation run is not a study cell.
     assert str(run) not in {c.run_dir for c in record.cells}

@@ -174,6 +174,11 @@ def test_round_trip_covers_every_field() -> None:
         marks=[t.Mark(1.0, "measure_start")], errors={"waits": 1}, notes=["n"],
     )
     s.gaps = [t.TelemetryGap("host", 1.0, 2.0, "ssh connection lost")]  # --ssh
+    from pgdyno.analysis.telemetry.model import CpuPerUnit
+
+    c = s.contamination  # whose CPU: the server's tree and the load driver apart
+    c.server_cores, c.driver_cores, c.driver_programs = 1.2, 0.1, ["pgbench"]
+    c.per_unit = CpuPerUnit("New-Order", 10.0, 0.12, 0.01, 8.3)
     s.client_cpu = s.cpu
     from pgdyno.analysis import archive as a
 
@@ -261,8 +266,11 @@ def test_report_rates_are_binary_and_recomputed_from_raw(recorded) -> None:  # n
     tdir = raw / "telemetry"
     s = analyse_telemetry(raw, (t0, t1))
     text = telemetry_markdown(s, None, {})
-    # WAL: pg_stat_wal.wal_bytes over the window's first and last snapshots.
-    snaps = _in_window(list(read_jsonl(tdir / "pg_stats.jsonl")), t0, t1)
+    # WAL: pg_stat_wal.wal_bytes over the window's first and last snapshots (every snapshot
+    # within half an interval of the window; unlike host ticks, none is dropped as partial:
+    # counters over a short last interval are still exact).
+    snaps = [r for r in read_jsonl(tdir / "pg_stats.jsonl") if t0 - 0.5 <= float(r["t"])
+             <= t1 + 0.5]
     wal = ((snaps[-1]["wal"]["wal_bytes"] - snaps[0]["wal"]["wal_bytes"])
            / (snaps[-1]["mono"] - snaps[0]["mono"]))
     rows = {r[0]: r[1] for r in markdown_table(text, "| metric | value |")[2:]}

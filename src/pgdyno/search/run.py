@@ -82,6 +82,9 @@ class SearchOptions:
     default is 30 min)."""
     validate_cycles: bool = True
     """Raise each long run to two checkpoint and two autovacuum cycles (False: as asked)."""
+    validate_against: tuple[str, ...] = ("pgtune", "tuned")
+    """The named configs the winner meets in the long-window validation (tuned always: the
+    winner holds only by beating it)."""
     seed: int = 0
     name: str | None = None
     baselines: tuple[str, ...] = NAMED
@@ -310,7 +313,7 @@ def _run_search(opts: SearchOptions, console: Console, bench: BenchOptions, name
 
         val = validate_winner(search_dir, conf, winner, winner_file, bench, opts.validate_s,
                               opts.validate_cycles, {**role, "phase": "validate"}, console,
-                              opts.show_progress, around)
+                              opts.show_progress, around, opts.validate_against)
         outcome.recommendation = val.recommendation
         outcome.verdicts += [v.sentence() for v in val.verdicts]
     _finish(outcome, study, record, selection, conf, search_dir, opts, install, hardware)

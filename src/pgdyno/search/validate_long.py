@@ -327,8 +327,8 @@ def recommend_long(val: LongValidation, direction: int) -> tuple[bool, str, str]
 def validate_winner(search_dir: Path, conf: Any, winner: Any, winner_file: Path,
                     base: BenchOptions, asked_s: float, enforce: bool, role: dict[str, Any],
                     console: Console | None, show_progress: bool,
-                    around: Callable[[str], contextlib.AbstractContextManager] | None = None
-                    ) -> LongValidation:
+                    around: Callable[[str], contextlib.AbstractContextManager] | None = None,
+                    against: tuple[str, ...] = ("pgtune", "tuned")) -> LongValidation:
     """The step after the confirmation (``conf``, or None without one): the winner
     (a search ``Candidate``), pgtune and tuned over the long window, resumed from
     validate.json when it is there."""
@@ -341,7 +341,7 @@ def validate_winner(search_dir: Path, conf: Any, winner: Any, winner_file: Path,
         is_named = winner.config in NAMED
         label = winner.label if is_named else f"search winner ({winner.label})"
         sides = {label: winner.config if is_named else str(winner_file)}
-        for name in ("pgtune", "tuned"):
+        for name in dict.fromkeys((*against, "tuned")):
             if sides[label] != name:
                 sides[name] = name
         earlier = {label: list(winner.run_dirs)}
