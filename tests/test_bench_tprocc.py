@@ -41,10 +41,10 @@ def test_bench_tprocc_nopm_types_and_consistency(workdir: Path) -> None:
                                           / "debt.jsonl").read_text().splitlines() if line]
     inside = sum(1 for r in debt if start["time_s"] < r["t_commit"] <= end["time_s"])
     assert inside >= 1
-    own = max(0, len(window.get("series", [])) - 1) + inside
+    ours = max(0, len(window.get("series", [])) - 1) + inside
     xacts = (end["xact_commit"] + end["xact_rollback"]) - (start["xact_commit"]
                                                            + start["xact_rollback"])
-    assert math.isclose(it["metrics"]["tpm"], (xacts - own) / minutes)
+    assert math.isclose(it["metrics"]["tpm"], (xacts - ours) / minutes)
     # Without keying and think times there is no ceiling: no efficiency, no ideal.
     assert not {"efficiency", "real_vs_ideal"} & set(it["metrics"])
     scripts = {s["name"]: s for s in it["scripts"]}
