@@ -24,6 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
+from typing import Protocol
 
 from pgdyno import serde
 from pgdyno.errors import PgdynoError, UsageError
@@ -102,54 +103,103 @@ def check_options(opts: FleetOptions) -> None:
 
 def run_fleet(opts: FleetOptions, echo: Callable[[str], None] = print) -> FleetOutcome:
     check_options(opts)
+    return run_play(opts, Play(label=str(opts.campaign), what="fleet", stem="",
+                               playbook=playbook_path(),
+                               variables={"pgdyno_campaign": str(opts.campaign.absolute())}),
+                    echo)
+
+
+class Hosts(Protocol):
+    """Where a fleet play runs and what it merges into: ``fleet run``'s and ``fleet
+    search``'s options alike."""
+
+    inventory: Path
+    results_dir: Path
+    group: str
+    limit: str | None
+    forks: int | None
+    remote_dir: str
+
+
+@dataclass(frozen=True)
+class Play:
+    """One ansible-playbook run over the hosts: its playbook, its own variables, and the
+    names of its files (``ansible-<stem><stamp>.log``, ``fleet-<stem><stamp>.json``)."""
+
+    label: str
+    """The outcome's ``campaign``: the campaign file, or ``search NAME``."""
+    what: str
+    """The command, as errors name it."""
+    stem: str
+    playbook: Path
+    variables: dict[str, str]
+    env: dict[str, str] = field(default_factory=dict)
+    """Extra environment of ansible-playbook (read by the playbook's env lookups, so a
+    secret stays off every command line)."""
+
+
+def run_play(opts: Hosts, play: Play, echo: Callable[[str], None]) -> FleetOutcome:
+    """Ship this pgdyno's wheels, run ``play`` on every host, fetch and merge each host's
+    results (also a failed host's), index them and keep the outcome beside them."""
     program = ansible_playbook()
     bundle = build_bundle(echo)
     fleet_dir = opts.results_dir / "fleet"
     fleet_dir.mkdir(parents=True, exist_ok=True)
-    outcome = FleetOutcome(campaign=str(opts.campaign), inventory=str(opts.inventory),
+    outcome = FleetOutcome(campaign=play.label, inventory=str(opts.inventory),
                            started_at=time.time())
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
-    log_path = fleet_dir / f"ansible-{stamp}.log"
+    log_path = fleet_dir / f"ansible-{play.stem}{stamp}.log"
     outcome.log = str(log_path)
     with tempfile.TemporaryDirectory(prefix="pgdyno-fleet-") as tmp:
         fetch_dir = Path(tmp) / "fetched"
         fetch_dir.mkdir()
         extra = {"pgdyno_group": opts.group, "pgdyno_bundle": str(bundle.directory),
-                 "pgdyno_wheel": bundle.wheel.name,
-                 "pgdyno_campaign": str(opts.campaign.absolute()),
-                 "pgdyno_fetch_dir": str(fetch_dir), "pgdyno_remote_dir": opts.remote_dir}
+                 "pgdyno_wheel": bundle.wheel.name, "pgdyno_fetch_dir": str(fetch_dir),
+                 "pgdyno_remote_dir": opts.remote_dir, **play.variables}
         (Path(tmp) / "vars.json").write_text(json.dumps(extra))
-        cmd = [program, "-i", str(opts.inventory), str(playbook_path()),
+        cmd = [program, "-i", str(opts.inventory), str(play.playbook),
                "-e", f"@{Path(tmp) / 'vars.json'}"]
         if opts.limit:
             cmd += ["--limit", opts.limit]
         if opts.forks:
             cmd += ["--forks", str(opts.forks)]
-        lines = _run_streaming(cmd, log_path, echo)
-        outcome.returncode = lines[1]
-        outcome.hosts = parse_play(lines[0])
+        lines, outcome.returncode = _run_streaming(cmd, log_path, echo, play.env)
+        outcome.hosts = parse_play(lines)
         for host in outcome.hosts:
             archive = fetch_dir / f"{host.host}.tgz"
             if archive.exists():
                 host.runs = merge_host_results(archive, host.host, opts.results_dir)
     outcome.seconds = time.time() - outcome.started_at
     if not outcome.hosts:
-        raise PgdynoError(f"fleet: ansible-playbook matched no host (exit {outcome.returncode});"
-                          f" see {log_path}")
+        raise PgdynoError(f"{play.what}: ansible-playbook matched no host (exit "
+                          f"{outcome.returncode}); see {log_path}")
     _reindex(opts.results_dir)
-    (fleet_dir / f"fleet-{stamp}.json").write_text(json.dumps(serde.to_dict(outcome), indent=2))
+    (fleet_dir / f"fleet-{play.stem}{stamp}.json").write_text(
+        json.dumps(serde.to_dict(outcome), indent=2))
     return outcome
+
+
+def outcome_lines(what: str, outcome: FleetOutcome, results_dir: Path) -> list[str]:
+    """The closing lines of ``fleet run`` and ``fleet search``: the whole, then a line a
+    host (its status, runs merged, and its summary or first error)."""
+    lines = [f"{what}: {len(outcome.hosts)} hosts in {outcome.seconds:.0f} s; results merged "
+             f"into {results_dir}; ansible log {outcome.log}"]
+    width = max(len(h.host) for h in outcome.hosts)
+    for h in outcome.hosts:
+        detail = h.campaign if h.status == "ok" else h.error
+        lines.append(f"  {h.host:<{width}}  {h.status:<11} {h.runs:>3} runs  {detail}")
+    return lines
 
 
 def playbook_path() -> Path:
     return Path(str(resources.files("pgdyno.fleet") / "playbooks" / "campaign.yml"))
 
 
-def _run_streaming(cmd: list[str], log_path: Path,
-                   echo: Callable[[str], None]) -> tuple[list[str], int]:
+def _run_streaming(cmd: list[str], log_path: Path, echo: Callable[[str], None],
+                   extra_env: dict[str, str] | None = None) -> tuple[list[str], int]:
     """Ansible's own output, shown as it comes and kept in the fleet log."""
     env = {**os.environ, "ANSIBLE_RETRY_FILES_ENABLED": "False",
-           "ANSIBLE_NOCOLOR": "1", "PYTHONUNBUFFERED": "1"}
+           "ANSIBLE_NOCOLOR": "1", "PYTHONUNBUFFERED": "1", **(extra_env or {})}
     lines: list[str] = []
     with log_path.open("w") as log, subprocess.Popen(
             cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env) as proc:

@@ -13,27 +13,13 @@ host's search directory under ``fleet/hosts/<host>/searches/<name>``.
 
 from __future__ import annotations
 
-import json
-import os
 import shlex
-import tempfile
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from pgdyno import serde
-from pgdyno.errors import PgdynoError, UsageError
-from pgdyno.fleet.bundle import build_bundle
-from pgdyno.fleet.run import (
-    DEFAULT_REMOTE_DIR,
-    FleetOutcome,
-    _reindex,
-    _run_streaming,
-    ansible_playbook,
-    merge_host_results,
-    parse_play,
-)
+from pgdyno.errors import UsageError
+from pgdyno.fleet.run import DEFAULT_REMOTE_DIR, FleetOutcome, Play, run_play
 from pgdyno.redact import redact
 
 STORAGE_ENV = "PGDYNO_SEARCH_STORAGE"
@@ -82,47 +68,11 @@ def search_args(opts: FleetSearchOptions) -> str:
 def run_fleet_search(opts: FleetSearchOptions,
                      echo: Callable[[str], None] = print) -> FleetOutcome:
     check_options(opts)
-    program = ansible_playbook()
-    bundle = build_bundle(echo)
-    fleet_dir = opts.results_dir / "fleet"
-    fleet_dir.mkdir(parents=True, exist_ok=True)
-    outcome = FleetOutcome(campaign=f"search {opts.name}", inventory=str(opts.inventory),
-                           started_at=time.time())
-    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
-    log_path = fleet_dir / f"ansible-search-{stamp}.log"
-    outcome.log = str(log_path)
-    with tempfile.TemporaryDirectory(prefix="pgdyno-fleet-") as tmp:
-        fetch_dir = Path(tmp) / "fetched"
-        fetch_dir.mkdir()
-        extra = {"pgdyno_group": opts.group, "pgdyno_bundle": str(bundle.directory),
-                 "pgdyno_wheel": bundle.wheel.name, "pgdyno_search_args": search_args(opts),
-                 "pgdyno_fetch_dir": str(fetch_dir), "pgdyno_remote_dir": opts.remote_dir}
-        (Path(tmp) / "vars.json").write_text(json.dumps(extra))
-        cmd = [program, "-i", str(opts.inventory), str(playbook_path()),
-               "-e", f"@{Path(tmp) / 'vars.json'}"]
-        if opts.limit:
-            cmd += ["--limit", opts.limit]
-        if opts.forks:
-            cmd += ["--forks", str(opts.forks)]
-        os.environ[STORAGE_ENV] = opts.storage  # read by the playbook's env lookup
-        try:
-            lines, outcome.returncode = _run_streaming(cmd, log_path,
-                                                       lambda line: echo(redact(line)))
-        finally:
-            os.environ.pop(STORAGE_ENV, None)
-        outcome.hosts = parse_play(lines)
-        for host in outcome.hosts:
-            archive = fetch_dir / f"{host.host}.tgz"
-            if archive.exists():
-                host.runs = merge_host_results(archive, host.host, opts.results_dir)
-    outcome.seconds = time.time() - outcome.started_at
-    if not outcome.hosts:
-        raise PgdynoError(f"fleet search: ansible-playbook matched no host (exit "
-                          f"{outcome.returncode}); see {log_path}")
-    _reindex(opts.results_dir)
-    (fleet_dir / f"fleet-search-{stamp}.json").write_text(
-        json.dumps(serde.to_dict(outcome), indent=2))
-    return outcome
+    return run_play(opts, Play(
+        label=f"search {opts.name}", what="fleet search", stem="search-",
+        playbook=playbook_path(), variables={"pgdyno_search_args": search_args(opts)},
+        env={STORAGE_ENV: opts.storage}),  # read by the playbook's env lookup
+        lambda line: echo(redact(line)))
 
 
 def report_path(opts: FleetSearchOptions, outcome: FleetOutcome) -> Path | None:

@@ -16,7 +16,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from rich.console import Console
 
@@ -123,20 +123,7 @@ def run_confirmation(conf: Confirmation, base: BenchOptions, search_dir: Path,
                     ) -> Confirmation:
     """Run what is left of the order, compare, and add rounds while undecided."""
     while True:
-        while conf.done < len(conf.order):
-            label = conf.order[conf.done]
-            opts = dataclasses.replace(base, config=conf.sides[label], sets=())
-            with around(label) if around is not None else contextlib.nullcontext():
-                run_dir = run_one(opts, {**role, "label": label, "compare_side": label,
-                                         "order": conf.done + 1}, console)
-            if run_dir is None:
-                conf.failed.append(f"run {conf.done + 1} ({label}) failed")
-            else:
-                conf.runs[label].append(str(run_dir))
-            conf.done += 1
-            save(conf)
-            if on_run is not None:
-                on_run(label)
+        run_order(conf, base, role, console, save, on_run, around)
         conf.verdicts = compare_sides(conf, search_dir)
         rounds = len(conf.order) // max(1, len(conf.sides))
         if not _undecided(conf) or rounds >= conf.max_pairs:
@@ -146,6 +133,40 @@ def run_confirmation(conf: Confirmation, base: BenchOptions, search_dir: Path,
     conf.recommended, conf.recommendation = recommend(conf)
     save(conf)
     return conf
+
+
+class Interleaved(Protocol):
+    """An interleaved comparison's progress, saved after every run: the confirmation's and
+    the long validation's."""
+
+    sides: dict[str, str]
+    order: list[str]
+    done: int
+    runs: dict[str, list[str]]
+    failed: list[str]
+
+
+def run_order(state: Interleaved, base: BenchOptions, role: dict[str, Any],
+              console: Console | None, save: Callable[[Any], None],
+              on_run: Callable[[str], None] | None = None,
+              around: Callable[[str], contextlib.AbstractContextManager] | None = None,
+              **replace: Any) -> None:
+    """Run what is left of ``state.order``, one run a label (its config, ``base`` otherwise,
+    with ``replace`` on top: the long validation's window), saving after each."""
+    while state.done < len(state.order):
+        label = state.order[state.done]
+        opts = dataclasses.replace(base, config=state.sides[label], sets=(), **replace)
+        with around(label) if around is not None else contextlib.nullcontext():
+            run_dir = run_one(opts, {**role, "label": label, "compare_side": label,
+                                     "order": state.done + 1}, console)
+        if run_dir is None:
+            state.failed.append(f"run {state.done + 1} ({label}) failed")
+        else:
+            state.runs[label].append(str(run_dir))
+        state.done += 1
+        save(state)
+        if on_run is not None:
+            on_run(label)
 
 
 def _undecided(conf: Confirmation) -> bool:

@@ -20,7 +20,6 @@ search's directory, saved after every run, so a stopped search resumes here.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import json
 import math
 import statistics
@@ -35,8 +34,7 @@ from pgdyno.analysis.debt import MaintenanceDebt
 from pgdyno.analysis.summary import load_summary
 from pgdyno.errors import UsageError
 from pgdyno.options import BenchOptions
-from pgdyno.runner.bench import run_one
-from pgdyno.search.confirm import Verdict, compare_labels
+from pgdyno.search.confirm import Verdict, compare_labels, run_order
 from pgdyno.search.objective import run_debt
 from pgdyno.search.select import balanced_order
 from pgdyno.serde import from_dict, to_dict
@@ -233,21 +231,7 @@ def run_validation(val: LongValidation, base: BenchOptions, search_dir: Path,
                    around: Callable[[str], contextlib.AbstractContextManager] | None = None
                   ) -> LongValidation:
     """Run what is left of the order, compare, judge the debt, and recommend."""
-    while val.done < len(val.order):
-        label = val.order[val.done]
-        opts = dataclasses.replace(base, config=val.sides[label], sets=(),
-                                   duration_s=val.rule.window_s)
-        with around(label) if around is not None else contextlib.nullcontext():
-            run_dir = run_one(opts, {**role, "label": label, "compare_side": label,
-                                     "order": val.done + 1}, console)
-        if run_dir is None:
-            val.failed.append(f"run {val.done + 1} ({label}) failed")
-        else:
-            val.runs[label].append(str(run_dir))
-        val.done += 1
-        save(val)
-        if on_run is not None:
-            on_run(label)
+    run_order(val, base, role, console, save, on_run, around, duration_s=val.rule.window_s)
     val.verdicts = compare_labels(list(val.sides), val.runs, search_dir, "validate-vs-")
     val.results = [side_result(label, val.sides[label], val.runs[label], base.workload)
                    for label in val.sides]
