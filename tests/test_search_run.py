@@ -48,7 +48,10 @@ def _rows(search_dir: Path):
 
     with contextlib.closing(sqlite3.connect(search_dir / "study.db")) as db:
         made = db.execute("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND "
-                          "name = 'trials'").fetchone()[0]
+                          "name IN ('trials', 'alembic_version')").fetchone()[0] == 2
+        # Optuna stamps its schema version last: opened before that, RDBStorage would
+        # stamp it too, and the two inserts collide (UNIQUE alembic_version.version_num).
+        made = made and db.execute("SELECT count(*) FROM alembic_version").fetchone()[0] > 0
     if not made:
         return []
     storage = optuna.storages.RDBStorage(f"sqlite:///{search_dir / 'study.db'}")
