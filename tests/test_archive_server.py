@@ -50,7 +50,8 @@ def small_example(root: Path) -> str:
     archived copies; each edit must find its line, so the example stays what is tested."""
     text = EXAMPLE.read_text()
     edits = [('warehouses = "10,20,30"', 'warehouses = "1,2"'),
-             ("duration = 150", "duration = 4"), ("warmup = 30", "warmup = 1"),
+             ("duration = 60\nwarmup = 15\niterations = 2",
+              "duration = 4\nwarmup = 1\niterations = 1"),
              ("keying-thinking = true",
               f'keying-thinking = true\ntime-scale = 0.02\nworkdir = "{root / "wd"}"')]
     for method in ("buffered", "direct"):
