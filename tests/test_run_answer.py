@@ -278,7 +278,7 @@ def test_tpcb_report_opens_with_the_terminal_answer_and_reports_its_load() -> No
     assert done is not None, log
     steps = {name.strip(", "): float(v) for name, v in re.findall(r"([a-z -]+) ([0-9.]+) s",
                                                                   done.group(1))}
-    timed = {"data": steps.get("create tables", 0) + steps["server-side generate"],
+    timed = {"data": steps.get("create tables", 0) + steps["client-side generate"],
              "keys": steps["primary keys"], "vacuum": steps["vacuum"]}
     shown = check_load_table(run, rows=100_011, phase_seconds=timed)
     assert set(shown) == {"data", "keys", "vacuum"}

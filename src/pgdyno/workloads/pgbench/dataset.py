@@ -18,9 +18,20 @@ from pgdyno.workloads import dataset
 
 PGBENCH_TABLES = ["pgbench_accounts", "pgbench_branches", "pgbench_tellers", "pgbench_history"]
 DATASET_NAME = "pgbench"
-INIT_STEPS = "tGvp"
-"""pgbench -i's steps: create tables, generate server-side, vacuum, primary keys; never
-``d`` (pgbench's DROP resolves names through the search_path: pgdyno drops its own)."""
+INIT_STEPS = "tgvp"
+"""pgbench -i's steps: create tables, generate client-side, vacuum, primary keys; never
+``d`` (pgbench's DROP resolves names through the search_path: pgdyno drops its own).
+
+Client-side (``g``), not server-side (``G``): pgbench's COPY runs with FREEZE in the
+transaction that truncates the tables (PostgreSQL 14 and later), so the rows go in frozen
+and all-visible, WAL is written a page at a time, and the vacuum step has nothing left to
+freeze; ``G``'s INSERT ... SELECT logs every row and leaves VACUUM to dirty every page
+(hint bits, visibility map). On 2 cores at scale 30, ``g`` took 3.6-5.9 s where ``G`` took
+11-17 s (bench/pgbench_init.py compares both with PostgreSQL's own COPY)."""
+KEY_BUILD_MEMORY = "512MB"
+"""maintenance_work_mem of pgbench -i's session (never below the server's own): the primary
+key of pgbench_accounts sorts every aid, and at 64MB (PostgreSQL's default), shared by the
+parallel build's participants, that sort spills to disk from scale 5 on (trace_sort)."""
 
 
 ROWS_PER_SCALE = 100_000 + 10 + 1
@@ -39,6 +50,7 @@ class InitResult:
     scale: int
     seconds: float
     command: list[str]
+    """The command as a user would type it, with the session settings it ran with."""
     phase_seconds: dict[str, float] = field(default_factory=dict)
     """Seconds per load phase, from pgbench's own timing of its steps."""
     recorded_seconds: float | None = None
@@ -83,18 +95,32 @@ def initialise(conn: ConnectionInfo, install: PgInstall, scale: int, force: bool
                               recorded_seconds=state.build_seconds)
         dataset.prepare_build(db, state, DATASET_NAME, size_key, PGBENCH_TABLES,
                               force=force, what="pgbench's")
-    # Server-side generation (G) is several times faster than client-side COPY.
+        settings = session_settings(db)
     cmd = [install.program("pgbench"), *conn.client_args(), "-i", "-s", str(scale),
            "-I", INIT_STEPS, "-q", conn.dbname]
+    env = conn.client_env()
+    options = " ".join(f"-c {name}={value}" for name, value in settings.items())
+    if options:
+        env["PGOPTIONS"] = " ".join(filter(None, [env.get("PGOPTIONS", ""), options]))
     started = time.monotonic()
     with log_path.open("w") as log:
-        result = subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT,
-                                env=conn.client_env(), check=False)
+        result = subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT, env=env,
+                                check=False)
     seconds = time.monotonic() - started
     if result.returncode != 0:
         tail = log_path.read_text(errors="replace").strip().splitlines()[-3:]
         raise RunFailed(f"pgbench -i failed (exit {result.returncode}): {' | '.join(tail)}")
     with psycopg.connect(conn.conninfo(), autocommit=True) as db:
         dataset.record(db, DATASET_NAME, size_key, PGBENCH_TABLES, seconds, __version__)
-    return InitResult(reused=False, scale=scale, seconds=seconds, command=cmd,
+    shown = [f"PGOPTIONS='{options}'", *cmd] if options else cmd
+    return InitResult(reused=False, scale=scale, seconds=seconds, command=shown,
                       phase_seconds=init_phases(log_path.read_text(errors="replace")))
+
+
+def session_settings(db: psycopg.Connection) -> dict[str, str]:
+    """The settings pgbench -i's session runs with: KEY_BUILD_MEMORY for the key builds,
+    unless the server already gives maintenance work more."""
+    wanted, current = db.execute(
+        "SELECT pg_size_bytes(%s), pg_size_bytes(current_setting('maintenance_work_mem'))",
+        (KEY_BUILD_MEMORY,)).fetchone()
+    return {"maintenance_work_mem": KEY_BUILD_MEMORY} if current < wanted else {}
