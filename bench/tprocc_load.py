@@ -1,11 +1,17 @@
-"""TPROC-C load speed on this machine: warehouses per minute at W = 10 and W = 50.
+"""TPROC-C load speed on this machine: warehouses per minute at W = 10, 50 and 100.
 
-One embedded PostgreSQL 18 server with the stock configuration, in its own workdir
-under /var/tmp; each size is loaded from scratch (rebuild) with the default number of
-loader connections (one per core) unless --workers says otherwise. Prints one JSON line
-per size and writes them all to --out.
+Each size is loaded from scratch (rebuild) with the default number of loader connections
+(one per core) unless --workers says otherwise, into an embedded PostgreSQL 18 with the
+stock configuration started in its own workdir under /var/tmp, or with --dsn into an
+existing server (its database must be empty or hold only pgdyno's tables; --force loads
+beside others). Per size it prints one JSON line with each phase's wall seconds, and
+where the server runs on this machine its CPU seconds (the postmaster and every backend,
+exited ones included) and the WAL it wrote; then it fits seconds = fixed + per_warehouse
+x W by least squares and projects W = 1,000 and 10,000 (time, warehouses per minute, and
+per core). Everything is also written to --out.
 
-    python bench/tprocc_load.py --warehouses 10,50
+    python bench/tprocc_load.py                       # W = 10, 50, 100 (about 6 min)
+    python bench/tprocc_load.py --warehouses 2,5 --dsn postgresql://user@host/db
 """
 
 from __future__ import annotations
@@ -15,61 +21,247 @@ import json
 import shutil
 import sys
 import tempfile
+import threading
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
+import psutil
+import psycopg
+
 from pgdyno.targets.binaries import embedded_install
+from pgdyno.targets.connection import ConnectionInfo
+from pgdyno.targets.dsn import dsn_connection
 from pgdyno.targets.local import LocalServer
 from pgdyno.workloads.tprocc import LoadOptions, LoadProgress, default_workers, load
 
+PROJECT_AT = (1_000, 10_000)
 
-def _progress(report: LoadProgress) -> None:
-    print(f"\r  {report.phase:<7} {report.warehouses_done}/{report.warehouses_total} "
-          f"warehouses  {report.steps_done}/{report.steps_total} steps  "
-          f"{report.rows_per_s:,.0f} rows/s  {report.elapsed_s:6.1f} s", end="",
-          file=sys.stderr, flush=True)
+
+class ServerMeter:
+    """Server CPU seconds and WAL bytes, for each phase of a load and in all.
+
+    The whole load's CPU is exact: the postmaster's own, its reaped children's (every
+    backend that has exited) and its live children's, read before and after the load once
+    exited backends have been reaped (outside the load's timing). Per phase, a sampler
+    follows every child's CPU 20 times a second, so a backend's last 50 ms before it exits
+    may be missed there. None when the server is not a process of this machine."""
+
+    INTERVAL_S = 0.05
+
+    def __init__(self, target: ConnectionInfo) -> None:
+        self.conn = psycopg.connect(target.conninfo(), autocommit=True)
+        backend = self.conn.execute("SELECT pg_backend_pid()").fetchone()[0]
+        try:
+            self.postmaster: psutil.Process | None = psutil.Process(backend).parent()
+        except psutil.Error:  # a remote server
+            self.postmaster = None
+        self.latest: dict[int, float] = {}
+        self.lock = threading.Lock()
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._sample_loop, daemon=True)
+        if self.postmaster is not None:
+            self.thread.start()
+
+    def _sample_loop(self) -> None:
+        while not self.stop.wait(self.INTERVAL_S):
+            self.sample()
+
+    def sample(self) -> dict[int, float]:
+        """Every child's CPU seconds so far (the postmaster's own under key 0), kept with
+        the last value seen of children that have exited since."""
+        assert self.postmaster is not None
+        now = {0: sum(self.postmaster.cpu_times()[:2])}
+        for child in self.postmaster.children():
+            try:
+                now[child.pid] = sum(child.cpu_times()[:2])
+            except psutil.Error:
+                continue
+        with self.lock:
+            self.latest.update(now)
+            return dict(self.latest)
+
+    def total_cpu_s(self) -> float | None:
+        if self.postmaster is None:
+            return None
+        time.sleep(0.5)  # let the postmaster reap the loader's closed connections
+        t = self.postmaster.cpu_times()
+        total = t.user + t.system + t.children_user + t.children_system
+        for child in self.postmaster.children():
+            try:
+                total += sum(child.cpu_times()[:2])
+            except psutil.Error:
+                continue
+        return total
+
+    def wal_lsn(self) -> int:
+        return int(self.conn.execute(
+            "SELECT pg_current_wal_lsn() - '0/0'::pg_lsn").fetchone()[0])
+
+    def close(self) -> None:
+        self.stop.set()
+        if self.thread.is_alive():
+            self.thread.join()
+        self.conn.close()
+
+
+@dataclass
+class PhaseMeter:
+    """Follows a load's progress reports; at each new phase, the last one's CPU and WAL."""
+
+    meter: ServerMeter
+    phase: str | None = None
+    cpu_s: dict[str, float] = field(default_factory=dict)
+    wal_bytes: dict[str, int] = field(default_factory=dict)
+    client_cpu_s: dict[str, float] = field(default_factory=dict)
+    _cpu_at: dict[int, float] = field(default_factory=dict)
+    _wal_at: int = 0
+    _client_at: float = 0.0
+
+    def __call__(self, report: LoadProgress) -> None:
+        print(f"\r  {report.phase:<11} {report.warehouses_done}/{report.warehouses_total} "
+              f"warehouses  {report.steps_done}/{report.steps_total} steps  "
+              f"{report.rows_per_s:,.0f} rows/s  {report.elapsed_s:6.1f} s", end="",
+              file=sys.stderr, flush=True)
+        if report.phase != self.phase:
+            self.switch(report.phase)
+
+    def switch(self, phase: str) -> None:
+        cpu = self.meter.sample() if self.meter.postmaster is not None else {}
+        wal, client = self.meter.wal_lsn(), time.process_time()
+        if self.phase is not None:
+            if cpu:
+                used = sum(v - self._cpu_at.get(pid, 0.0) for pid, v in cpu.items())
+                self.cpu_s[self.phase] = self.cpu_s.get(self.phase, 0.0) + used
+            self.wal_bytes[self.phase] = self.wal_bytes.get(self.phase, 0) + wal - self._wal_at
+            self.client_cpu_s[self.phase] = (self.client_cpu_s.get(self.phase, 0.0)
+                                             + client - self._client_at)
+        self.phase, self._cpu_at, self._wal_at, self._client_at = phase, cpu, wal, client
+
+
+def fit(sizes: list[int], seconds: list[float]) -> tuple[float, float] | None:
+    """Least squares seconds = fixed + per_warehouse x W (None: fewer than two sizes)."""
+    n = len(sizes)
+    if n < 2 or len(set(sizes)) < 2:
+        return None
+    mean_w, mean_s = sum(sizes) / n, sum(seconds) / n
+    sxx = sum((w - mean_w) ** 2 for w in sizes)
+    sxy = sum((w - mean_w) * (s - mean_s) for w, s in zip(sizes, seconds, strict=True))
+    per_warehouse = sxy / sxx
+    return mean_s - per_warehouse * mean_w, per_warehouse
+
+
+def measure(target: ConnectionInfo, warehouses: int, args: argparse.Namespace) -> dict:
+    options = LoadOptions(warehouses=warehouses, workers=args.workers, rebuild=True,
+                          force=args.force, order_line_partitions=args.partitions)
+    meter = ServerMeter(target)
+    phases = PhaseMeter(meter)
+    try:
+        cpu_before = meter.total_cpu_s()
+        result = load(target, options, phases)
+        phases.switch("after")
+        cpu_after = meter.total_cpu_s()
+    finally:
+        meter.close()
+    print(file=sys.stderr)
+    cpu_total = cpu_after - cpu_before if cpu_before is not None else None
+    return {
+        "warehouses": warehouses,
+        "workers": result.workers,
+        "cpus": default_workers(),
+        "order_line_partitions": result.order_line_partitions,
+        "seconds": round(result.seconds, 2),
+        "warehouses_per_minute": round(result.warehouses_per_minute, 1),
+        "rows": result.rows,
+        "rows_per_second": round(result.rows / result.seconds),
+        "phase_seconds": {k: round(v, 2) for k, v in result.phase_seconds.items()},
+        "server_cpu_s": {k: round(v, 2) for k, v in phases.cpu_s.items()},
+        "server_cpu_s_total": None if cpu_total is None else round(cpu_total, 2),
+        "server_cpu_s_per_warehouse": (round(cpu_total / warehouses, 3)
+                                       if cpu_total is not None else None),
+        "client_cpu_s": {k: round(v, 2) for k, v in phases.client_cpu_s.items()},
+        "wal_mb": {k: round(v / 2**20, 1) for k, v in phases.wal_bytes.items()},
+    }
+
+
+def projection(rows: list[dict], cores: int) -> dict | None:
+    line = fit([r["warehouses"] for r in rows], [r["seconds"] for r in rows])
+    if line is None:
+        return None
+    fixed, per_warehouse = line
+    projected = {}
+    for w in PROJECT_AT:
+        seconds = fixed + per_warehouse * w
+        projected[str(w)] = {"seconds": round(seconds), "minutes": round(seconds / 60, 1),
+                             "warehouses_per_minute": round(w / seconds * 60, 1),
+                             "warehouses_per_minute_per_core": round(w / seconds * 60 / cores, 1)}
+    return {"fixed_s": round(fixed, 2), "per_warehouse_s": round(per_warehouse, 4),
+            "cores": cores, "projected": projected}
+
+
+def _print_phases(row: dict) -> None:
+    print(f"W={row['warehouses']}: {row['seconds']:.1f} s, "
+          f"{row['warehouses_per_minute']:.1f} warehouses/min", file=sys.stderr)
+    print(f"  {'phase':<12}{'wall s':>9}{'server CPU s':>14}{'WAL MB':>10}", file=sys.stderr)
+    for phase, seconds in row["phase_seconds"].items():
+        cpu = row["server_cpu_s"].get(phase)
+        wal = row["wal_mb"].get(phase)
+        print(f"  {phase:<12}{seconds:>9.1f}{'' if cpu is None else f'{cpu:.1f}':>14}"
+              f"{'' if wal is None else f'{wal:.0f}':>10}", file=sys.stderr)
+
+
+def _print_projection(fitted: dict) -> None:
+    print(f"fit: {fitted['fixed_s']:.1f} s + {fitted['per_warehouse_s']:.3f} s x W "
+          f"({fitted['cores']} cores)", file=sys.stderr)
+    for w, p in fitted["projected"].items():
+        print(f"  W={int(w):,}: {p['minutes']:.1f} min, {p['warehouses_per_minute']:.1f} "
+              f"warehouses/min, {p['warehouses_per_minute_per_core']:.1f} per core",
+              file=sys.stderr)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--warehouses", default="10,50")
+    parser.add_argument("--warehouses", default="10,50,100")
     parser.add_argument("--workers", type=int, default=None)
     parser.add_argument("--partitions", type=int, default=None)
+    parser.add_argument("--dsn", default=None,
+                        help="load into this existing server instead of an embedded one")
+    parser.add_argument("--force", action="store_true",
+                        help="--dsn: load even when the database holds other tables")
     parser.add_argument("--out", type=Path, default=Path("tprocc_load.json"))
     args = parser.parse_args()
 
-    workdir = Path(tempfile.mkdtemp(prefix="pgdyno-tprocc-load-", dir="/var/tmp"))
-    workdir.chmod(0o755)
-    server = LocalServer(install=embedded_install(), workdir=workdir, name="load")
+    server = None
+    workdir = None
+    if args.dsn:
+        target = dsn_connection(args.dsn)
+    else:
+        workdir = Path(tempfile.mkdtemp(prefix="pgdyno-tprocc-load-", dir="/var/tmp"))
+        workdir.chmod(0o755)
+        server = LocalServer(install=embedded_install(), workdir=workdir, name="load")
     results = []
     try:
-        server.prepare()
-        server.start()
+        if server is not None:
+            server.prepare()
+            server.start()
+            target = server.connection()
         for warehouses in (int(w) for w in args.warehouses.split(",")):
-            options = LoadOptions(warehouses=warehouses, workers=args.workers, rebuild=True,
-                                  order_line_partitions=args.partitions)
-            started = time.monotonic()
-            result = load(server.connection(), options, _progress)
-            print(file=sys.stderr)
-            row = {
-                "warehouses": warehouses,
-                "workers": result.workers,
-                "cpus": default_workers(),
-                "order_line_partitions": result.order_line_partitions,
-                "seconds": round(result.seconds, 1),
-                "wall_seconds": round(time.monotonic() - started, 1),
-                "warehouses_per_minute": round(result.warehouses_per_minute, 1),
-                "rows": result.rows,
-                "rows_per_second": round(result.rows / result.seconds),
-                "phase_seconds": {k: round(v, 1) for k, v in result.phase_seconds.items()},
-            }
+            row = measure(target, warehouses, args)
             print(json.dumps(row), flush=True)
+            _print_phases(row)
             results.append(row)
     finally:
-        server.stop()
-        shutil.rmtree(workdir, ignore_errors=True)
-    args.out.write_text(json.dumps({"schema_version": 1, "bench": "tprocc_load",
-                                    "results": results}, indent=2) + "\n")
+        if server is not None:
+            server.stop()
+        if workdir is not None:
+            shutil.rmtree(workdir, ignore_errors=True)
+    fitted = projection(results, default_workers())
+    if fitted is not None:
+        _print_projection(fitted)
+        print(json.dumps({"fit": fitted}), flush=True)
+    args.out.write_text(json.dumps({"schema_version": 2, "bench": "tprocc_load",
+                                    "target": "dsn" if args.dsn else "embedded",
+                                    "results": results, "fit": fitted}, indent=2) + "\n")
 
 
 if __name__ == "__main__":

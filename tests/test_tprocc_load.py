@@ -24,7 +24,7 @@ from pgdyno.workloads.tprocc import (
     expected_rows,
     load,
 )
-from pgdyno.workloads.tprocc.schema import order_line_range
+from pgdyno.workloads.tprocc.schema import ITEMS, ROWS_PER_WAREHOUSE, order_line_range
 from tests.conftest import scratch_database
 
 
@@ -110,6 +110,30 @@ def test_progress_reports_warehouses_and_phases(loaded) -> None:
     assert phases.index("data") < phases.index("keys") < phases.index("vacuum")
     assert phases[-1] == "done"
     assert reports[-1].rows > 0 and reports[-1].rows_per_s > 0
+
+
+def test_every_phase_is_timed_and_the_data_is_tpcc_shaped(loaded) -> None:
+    """The load's phases, the consistency check included, are in its result in the order
+    they ran; the rows are the TPC-C cardinalities, counted here table by table."""
+    target, result, reports = loaded
+    assert list(result.phase_seconds) == ["data", "keys", "vacuum", "check"]
+    assert all(s > 0 for s in result.phase_seconds.values())
+    assert sum(result.phase_seconds.values()) <= result.seconds + 0.01
+    phases = [r.phase for r in reports]
+    assert phases.index("vacuum") < phases.index("check") < phases.index("done")
+    assert [p.phase for p in result.load_record().phases] == ["data", "keys", "vacuum",
+                                                               "check"]
+    counts = _counts(target)
+    for table, per_warehouse in ROWS_PER_WAREHOUSE.items():
+        assert counts[table] == 2 * per_warehouse, table
+    assert counts["item"] == ITEMS
+    with psycopg.connect(target.conninfo()) as conn:
+        lines = conn.execute("SELECT sum(o_ol_cnt) FROM orders").fetchone()[0]
+        not_visible = conn.execute("""SELECT count(*) FROM pg_class
+                                      WHERE relname = ANY(%s) AND relallvisible < relpages""",
+                                   (list(TABLES),)).fetchone()[0]
+    assert counts["order_line"] == lines
+    assert not_visible == 0  # every heap page all-visible after the vacuum phase
 
 
 def test_second_load_of_the_same_size_is_reused(loaded) -> None:
