@@ -84,14 +84,19 @@ def test_nurand_constants_respect_the_last_name_rule() -> None:
     assert scripts.choose_constants(3) == scripts.choose_constants(3)
 
 
-def test_nurand_uses_bitwise_or_and_the_run_constants() -> None:
+def test_the_server_draws_with_the_run_constants_in_one_statement() -> None:
+    """The NURand constants, W and the percentages reach the server's draws (test_tprocc_run
+    checks what the draws give); pgbench itself only picks the warehouse."""
     ss = generate(ScriptOptions(warehouses=4, seed=11))
     c = ss.constants
-    new_order = ss.texts[0]
-    assert f"((random(0, 8191) | random(1, 100000)) + {c.ol_i_id}) % 100000 + 1" in new_order
-    assert f"((random(0, 1023) | random(1, 3000)) + {c.c_id}) % 3000 + 1" in new_order
-    assert f"((random(0, 255) | random(0, 999)) + {c.c_last}) % 1000 + 0" in ss.texts[2]
-    assert all("^" not in text for text in ss.texts)
+    assert (f"FROM tprocc_draw_new_order(:w_id, 0, false, 4, {c.c_id}, {c.ol_i_id}, 1) AS o;"
+            in ss.texts[0])
+    assert f"tprocc_draw_payment(:w_id, 0, 4, {c.c_id}, {c.c_last}, 15, 60)" in ss.texts[2]
+    assert f"tprocc_draw_order_status(0, {c.c_id}, {c.c_last}, 60)" in ss.texts[3]
+    for text in ss.texts:
+        body = [line for line in text.splitlines() if not line.startswith("--")]
+        assert sum(line.startswith("\\") for line in body) <= 2  # \set w_id (home_d_id)
+        assert "^" not in text and ":c_id" not in text
 
 
 def test_home_warehouse_by_default_and_all_warehouses_option() -> None:
@@ -105,15 +110,16 @@ def test_home_warehouse_by_default_and_all_warehouses_option() -> None:
 
 def test_single_warehouse_has_no_remote_lines_or_payments() -> None:
     ss = generate(ScriptOptions(warehouses=1, seed=1))
-    assert "\\set s1" not in ss.texts[0]
-    assert "ARRAY[:w_id, :w_id" in ss.texts[0]
-    assert "\\set c_w_id :w_id" in ss.texts[2]
+    c = ss.constants
+    assert f"tprocc_draw_new_order(:w_id, 0, false, 1, {c.c_id}, {c.ol_i_id}, 0)" in ss.texts[0]
+    assert f"tprocc_draw_payment(:w_id, 0, 1, {c.c_id}, {c.c_last}, 0, 60)" in ss.texts[2]
 
 
 def test_rollback_variant_sets_an_invalid_last_item_and_rolls_back() -> None:
     simple = generate(ScriptOptions(warehouses=2, seed=1)).texts[1]
-    assert f"case when 15 = :ol_cnt then {scripts.INVALID_ITEM} else" in simple
-    assert re.search(r"^BEGIN \\; SELECT tprocc_new_order\(.*\) \\; ROLLBACK;$", simple, re.M)
+    assert "tprocc_draw_new_order(:w_id, 0, true, 2, " in simple
+    assert re.search(r"^BEGIN \\; SELECT tprocc_new_order\(.*\) AS o \\; ROLLBACK;$", simple,
+                     re.M)
     prepared = generate(ScriptOptions(warehouses=2, seed=1, protocol="prepared")).texts[1]
     assert prepared.rstrip().splitlines()[-1] == "ROLLBACK;"
     assert "\\;" not in prepared
@@ -126,7 +132,7 @@ def test_compliant_mode_keying_and_think_times() -> None:
     assert "\\sleep 9000000 us" in no  # 18 s keying x 0.5
     assert "* 6000000), 60000000)" in no  # think mean 12 s x 0.5, capped at 10x
     assert "\\sleep 1500000 us" in payment
-    assert "\\set d_id :home_d_id" in no
+    assert "tprocc_draw_new_order(:w_id, :home_d_id, false, 2, " in no
     assert generate(ScriptOptions(warehouses=2)).clients is None
 
 

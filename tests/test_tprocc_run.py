@@ -111,6 +111,7 @@ def _state(conn: psycopg.Connection) -> dict[str, int]:
 def test_nopm_rollbacks_and_consistency_after_a_default_run(server, target, conn,
                                                             tmp_path) -> None:
     before_state = _state(conn)
+    began = _count(conn, "SELECT now()")
     start = snapshot(conn)
     # A fixed number of transactions per client (-t), not a time (-T): pgbench stops a
     # timed run with calls still in flight that the server then commits uncounted.
@@ -138,6 +139,74 @@ def test_nopm_rollbacks_and_consistency_after_a_default_run(server, target, conn
 
     report = check_consistency(conn)
     assert report.passed, report.conditions
+    _assert_inputs_as_specified(conn, began, committed, payment)
+
+
+def _assert_inputs_as_specified(conn: psycopg.Connection, began, orders: int,
+                                payments: int) -> None:
+    """What the server-side draws left in the tables follows clauses 2.4.1 and 2.5.1: 5..15
+    lines (mean 10), quantities 1..10, 1% of lines and 15% of payments remote; bounds of
+    about 4 standard errors for the counts of a default run."""
+    cnt, mean_cnt, lo, hi = conn.execute(
+        "SELECT count(*), avg(o_ol_cnt), min(o_ol_cnt), max(o_ol_cnt) FROM orders "
+        "WHERE o_entry_d >= %s", (began,)).fetchone()
+    assert cnt == pytest.approx(orders, abs=4) and (lo, hi) == (5, 15)
+    assert abs(float(mean_cnt) - 10) < 4 * 3.16 / cnt ** 0.5
+    lines, remote, q_lo, q_hi, mixed = conn.execute(
+        """SELECT count(*), count(*) FILTER (WHERE ol_supply_w_id <> ol_w_id),
+                  min(ol_quantity), max(ol_quantity),
+                  count(*) FILTER (WHERE o_all_local = 1 AND ol_supply_w_id <> ol_w_id)
+           FROM orders JOIN order_line ON ol_w_id = o_w_id AND ol_d_id = o_d_id
+                                      AND ol_o_id = o_id
+           WHERE o_entry_d >= %s""", (began,)).fetchone()
+    assert (q_lo, q_hi) == (1, 10) and mixed == 0  # o_all_local: no remote line
+    assert abs(remote - 0.01 * lines) < 4 * (0.01 * 0.99 * lines) ** 0.5
+    paid, remote_paid = conn.execute(
+        "SELECT count(*), count(*) FILTER (WHERE h_c_w_id <> h_w_id) FROM history "
+        "WHERE h_date >= %s", (began,)).fetchone()
+    assert paid == pytest.approx(payments, abs=4)
+    assert abs(remote_paid - 0.15 * paid) < 4 * (0.15 * 0.85 * paid) ** 0.5
+
+
+def _nurand_probabilities(a: int, x: int, y: int, c: int) -> list[float]:
+    """P(NURand(A, x, y) = v) for v in x..y, by enumerating every pair of draws."""
+    counts = [0] * (y - x + 1)
+    for r in range(a + 1):
+        for u in range(x, y + 1):
+            counts[((r | u) + c) % (y - x + 1)] += 1
+    return [n / ((a + 1) * (y - x + 1)) for n in counts]
+
+
+def test_server_side_draws_follow_nurand_and_the_rollback_rule(conn) -> None:
+    """The draws pgbench no longer makes: NURand(255, 0, 999) against its exact
+    distribution (a chi-square of 999 degrees of freedom stays under its mean + 6 sd,
+    where a uniform draw would be far above), the New-Order draw's ranges, and the
+    invalid last item of a rolled-back order."""
+    draws, c = 200_000, 223
+    seen = dict(conn.execute("SELECT v, count(*) FROM (SELECT tprocc_nurand(255, 0, 999, %s) "
+                             "AS v FROM generate_series(1, %s)) AS d GROUP BY v",
+                             (c, draws)).fetchall())
+    assert set(seen) <= set(range(1000))
+
+    def chi2(probabilities: list[float]) -> float:
+        return sum((seen.get(v, 0) - draws * p) ** 2 / (draws * p)
+                   for v, p in enumerate(probabilities))
+
+    assert chi2(_nurand_probabilities(255, 0, 999, c)) < 999 + 6 * (2 * 999) ** 0.5
+    assert chi2([1 / 1000] * 1000) > 5000
+    rows = conn.execute(
+        "SELECT d.* FROM generate_series(1, 2000) AS g, LATERAL tprocc_draw_new_order("
+        "1 + 0 * g, 0, g % 2 = 0, 2, 5, 77, 50) AS d").fetchall()
+    for d_id, c_id, ol_cnt, items, supply, qty in rows:
+        assert 1 <= d_id <= 10 and 1 <= c_id <= 3000 and 5 <= ol_cnt <= 15
+        assert len(items) == len(supply) == len(qty) == ol_cnt
+        assert all(1 <= i <= INVALID_ITEM - 1 for i in items[:-1])
+        assert set(supply) <= {1, 2} and set(qty) <= set(range(1, 11))
+    last_items = [items[-1] for *_, items, _, _ in rows]
+    assert last_items[1::2] == [INVALID_ITEM] * 1000  # g even: rolled back
+    assert INVALID_ITEM not in last_items[0::2]
+    assert {len(r[3]) for r in rows} == set(range(5, 16))
+    assert 0.4 < sum(s == 2 for r in rows for s in r[4]) / sum(r[2] for r in rows) < 0.6
 
 
 def test_invalid_item_new_orders_roll_back_and_leave_nothing(server, target, conn,

@@ -19,8 +19,13 @@ its lines and the district's counter vanish; pg_stat_database counts a rollback;
 pgbench's per-script counts (and the log's script_no) give the number of rollbacks.
 The 1% is drawn by pgbench's weighted choice: weight 45 x 99% and 45 x 1% of the mix.
 
-Random inputs are drawn by pgbench: NURand(A, x, y) is
-``((random(0, A) | random(x, y)) + C) % (y - x + 1) + x`` with per-run constants C.
+Random inputs are drawn by the server, in the statement that makes the call: a script is
+``SELECT tprocc_x(d.a, ...) FROM tprocc_draw_x(:w_id, <constants>) AS d`` (see
+sql/transactions.sql), one round trip and one or two meta-commands. The run's NURand
+constants C, the warehouse count and the percentages travel as literals in the script.
+NURand(A, x, y) is ``((random(0, A) | random(x, y)) + C) % (y - x + 1) + x`` as before;
+only who draws changed. pgbench drawing them took some fifty expressions and as many
+parameters per New-Order, about 8% of the server's CPU per New-Order (issue 28 item 4).
 
 Compliant mode (keying_thinking) puts a pgbench sleep for the keying time before the call and
 for the think time after it, so pgbench's latency of such a transaction is keying +
@@ -182,7 +187,7 @@ class _Generator:
             "stock_level": self._stock_level,
         }[name]()
         lines = [f"-- pgdyno TPROC-C: {name} (generated; do not edit)"]
-        lines += self._home()
+        lines += self._home(name)
         if self.o.keying_thinking:
             lines.append(f"\\sleep {self._us(KEYING_S[transaction])} us")
         lines += body
@@ -191,35 +196,25 @@ class _Generator:
         return "\n".join(lines) + "\n"
 
     # ----- pieces ------------------------------------------------------------------------
-    def _home(self) -> list[str]:
+    def _home(self, name: str) -> list[str]:
         """Home warehouse and district of the client (pgbench's 0-based :client_id).
 
         Clients 0..W-1 take warehouses 1..W with district 1, the next W district 2, and
-        so on: in compliant mode (10 x W clients) every district has one terminal."""
+        so on: in compliant mode (10 x W clients) every district has one terminal. The
+        district is set only where the script uses it."""
         if self.o.all_warehouses:
             warehouse = f"random(1, {self.w})"
         else:
             warehouse = f"(:client_id % {self.w}) + 1"
-        return [f"\\set w_id {warehouse}",
-                f"\\set home_d_id ((:client_id / {self.w}) % 10) + 1"]
+        lines = [f"\\set w_id {warehouse}"]
+        if self.o.keying_thinking or name == "stock_level":
+            lines.append(f"\\set home_d_id ((:client_id / {self.w}) % 10) + 1")
+        return lines
 
     def _district(self) -> str:
-        """District of a transaction: the terminal's own in compliant mode, else random."""
-        if self.o.keying_thinking:
-            return "\\set d_id :home_d_id"
-        return "\\set d_id random(1, 10)"
-
-    def _other_warehouse(self) -> str:
-        """A uniformly chosen warehouse other than :w_id (only meaningful when W > 1)."""
-        return f"((:w_id + random(0, {self.w - 2})) % {self.w}) + 1"
-
-    @staticmethod
-    def _nurand(a: int, x: int, y: int, c: int) -> str:
-        return f"((random(0, {a}) | random({x}, {y})) + {c}) % {y - x + 1} + {x}"
-
-    def _pct(self, pct: float) -> str:
-        """A pgbench condition true with probability pct percent."""
-        return f"random(1, 10000) <= {round(pct * 100)}"
+        """District argument of a draw: the terminal's own in compliant mode, else 0 (the
+        server draws one uniformly)."""
+        return ":home_d_id" if self.o.keying_thinking else "0"
 
     def _us(self, seconds: float) -> int:
         return max(0, round(seconds * self.o.time_scale * 1_000_000))
@@ -231,34 +226,19 @@ class _Generator:
                 f"{THINK_CAP * mean})",
                 "\\sleep :think_us us"]
 
-    def _customer(self) -> list[str]:
-        c_id = self._nurand(1023, 1, 3000, self.c.c_id)
-        return [f"\\set c_id case when {self._pct(self.o.by_name_pct)} then 0 else {c_id} end",
-                f"\\set c_last {self._nurand(255, 0, 999, self.c.c_last)}"]
+    def _remote_pct(self, pct: float) -> str:
+        """A percentage for the server's draws; 0 with one warehouse (nowhere remote)."""
+        return f"{pct:g}" if self.w > 1 else "0"
 
     def _new_order(self, rollback: bool) -> list[str]:
-        lines = [self._district(),
-                 f"\\set c_id {self._nurand(1023, 1, 3000, self.c.c_id)}",
-                 f"\\set ol_cnt random(5, {MAX_LINES})"]
-        item = self._nurand(8191, 1, schema.ITEMS, self.c.ol_i_id)
-        if rollback:  # the last line of the order names an item that does not exist
-            item = f"case when {{n}} = :ol_cnt then {INVALID_ITEM} else {item} end"
-        remote = self.w > 1 and self.o.remote_line_pct > 0
-        for n in range(1, MAX_LINES + 1):
-            lines.append(f"\\set i{n} {item.format(n=n)}")
-            if remote:
-                lines.append(f"\\set s{n} case when {self._pct(self.o.remote_line_pct)} "
-                             f"then {self._other_warehouse()} else :w_id end")
-            lines.append(f"\\set q{n} random(1, 10)")
-        items = ", ".join(f":i{n}" for n in range(1, MAX_LINES + 1))
-        supply = ", ".join(f":s{n}" if remote else ":w_id" for n in range(1, MAX_LINES + 1))
-        qty = ", ".join(f":q{n}" for n in range(1, MAX_LINES + 1))
-        call = (f"SELECT tprocc_new_order(:w_id, :d_id, :c_id, :ol_cnt, "
-                f"ARRAY[{items}]::integer[], ARRAY[{supply}]::integer[], "
-                f"ARRAY[{qty}]::integer[])")
+        draw = (f"tprocc_draw_new_order(:w_id, {self._district()}, {str(rollback).lower()}, "
+                f"{self.w}, {self.c.c_id}, {self.c.ol_i_id}, "
+                f"{self._remote_pct(self.o.remote_line_pct)})")
+        call = ("SELECT tprocc_new_order(:w_id, o.d_id, o.c_id, o.ol_cnt, o.items, o.supply, "
+                f"o.qty) FROM {draw} AS o")
         if not rollback:
-            return lines + [call + ";"]
-        return lines + self._rolled_back(call)
+            return [call + ";"]
+        return self._rolled_back(call)
 
     def _rolled_back(self, call: str) -> list[str]:
         """The call inside a transaction that is always rolled back."""
@@ -270,30 +250,21 @@ class _Generator:
         return ["BEGIN;", call + ";", "ROLLBACK;"]
 
     def _payment(self) -> list[str]:
-        lines = [self._district()]
-        if self.w > 1 and self.o.remote_payment_pct > 0:
-            lines += [f"\\set remote {self._pct(self.o.remote_payment_pct)}",
-                      f"\\set c_w_id case when :remote then {self._other_warehouse()} "
-                      "else :w_id end",
-                      "\\set c_d_id case when :remote then random(1, 10) else :d_id end"]
-        else:
-            lines += ["\\set c_w_id :w_id", "\\set c_d_id :d_id"]
-        lines += self._customer()
-        lines += ["\\set amount_cents random(100, 500000)",
-                  "SELECT tprocc_payment(:w_id, :d_id, :c_w_id, :c_d_id, :c_id, :c_last, "
-                  ":amount_cents);"]
-        return lines
+        draw = (f"tprocc_draw_payment(:w_id, {self._district()}, {self.w}, {self.c.c_id}, "
+                f"{self.c.c_last}, {self._remote_pct(self.o.remote_payment_pct)}, "
+                f"{self.o.by_name_pct:g})")
+        return ["SELECT tprocc_payment(:w_id, p.d_id, p.c_w_id, p.c_d_id, p.c_id, p.c_last, "
+                f"p.amount_cents) FROM {draw} AS p;"]
 
     def _order_status(self) -> list[str]:
-        return [self._district(), *self._customer(),
-                "SELECT tprocc_order_status(:w_id, :d_id, :c_id, :c_last);"]
+        draw = (f"tprocc_draw_order_status({self._district()}, {self.c.c_id}, "
+                f"{self.c.c_last}, {self.o.by_name_pct:g})")
+        return ["SELECT tprocc_order_status(:w_id, s.d_id, s.c_id, s.c_last) "
+                f"FROM {draw} AS s;"]
 
     def _delivery(self) -> list[str]:
-        return ["\\set carrier_id random(1, 10)",
-                "SELECT tprocc_delivery(:w_id, :carrier_id);"]
+        return ["SELECT tprocc_delivery(:w_id, tprocc_random(1, 10));"]
 
     def _stock_level(self) -> list[str]:
         # Stock-Level always runs for the terminal's own district (clause 2.8.1.2).
-        return ["\\set threshold random(10, 20)",
-                "SELECT tprocc_stock_level(:w_id, :home_d_id, :threshold);"]
-
+        return ["SELECT tprocc_stock_level(:w_id, :home_d_id, tprocc_random(10, 20));"]

@@ -10,6 +10,107 @@
 -- script of that variant wraps the call in BEGIN ... ROLLBACK and the rollback is real
 -- (the order, its lines and the district's d_next_o_id increment all disappear, and
 -- pg_stat_database.xact_rollback counts it). See scripts.py.
+--
+-- The terminal's random inputs are drawn here, in the same statement as the call
+-- (SELECT tprocc_x(d.a, ...) FROM tprocc_draw_x(...) AS d), not by pgbench: fifteen order
+-- lines are some fifty pgbench expressions and as many parameters to format, bind and
+-- parse, which made the driver cost about 8% of the server's CPU per New-Order. The
+-- draws follow the same rules as pgbench's did (clause 2.1.6 NURand with the run's
+-- constants, which the scripts pass); the transaction functions and their work are
+-- unchanged.
+
+-- A uniform integer of lo..hi, as pgbench's random(lo, hi). Written with random() alone,
+-- not random(lo, hi), which only PostgreSQL 17 and later have. A one-expression SQL
+-- function: the planner inlines it.
+CREATE OR REPLACE FUNCTION tprocc_random(lo integer, hi integer)
+RETURNS integer LANGUAGE sql VOLATILE AS $$
+    SELECT lo + floor(random() * (hi - lo + 1))::integer
+$$;
+
+-- NURand(A, x, y) of clause 2.1.6 with the run-time constant C (inlined too).
+CREATE OR REPLACE FUNCTION tprocc_nurand(a integer, x integer, y integer, c integer)
+RETURNS integer LANGUAGE sql VOLATILE AS $$
+    SELECT ((tprocc_random(0, a) | tprocc_random(x, y)) + c) % (y - x + 1) + x
+$$;
+
+-- True with probability pct percent.
+CREATE OR REPLACE FUNCTION tprocc_chance(pct double precision)
+RETURNS boolean LANGUAGE sql VOLATILE AS $$
+    SELECT random() * 100 < pct
+$$;
+
+-- A warehouse of 1..p_warehouses other than p_w, uniformly (only called when there is one).
+CREATE OR REPLACE FUNCTION tprocc_other_warehouse(p_w integer, p_warehouses integer)
+RETURNS integer LANGUAGE sql VOLATILE AS $$
+    SELECT (p_w + tprocc_random(0, p_warehouses - 2)) % p_warehouses + 1
+$$;
+
+-- New-Order's inputs (clause 2.4.1): p_d = 0 draws the district, else it is the
+-- terminal's; 5..15 lines of NURand items, each supplied by another warehouse with
+-- probability p_remote_pct, quantities 1..10; with p_rollback the last item is one that
+-- does not exist (items are 1..100000), so the order rolls back (clause 2.4.1.4).
+CREATE OR REPLACE FUNCTION tprocc_draw_new_order(
+    p_w integer, p_d integer, p_rollback boolean, p_warehouses integer,
+    p_c_id integer, p_c_ol_i_id integer, p_remote_pct double precision,
+    OUT d_id integer, OUT c_id integer, OUT ol_cnt integer,
+    OUT items integer[], OUT supply integer[], OUT qty integer[])
+LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+    remote boolean := p_warehouses > 1 AND p_remote_pct > 0;
+BEGIN
+    d_id := CASE WHEN p_d = 0 THEN tprocc_random(1, 10) ELSE p_d END;
+    c_id := tprocc_nurand(1023, 1, 3000, p_c_id);
+    ol_cnt := tprocc_random(5, 15);
+    FOR n IN 1..ol_cnt LOOP
+        items[n] := CASE WHEN p_rollback AND n = ol_cnt THEN 100001
+                         ELSE tprocc_nurand(8191, 1, 100000, p_c_ol_i_id) END;
+        supply[n] := CASE WHEN remote AND tprocc_chance(p_remote_pct)
+                          THEN tprocc_other_warehouse(p_w, p_warehouses) ELSE p_w END;
+        qty[n] := tprocc_random(1, 10);
+    END LOOP;
+END
+$$;
+
+-- c_id of a Payment's or an Order-Status's customer: 0 (chosen by last name) with
+-- probability p_by_name_pct, else NURand(1023, 1, 3000) (clauses 2.5.1.2, 2.6.1.2).
+CREATE OR REPLACE FUNCTION tprocc_draw_c_id(p_c_id integer, p_by_name_pct double precision)
+RETURNS integer LANGUAGE sql VOLATILE AS $$
+    SELECT CASE WHEN tprocc_chance(p_by_name_pct) THEN 0
+                ELSE tprocc_nurand(1023, 1, 3000, p_c_id) END
+$$;
+
+-- Payment's inputs (clause 2.5.1): the district (p_d = 0 draws it); with probability
+-- p_remote_pct a customer of another warehouse and a random district, else of the home
+-- ones; the customer by name or number; 1.00 to 5,000.00 in cents.
+CREATE OR REPLACE FUNCTION tprocc_draw_payment(
+    p_w integer, p_d integer, p_warehouses integer, p_c_id integer, p_c_last integer,
+    p_remote_pct double precision, p_by_name_pct double precision,
+    OUT d_id integer, OUT c_w_id integer, OUT c_d_id integer, OUT c_id integer,
+    OUT c_last integer, OUT amount_cents integer)
+LANGUAGE plpgsql VOLATILE AS $$
+BEGIN
+    d_id := CASE WHEN p_d = 0 THEN tprocc_random(1, 10) ELSE p_d END;
+    IF p_warehouses > 1 AND p_remote_pct > 0 AND tprocc_chance(p_remote_pct) THEN
+        c_w_id := tprocc_other_warehouse(p_w, p_warehouses);
+        c_d_id := tprocc_random(1, 10);
+    ELSE
+        c_w_id := p_w;
+        c_d_id := d_id;
+    END IF;
+    c_id := tprocc_draw_c_id(p_c_id, p_by_name_pct);
+    c_last := tprocc_nurand(255, 0, 999, p_c_last);
+    amount_cents := tprocc_random(100, 500000);
+END
+$$;
+
+-- Order-Status's inputs (clause 2.6.1): the district (p_d = 0 draws it) and the customer.
+CREATE OR REPLACE FUNCTION tprocc_draw_order_status(
+    p_d integer, p_c_id integer, p_c_last integer, p_by_name_pct double precision,
+    OUT d_id integer, OUT c_id integer, OUT c_last integer)
+LANGUAGE sql VOLATILE AS $$
+    SELECT CASE WHEN p_d = 0 THEN tprocc_random(1, 10) ELSE p_d END,
+           tprocc_draw_c_id(p_c_id, p_by_name_pct), tprocc_nurand(255, 0, 999, p_c_last)
+$$;
 
 -- Position ceil(n/2) of the customers with that last name, sorted by first name
 -- (clause 2.5.2.2); NULL when there is none.
