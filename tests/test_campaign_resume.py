@@ -1,4 +1,5 @@
-"""A campaign interrupted by SIGINT midway, then restarted: finished runs are not redone."""
+"""A campaign interrupted by SIGINT midway, then restarted: finished runs are not redone, and
+its study report (issue 25) is whole."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import pytest
 from pgdyno.campaign.runner import finished_cells, read_journal
 from pgdyno.campaign.spec import load_spec
 from pgdyno.errors import UsageError
+from pgdyno.study.model import StudyRecord
 from tests.conftest import interruptible, make_shared_dir, postgres_processes
 
 CAMPAIGN = """
@@ -38,6 +40,9 @@ label = "stock"
 [[config]]
 label = "async"
 set = ["synchronous_commit=off"]
+
+[study]
+question = "Does a campaign interrupted midway resume into a whole study?"
 """
 
 
@@ -116,7 +121,7 @@ def test_interrupted_campaign_resumes_without_redoing_runs(workdir: Path) -> Non
     proc = _campaign(spec, results, workdir)
     out, err = proc.communicate(timeout=300)
     assert proc.returncode == 0, err
-    assert "ran 3, skipped 1" in out
+    assert "ran 3, skipped 1 already done" in out
     events = _events(journal)
     second = events[len(first):]
     assert second[0]["event"] == "campaign-start"
@@ -135,6 +140,10 @@ def test_interrupted_campaign_resumes_without_redoing_runs(workdir: Path) -> Non
     roles = [json.loads((d / "manifest.json").read_text())["role"] for d in dirs]
     assert sorted(r["label"] for r in roles) == ["async", "async", "async", "stock", "stock"]
     assert postgres_processes(str(workdir / "instances" / "pg18-embedded")) == []
+    # The study's report is whole: every cell ok, conclusions drawn from both sides.
+    study = results / "campaigns" / "resume" / "study"
+    assert [c.status for c in StudyRecord.load(study).cells] == ["ok"] * 4
+    assert "## Conclusions" in (study / "study.md").read_text()
 
     # a third start has nothing left to do
     proc = _campaign(spec, results, workdir)
