@@ -1,6 +1,7 @@
 """Studies (issue 25): every example study at its quick size, its report's sections, its
-conclusions recomputed from the runs' own summaries, a failed and a contaminated cell, and
-an interrupted study resumed into a whole report."""
+conclusions recomputed from the runs' own summaries, and a failed and a contaminated cell.
+An interrupted study resumed into a whole report: tests/test_campaign_resume.py, whose
+interrupted campaign is a study."""
 
 from __future__ import annotations
 
@@ -8,7 +9,6 @@ import json
 import math
 import os
 import re
-import signal
 import statistics
 import subprocess
 import sys
@@ -280,34 +280,6 @@ def test_failed_and_contaminated_cells_are_threats(tmp_path: Path) -> None:
     assert "did not finish ok" in summary
     threats = text.split("## Threats to validity")[1].split("\n## ")[0]
     assert "failed" in threats and "other load on the host" in threats
-
-
-@pytest.mark.server
-def test_an_interrupted_study_resumes_and_its_report_is_whole() -> None:
-    root = make_shared_dir("pgdyno-study-int-")
-    campaign = root / "s.toml"
-    campaign.write_text(FAILING.replace('name = "failing"', 'name = "resumed"')
-                        .replace('set = ["shared_buffers=64GB"]', 'set = ["work_mem=8MB"]'))
-    env = {**os.environ, "PGDYNO_WORKDIR": str(root)}
-    args = [sys.executable, "-m", "pgdyno", "campaign", str(campaign), "--results-dir",
-            str(root / "results"), "--no-progress"]
-    proc = subprocess.Popen(args, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
-    journal = root / "results" / "campaigns" / "resumed" / "journal.jsonl"
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        if journal.is_file() and journal.read_text().count('"run-end"') >= 1:
-            break
-        time.sleep(0.2)
-    proc.send_signal(signal.SIGINT)
-    proc.communicate(timeout=120)
-    assert proc.returncode == 130
-    again = subprocess.run(args, env=env, capture_output=True, text=True, timeout=300)
-    assert again.returncode == 0, again.stderr
-    assert "already done" in again.stdout
-    record, folder = _record(root / "results", "resumed", None)
-    assert [c.status for c in record.cells] == ["ok"] * 4
-    assert "## Conclusions" in (folder / "study.md").read_text()
 
 
 @pytest.mark.server
