@@ -1,0 +1,329 @@
+"""pgbench dataset init speed: pgdyno against bare `pgbench -i` and PostgreSQL's own COPY.
+
+One embedded PostgreSQL 18 server (stock configuration) in its own workdir under /var/tmp.
+For each --sizes entry (a dataset size, turned into a pgbench scale as `pgdyno bench
+--dataset-size` does), --rounds rounds of these conditions, interleaved (the order reversed
+every other round, as this VM's speed jumps between two levels):
+
+* pgdyno: ``pgdyno.workloads.pgbench.dataset.initialise``, the code `pgdyno bench` runs
+  (its own schema, guards, registry and session settings), rebuilt from scratch each time;
+* pgbench -I dtGvp: bare pgbench, server-side generation;
+* pgbench -I dtgvp: bare pgbench, client-side generation (COPY FREEZE): `pgbench -i`'s
+  default;
+* pgbench -I dtg: its data step alone (COPY FREEZE from pgbench's stream), whose CPU
+  seconds compare with the next condition's;
+* COPY FREEZE file: PostgreSQL's own COPY of pgbench_accounts' rows from a file the server
+  wrote beforehand (``COPY (SELECT ...) TO``, timed apart, once per size), into a table
+  created in the same transaction: the fastest way PostgreSQL itself loads those rows.
+
+Every condition drops its tables before the next one, so one dataset at a time is on disk
+(plus the COPY file, about 19 bytes a row). Per run: the wall time, pgbench's own timing of
+its steps by phase (data, vacuum, keys), rows/s (accounts + tellers + branches; the COPY
+condition loads accounts only), and the CPU seconds of the server's processes and of the
+client (pgbench): CPU seconds are steadier than wall times on a shared VM. Then per size
+and condition the median and best, the data phase's rows/s against COPY's, and with two
+sizes or more a straight-line fit of seconds over rows, with the projected time at
+--project (default 30GB): projected, not measured.
+
+Usage (sizes above about 10GB need more free disk than this machine has):
+
+    python bench/pgbench_init.py --sizes 1GB,5GB,10GB --rounds 2
+    python bench/pgbench_init.py --sizes 100MB --rounds 2        # a quick check
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import psutil
+import psycopg
+
+from pgdyno.config.units import human_bytes, parse_size
+from pgdyno.targets.binaries import embedded_install
+from pgdyno.targets.connection import ConnectionInfo
+from pgdyno.targets.local import LocalServer
+from pgdyno.workloads import dataset
+from pgdyno.workloads.pgbench.dataset import ROWS_PER_SCALE, init_phases, initialise
+from pgdyno.workloads.pgbench.plugin import BYTES_PER_SCALE
+
+CONDITIONS = ("pgdyno", "pgbench -I dtGvp", "pgbench -I dtgvp", "pgbench -I dtg",
+              "COPY FREEZE file")
+FULL_INITS = CONDITIONS[:3]
+"""The conditions that build the whole dataset (data, vacuum, keys)."""
+ACCOUNTS_PER_SCALE = 100_000
+COPY_BYTES_PER_ROW = 20
+"""Upper bound of the COPY file's bytes per row ("123456789\\t1235\\t0\\t\\n")."""
+ACCOUNTS_DDL = ("CREATE TABLE {} (aid int NOT NULL, bid int, abalance int, filler char(84)) "
+                "WITH (fillfactor = 100)")
+"""pgbench_accounts as pgbench -i creates it."""
+
+
+@dataclass
+class Measure:
+    size: str
+    scale: int
+    condition: str
+    round: int
+    seconds: float
+    rows: int
+    phase_seconds: dict[str, float] = field(default_factory=dict)
+    server_cpu_s: float = 0.0
+    client_cpu_s: float = 0.0
+
+    @property
+    def rows_per_s(self) -> float:
+        return self.rows / self.seconds
+
+    @property
+    def data_rows_per_s(self) -> float:
+        return self.rows / self.phase_seconds.get("data", self.seconds)
+
+
+class Server:
+    """The embedded server and its CPU accounting (exited backends included)."""
+
+    def __init__(self, workdir: Path) -> None:
+        self.local = LocalServer(install=embedded_install(), workdir=workdir, name="init")
+        self.local.prepare()
+        self.local.start()
+        self.conn: ConnectionInfo = self.local.connection()
+        self.postmaster = psutil.Process(self.local.pid)
+        self.background = len(self.postmaster.children())
+
+    def cpu_seconds(self) -> float:
+        """The postmaster's, its reaped children's and its live children's CPU seconds,
+        once every backend of the last condition has exited and been reaped."""
+        deadline = time.monotonic() + 10
+        while len(self.postmaster.children()) > self.background and time.monotonic() < deadline:
+            time.sleep(0.05)
+        times = self.postmaster.cpu_times()
+        total = times.user + times.system + times.children_user + times.children_system
+        for child in self.postmaster.children():
+            try:
+                child_times = child.cpu_times()
+            except psutil.Error:
+                continue
+            total += child_times.user + child_times.system
+        return total
+
+    def execute(self, *statements: str) -> None:
+        with psycopg.connect(self.conn.conninfo(), autocommit=True) as db:
+            for statement in statements:
+                db.execute(statement)
+
+
+def client_cpu_seconds() -> float:
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+def drop_all(server: Server) -> None:
+    """Every condition's tables (pgdyno's schema, pgbench's in public), and the WAL they
+    left recycled by a checkpoint, so the next condition starts alike."""
+    server.execute(f"DROP SCHEMA IF EXISTS {dataset.SCHEMA} CASCADE",
+                   "DROP TABLE IF EXISTS public.pgbench_accounts, public.pgbench_branches, "
+                   "public.pgbench_tellers, public.pgbench_history, public.copy_accounts",
+                   "CHECKPOINT")
+
+
+def run_pgdyno(server: Server, scale: int, work: Path) -> tuple[int, dict[str, float]]:
+    result = initialise(server.conn, server.local.install, scale, force=False,
+                        log_path=work / "pgdyno-init.log")
+    assert not result.reused
+    return scale * ROWS_PER_SCALE, result.phase_seconds
+
+
+def run_bare(steps: str) -> Callable[[Server, int, Path], tuple[int, dict[str, float]]]:
+    def run(server: Server, scale: int, work: Path) -> tuple[int, dict[str, float]]:
+        plain = server.conn.in_schema(None)
+        out = subprocess.run([server.local.install.program("pgbench"), *plain.client_args(),
+                              "-i", "-s", str(scale), "-I", steps, "-q", plain.dbname],
+                             env=plain.client_env(), capture_output=True, text=True,
+                             check=True)
+        return scale * ROWS_PER_SCALE, init_phases(out.stderr)
+    return run
+
+
+def copy_file(server: Server) -> Path:
+    """In the instance's directory, which the server's OS user owns."""
+    return server.local.instance_dir / "pgbench_accounts.copy"
+
+
+def write_copy_file(server: Server, scale: int) -> float:
+    """pgbench_accounts' rows as pgbench -I g sends them, written by the server itself
+    (so it can read them back); returns the seconds the writing took."""
+    started = time.monotonic()
+    server.execute(f"COPY (SELECT aid, (aid - 1) / {ACCOUNTS_PER_SCALE} + 1, 0, '' FROM "
+                   f"generate_series(1, {scale * ACCOUNTS_PER_SCALE}) AS aid) "
+                   f"TO '{copy_file(server)}'")
+    return time.monotonic() - started
+
+
+def run_copy(server: Server, scale: int, work: Path) -> tuple[int, dict[str, float]]:
+    """COPY FREEZE into a table created in the same transaction, as pgbench -I g does."""
+    with psycopg.connect(server.conn.conninfo()) as db:
+        db.execute(ACCOUNTS_DDL.format("public.copy_accounts"))
+        db.execute(f"COPY public.copy_accounts FROM '{copy_file(server)}' WITH (FREEZE)")
+    return scale * ACCOUNTS_PER_SCALE, {}
+
+
+RUNNERS = {"pgdyno": run_pgdyno, "pgbench -I dtGvp": run_bare("dtGvp"),
+           "pgbench -I dtgvp": run_bare("dtgvp"), "pgbench -I dtg": run_bare("dtg"),
+           "COPY FREEZE file": run_copy}
+
+
+def measure(server: Server, condition: str, size: str, scale: int, round_no: int,
+            work: Path) -> Measure:
+    drop_all(server)
+    server_cpu, client_cpu = server.cpu_seconds(), client_cpu_seconds()
+    started = time.monotonic()
+    rows, phases = RUNNERS[condition](server, scale, work)
+    seconds = time.monotonic() - started
+    if condition == "COPY FREEZE file":
+        phases = {"data": seconds}
+    return Measure(size, scale, condition, round_no, seconds, rows, phases,
+                   server.cpu_seconds() - server_cpu, client_cpu_seconds() - client_cpu)
+
+
+def check_disk(work: Path, size_bytes: int, scale: int) -> None:
+    """One dataset, its WAL and the COPY file must fit: refuse before starting if not."""
+    need = int(1.3 * size_bytes) + scale * ACCOUNTS_PER_SCALE * COPY_BYTES_PER_ROW + 2 * 2**30
+    free = shutil.disk_usage(work).free
+    if free < need:
+        sys.exit(f"--sizes: {human_bytes(size_bytes)} needs about {human_bytes(need)} free "
+                 f"in {work} (dataset, WAL, COPY file), {human_bytes(free)} is free")
+
+
+def summary_rows(results: list[Measure]) -> list[dict]:
+    rows = []
+    for (size, scale, condition), group in grouped(results).items():
+        seconds = [m.seconds for m in group]
+        phases = sorted({p for m in group for p in m.phase_seconds})
+        rows.append({
+            "size": size, "scale": scale, "condition": condition, "n": len(group),
+            "rows": group[0].rows, "seconds_median": statistics.median(seconds),
+            "seconds_best": min(seconds),
+            "rows_per_s_median": statistics.median(m.rows_per_s for m in group),
+            "data_rows_per_s_median": statistics.median(m.data_rows_per_s for m in group),
+            "phase_seconds_median": {p: statistics.median(m.phase_seconds.get(p, 0.0)
+                                                          for m in group) for p in phases},
+            "server_cpu_s_median": statistics.median(m.server_cpu_s for m in group),
+            "client_cpu_s_median": statistics.median(m.client_cpu_s for m in group)})
+    return rows
+
+
+def grouped(results: list[Measure]) -> dict[tuple[str, int, str], list[Measure]]:
+    groups: dict[tuple[str, int, str], list[Measure]] = {}
+    for m in results:
+        groups.setdefault((m.size, m.scale, m.condition), []).append(m)
+    return groups
+
+
+def print_summary(rows: list[dict]) -> None:
+    print(f"\n{'size':<7}{'scale':>6}  {'condition':<18}{'n':>3}{'median s':>10}"
+          f"{'best s':>8}{'rows/s':>12}{'data s':>8}{'vacuum s':>10}{'keys s':>8}"
+          f"{'data rows/s':>13}{'server CPU s':>14}{'client CPU s':>14}")
+    for r in rows:
+        p = r["phase_seconds_median"]
+        print(f"{r['size']:<7}{r['scale']:>6}  {r['condition']:<18}{r['n']:>3}"
+              f"{r['seconds_median']:>10.2f}{r['seconds_best']:>8.2f}"
+              f"{r['rows_per_s_median']:>12,.0f}{p.get('data', 0):>8.2f}"
+              f"{p.get('vacuum', 0):>10.2f}{p.get('keys', 0):>8.2f}"
+              f"{r['data_rows_per_s_median']:>13,.0f}{r['server_cpu_s_median']:>14.2f}"
+              f"{r['client_cpu_s_median']:>14.2f}")
+    for size in dict.fromkeys(r["size"] for r in rows):
+        by = {r["condition"]: r for r in rows if r["size"] == size}
+        copy = by["COPY FREEZE file"]["data_rows_per_s_median"]
+        said = ", ".join(f"{name} {by[name]['data_rows_per_s_median'] / copy:.2f}x"
+                         for name in FULL_INITS)
+        print(f"{size}: data phase rows/s against COPY FREEZE from a file: {said}")
+        per_million = {name: 1e6 * by[name]["server_cpu_s_median"] / by[name]["rows"]
+                       for name in ("pgbench -I dtg", "COPY FREEZE file")}
+        print(f"{size}: server CPU s per million rows loaded: " + ", ".join(
+            f"{name} {value:.3f}" for name, value in per_million.items()))
+
+
+def projections(rows: list[dict], project_bytes: int) -> list[dict]:
+    """seconds = a + b * rows per condition over the sizes measured (two or more)."""
+    scale = max(1, round(project_bytes / BYTES_PER_SCALE))
+    out = []
+    for condition in CONDITIONS:
+        points = [(r["rows"], r["seconds_median"]) for r in rows if r["condition"] == condition]
+        if len(points) < 2:
+            continue
+        fit = statistics.linear_regression([p[0] for p in points], [p[1] for p in points])
+        rows_then = scale * (ACCOUNTS_PER_SCALE if condition == "COPY FREEZE file"
+                             else ROWS_PER_SCALE)
+        seconds = fit.intercept + fit.slope * rows_then
+        out.append({"condition": condition, "scale": scale, "rows": rows_then,
+                    "intercept_s": fit.intercept, "seconds_per_million_rows": fit.slope * 1e6,
+                    "projected_seconds": seconds, "projected_rows_per_s": rows_then / seconds})
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="1GB,5GB,10GB")
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--project", default="30GB",
+                        help="the dataset size whose time the fit projects")
+    parser.add_argument("--out", type=Path, default=Path("pgbench_init.json"))
+    args = parser.parse_args()
+    sizes = [(text, parse_size(text)) for text in args.sizes.split(",")]
+
+    work = Path(tempfile.mkdtemp(prefix="pgdyno-pgbench-init-", dir="/var/tmp"))
+    work.chmod(0o755)
+    server = Server(work)
+    results: list[Measure] = []
+    file_seconds: dict[str, float] = {}
+    try:
+        for size, size_bytes in sizes:
+            scale = max(1, round(size_bytes / BYTES_PER_SCALE))
+            check_disk(work, size_bytes, scale)
+            drop_all(server)
+            file_seconds[size] = write_copy_file(server, scale)
+            print(json.dumps({"size": size, "scale": scale, "copy_file_bytes":
+                              copy_file(server).stat().st_size,
+                              "copy_file_written_s": round(file_seconds[size], 2)}), flush=True)
+            for round_no in range(1, args.rounds + 1):
+                order = CONDITIONS if round_no % 2 else tuple(reversed(CONDITIONS))
+                for condition in order:
+                    m = measure(server, condition, size, scale, round_no, work)
+                    results.append(m)
+                    print(json.dumps({**asdict(m), "rows_per_s": round(m.rows_per_s),
+                                      "data_rows_per_s": round(m.data_rows_per_s)}),
+                          flush=True)
+            copy_file(server).unlink()
+        drop_all(server)
+    finally:
+        server.local.stop()
+        shutil.rmtree(work, ignore_errors=True)
+    rows = summary_rows(results)
+    print_summary(rows)
+    projected = projections(rows, parse_size(args.project))
+    for p in projected:
+        print(f"{args.project} (scale {p['scale']}), {p['condition']}: projected "
+              f"{p['projected_seconds']:,.0f} s, {p['projected_rows_per_s']:,.0f} rows/s "
+              f"(fit over {len(sizes)} sizes, {p['seconds_per_million_rows']:.2f} s per "
+              "million rows; projected, not measured)")
+    args.out.write_text(json.dumps({
+        "schema_version": 1, "bench": "pgbench_init", "cpus": os.cpu_count(),
+        "copy_file_written_s": file_seconds, "runs": [asdict(m) for m in results],
+        "summary": rows, "projections": projected}, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()
