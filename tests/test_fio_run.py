@@ -256,11 +256,13 @@ def test_device_identity_of_the_loop_mount(xfs: tuple[Path, str]) -> None:
 
 def test_compare_of_two_fio_runs(run: Path, xfs: tuple[Path, str]) -> None:
     """`pgdyno compare` reads fio runs as it reads any other: each metric's change is the
-    candidate's mean over the baseline's, from the two summaries."""
+    candidate's mean over the baseline's, from the two summaries. The second run is the
+    smallest job set that has the compared metric (queue depth 1, one WAL job: 6 jobs, not
+    13)."""
     mnt, _ = xfs
     results = run.parent.parent
     proc = pgdyno("bench", "fio", "--target-dir", str(mnt), "--runtime", "1", "--size", "64MiB",
-                  "--max-depth", "4", "--fio-jobs", "2", "--skip-fsync-test", "--iterations", "1",
+                  "--max-depth", "1", "--fio-jobs", "1", "--skip-fsync-test", "--iterations", "1",
                   "--results-dir", str(results), "--no-progress")
     assert proc.returncode == 0, proc.stderr
     second = max((p for p in results.glob("*/fio-*") if p != run), key=lambda p: p.name)
