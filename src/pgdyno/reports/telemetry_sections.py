@@ -312,10 +312,14 @@ def _whose_cpu(s: TelemetrySummary) -> list[str]:
                  f"{1000 * x.sampler_cores:,.0f} ms of CPU per second."]
     u = x.per_unit
     if u is not None:
-        header.append(f"CPU ms per {u.unit}")
+        # The driver's cost per unit of work as a share of the server's, in its own column
+        # so that it reads beside the two figures it divides (issue 28 item 4's bound).
+        header += [f"CPU ms per {u.unit}", "% of the server's"]
         for row in rows:
-            row.append(MISSING)
+            row += [MISSING, MISSING]
         rows[0][2], rows[1][2] = _ms(u.server_cpu_s), _ms(u.driver_cpu_s)
+        if u.driver_share_pct is not None:
+            rows[0][3], rows[1][3] = "100.0", f"{u.driver_share_pct:.1f}"
         share = ("" if u.driver_share_pct is None else
                  f" the driver spent {u.driver_share_pct:.1f}% of the server's CPU per {u.unit};")
         lines[-1] += (f" Per {u.unit}:{share} each side's cores over the "
