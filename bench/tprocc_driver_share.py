@@ -39,7 +39,8 @@ def main() -> int:
     args = ap.parse_args()
     results = args.results_dir or Path(tempfile.mkdtemp(prefix="pgdyno-driver-share-",
                                                         dir="/var/tmp"))
-    results.chmod(0o755)
+    results.mkdir(parents=True, exist_ok=True)
+    results.chmod(0o755)  # the server runs as the unprivileged pgdyno user: it must enter
     cmd = [sys.executable, "-m", "pgdyno", "bench", "tprocc", "--warehouses",
            str(args.warehouses), "--vus", args.vus, "--rampup", str(args.rampup),
            "--duration", str(args.duration), "--iterations", "1", "--no-progress",
