@@ -74,7 +74,8 @@ THINK_CAP = 10
 TERMINALS_PER_WAREHOUSE = 10
 
 INVALID_ITEM = schema.ITEMS + 1
-MAX_LINES = 15
+"""The item of a rolled-back New-Order's last line; tprocc_draw_new_order writes the same
+value (test_tprocc_run checks that they agree)."""
 
 # Allowed distance between the run-time and load-time C of last names (clause 2.1.6.1).
 _C_LAST_DELTAS = [d for d in range(65, 120) if d not in (96, 112)]
