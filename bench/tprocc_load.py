@@ -29,6 +29,7 @@ from pathlib import Path
 import psutil
 import psycopg
 
+from pgdyno.errors import PgdynoError
 from pgdyno.targets.binaries import embedded_install
 from pgdyno.targets.connection import ConnectionInfo
 from pgdyno.targets.dsn import dsn_connection
@@ -265,4 +266,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except PgdynoError as exc:
+        sys.exit(f"tprocc_load: {exc}")

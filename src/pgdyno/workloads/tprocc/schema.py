@@ -124,6 +124,25 @@ def key_jobs(warehouses: int, partitions: int) -> tuple[list[KeyJob], list[KeyJo
     return jobs, after
 
 
+def leaf_tables(partitions: int) -> list[str]:
+    """The tables that hold rows: order_line's partitions in place of order_line."""
+    leaves = [t for t in TABLES if t != "order_line"]
+    leaves += [partition_name(r) for r in range(partitions)] if partitions > 0 else ["order_line"]
+    return leaves
+
+
+def autovacuum_statements(partitions: int, enabled: bool) -> list[sql.Composed]:
+    """Autovacuum off for the load, back to the server's default after it.
+
+    A table filling up with inserts is vacuumed and analyzed by autovacuum over and over
+    (every autovacuum_vacuum_insert_threshold rows plus a fifth of the table): work the
+    load's own VACUUM ANALYZE repeats at its end. RESET leaves no storage parameter behind,
+    so the run afterwards sees the tables exactly as if the option had never been set."""
+    template = ("ALTER TABLE {} SET (autovacuum_enabled = off)" if not enabled
+                else "ALTER TABLE {} RESET (autovacuum_enabled)")
+    return [sql.SQL(template).format(sql.Identifier(t)) for t in leaf_tables(partitions)]
+
+
 def vacuum_statements(partitions: int, server_version_num: int) -> list[sql.Composed]:
     """VACUUM ANALYZE per table, largest first; partitions one by one (in parallel), then
     statistics for the partitioned parent alone where the server can (ANALYZE ONLY, 18+)."""
