@@ -31,6 +31,9 @@ class Bundle:
     wheel: Path
     """pgdyno's own wheel, inside ``directory``."""
     version: str
+    archive: Path
+    """Every wheel of ``directory`` in one tar file, beside it: the playbooks ship this one
+    file (Ansible copies a directory a file at a time, two round trips each)."""
 
 
 def cache_root() -> Path:
@@ -92,7 +95,23 @@ def build_bundle(console_print=print) -> Bundle:  # noqa: ANN001 - a print-like 
         _pip(["download", "--only-binary=:all:", "-d", str(directory), "-c", str(constraints),
               str(wheel)])
         marker.write_text(json.dumps(key))
-    return Bundle(directory, wheel, __version__)
+    return Bundle(directory, wheel, __version__, _archive(directory))
+
+
+def _archive(directory: Path) -> Path:
+    """``<directory>.tar``: the directory's wheels at its top level, readable by all (an
+    uncompressed tar: wheels are zip files already)."""
+    import tarfile
+
+    def readable(info: tarfile.TarInfo) -> tarfile.TarInfo:
+        info.mode, info.uid, info.gid, info.uname, info.gname = 0o644, 0, 0, "", ""
+        return info
+
+    archive = directory.with_name(directory.name + ".tar")
+    with tarfile.open(archive, "w") as tar:
+        for wheel in sorted(directory.glob("*.whl")):
+            tar.add(wheel, arcname=wheel.name, filter=readable)
+    return archive
 
 
 def _wheel_requires(wheel: Path) -> list[str]:
