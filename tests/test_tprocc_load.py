@@ -6,6 +6,7 @@ Each test works in its own database of the shared server, dropped afterwards.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import psycopg
 import pytest
@@ -24,6 +25,7 @@ from pgdyno.workloads.tprocc import (
     expected_rows,
     load,
 )
+from pgdyno.workloads.tprocc.loader import key_build_memory
 from pgdyno.workloads.tprocc.schema import ITEMS, ROWS_PER_WAREHOUSE, order_line_range
 from tests.conftest import scratch_database
 
@@ -134,6 +136,25 @@ def test_every_phase_is_timed_and_the_data_is_tpcc_shaped(loaded) -> None:
                                    (list(TABLES),)).fetchone()[0]
     assert counts["order_line"] == lines
     assert not_visible == 0  # every heap page all-visible after the vacuum phase
+
+
+def test_index_builds_never_get_less_memory_than_the_server_gives(loaded) -> None:
+    target, _, _ = loaded
+    with psycopg.connect(target.conninfo()) as conn:
+        server_mb = conn.execute("SELECT pg_size_bytes(current_setting('maintenance_work_mem'))"
+                                 ).fetchone()[0] // 1024**2
+        assert key_build_memory(conn, f"{server_mb // 2}MB", 2, local=False) is None
+        assert key_build_memory(conn, f"{server_mb * 2}MB", 2, local=False) == \
+            f"{server_mb * 2}MB"
+        assert key_build_memory(conn, None, 2, local=True) is None
+        local = key_build_memory(conn, "1MB", 2, local=True)
+    ram_mb = next(int(line.split()[1]) for line in Path("/proc/meminfo").read_text().splitlines()
+                  if line.startswith("MemTotal:")) // 1024
+    # A quarter of RAM (less under a cgroup limit) over two connections, 2 GB at most.
+    ceiling = min(2048, ram_mb // 8)
+    assert local is None or server_mb < int(local.removesuffix("MB")) <= ceiling
+    if ceiling > server_mb and ram_mb >= 8 * 1024:
+        assert local is not None
 
 
 def test_second_load_of_the_same_size_is_reused(loaded) -> None:

@@ -40,6 +40,7 @@ from typing import Any
 import psycopg
 
 from pgdyno import __version__
+from pgdyno.config import detect
 from pgdyno.errors import RunFailed
 from pgdyno.targets.connection import ConnectionInfo
 from pgdyno.workloads import dataset
@@ -76,8 +77,10 @@ def load(target: ConnectionInfo, options: LoadOptions,
             conn.execute(statement)
         schema.install_functions(conn)
         server_version = conn.info.server_version
+        key_memory = key_build_memory(conn, options.maintenance_work_mem, workers,
+                                      local=_on_this_machine(target))
 
-    loader = _Loader(target, options, workers, progress)
+    loader = _Loader(target, options, workers, progress, key_memory)
     started = time.monotonic()
     loader.run_data()
     loader.run_keys(partitions)
@@ -107,6 +110,43 @@ def _reused(conn: psycopg.Connection, options: LoadOptions, workers: int,
                       recorded_seconds=recorded_seconds)
 
 
+KEY_MEMORY_SHARE = 4
+"""On a server on this machine, index builds may take this fraction (1/4) of RAM in all,
+split over the loader connections that build at once."""
+KEY_MEMORY_CAP = 2 * 1024**3
+"""At most this per connection: enough for W=100's largest key (order_line, 30 million
+entries) to sort in memory over PostgreSQL's parallel build workers."""
+
+
+def key_build_memory(conn: psycopg.Connection, option: str | None, workers: int, *,
+                     local: bool) -> str | None:
+    """maintenance_work_mem of the loader sessions (None: leave the server's own).
+
+    Never below the server's own setting (a tuned config's is usually larger) nor below
+    ``option``; on a server on this machine, also its share of RAM, so that large index
+    builds sort in memory instead of spilling sorted runs to disk and merging them. A
+    server elsewhere has RAM pgdyno cannot see: only the option and its own setting count
+    there."""
+    if option is None:
+        return None
+    wanted, current = conn.execute(
+        "SELECT pg_size_bytes(%s), pg_size_bytes(current_setting('maintenance_work_mem'))",
+        (option,)).fetchone()
+    if local:
+        ram = detect.meminfo().get("MemTotal", 0) * 1024
+        limit = detect.cgroup_limits().memory_bytes
+        if limit is not None:
+            ram = min(ram, limit)
+        wanted = max(wanted, min(KEY_MEMORY_CAP, ram // KEY_MEMORY_SHARE // max(1, workers)))
+    if wanted <= current:
+        return None
+    return f"{wanted // 1024**2}MB"
+
+
+def _on_this_machine(target: ConnectionInfo) -> bool:
+    return target.via == "socket" or target.host in ("127.0.0.1", "::1", "localhost")
+
+
 @dataclass
 class _Job:
     label: str
@@ -117,8 +157,9 @@ class _Job:
 
 class _Loader:
     def __init__(self, target: ConnectionInfo, options: LoadOptions, workers: int,
-                 progress: ProgressCallback | None) -> None:
+                 progress: ProgressCallback | None, key_memory: str | None) -> None:
         self.target = target
+        self.key_memory = key_memory
         self.options = options
         self.workers = workers
         self.progress = progress
@@ -180,8 +221,8 @@ class _Loader:
 
     def _session_settings(self) -> dict[str, str]:
         settings: dict[str, str] = {}
-        if self.options.maintenance_work_mem:
-            settings["maintenance_work_mem"] = self.options.maintenance_work_mem
+        if self.key_memory:
+            settings["maintenance_work_mem"] = self.key_memory
         return settings
 
 
