@@ -1,11 +1,27 @@
-"""TPROC-H load speed on this machine: seconds per phase (data, keys, vacuum) at one SF.
+"""TPROC-H load speed on this machine: seconds and CPU seconds per phase at SF 1, 5 and 10.
 
-One embedded PostgreSQL 18 server with the stock configuration, in its own workdir
-under /var/tmp; the dataset is loaded from scratch (rebuild) ``--rounds`` times with
-the default number of loader connections (one per core) unless --workers says
-otherwise. Prints one JSON line per round and writes them all to --out.
+Each scale factor is loaded from scratch (rebuild; the previous size's tables are dropped
+first, so the disk holds one size at a time) with the default number of loader
+connections (one per core) unless --workers says otherwise, into one embedded PostgreSQL
+18 with the stock configuration started in its own workdir (under /var/tmp unless
+--workdir says otherwise). ``--wal-level minimal`` starts it with wal_level = minimal
+and max_wal_senders = 0, as a user may for a server pgdyno owns (``--set``): the loader's
+COPYs into tables truncated in their own transaction and its index builds then write no
+WAL at all.
 
-    python bench/tproch_load.py --scale-factor 1 --rounds 1
+Per round and size it prints one JSON line: each phase's wall seconds (data, keys,
+vacuum), and each phase's CPU seconds of the server (the postmaster, its live backends
+and its exited ones, read at the phase boundaries), of the generators (tpchgen-cli, this
+process's reaped children) and of this process (the loader relaying the generators'
+output into COPY); then the WAL written and the database's size. Then it fits
+seconds = fixed + per_sf x SF by least squares, for the whole load and for each phase,
+and projects SF 30 and 100. Everything is also written to --out.
+
+Before loading it refuses, in one line, a filesystem without room for the largest size
+(DISK_BYTES_PER_SF x SF plus a margin).
+
+    python bench/tproch_load.py                                 # SF 1, 5, 10
+    python bench/tproch_load.py --scale-factors 0.1,0.3 --rounds 2
 """
 
 from __future__ import annotations
@@ -16,69 +32,95 @@ import resource
 import shutil
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
 import psutil
+import psycopg
 
 from pgdyno.targets.binaries import embedded_install
+from pgdyno.targets.connection import ConnectionInfo
 from pgdyno.targets.local import LocalServer
 from pgdyno.workloads.tproch.loader import default_workers, load
 from pgdyno.workloads.tproch.model import LoadOptions, LoadProgress
 
+DISK_BYTES_PER_SF = 1_450_000_000
+"""What one SF of TPROC-H takes on disk once loaded: heap, keys and indexes (1.35 GB at
+SF 1 as measured here), plus the sort files of the key builds while they run."""
+
+DISK_MARGIN_BYTES = 2_000_000_000
+"""WAL (max_wal_size 1 GB by default, and more while a checkpoint lags) and the rest."""
+
+PROJECT_AT = (30, 100)
+
+STAGES = ("data", "keys", "vacuum")
+
+
+def cpu_of(proc: psutil.Process, children: bool) -> float:
+    times = proc.cpu_times()
+    total = times.user + times.system
+    if children:
+        total += times.children_user + times.children_system
+    return total
+
 
 class CpuMeter:
-    """CPU seconds per load phase: of the server's processes (sampled every 0.2 s, so a
-    backend that lives less long is missed) and of the generators (this process's
-    children, counted when they are reaped)."""
+    """CPU seconds of the server, the generators and the loader, taken at each phase
+    boundary (from the load's progress callback, in the loader's thread).
 
-    def __init__(self, server_pid: int) -> None:
-        self.server = psutil.Process(server_pid)
+    The server: the postmaster's own, its exited children's (reaped: in its children
+    times) and its live children's. The loader's connections last the whole load (its
+    stages overlap, so a stage's CPU is that of its time window), and at the end the
+    meter waits for their backends to be reaped. The generators: this process's reaped children
+    (the server is no child of it). The loader: this process, every thread."""
+
+    def __init__(self, postmaster: psutil.Process) -> None:
+        self.postmaster = postmaster
+        self.me = psutil.Process()
         self.phase = "data"
-        self.seen: dict[int, float] = {}
-        self.postgres: dict[str, float] = {}
-        self.generators: dict[str, float] = {}
-        self.children = self._children_cpu()
-        self.stop = threading.Event()
-        self.thread = threading.Thread(target=self._sample, daemon=True)
-        self.thread.start()
+        self.idle_children = len(postmaster.children())
+        self.cpu: dict[str, dict[str, float]] = {"postgres": {}, "generators": {},
+                                                 "loader": {}}
+        self.last = self._now()
+
+    def _server(self) -> float:
+        total = cpu_of(self.postmaster, children=True)
+        for child in self.postmaster.children():
+            try:
+                total += cpu_of(child, children=False)
+            except psutil.Error:
+                continue
+        return total
+
+    def _now(self) -> dict[str, float]:
+        usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return {"postgres": self._server(), "generators": usage.ru_utime + usage.ru_stime,
+                "loader": cpu_of(self.me, children=False)}
 
     def progress(self, report: LoadProgress) -> None:
         if report.phase != self.phase:
             self._take()
-            now = self._children_cpu()
-            self.generators[self.phase] = self.generators.get(self.phase, 0) + now - self.children
-            self.children = now
             self.phase = report.phase
         _progress(report)
 
-    def close(self) -> dict[str, dict[str, float]]:
-        self.stop.set()
-        self.thread.join()
-        return {"postgres": {k: round(v, 1) for k, v in self.postgres.items()},
-                "generators": {k: round(v, 1) for k, v in self.generators.items() if v}}
-
-    @staticmethod
-    def _children_cpu() -> float:
-        usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-        return usage.ru_utime + usage.ru_stime
-
-    def _sample(self) -> None:
-        while not self.stop.wait(0.2):
-            self._take()
-
     def _take(self) -> None:
-        procs = [self.server, *self.server.children()]
-        for proc in procs:
-            try:
-                times = proc.cpu_times()
-            except psutil.Error:
-                continue
-            total = times.user + times.system
-            before = self.seen.get(proc.pid, 0.0)
-            self.seen[proc.pid] = total
-            self.postgres[self.phase] = self.postgres.get(self.phase, 0.0) + total - before
+        if self.phase == STAGES[-1]:
+            self._wait_for_exits()
+        now = self._now()
+        for who, value in now.items():
+            self.cpu[who][self.phase] = round(value - self.last[who], 2)
+        self.last = now
+
+    def _wait_for_exits(self, timeout_s: float = 5.0) -> None:
+        """Once the load is over, until its backends are reaped (their CPU is then in the
+        postmaster's children times; an exited one not yet reaped shows none)."""
+        deadline = time.monotonic() + timeout_s
+        while (len(self.postmaster.children()) > self.idle_children
+               and time.monotonic() < deadline):
+            time.sleep(0.05)
+
+    def close(self) -> dict[str, dict[str, float]]:
+        return self.cpu
 
 
 def _progress(report: LoadProgress) -> None:
@@ -88,59 +130,129 @@ def _progress(report: LoadProgress) -> None:
           file=sys.stderr, flush=True)
 
 
+def wal_lsn(conn: psycopg.Connection) -> int:
+    return conn.execute("SELECT (pg_current_wal_lsn() - '0/0'::pg_lsn)::bigint").fetchone()[0]
+
+
+def check_room(workdir: Path, largest_sf: float) -> None:
+    """One line and exit 2 when the filesystem of ``workdir`` cannot hold the largest size."""
+    need = DISK_BYTES_PER_SF * largest_sf + DISK_MARGIN_BYTES
+    free = shutil.disk_usage(workdir).free
+    if free < need:
+        sys.exit(f"tproch_load: SF {largest_sf:g} needs about {need / 1e9:.1f} GB free in "
+                 f"{workdir}; its filesystem has {free / 1e9:.1f} GB (--workdir elsewhere, "
+                 "or smaller --scale-factors)")
+
+
+def fit_line(xs: list[float], ys: list[float]) -> dict[str, float] | None:
+    """Least squares y = fixed + per_sf x SF; None with fewer than two distinct sizes."""
+    n = len(xs)
+    mean_x, mean_y = sum(xs) / n, sum(ys) / n
+    sxx = sum((x - mean_x) ** 2 for x in xs)
+    if sxx == 0:
+        return None
+    slope = sum((x - mean_x) * (y - mean_y) for x, y in zip(xs, ys, strict=True)) / sxx
+    fixed = mean_y - slope * mean_x
+    residual = sum((y - fixed - slope * x) ** 2 for x, y in zip(xs, ys, strict=True))
+    total = sum((y - mean_y) ** 2 for y in ys)
+    return {"fixed_s": round(fixed, 2), "per_sf_s": round(slope, 2),
+            "r2": round(1 - residual / total, 4) if total else 1.0}
+
+
+def scaling(rows: list[dict]) -> dict:
+    """Fits of the whole load, each phase and the total CPU, with projections."""
+    xs = [row["scale_factor"] for row in rows]
+    fits: dict[str, dict | None] = {"total": fit_line(xs, [r["seconds"] for r in rows])}
+    for phase in ("data", "keys", "vacuum"):
+        fits[phase] = fit_line(xs, [r["phase_seconds"].get(phase, 0.0) for r in rows])
+    fits["cpu_total"] = fit_line(xs, [r["cpu_total_seconds"] for r in rows])
+    total = fits["total"]
+    projected = ({f"sf_{sf:g}_s": round(total["fixed_s"] + total["per_sf_s"] * sf)
+                  for sf in PROJECT_AT} if total else {})
+    return {"fits": fits, "projected": projected,
+            "seconds_per_sf": {f"{r['scale_factor']:g}": round(r["seconds"] / r["scale_factor"], 1)
+                               for r in rows}}
+
+
+def load_one(target: ConnectionInfo, sf: float,
+             args: argparse.Namespace, round_no: int) -> dict:
+    options = LoadOptions(scale_factor=sf, workers=args.workers, rebuild=True,
+                          maintenance_work_mem=args.maintenance_work_mem,
+                          max_parallel_maintenance_workers=args.parallel_maintenance)
+    with psycopg.connect(target.conninfo(), autocommit=True) as conn:
+        lsn = wal_lsn(conn)
+        backend = conn.execute("SELECT pg_backend_pid()").fetchone()[0]
+        meter = CpuMeter(psutil.Process(backend).parent())
+        started = time.monotonic()
+        result = load(target, options, meter.progress)
+        wall = time.monotonic() - started
+        cpu = meter.close()
+        wal = wal_lsn(conn) - lsn
+        size = conn.execute("SELECT pg_database_size(current_database())").fetchone()[0]
+    print(file=sys.stderr)
+    return {
+        "round": round_no, "scale_factor": sf, "workers": result.workers,
+        "cpus": default_workers(), "wal_level": args.wal_level,
+        "parts": {t: n for t, n in result.parts.items() if n > 1},
+        "seconds": round(result.seconds, 1), "wall_seconds": round(wall, 1),
+        "rows": sum(result.rows.values()), "rows_per_second": round(result.rows_per_s),
+        "phase_seconds": {k: round(v, 1) for k, v in result.phase_seconds.items()},
+        "cpu_seconds": cpu,
+        "cpu_total_seconds": round(sum(v for by in cpu.values() for v in by.values()), 1),
+        "wal_bytes": wal, "database_bytes": size,
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--scale-factor", type=float, default=1.0)
+    parser.add_argument("--scale-factors", default="1,5,10",
+                        help="comma-separated scale factors, loaded in this order")
     parser.add_argument("--workers", type=int, default=None)
     parser.add_argument("--rounds", type=int, default=1)
-    parser.add_argument("--split-share", type=float, default=None,
-                        help="LoadOptions.split_share (default: the loader's)")
+    parser.add_argument("--wal-level", choices=("replica", "minimal"), default="replica",
+                        help="the server's wal_level (replica: PostgreSQL's default)")
     parser.add_argument("--maintenance-work-mem", default=LoadOptions.maintenance_work_mem)
     parser.add_argument("--parallel-maintenance", type=int,
                         default=LoadOptions.max_parallel_maintenance_workers,
                         help="max_parallel_maintenance_workers of the key builds")
+    parser.add_argument("--workdir", type=Path, default=Path("/var/tmp"))
     parser.add_argument("--out", type=Path, default=Path("tproch_load.json"))
     args = parser.parse_args()
+    try:
+        sizes = [float(s) for s in args.scale_factors.split(",") if s.strip()]
+    except ValueError:
+        sys.exit(f"tproch_load: --scale-factors {args.scale_factors}: expected numbers "
+                 "separated by commas, e.g. 1,5,10")
+    if not sizes:
+        sys.exit("tproch_load: --scale-factors is empty; e.g. 1,5,10")
+    for sf in sizes:
+        LoadOptions(scale_factor=sf)  # the loader's own refusal, before anything starts
+    args.workdir.mkdir(parents=True, exist_ok=True)
+    check_room(args.workdir, max(sizes))
 
-    workdir = Path(tempfile.mkdtemp(prefix="pgdyno-tproch-load-", dir="/var/tmp"))
+    workdir = Path(tempfile.mkdtemp(prefix="pgdyno-tproch-load-", dir=args.workdir))
     workdir.chmod(0o755)
-    server = LocalServer(install=embedded_install(), workdir=workdir, name="load")
-    results = []
+    settings = ({"wal_level": "minimal", "max_wal_senders": "0"}
+                if args.wal_level == "minimal" else {})
+    server = LocalServer(install=embedded_install(), workdir=workdir, name="load",
+                         settings=settings)
+    rows = []
     try:
         server.prepare()
         server.start()
+        target = server.connection()
         for round_no in range(1, args.rounds + 1):
-            options = LoadOptions(scale_factor=args.scale_factor, workers=args.workers,
-                                  rebuild=True, split_share=args.split_share,
-                                  maintenance_work_mem=args.maintenance_work_mem,
-                                  max_parallel_maintenance_workers=args.parallel_maintenance)
-            started = time.monotonic()
-            meter = CpuMeter(server.pid or 0)
-            result = load(server.connection(), options, meter.progress)
-            cpu = meter.close()
-            print(file=sys.stderr)
-            row = {
-                "round": round_no,
-                "scale_factor": args.scale_factor,
-                "workers": result.workers,
-                "cpus": default_workers(),
-                "parts": {t: n for t, n in result.parts.items() if n > 1},
-                "maintenance_work_mem": args.maintenance_work_mem,
-                "max_parallel_maintenance_workers": args.parallel_maintenance,
-                "seconds": round(result.seconds, 1),
-                "wall_seconds": round(time.monotonic() - started, 1),
-                "rows": sum(result.rows.values()),
-                "rows_per_second": round(result.rows_per_s),
-                "phase_seconds": {k: round(v, 1) for k, v in result.phase_seconds.items()},
-                "cpu_seconds": cpu,
-            }
-            print(json.dumps(row), flush=True)
-            results.append(row)
+            for sf in sizes:
+                row = load_one(target, sf, args, round_no)
+                print(json.dumps(row), flush=True)
+                rows.append(row)
     finally:
         server.stop()
         shutil.rmtree(workdir, ignore_errors=True)
-    args.out.write_text(json.dumps({"schema_version": 1, "bench": "tproch_load",
-                                    "results": results}, indent=2) + "\n")
+    summary = scaling(rows)
+    print(json.dumps(summary), flush=True)
+    args.out.write_text(json.dumps({"schema_version": 2, "bench": "tproch_load",
+                                    "results": rows, "scaling": summary}, indent=2) + "\n")
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """Parallel TPROC-H loader: tpchgen-cli piped straight into COPY, no intermediate files.
 
-Phases, each a pool of independent jobs over ``workers`` connections, largest first:
+One pool of jobs over ``workers`` connections, in three stages per table:
 
 1. data: one job per table or table part. Each job runs
    ``tpchgen-cli csv -s SF -T TABLE [--parts N --part K] --stdout`` and streams its
@@ -8,21 +8,34 @@ Phases, each a pool of independent jobs over ``workers`` connections, largest fi
    is truncated and copied with FREEZE in one transaction: its rows are written frozen
    and all-visible, so the VACUUM after the load has nothing to do on it and no hint
    bits are set (and WAL-logged, checksums being on by default) by the first readers.
-   Only tables too big for one worker's share are split into parts (see plan_parts);
-   region and nation come from one generator (each tpchgen-cli start costs about 0.8 s
-   of CPU building its text pool, whatever the table);
-2. keys: primary keys and indexes (schema.key_jobs);
-3. vacuum: VACUUM ANALYZE per table.
+   On a server with wal_level = minimal (a user's --set; the loader changes no server
+   setting) that same transaction writes no WAL for the rows at all. Only tables too big
+   for one worker's share are split into parts (see plan_parts); region and nation come
+   from one generator (each tpchgen-cli start costs about 0.8 s of CPU building its text
+   pool, whatever the table);
+2. keys: primary keys and indexes (schema.key_jobs) of a table, as soon as all of its
+   data is in: while the biggest table (lineitem, 69% of the data) still streams, the
+   other connections build the smaller tables' keys instead of waiting for it;
+3. vacuum: VACUUM ANALYZE of a table once its keys are built (on a frozen table it skips
+   every page and only analyses; it also resets the count of rows inserted since the
+   last vacuum, so autovacuum does not pick the table up in the middle of a run).
 
-A generator or COPY failure stops the load with one line: the other generators are
-killed and the other COPYs cancelled (their transactions roll back). The dataset is
-recorded in the registry only after all three phases succeed, so an interrupted load is
-never mistaken for a reusable one.
+The pool takes jobs in this order (all data jobs, then keys, then vacuums), and a job
+whose table is not ready waits for it on its connection: every job it waits for was
+taken before it, so the pool always finishes. Each stage's seconds run from the end of
+the previous stage to the end of its own last job (the work done early is in the data
+stage's seconds).
+
+A generator, COPY or build failure stops the load with one line: the other generators
+are killed and the other statements cancelled (their transactions roll back). The
+dataset is recorded in the registry only after every job succeeded, so an interrupted
+load is never mistaken for a reusable one.
 """
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import math
 import os
 import shutil
@@ -79,6 +92,12 @@ MIN_PART_BYTES = 100_000_000
 
 CHUNK_BYTES = 1 << 20
 """Bytes read from a generator and written to COPY at a time."""
+
+PIPE_BYTES = 1 << 20
+"""The generators' pipe size (Linux's default is 64 KB): fewer wake-ups of the generator
+and the relay per MB streamed."""
+
+STAGES = ("data", "keys", "vacuum")
 
 PROGRESS_INTERVAL_S = 0.5
 
@@ -158,9 +177,7 @@ def load(target: ConnectionInfo, options: LoadOptions,
     parts = plan_parts(options.scale_factor, workers, options.split_share)
     loader = _Loader(target, options, workers, program, progress)
     started = time.monotonic()
-    loader.run_data(data_jobs(options.scale_factor, parts))
-    loader.run_keys()
-    loader.run_vacuum()
+    loader.run(data_jobs(options.scale_factor, parts))
     seconds = time.monotonic() - started
     loader.report("done")
 
@@ -180,12 +197,29 @@ def _reused(options: LoadOptions, workers: int, recorded_seconds: float | None) 
                       rows_per_s=0.0, recorded_seconds=recorded_seconds)
 
 
-@dataclass
-class _Statement:
-    """A key or vacuum job for parallel.run_pool."""
+@dataclass(frozen=True)
+class StageJob:
+    """A key build or a vacuum of one table, run once the table's previous stage is done."""
 
+    stage: str
+    """``keys`` (after the table's data) or ``vacuum`` (after its keys)."""
+    table: str
     statement: Any
-    params: tuple = ()
+    weight: float = 0.0
+
+
+def stage_jobs(sf: float, data: list[CopyJob]) -> list[StageJob]:
+    """Keys, then vacuums, each stage's tables in the order their data should be in (the
+    tables whose last data job comes first in ``data``), largest build first within one."""
+    ready = {}
+    for position, job in enumerate(data):
+        for table in job.tables:
+            ready[table] = position
+    keys = [StageJob("keys", k.table, k.statement, k.weight) for k in schema.key_jobs(sf)]
+    keys.sort(key=lambda job: (ready[job.table], -job.weight))
+    tables = sorted(schema.DATA_TABLES, key=lambda t: ready[t])
+    vacuums = [StageJob("vacuum", t, schema.vacuum_statement(t)) for t in tables]
+    return keys + vacuums
 
 
 class _Loader:
@@ -200,6 +234,8 @@ class _Loader:
         self.rows_total = sum(schema.approx_rows(options.scale_factor).values())
         self.table_rows: dict[str, int] = {}
         self.phases = BuildPhases(self.report)
+        self.done = dict.fromkeys(STAGES, 0)
+        self.total = dict.fromkeys(STAGES, 0)
 
     def report(self, phase: str | None = None) -> None:
         if self.progress is None:
@@ -209,20 +245,23 @@ class _Loader:
             phase=phase or p.phase, rows=self.rows, rows_total=self.rows_total,
             elapsed_s=p.elapsed_s, steps_done=p.steps_done, steps_total=p.steps_total))
 
-    # ----- phases ----------------------------------------------------------------------
-    def run_data(self, jobs: list[CopyJob]) -> None:
-        self.phases.begin("data", len(jobs))
-        pool = _copy_pool(self.target, jobs, self.workers, self.program,
-                          self.options.scale_factor)
+    def run(self, data: list[CopyJob]) -> None:
+        """Every stage in one pool (see the module's docstring)."""
+        later = stage_jobs(self.options.scale_factor, data)
+        self.total = {"data": len(data), "keys": sum(j.stage == "keys" for j in later),
+                      "vacuum": sum(j.stage == "vacuum" for j in later)}
+        self.phases.begin("data", self.total["data"])
+        pool = _load_pool(self.target, [*data, *later], self.workers, self.program,
+                          self.options.scale_factor, self._maintenance_settings())
         try:
             with contextlib.closing(pool):  # an exception here stops the pool at once
                 self._follow(pool)
-        except (_GeneratorFailed, psycopg.Error) as exc:
+        except (_GeneratorFailed, _StageFailed, psycopg.Error) as exc:
             raise _one_line_error(exc) from None
         self.table_rows = {t: self.table_rows.get(t, 0) for t in schema.DATA_TABLES}
         self.phases.end()
 
-    def _follow(self, pool: Iterator[tuple[CopyJob | None, Any]]) -> None:
+    def _follow(self, pool: Iterator[tuple[CopyJob | StageJob | None, Any]]) -> None:
         last_report = time.monotonic()
         for job, value in pool:
             if job is None:  # rows streamed so far by some generator
@@ -230,32 +269,30 @@ class _Loader:
                 if time.monotonic() - last_report < PROGRESS_INTERVAL_S:
                     continue
                 self.report()
-            else:
+            elif isinstance(job, CopyJob):
                 copied, streamed = value
                 self.rows += sum(copied.values()) - streamed
                 for table, rows in copied.items():
                     self.table_rows[table] = self.table_rows.get(table, 0) + rows
-                self.phases.step()
+                self._finished("data")
+            else:
+                self._finished(job.stage)
             last_report = time.monotonic()
 
-    def run_keys(self) -> None:
-        jobs = [_Statement(job.statement) for job in schema.key_jobs(self.options.scale_factor)]
-        self._statements("keys", jobs)
-
-    def run_vacuum(self) -> None:
-        jobs = [_Statement(s) for s in schema.vacuum_statements(self.options.scale_factor)]
-        self._statements("vacuum", jobs)
-
-    # ----- helpers ---------------------------------------------------------------------
-    def _statements(self, phase: str, jobs: list[_Statement]) -> None:
-        pool = run_pool(self.target, jobs, min(self.workers, len(jobs)),
-                        self._maintenance_settings())
-        try:
-            for _ in self.phases.follow(phase, len(jobs), pool):
-                pass
-        except psycopg.Error as exc:
-            raise RunFailed(f"TPROC-H load stopped in phase {phase}: "
-                            f"{_first_line(exc)}") from None
+    def _finished(self, stage: str) -> None:
+        """Count a finished job; move to the next stage once the current one is done (its
+        jobs done early count at once)."""
+        self.done[stage] += 1
+        phase = self.phases.phase
+        if stage == phase:
+            self.phases.step()
+        while self.done[phase] == self.total[phase] and phase != STAGES[-1]:
+            self.phases.end()
+            phase = STAGES[STAGES.index(phase) + 1]
+            self.phases.begin(phase, self.total[phase])
+            if self.done[phase]:
+                self.phases.steps_done = self.done[phase]
+                self.report()
 
     def _maintenance_settings(self) -> dict[str, str]:
         settings = {}
@@ -305,20 +342,73 @@ class _Generators:
                     proc.kill()
 
 
-def _copy_pool(target: ConnectionInfo, jobs: list[CopyJob], workers: int, program: str,
-               sf: float) -> Iterator[tuple[CopyJob | None, Any]]:
+class _Stages:
+    """Which tables are through which stage, for the jobs that wait on them."""
+
+    def __init__(self, data: list[CopyJob], later: list[StageJob]) -> None:
+        self.ready = threading.Condition()
+        self.stopped = False
+        self.left: dict[tuple[str, str], int] = {}
+        for job in data:
+            for table in job.tables:
+                self.left[("data", table)] = self.left.get(("data", table), 0) + 1
+        for job in later:
+            self.left[(job.stage, job.table)] = self.left.get((job.stage, job.table), 0) + 1
+
+    def done(self, stage: str, tables: tuple[str, ...]) -> None:
+        with self.ready:
+            for table in tables:
+                self.left[(stage, table)] -= 1
+            self.ready.notify_all()
+
+    def wait_for(self, job: StageJob) -> None:
+        """Until the stage before ``job``'s is done on its table (or the pool stops)."""
+        before = STAGES[STAGES.index(job.stage) - 1]
+        with self.ready:
+            self.ready.wait_for(lambda: self.stopped or self.left[(before, job.table)] == 0)
+            if self.stopped:
+                raise _Stopped
+
+    def stop(self) -> None:
+        with self.ready:
+            self.stopped = True
+            self.ready.notify_all()
+
+
+def _load_pool(target: ConnectionInfo, jobs: list[CopyJob | StageJob], workers: int,
+               program: str, sf: float, settings: dict[str, str]
+               ) -> Iterator[tuple[CopyJob | StageJob | None, Any]]:
     """Run ``jobs`` over ``workers`` connections (``parallel.run_pool``); yield (None, rows
-    streamed) as generators stream and (job, (rows copied per table, newlines streamed)) as
-    each finishes. The first failure (or the caller's exception) kills every generator and
-    cancels every COPY (each in its own transaction, rolled back)."""
+    streamed) as generators stream, (job, (rows copied per table, newlines streamed)) as
+    each data job finishes and (job, None) as each key build or vacuum does. The first
+    failure (or the caller's exception) kills every generator, releases the jobs waiting
+    for a table and cancels every statement (each in its own transaction, rolled back)."""
     generators = _Generators()
+    stages = _Stages([j for j in jobs if isinstance(j, CopyJob)],
+                     [j for j in jobs if isinstance(j, StageJob)])
 
-    def run(conn: psycopg.Connection, job: CopyJob, note: Callable[[int], None]
-            ) -> tuple[dict[str, int], int]:
-        return _run_job(conn, job, program, sf, generators, note)
+    def run(conn: psycopg.Connection, job: CopyJob | StageJob, note: Callable[[int], None]
+            ) -> tuple[dict[str, int], int] | None:
+        if isinstance(job, CopyJob):
+            result = _run_job(conn, job, program, sf, generators, note)
+            stages.done("data", job.tables)
+            return result
+        stages.wait_for(job)
+        try:
+            conn.execute(job.statement)
+        except psycopg.Error as exc:
+            if stages.stopped:  # cancelled because another job failed: that one's error
+                raise _Stopped from None
+            raise _StageFailed(f"TPROC-H load stopped in phase {job.stage}: "
+                               f"{_first_line(exc)}") from None
+        stages.done(job.stage, (job.table,))
+        return None
 
-    return run_pool(target, jobs, min(workers, len(jobs)), run=run,
-                    on_stop=generators.kill_all)
+    def stop() -> None:
+        generators.kill_all()
+        stages.stop()
+
+    return run_pool(target, jobs, min(workers, len(jobs)), settings, run=run, on_stop=stop)
 
 
 def _run_job(conn: psycopg.Connection, job: CopyJob, program: str, sf: float,
@@ -361,6 +451,7 @@ def _copy_stream(conn: psycopg.Connection, job: CopyJob, program: str, sf: float
     header = 1  # the first line is the header, not a row
     with tempfile.TemporaryFile() as errors:
         proc = generators.start(cmd, subprocess.PIPE, errors)
+        _widen_pipe(proc.stdout)
         try:
             with conn.cursor() as cur:
                 with cur.copy(_copy_statement(table, job.freeze)) as copy:
@@ -380,6 +471,12 @@ def _copy_stream(conn: psycopg.Connection, job: CopyJob, program: str, sf: float
             proc.stdout.close()
             generators.finish(proc)
     return {table: rows}, lines
+
+
+def _widen_pipe(pipe: IO[bytes]) -> None:
+    """PIPE_BYTES of pipe buffer where Linux allows it (F_SETPIPE_SZ), else as it is."""
+    with contextlib.suppress(AttributeError, OSError):
+        fcntl.fcntl(pipe.fileno(), fcntl.F_SETPIPE_SZ, PIPE_BYTES)
 
 
 def _copy_fixed(conn: psycopg.Connection, program: str, sf: float,
@@ -408,6 +505,10 @@ class _GeneratorFailed(Exception):
     pass
 
 
+class _StageFailed(Exception):
+    """A key build or a vacuum failed: its one-line message."""
+
+
 def _check_generator(proc: subprocess.Popen, errors: IO[bytes], label: str) -> None:
     code = proc.wait()
     if code == 0:
@@ -424,6 +525,8 @@ def _one_line_error(exc: BaseException) -> BaseException:
     (KeyboardInterrupt, a bug) unchanged."""
     if isinstance(exc, _GeneratorFailed):
         return RunFailed(f"TPROC-H load stopped: {exc}")
+    if isinstance(exc, _StageFailed):
+        return RunFailed(str(exc))
     if isinstance(exc, psycopg.Error):
         return RunFailed(f"TPROC-H load stopped: COPY failed: {_first_line(exc)}")
     return exc

@@ -226,10 +226,6 @@ def key_jobs(sf: float) -> list[KeyJob]:
     return jobs
 
 
-
-
-def vacuum_statements(sf: float) -> list[sql.Composed]:
-    """VACUUM ANALYZE per data table, largest first (the state table is empty)."""
-    rows = approx_rows(sf)
-    tables = sorted(DATA_TABLES, key=lambda t: rows[t], reverse=True)
-    return [sql.SQL("VACUUM (ANALYZE) {}").format(sql.Identifier(t)) for t in tables]
+def vacuum_statement(table: str) -> sql.Composed:
+    """VACUUM ANALYZE of one data table (the state table is empty)."""
+    return sql.SQL("VACUUM (ANALYZE) {}").format(sql.Identifier(table))
