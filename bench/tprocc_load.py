@@ -8,7 +8,8 @@ beside others). Per size it prints one JSON line with each phase's wall seconds,
 where the server runs on this machine its CPU seconds (the postmaster and every backend,
 exited ones included) and the WAL it wrote; then it fits seconds = fixed + per_warehouse
 x W by least squares and projects W = 1,000 and 10,000 (time, warehouses per minute, and
-per core). Everything is also written to --out.
+per core), and fits the server's CPU seconds the same way (the figure that does not depend
+on what else the machine runs). Everything is also written to --out.
 
     python bench/tprocc_load.py                       # W = 10, 50, 100 (about 6 min)
     python bench/tprocc_load.py --warehouses 2,5 --dsn postgresql://user@host/db
@@ -45,10 +46,11 @@ class ServerMeter:
     The whole load's CPU is exact: the postmaster's own, its reaped children's (every
     backend that has exited) and its live children's, read before and after the load once
     exited backends have been reaped (outside the load's timing). Per phase, a sampler
-    follows every child's CPU 20 times a second, so a backend's last 50 ms before it exits
-    may be missed there. None when the server is not a process of this machine."""
+    follows every child's CPU five times a second, so a backend's last 200 ms before it
+    exits may be missed there (and the sampling shows in this process's own CPU, the
+    ``client_cpu_s`` figures). None when the server is not a process of this machine."""
 
-    INTERVAL_S = 0.05
+    INTERVAL_S = 0.2
 
     def __init__(self, target: ConnectionInfo) -> None:
         self.conn = psycopg.connect(target.conninfo(), autocommit=True)
@@ -196,8 +198,13 @@ def projection(rows: list[dict], cores: int) -> dict | None:
         projected[str(w)] = {"seconds": round(seconds), "minutes": round(seconds / 60, 1),
                              "warehouses_per_minute": round(w / seconds * 60, 1),
                              "warehouses_per_minute_per_core": round(w / seconds * 60 / cores, 1)}
+    cpu = [(r["warehouses"], r["server_cpu_s_total"]) for r in rows
+           if r["server_cpu_s_total"] is not None]
+    cpu_line = fit([w for w, _ in cpu], [c for _, c in cpu]) if len(cpu) == len(rows) else None
     return {"fixed_s": round(fixed, 2), "per_warehouse_s": round(per_warehouse, 4),
-            "cores": cores, "projected": projected}
+            "cores": cores, "projected": projected,
+            "server_cpu_fixed_s": None if cpu_line is None else round(cpu_line[0], 2),
+            "server_cpu_per_warehouse_s": None if cpu_line is None else round(cpu_line[1], 3)}
 
 
 def _print_phases(row: dict) -> None:
@@ -214,6 +221,9 @@ def _print_phases(row: dict) -> None:
 def _print_projection(fitted: dict) -> None:
     print(f"fit: {fitted['fixed_s']:.1f} s + {fitted['per_warehouse_s']:.3f} s x W "
           f"({fitted['cores']} cores)", file=sys.stderr)
+    if fitted["server_cpu_per_warehouse_s"] is not None:
+        print(f"server CPU: {fitted['server_cpu_fixed_s']:.1f} s + "
+              f"{fitted['server_cpu_per_warehouse_s']:.3f} s x W", file=sys.stderr)
     for w, p in fitted["projected"].items():
         print(f"  W={int(w):,}: {p['minutes']:.1f} min, {p['warehouses_per_minute']:.1f} "
               f"warehouses/min, {p['warehouses_per_minute_per_core']:.1f} per core",
