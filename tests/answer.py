@@ -55,7 +55,8 @@ def load_table(md: str) -> dict[str, tuple[str, str]]:
     return {r[0]: (r[1], r[2]) for r in rows[2:]}
 
 
-PHASES = {"data": "data", "keys": "keys and indexes", "vacuum": "vacuum and analyze"}
+PHASES = {"data": "data", "keys": "keys and indexes", "vacuum": "vacuum and analyze",
+          "check": "consistency check"}
 
 
 def check_load_table(run: Path, rows: int, phase_seconds: dict[str, float] | None = None

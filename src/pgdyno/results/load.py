@@ -8,8 +8,9 @@ workload, and a plugin in a package of its own gets both by writing the same rec
 
 Phases, in the order they run: ``data`` (creating and filling the tables), ``keys`` (primary
 keys, foreign keys and indexes), ``vacuum`` (VACUUM ANALYZE: visibility map and planner
-statistics). Each phase's rate is the dataset's rows over that phase's seconds: how fast
-the phase went through the data, comparable between runs of one workload.
+statistics), ``check`` (TPROC-C's consistency conditions on the new data). Each phase's
+rate is the dataset's rows over that phase's seconds: how fast the phase went through the
+data, comparable between runs of one workload.
 
 A reused dataset is not loaded again: its record says so, with the seconds its build took
 when pgdyno's dataset registry recorded them (``workloads.dataset``).
@@ -25,15 +26,16 @@ from pgdyno.serde import Serialisable
 
 RECORD_KEY = "load_record"
 """Where the record lives in the dataset record of the manifest."""
-PHASES = ("data", "keys", "vacuum")
-PHASE_WORDS = {"data": "data", "keys": "keys and indexes", "vacuum": "vacuum and analyze"}
+PHASES = ("data", "keys", "vacuum", "check")
+PHASE_WORDS = {"data": "data", "keys": "keys and indexes", "vacuum": "vacuum and analyze",
+               "check": "consistency check"}
 """Each phase as the terminal and the report name it."""
 
 
 @dataclass(frozen=True)
 class LoadPhase(Serialisable):
     phase: str
-    """``data``, ``keys`` or ``vacuum`` (PHASES)."""
+    """``data``, ``keys``, ``vacuum`` or ``check`` (PHASES)."""
     seconds: float
     rows_per_s: float | None = None
     """The dataset's rows over this phase's seconds (None: rows or seconds unknown)."""
