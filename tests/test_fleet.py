@@ -1,23 +1,29 @@
 """pgdyno fleet run: a campaign on two stand-in hosts through real ansible-playbook.
 
 Two throwaway OS users behind two real sshd (tests/sshhost.py) are the fleet; Ansible logs
-in over SSH, copies the wheels, makes a venv per host, runs each host's campaign and fetches
-the results. One host is made to fail (its Python is missing); the other finishes; a rerun
-with the host repaired resumes: the finished host runs nothing again, the repaired one runs
-its cell. Installing takes most of the time, so the hosts are shared by the module.
+in over SSH, copies the wheels (one archive), makes a venv per host, runs each host's
+campaign and fetches the results. One host is made to fail (its Python is missing); the
+other finishes; a rerun with the host repaired resumes: the finished host runs nothing
+again, the repaired one runs its cell. Installing takes most of the time, so the hosts are
+shared by the module.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import pwd
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
 
+from pgdyno import __version__
+from pgdyno.fleet.bundle import cache_root
 from pgdyno.fleet.run import parse_play
 from tests.conftest import make_shared_dir, run_cli
-from tests.sshhost import ssh_hosts
+from tests.sshhost import SshHost, ssh_hosts
 
 CAMPAIGN = """[campaign]
 name = "tiny"
@@ -54,6 +60,22 @@ def test_recap_and_failures_are_read_per_host() -> None:
     assert hosts["host-b"].error == "non-zero return code"
 
 
+def _bundle_directory() -> Path:
+    return cache_root() / f"{__version__}-py{sys.version_info.major}{sys.version_info.minor}"
+
+
+def _install_without_bytecode(host: SshHost) -> None:
+    """The stand-in host's pip (its user's pip.conf) compiles no bytecode when it installs:
+    compiling every module of numpy, matplotlib and the rest is most of an install's time,
+    and the campaign imports a fraction of them (compiled as they load)."""
+    user = pwd.getpwnam(host.user)
+    conf = host.home / ".config" / "pip" / "pip.conf"
+    conf.parent.mkdir(parents=True)
+    conf.write_text("[install]\nno-compile = true\n")
+    for path in (conf.parent.parent, conf.parent, conf):
+        os.chown(path, user.pw_uid, user.pw_gid)
+
+
 def _runs(results: Path) -> dict[str, list[str]]:
     return {ctx.name: sorted(m.parent.name for m in ctx.glob("*/manifest.json"))
             for ctx in results.iterdir() if ctx.is_dir() and ctx.name.endswith("--tpcb")}
@@ -64,6 +86,8 @@ def test_fleet_of_two_hosts_one_failing_then_resumed(workdir: Path) -> None:
     base = make_shared_dir("pgdyno-fleet-")
     try:
         with ssh_hosts(2) as (a, b):
+            for h in (a, b):
+                _install_without_bytecode(h)
             campaign = base / "tiny.toml"
             campaign.write_text(CAMPAIGN)
             results = base / "results"
@@ -111,5 +135,11 @@ def test_fleet_of_two_hosts_one_failing_then_resumed(workdir: Path) -> None:
             listing = run_cli(["runs", "--results-dir", str(results), "--context",
                                "host-b--tpcb"], workdir)
             assert listing.returncode == 0 and "host-b--tpcb" in listing.stdout
+            # Each host unpacked the one archive it was sent into the bundle's wheels.
+            wheels = {p.name for p in _bundle_directory().glob("*.whl")}
+            assert "pgdyno-" + __version__ + "-py3-none-any.whl" in wheels
+            for h in (a, b):
+                assert {p.name for p in (h.home / ".pgdyno-fleet" / "wheels").iterdir()} \
+                    == wheels, h.alias
     finally:
         shutil.rmtree(base, ignore_errors=True)
