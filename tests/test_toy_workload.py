@@ -190,10 +190,20 @@ def test_the_toy_end_to_end(toy_env: dict[str, str], workdir: Path, results: Pat
         assert out.returncode == 0, out.stderr[-2000:]
         return out
 
-    # bench, twice, and the two runs compared
-    for _ in range(2):
-        pgdyno("bench", "toy", "--toy-rows", "100", *base)
-    runs = sorted((results / "test--toy").glob("toy-2*"))
+    # a campaign of it, then a bench of the same toy, and the two runs compared
+    campaign = results / "toy.toml"
+    campaign.write_text('[campaign]\nname = "toy"\ncontext = "test--toy-campaign"\n'
+                        'workloads = ["toy"]\nclients = [1]\nrepeat = 1\n\n'
+                        '[bench]\ntoy-rows = "100"\nduration = 1\nwarmup = 0\n'
+                        'iterations = 1\n\n[[config]]\nlabel = "default"\n')
+    out = pgdyno("campaign", str(campaign), "--results-dir", str(results), "--no-progress")
+    assert "ran 1, skipped 0 already done, failed 0" in out.stdout
+    journal = results / "campaigns" / "toy" / "journal.jsonl"
+    ends = [json.loads(line) for line in journal.read_text().splitlines()]
+    assert [e["status"] for e in ends if e["event"] == "run-end"] == ["ok"]
+    pgdyno("bench", "toy", "--toy-rows", "100", *base)
+    runs = [*(results / "test--toy-campaign").glob("toy-2*"),
+            *(results / "test--toy").glob("toy-2*")]
     assert len(runs) == 2
     for run in runs:
         summary = json.loads((run / "summary.json").read_text())
@@ -225,15 +235,3 @@ def test_the_toy_end_to_end(toy_env: dict[str, str], workdir: Path, results: Pat
     text = (results / "cmp-sweeps" / "compare.md").read_text()
     assert "| Rows | Clients | TPS A | TPS B | B vs A |" in text
     assert "| 1000 | 1 |" in text and "| 100 | 1 |" not in text
-
-    # a campaign of it
-    campaign = results / "toy.toml"
-    campaign.write_text('[campaign]\nname = "toy"\ncontext = "test--toy-campaign"\n'
-                        'workloads = ["toy"]\nclients = [1]\nrepeat = 1\n\n'
-                        '[bench]\ntoy-rows = "100"\nduration = 1\nwarmup = 0\n'
-                        'iterations = 1\n\n[[config]]\nlabel = "default"\n')
-    out = pgdyno("campaign", str(campaign), "--results-dir", str(results), "--no-progress")
-    assert "ran 1, skipped 0 already done, failed 0" in out.stdout
-    journal = results / "campaigns" / "toy" / "journal.jsonl"
-    ends = [json.loads(line) for line in journal.read_text().splitlines()]
-    assert [e["status"] for e in ends if e["event"] == "run-end"] == ["ok"]
