@@ -11,7 +11,7 @@ x W by least squares and projects W = 1,000 and 10,000 (time, warehouses per min
 per core), and fits the server's CPU seconds the same way (the figure that does not depend
 on what else the machine runs). Everything is also written to --out.
 
-    python bench/tprocc_load.py                       # W = 10, 50, 100 (about 6 min)
+    python bench/tprocc_load.py        # W = 10, 50, 100: 4 to 7 min, 14 GB free in /var/tmp
     python bench/tprocc_load.py --warehouses 2,5 --dsn postgresql://user@host/db
 """
 
@@ -38,6 +38,10 @@ from pgdyno.targets.local import LocalServer
 from pgdyno.workloads.tprocc import LoadOptions, LoadProgress, default_workers, load
 
 PROJECT_AT = (1_000, 10_000)
+BYTES_PER_WAREHOUSE = 110 * 2**20
+"""A loaded warehouse with its keys and indexes (107 MB measured at W=6)."""
+WAL_ROOM = 3 * 2**30
+"""pg_wal beside the data: max_wal_size (1 GB stock) and what a checkpoint leaves behind."""
 
 
 class ServerMeter:
@@ -230,6 +234,16 @@ def _print_projection(fitted: dict) -> None:
               file=sys.stderr)
 
 
+def _check_room(workdir: Path, warehouses: int) -> None:
+    """Each size replaces the last: the largest one must fit, with its WAL."""
+    needed = warehouses * BYTES_PER_WAREHOUSE + WAL_ROOM
+    free = shutil.disk_usage(workdir).free
+    if free < needed:
+        sys.exit(f"tprocc_load: W={warehouses} needs about {needed / 2**30:.0f} GB in "
+                 f"{workdir}, which has {free / 2**30:.0f} GB free; choose another --workdir "
+                 "or smaller --warehouses")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--warehouses", default="10,50,100")
@@ -239,15 +253,20 @@ def main() -> None:
                         help="load into this existing server instead of an embedded one")
     parser.add_argument("--force", action="store_true",
                         help="--dsn: load even when the database holds other tables")
+    parser.add_argument("--workdir", type=Path, default=Path("/var/tmp"),
+                        help="where the embedded server's cluster goes (removed afterwards)")
     parser.add_argument("--out", type=Path, default=Path("tprocc_load.json"))
     args = parser.parse_args()
+    sizes = [int(w) for w in args.warehouses.split(",")]
+    if not args.dsn:
+        _check_room(args.workdir, max(sizes))
 
     server = None
     workdir = None
     if args.dsn:
         target = dsn_connection(args.dsn)
     else:
-        workdir = Path(tempfile.mkdtemp(prefix="pgdyno-tprocc-load-", dir="/var/tmp"))
+        workdir = Path(tempfile.mkdtemp(prefix="pgdyno-tprocc-load-", dir=args.workdir))
         workdir.chmod(0o755)
         server = LocalServer(install=embedded_install(), workdir=workdir, name="load")
     results = []
@@ -256,7 +275,7 @@ def main() -> None:
             server.prepare()
             server.start()
             target = server.connection()
-        for warehouses in (int(w) for w in args.warehouses.split(",")):
+        for warehouses in sizes:
             row = measure(target, warehouses, args)
             print(json.dumps(row), flush=True)
             _print_phases(row)

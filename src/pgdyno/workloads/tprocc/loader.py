@@ -18,13 +18,15 @@ nothing, and with it off the VACUUM that followed left most heap pages not all-v
 visibility map catches.
 
 Where the time goes (server CPU seconds per warehouse, bench/tprocc_load.py at W=5 on a
-stock PostgreSQL 18 with data checksums): data about 1.2 (the INSERTs' own work and their
-WAL, about one table's size), keys about 0.45, vacuum about 0.45. Setting the hint bits of
-the new rows (in the keys phase's heap scans, else in VACUUM) writes a full-page image of
-nearly every heap page once a checkpoint has passed since it was filled, that is, the
-table's size in WAL a second time; only COPY FREEZE into a table created or truncated in
-the same transaction avoids it, which would need one job per table instead of one per
-warehouse.
+stock PostgreSQL 18 with data checksums): data about 1.0 (the INSERTs themselves: stock
+0.33, orders with their lines 0.4, customer 0.19), keys about 0.3, vacuum about 0.37,
+check about 0.05. WAL: the data's own size (about 100 MB a warehouse), then as much again
+in full-page images when the new rows' hint bits are first set (by the keys phase's heap
+scans, else by VACUUM) once a checkpoint has passed since their page was filled. Only COPY
+FREEZE into a table created or truncated in the same transaction avoids those, and it
+would need one job per table and every row sent through the client (measured: twice the
+CPU of INSERT ... SELECT, for the vacuum it saves); wal_compression=pglz shrinks the
+images threefold for three times the vacuum's CPU.
 
 The dataset is recorded in the lead's registry only after all four succeed, so an
 interrupted or inconsistent load is never mistaken for a reusable one.
