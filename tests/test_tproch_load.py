@@ -8,10 +8,13 @@ database of the shared server, dropped afterwards.
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import duckdb
@@ -25,7 +28,15 @@ from pgdyno.targets.connection import ConnectionInfo
 from pgdyno.targets.local import LocalServer
 from pgdyno.workloads import dataset
 from pgdyno.workloads.tproch import schema
-from pgdyno.workloads.tproch.loader import CopyJob, data_jobs, load, plan_parts, tpchgen_program
+from pgdyno.workloads.tproch.loader import (
+    STAGES,
+    CopyJob,
+    data_jobs,
+    load,
+    plan_parts,
+    stage_jobs,
+    tpchgen_program,
+)
 from pgdyno.workloads.tproch.model import LoadOptions, LoadProgress, LoadResult
 from pgdyno.workloads.tproch.schema import DATASET_SCHEMA as TPCH_SCHEMA
 from tests.conftest import scratch_database
@@ -93,14 +104,24 @@ def csv_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return generate_csv(tmp_path_factory.mktemp("tpch"), SF)
 
 
+@dataclass(frozen=True)
+class Loaded:
+    target: ConnectionInfo
+    result: LoadResult
+    reports: list[LoadProgress]
+    started: datetime
+    """The server's clock when the load began."""
+
+
 @pytest.fixture(scope="module")
-def loaded(server: LocalServer) -> Iterator[tuple[ConnectionInfo, LoadResult,
-                                                  list[LoadProgress]]]:
+def loaded(server: LocalServer) -> Iterator[Loaded]:
     """SF 0.01 loaded once for the module, with the progress reports it produced."""
     for target in scratch_database(server, "tproch_load", TPCH_SCHEMA):
         reports: list[LoadProgress] = []
+        with psycopg.connect(target.conninfo()) as conn:
+            started = conn.execute("SELECT clock_timestamp()").fetchone()[0]
         result = load(target, LoadOptions(scale_factor=SF, workers=2), reports.append)
-        yield target, result, reports
+        yield Loaded(target, result, reports, started)
 
 
 @pytest.fixture()
@@ -111,7 +132,7 @@ def scratch_db(server: LocalServer) -> Iterator[ConnectionInfo]:
 # ----- the loaded data ---------------------------------------------------------------------
 
 def test_row_counts_match_the_generator_and_the_specification(loaded, csv_dir: Path) -> None:
-    target, result, _ = loaded
+    target, result = loaded.target, loaded.result
     counts = pg_counts(target)
     for table in schema.DATA_TABLES:  # lines of the files, header excluded
         with (csv_dir / f"{table}.csv").open("rb") as fh:
@@ -130,7 +151,7 @@ def test_row_counts_match_the_generator_and_the_specification(loaded, csv_dir: P
 
 
 def test_checksums_match_duckdb_over_the_same_generator_output(loaded, csv_dir: Path) -> None:
-    target, _, _ = loaded
+    target = loaded.target
     duck = duckdb_tables(csv_dir)
     with psycopg.connect(target.conninfo()) as conn:
         for table, aggregates in CHECKSUMS.items():
@@ -139,7 +160,7 @@ def test_checksums_match_duckdb_over_the_same_generator_output(loaded, csv_dir: 
 
 
 def test_keys_indexes_and_statistics_exist(loaded) -> None:
-    target, _, _ = loaded
+    target = loaded.target
     with psycopg.connect(target.conninfo()) as conn:
         keys = {row[0]: row[1] for row in conn.execute(
             """SELECT conrelid::regclass::text, pg_get_constraintdef(oid)
@@ -159,7 +180,7 @@ def test_keys_indexes_and_statistics_exist(loaded) -> None:
 
 
 def test_progress_reports_cover_the_phases(loaded) -> None:
-    _, result, reports = loaded
+    result, reports = loaded.result, loaded.reports
     phases = [r.phase for r in reports]
     assert phases.index("data") < phases.index("keys") < phases.index("vacuum")
     assert phases[-1] == "done"
@@ -173,8 +194,52 @@ def test_progress_reports_cover_the_phases(loaded) -> None:
         schema.key_jobs(SF))
 
 
+def test_phases_are_recorded_back_to_back_and_match_the_servers_clock(loaded) -> None:
+    """Data, keys and vacuum are consecutive windows that add up to the load; the last
+    VACUUM ANALYZE the server recorded falls in the vacuum window, and every table's
+    statistics come from after its data (the analysis saw all of its rows)."""
+    result = loaded.result
+    assert list(result.phase_seconds) == list(STAGES)
+    assert all(seconds >= 0 for seconds in result.phase_seconds.values())
+    assert sum(result.phase_seconds.values()) == pytest.approx(result.seconds, abs=0.25)
+    record = result.load_record().to_dict()
+    assert json.dumps(record)  # the run's load record carries them
+    with psycopg.connect(loaded.target.conninfo()) as conn:
+        stats = conn.execute("""SELECT relname, last_vacuum, last_analyze, n_live_tup,
+                                       (SELECT reltuples FROM pg_class c WHERE c.oid = relid)
+                                FROM pg_stat_user_tables WHERE relname = ANY(%s)""",
+                             (list(schema.DATA_TABLES),)).fetchall()
+    counts = pg_counts(loaded.target)
+    vacuum_starts = loaded.started + timedelta(
+        seconds=result.phase_seconds["data"] + result.phase_seconds["keys"] - 0.25)
+    vacuum_ends = loaded.started + timedelta(seconds=result.seconds + 1)
+    assert vacuum_starts <= max(row[1] for row in stats) <= vacuum_ends
+    for table, vacuumed, analysed, live, reltuples in stats:
+        assert loaded.started < vacuumed <= analysed <= vacuum_ends, table
+        assert live == counts[table] and reltuples == counts[table], table
+
+
+def test_stage_jobs_follow_their_tables_data() -> None:
+    """Keys in the order the tables' data should be in (at 2 workers the small tables'
+    while lineitem streams), every key before any vacuum: the order the pool relies on
+    to finish."""
+    data = data_jobs(1, plan_parts(1, 2))
+    later = stage_jobs(1, data, 2)
+    stages = [job.stage for job in later]
+    assert stages == sorted(stages, key=STAGES.index)
+    assert stages.count("keys") == len(schema.key_jobs(1))
+    vacuums = [j.table for j in later if j.stage == "vacuum"]
+    assert vacuums[:4] == ["orders", "partsupp", "customer", "part"]
+    assert vacuums[-1] == "lineitem" and set(vacuums) == set(schema.DATA_TABLES)
+    keys = [j.table for j in later if j.stage == "keys"]
+    assert keys[0] == "orders" and keys[-2:] == ["lineitem", "lineitem"]
+    # One worker copies lineitem first: its keys come first too.
+    alone = [j.table for j in stage_jobs(1, data, 1) if j.stage == "keys"]
+    assert alone[:2] == ["lineitem", "lineitem"]
+
+
 def test_second_load_of_the_same_size_is_reused(loaded) -> None:
-    target, first, _ = loaded
+    target, first = loaded.target, loaded.result
     started = time.monotonic()
     again = load(target, LoadOptions(scale_factor=SF))
     assert again.reused and again.rows == {} and time.monotonic() - started < 2

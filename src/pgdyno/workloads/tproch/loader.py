@@ -208,13 +208,24 @@ class StageJob:
     weight: float = 0.0
 
 
-def stage_jobs(sf: float, data: list[CopyJob]) -> list[StageJob]:
-    """Keys, then vacuums, each stage's tables in the order their data should be in (the
-    tables whose last data job comes first in ``data``), largest build first within one."""
-    ready = {}
-    for position, job in enumerate(data):
+def data_ready(data: list[CopyJob], workers: int) -> dict[str, float]:
+    """When each table's data should be in, in units of the jobs' weights: each job is
+    taken, in order, by the first of ``workers`` connections to be free."""
+    free = [0.0] * max(1, workers)
+    ready: dict[str, float] = {}
+    for job in data:
+        worker = free.index(min(free))
+        free[worker] += job.weight
         for table in job.tables:
-            ready[table] = position
+            ready[table] = max(ready.get(table, 0.0), free[worker])
+    return ready
+
+
+def stage_jobs(sf: float, data: list[CopyJob], workers: int) -> list[StageJob]:
+    """Keys, then vacuums, each stage's tables in the order their data should be in
+    (data_ready: at 2 workers the small tables' keys while lineitem still streams, its
+    own last), the biggest build first within a table."""
+    ready = data_ready(data, workers)
     keys = [StageJob("keys", k.table, k.statement, k.weight) for k in schema.key_jobs(sf)]
     keys.sort(key=lambda job: (ready[job.table], -job.weight))
     tables = sorted(schema.DATA_TABLES, key=lambda t: ready[t])
@@ -247,7 +258,7 @@ class _Loader:
 
     def run(self, data: list[CopyJob]) -> None:
         """Every stage in one pool (see the module's docstring)."""
-        later = stage_jobs(self.options.scale_factor, data)
+        later = stage_jobs(self.options.scale_factor, data, self.workers)
         self.total = {"data": len(data), "keys": sum(j.stage == "keys" for j in later),
                       "vacuum": sum(j.stage == "vacuum" for j in later)}
         self.phases.begin("data", self.total["data"])

@@ -1,7 +1,9 @@
 """The refresh functions RF1 (insert new orders) and RF2 (delete old orders), made by pgdyno.
 
-tpchgen-cli generates no refresh data, so pgdyno makes each pair itself, deterministically
-from (scale factor, pair number, seed) and the dataset:
+tpchgen-cli generates no refresh data (dbgen's ``-U`` update sets have no counterpart in
+it), so pgdyno makes each pair itself, deterministically from (scale factor, pair number,
+seed) and the dataset; the run report says so (ROWS_SOURCE), and each pair's rows are kept
+gzip'd in the run directory (RefreshSet.save):
 
 - Keys. dbgen's order keys are sparse: the order of 1-based index j gets key
   ``((j >> 3) << 5) | (j & 7)``, so in every block of 32 keys only the 8 whose bits 3-4
@@ -39,6 +41,14 @@ from psycopg import sql
 from pgdyno.errors import RunFailed, UsageError
 from pgdyno.workloads.tproch import schema
 from pgdyno.workloads.tproch.model import RefreshSet
+
+ROWS_SOURCE = ("RF1's new orders and lineitems come from pgdyno's own generator (seeded "
+               "by scale factor, pair and seed, following the specification's rules for "
+               "the population), not from the specification's: tpchgen-cli generates no "
+               "refresh data. RF2 deletes the original orders in key order. Each pair's "
+               "rows and keys are kept gzip'd beside the timings "
+               "(refresh/refresh-NNNN-*.csv.gz).")
+"""What the run report says about the refresh pairs' rows."""
 
 ORDERS_PER_PAIR_PER_SF = 1_500
 """RF1 inserts, and RF2 deletes, SF x 0.1% of the orders (clause 2.5.2)."""

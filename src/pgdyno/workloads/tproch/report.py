@@ -23,7 +23,7 @@ from pgdyno.analysis.summary import IterationSummary, RunSummary
 from pgdyno.reports.document import CHANGE_SIGN, Section, Table, change_text, count, fmt
 from pgdyno.reports.plots import plt, save_figure
 from pgdyno.results.rundir import RunDirectory, RunPlan
-from pgdyno.workloads.tproch import queries, streams
+from pgdyno.workloads.tproch import queries, refresh, streams
 from pgdyno.workloads.tproch.metrics import geomean, iteration_figures, streams_words
 from pgdyno.workloads.tproch.plans import PlanShape, describe_change, most_common, shape_of
 
@@ -46,7 +46,10 @@ def tproch_sections(summary: RunSummary, run_dir: RunDirectory, plan: RunPlan) -
              + (f"; statement_timeout {p['query_timeout_ms']:,} ms"
                 if p.get("query_timeout_ms") else "") + ".")
     ran = tuple(p.get("tests") or ("power", "throughput"))
-    tests = Section("TPROC-H: tests", paragraphs=[intro, NON_AUDITED], tables=[
+    paragraphs = [intro, NON_AUDITED]
+    if p.get("refresh", True):  # where RF1/RF2's rows come from (issue 28 item 2)
+        paragraphs.append(refresh.ROWS_SOURCE)
+    tests = Section("TPROC-H: tests", paragraphs=paragraphs, tables=[
         _tests_table(summary, ran)])
     out = [tests]
     for it in summary.iterations:
