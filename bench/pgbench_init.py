@@ -13,19 +13,22 @@ every other round, as this VM's speed jumps between two levels):
 * pgbench -I dtg: its data step alone (COPY FREEZE from pgbench's stream), whose CPU
   seconds compare with the next condition's;
 * COPY FREEZE file: PostgreSQL's own COPY of pgbench_accounts' rows from a file the server
-  wrote beforehand (``COPY (SELECT ...) TO``, timed apart, once per size), into a table
+  wrote beforehand (``COPY (SELECT ...) TO``, timed apart), into a table
   created in the same transaction: the fastest way PostgreSQL itself loads those rows.
 
-Every condition drops its tables before the next one, so one dataset at a time is on disk
-(plus the COPY file, about 19 bytes a row). Per run: the wall time, pgbench's own timing of
-its steps by phase (data, vacuum, keys), rows/s (accounts + tellers + branches; the COPY
-condition loads accounts only), and the CPU seconds of the server's processes and of the
-client (pgbench): CPU seconds are steadier than wall times on a shared VM. Then per size
+Every condition drops its tables before the next one, so one dataset at a time is on disk;
+the COPY file (about 13 bytes a row) exists only for its own condition: the server writes
+it just before the clock starts (its seconds are recorded apart) and it is deleted after.
+Per run: the wall time, pgbench's own timing of its steps by phase (data, vacuum, keys),
+rows/s (accounts + tellers + branches; the COPY condition loads accounts only), and the CPU
+seconds of the server's processes and of the client (pgbench): CPU seconds are steadier
+than wall times on a shared VM. Then per size
 and condition the median and best, the data phase's rows/s against COPY's, and with two
 sizes or more a straight-line fit of seconds over rows, with the projected time at
 --project (default 30GB): projected, not measured.
 
-Usage (sizes above about 10GB need more free disk than this machine has):
+Usage (a size needs about 1.15 x itself + 2 GiB free disk, checked before starting: 10GB
+needs 13.5 GiB; this machine cannot hold 30GB, which the fit projects instead):
 
     python bench/pgbench_init.py --sizes 1GB,5GB,10GB --rounds 2
     python bench/pgbench_init.py --sizes 100MB --rounds 2        # a quick check
@@ -60,6 +63,7 @@ from pgdyno.workloads.pgbench.plugin import BYTES_PER_SCALE
 
 CONDITIONS = ("pgdyno", "pgbench -I dtGvp", "pgbench -I dtgvp", "pgbench -I dtg",
               "COPY FREEZE file")
+COPY = CONDITIONS[-1]
 FULL_INITS = CONDITIONS[:3]
 """The conditions that build the whole dataset (data, vacuum, keys)."""
 ACCOUNTS_PER_SCALE = 100_000
@@ -81,6 +85,8 @@ class Measure:
     phase_seconds: dict[str, float] = field(default_factory=dict)
     server_cpu_s: float = 0.0
     client_cpu_s: float = 0.0
+    copy_file_written_s: float | None = None
+    """COPY FREEZE file: the seconds the server took to write the file, before the clock."""
 
     @property
     def rows_per_s(self) -> float:
@@ -188,23 +194,37 @@ RUNNERS = {"pgdyno": run_pgdyno, "pgbench -I dtGvp": run_bare("dtGvp"),
 def measure(server: Server, condition: str, size: str, scale: int, round_no: int,
             work: Path) -> Measure:
     drop_all(server)
+    file_written_s = write_copy_file(server, scale) if condition == COPY else None
     server_cpu, client_cpu = server.cpu_seconds(), client_cpu_seconds()
     started = time.monotonic()
-    rows, phases = RUNNERS[condition](server, scale, work)
+    try:
+        rows, phases = RUNNERS[condition](server, scale, work)
+    finally:
+        copy_file(server).unlink(missing_ok=True)
     seconds = time.monotonic() - started
-    if condition == "COPY FREEZE file":
+    if condition == COPY:
         phases = {"data": seconds}
     return Measure(size, scale, condition, round_no, seconds, rows, phases,
-                   server.cpu_seconds() - server_cpu, client_cpu_seconds() - client_cpu)
+                   server.cpu_seconds() - server_cpu, client_cpu_seconds() - client_cpu,
+                   file_written_s)
 
 
-def check_disk(work: Path, size_bytes: int, scale: int) -> None:
-    """One dataset, its WAL and the COPY file must fit: refuse before starting if not."""
-    need = int(1.3 * size_bytes) + scale * ACCOUNTS_PER_SCALE * COPY_BYTES_PER_ROW + 2 * 2**30
+def disk_needed(size_bytes: int, scale: int) -> int:
+    """The most any condition holds at once: the dataset (+15 % for the heap's share the
+    size figure rounds off), 2 GiB of WAL and key-sort temp files; or the COPY file and
+    the table it fills."""
+    copy = scale * ACCOUNTS_PER_SCALE * COPY_BYTES_PER_ROW + size_bytes
+    return max(int(1.15 * size_bytes), copy) + 2 * 2**30
+
+
+def check_disk(work: Path, sizes: list[tuple[str, int]]) -> None:
+    """Refuse before starting when the biggest size cannot fit on the disk."""
     free = shutil.disk_usage(work).free
-    if free < need:
-        sys.exit(f"--sizes: {human_bytes(size_bytes)} needs about {human_bytes(need)} free "
-                 f"in {work} (dataset, WAL, COPY file), {human_bytes(free)} is free")
+    for text, size_bytes in sizes:
+        need = disk_needed(size_bytes, max(1, round(size_bytes / BYTES_PER_SCALE)))
+        if free < need:
+            sys.exit(f"--sizes {text}: needs about {human_bytes(need)} free in {work.parent} "
+                     f"(dataset, WAL, sort files), {human_bytes(free)} is free")
 
 
 def summary_rows(results: list[Measure]) -> list[dict]:
@@ -286,18 +306,16 @@ def main() -> None:
 
     work = Path(tempfile.mkdtemp(prefix="pgdyno-pgbench-init-", dir="/var/tmp"))
     work.chmod(0o755)
+    try:
+        check_disk(work, sizes)
+    except SystemExit:
+        work.rmdir()
+        raise
     server = Server(work)
     results: list[Measure] = []
-    file_seconds: dict[str, float] = {}
     try:
         for size, size_bytes in sizes:
             scale = max(1, round(size_bytes / BYTES_PER_SCALE))
-            check_disk(work, size_bytes, scale)
-            drop_all(server)
-            file_seconds[size] = write_copy_file(server, scale)
-            print(json.dumps({"size": size, "scale": scale, "copy_file_bytes":
-                              copy_file(server).stat().st_size,
-                              "copy_file_written_s": round(file_seconds[size], 2)}), flush=True)
             for round_no in range(1, args.rounds + 1):
                 order = CONDITIONS if round_no % 2 else tuple(reversed(CONDITIONS))
                 for condition in order:
@@ -306,7 +324,6 @@ def main() -> None:
                     print(json.dumps({**asdict(m), "rows_per_s": round(m.rows_per_s),
                                       "data_rows_per_s": round(m.data_rows_per_s)}),
                           flush=True)
-            copy_file(server).unlink()
         drop_all(server)
     finally:
         server.local.stop()
@@ -315,13 +332,17 @@ def main() -> None:
     print_summary(rows)
     projected = projections(rows, parse_size(args.project))
     for p in projected:
+        if p["seconds_per_million_rows"] <= 0:
+            print(f"{args.project}, {p['condition']}: no projection (the fit's slope is not "
+                  "positive: the sizes are too close for the noise)")
+            continue
         print(f"{args.project} (scale {p['scale']}), {p['condition']}: projected "
               f"{p['projected_seconds']:,.0f} s, {p['projected_rows_per_s']:,.0f} rows/s "
               f"(fit over {len(sizes)} sizes, {p['seconds_per_million_rows']:.2f} s per "
               "million rows; projected, not measured)")
     args.out.write_text(json.dumps({
         "schema_version": 1, "bench": "pgbench_init", "cpus": os.cpu_count(),
-        "copy_file_written_s": file_seconds, "runs": [asdict(m) for m in results],
+        "runs": [asdict(m) for m in results],
         "summary": rows, "projections": projected}, indent=2) + "\n")
 
 
