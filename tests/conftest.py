@@ -70,13 +70,36 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
 
     A server found means some test starts PostgreSQL without the ``server`` mark: mark it
     (or its module, with ``pytestmark = pytest.mark.server``)."""
-    if not session.config.stash.get(_NO_SERVER, False):
+    if session.config.stash.get(_NO_SERVER, False):
+        left = _postgres_started_since(session.config.stash[_STARTED],
+                                       [*_SHARED_DIRS, default_workdir()])
+        if left:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+            session.config.stash[_LEFT_RUNNING] = left
+    _remove_shared_dirs()
+
+
+def _remove_shared_dirs() -> None:
+    """The session's /var/tmp directories (clusters, datasets, results: gigabytes over a
+    suite) go with it, except one where a server still runs, and except when the
+    developer asks to keep them (PGDYNO_KEEP_TEST_DIRS=1) to look at a failure."""
+    import os
+
+    if os.environ.get("PGDYNO_KEEP_TEST_DIRS"):
         return
-    left = _postgres_started_since(session.config.stash[_STARTED],
-                                   [*_SHARED_DIRS, default_workdir()])
-    if left:
-        session.exitstatus = pytest.ExitCode.TESTS_FAILED
-        session.config.stash[_LEFT_RUNNING] = left
+    running = postgres_processes("")
+    for path in _SHARED_DIRS:
+        if not any(str(path) in _cmdline(pid) for pid in running):
+            shutil.rmtree(path, ignore_errors=True)
+
+
+def _cmdline(pid: int) -> str:
+    import psutil
+
+    try:
+        return " ".join(psutil.Process(pid).cmdline())
+    except psutil.Error:
+        return ""
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter,
