@@ -44,12 +44,14 @@ from pgdyno.targets.local import LocalServer
 from pgdyno.workloads.tproch.loader import default_workers, load
 from pgdyno.workloads.tproch.model import LoadOptions, LoadProgress
 
-DISK_BYTES_PER_SF = 1_450_000_000
-"""What one SF of TPROC-H takes on disk once loaded: heap, keys and indexes (1.35 GB at
-SF 1 as measured here), plus the sort files of the key builds while they run."""
+DISK_BYTES_PER_SF = 2_000_000_000
+"""What one SF of TPROC-H takes on disk: heap, keys and indexes once loaded (1.71 GB at
+SF 1, pg_database_size as measured here), plus the sort files of lineitem's two index
+builds while they run at once (about 0.3 GB per SF once their sorts spill)."""
 
-DISK_MARGIN_BYTES = 2_000_000_000
-"""WAL (max_wal_size 1 GB by default, and more while a checkpoint lags) and the rest."""
+DISK_MARGIN_BYTES = 3_000_000_000
+"""WAL (max_wal_size 1 GB by default, and more while a checkpoint lags behind the load),
+the cluster itself and the rest."""
 
 PROJECT_AT = (30, 100)
 

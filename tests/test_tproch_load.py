@@ -148,6 +148,10 @@ def test_row_counts_match_the_generator_and_the_specification(loaded, csv_dir: P
     assert set(result.phase_seconds) == {"data", "keys", "vacuum"}
     assert result.rows_per_s == pytest.approx(sum(counts.values()) / result.seconds)
     assert result.to_dict()["rows"]["lineitem"] == counts["lineitem"]
+    with psycopg.connect(target.conninfo()) as conn:
+        assert result.wal_level == conn.execute(
+            "SELECT setting FROM pg_settings WHERE name = 'wal_level'").fetchone()[0]
+    assert LoadResult.from_dict(result.to_dict()) == result
 
 
 def test_checksums_match_duckdb_over_the_same_generator_output(loaded, csv_dir: Path) -> None:

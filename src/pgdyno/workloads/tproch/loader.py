@@ -170,6 +170,7 @@ def load(target: ConnectionInfo, options: LoadOptions,
         if state.reusable and not options.rebuild:
             return _reused(options, workers, state.build_seconds)
         program = tpchgen_program()
+        wal_level = conn.execute("SHOW wal_level").fetchone()[0]
         dataset.prepare_build(conn, state, schema.WORKLOAD, options.size_key,
                               list(schema.TABLES), force=options.force, what="TPROC-H's")
         schema.create_tables(conn)
@@ -188,7 +189,8 @@ def load(target: ConnectionInfo, options: LoadOptions,
     return LoadResult(schema_version=SCHEMA_VERSION, scale_factor=options.scale_factor,
                       reused=False, workers=workers, rows=dict(loader.table_rows),
                       seconds=seconds, phase_seconds=loader.phases.seconds,
-                      rows_per_s=total / seconds if seconds > 0 else 0.0, parts=parts)
+                      rows_per_s=total / seconds if seconds > 0 else 0.0, parts=parts,
+                      wal_level=wal_level)
 
 
 def _reused(options: LoadOptions, workers: int, recorded_seconds: float | None) -> LoadResult:

@@ -93,6 +93,10 @@ class LoadResult(Serialisable):
     """All rows over the whole load (data, keys and vacuum)."""
     parts: dict[str, int] = field(default_factory=dict)
     """Parts each table was generated and copied in (1: whole, with FREEZE)."""
+    wal_level: str = ""
+    """The server's wal_level during the load (empty when reused). ``minimal``: the COPYs
+    into tables truncated in their own transaction and the index builds wrote no WAL (the
+    loader never changes it; a config or --set does, on a server pgdyno owns)."""
     recorded_seconds: float | None = None
     """Reused: the seconds its build took, as the dataset registry recorded them."""
 
