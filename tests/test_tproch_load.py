@@ -240,6 +240,16 @@ def test_stage_jobs_follow_their_tables_data() -> None:
     # One worker copies lineitem first: its keys come first too.
     alone = [j.table for j in stage_jobs(1, data, 1) if j.stage == "keys"]
     assert alone[:2] == ["lineitem", "lineitem"]
+    # The last build (lineitem's unsorted index) alone gets the other connections' cores.
+    assert [j.parallel_workers for j in later] == [None] * len(later)
+    helped = stage_jobs(1, data, 2, LoadOptions(scale_factor=1).last_build_workers(2))
+    assert [(j.table, j.parallel_workers) for j in helped if j.parallel_workers] == [
+        ("lineitem", 1)]
+    assert "l_partkey" in [j for j in helped if j.stage == "keys"][-1].statement.as_string()
+    assert LoadOptions(scale_factor=1).last_build_workers(1) is None
+    assert LoadOptions(scale_factor=1, max_parallel_maintenance_workers=2
+                       ).last_build_workers(4) is None
+    assert LoadOptions(scale_factor=1, last_build_parallel=False).last_build_workers(4) is None
 
 
 def test_second_load_of_the_same_size_is_reused(loaded) -> None:

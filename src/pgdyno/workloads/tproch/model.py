@@ -43,7 +43,12 @@ class LoadOptions(Serialisable):
     max_parallel_maintenance_workers: int | None = 0
     """Session setting of the key and index builds (None: the server's). The builds already
     run in parallel over the loader's connections, one per core; extra workers per build
-    only compete with them."""
+    only compete with them, except for the last build, which ends alone (see
+    last_build_workers)."""
+    last_build_parallel: bool = True
+    """The last index build (lineitem's, which ends alone) gets one parallel worker per
+    other loader connection, so the cores the other builds leave idle help it. Only when
+    max_parallel_maintenance_workers is 0 (pgdyno's default)."""
 
     def __post_init__(self) -> None:
         schema.check_scale_factor(self.scale_factor)
@@ -55,6 +60,12 @@ class LoadOptions(Serialisable):
     @property
     def size_key(self) -> str:
         return schema.size_key(self.scale_factor)
+
+    def last_build_workers(self, workers: int) -> int | None:
+        """Parallel workers of the last index build (None: as the others)."""
+        if not self.last_build_parallel or self.max_parallel_maintenance_workers != 0:
+            return None
+        return workers - 1 or None
 
 
 @dataclass(frozen=True)
