@@ -144,6 +144,8 @@ def test_example_study_report_has_every_section(quick_studies, name: str) -> Non
     html = (folder / "study.html").read_text()
     assert text.startswith(f"# pgdyno study: {record.title}")
     assert f"**{record.question}**" in text
+    # the host of the runs (a sweep cell's: of its steps' runs), not "no run finished"
+    assert f"Hardware: {os.cpu_count()} vCPU (" in text
     positions = [text.index(f"## {SECTION_TITLES[s]}") for s in record.sections
                  if s in SECTION_TITLES]
     assert positions == sorted(positions)

@@ -11,6 +11,7 @@ import contextlib
 import json
 import statistics
 from collections import Counter
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -178,10 +179,7 @@ def _steps(paths: list[Path]) -> dict[int, list[RunData]]:
             continue
         for step in record.steps:
             if step.status == "ok" and step.run:
-                # A step's run sits beside the sweep directory, in the same context.
-                run_path = Path(step.run) if Path(step.run).is_absolute() \
-                    else path.parent / step.run
-                out.setdefault(step.size, []).extend(_load([run_path]))
+                out.setdefault(step.size, []).extend(_load([_step_run_path(path, step.run)]))
     return out
 
 
@@ -383,26 +381,48 @@ def _validation(study: StudySpec, record: StudyRecord) -> Validation | None:
 
 
 def _vcpus(side: Side) -> int | None:
-    for run_dir in side.runs:
-        with contextlib.suppress(PgdynoError, OSError):
-            count = (load_run(Path(run_dir)).manifest.get("host") or {}).get("cpu_count")
-            if count:
-                return int(count)
+    for host in _hosts(side):
+        if host.get("cpu_count"):
+            return int(host["cpu_count"])
     return None
 
 
 def _hardware(results: list[WorkloadResult]) -> str:
     for result in results:
         for side in result.sides:
-            for run_dir in side.runs:
-                with contextlib.suppress(PgdynoError, OSError):
-                    host = load_run(Path(run_dir)).manifest.get("host") or {}
-                    if host:
-                        return (f"{host.get('cpu_count', '?')} vCPU "
-                                f"({host.get('cpu_model', 'unknown CPU')}), "
-                                f"{human_bytes(host.get('ram_bytes') or 0)} RAM, "
-                                f"{host.get('os', '')}, kernel {host.get('kernel', '?')}")
+            for host in _hosts(side):
+                return (f"{host.get('cpu_count', '?')} vCPU "
+                        f"({host.get('cpu_model', 'unknown CPU')}), "
+                        f"{human_bytes(host.get('ram_bytes') or 0)} RAM, "
+                        f"{host.get('os', '')}, kernel {host.get('kernel', '?')}")
     return "no run finished"
+
+
+def _hosts(side: Side) -> Iterator[dict]:
+    """The host record of each of the side's runs (a sweep cell's: of its steps' runs)."""
+    for cell_dir in side.runs:
+        for run_dir in _plain_runs(Path(cell_dir)):
+            with contextlib.suppress(PgdynoError, OSError):
+                host = load_run(run_dir).manifest.get("host") or {}
+                if host:
+                    yield host
+
+
+def _plain_runs(path: Path) -> list[Path]:
+    """A run directory as itself; a sweep directory as its ok steps' runs."""
+    if not (path / "sweep.json").is_file():
+        return [path]
+    try:
+        record = SweepRecord.load(path)
+    except PgdynoError:
+        return []
+    return [_step_run_path(path, step.run) for step in record.steps
+            if step.status == "ok" and step.run]
+
+
+def _step_run_path(sweep_dir: Path, run: str) -> Path:
+    """A step's run sits beside the sweep directory, in the same context."""
+    return Path(run) if Path(run).is_absolute() else sweep_dir.parent / run
 
 
 def _settings(results: list[WorkloadResult]) -> list[dict[str, str]]:
