@@ -171,7 +171,9 @@ def _winner_settings_in_natural_units(report: str, trials: list, winner: str,
         stock_value = stock(conninfo, name)
         assert stock_cell == stock_value, name
         if winner_cell != "–":
-            value = recorded(ran[name])
+            # A setting given its stock value (wal_buffers = -1: sized by the server) is
+            # reported with source default or override, which the manifest leaves out.
+            value = recorded(ran[name]) if name in ran else stock_value
             assert winner_cell == (f"{value} (stock)" if value == stock_value else value)
         for cell in (winner_cell, pgtune, tuned):
             assert not re.search(r"\d(kB|MB|GB|TB|8kB|ms|s|min|h|d)\b", cell), (name, cell)
