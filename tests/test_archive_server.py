@@ -49,7 +49,7 @@ def small_example(root: Path) -> str:
     directory, every segment kept in pg_wal under its name long enough to compare with the
     archived copies; each edit must find its line, so the example stays what is tested."""
     text = EXAMPLE.read_text()
-    edits = [('warehouses = "10,20,30"', 'warehouses = "1,2"'),
+    edits = [('warehouses = "10,30"', 'warehouses = "1,2"'),
              ("duration = 60\nwarmup = 15\niterations = 2",
               "duration = 4\nwarmup = 1\niterations = 1"),
              ("keying-thinking = true",
