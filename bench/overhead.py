@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import shutil
 import statistics
@@ -38,6 +39,7 @@ from pathlib import Path
 from pgdyno.analysis.sampled import choose_sampling_rate
 from pgdyno.targets.binaries import embedded_install
 from pgdyno.targets.local import LocalServer
+from pgdyno.workloads import dataset
 
 BUILTIN = {"select-only": "select-only", "tpcb": "tpcb-like", "simple-update": "simple-update"}
 
@@ -137,7 +139,9 @@ def _bare(pgbench: str, conn, workload: str, clients: int, duration: int,
     out = subprocess.run(
         [pgbench, *conn.client_args(), "-c", str(clients), "-j", str(min(clients, 2)),
          "-T", str(duration), "-M", "prepared", *extra, "-b", BUILTIN[workload], conn.dbname],
-        capture_output=True, text=True, check=True).stdout
+        capture_output=True, text=True, check=True,
+        # pgdyno's dataset lives in its own schema: bare pgbench reaches the same tables
+        env=dict(os.environ, PGOPTIONS=f"-c search_path={dataset.SCHEMA}")).stdout
     if logs is not None:
         shutil.rmtree(logs)
     return float(re.search(r"^tps = ([\d.]+)", out, re.MULTILINE).group(1))
