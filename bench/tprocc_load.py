@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
+import statistics
 import sys
 import tempfile
 import threading
@@ -148,14 +149,10 @@ class PhaseMeter:
 
 def fit(sizes: list[int], seconds: list[float]) -> tuple[float, float] | None:
     """Least squares seconds = fixed + per_warehouse x W (None: fewer than two sizes)."""
-    n = len(sizes)
-    if n < 2 or len(set(sizes)) < 2:
+    if len(set(sizes)) < 2:
         return None
-    mean_w, mean_s = sum(sizes) / n, sum(seconds) / n
-    sxx = sum((w - mean_w) ** 2 for w in sizes)
-    sxy = sum((w - mean_w) * (s - mean_s) for w, s in zip(sizes, seconds, strict=True))
-    per_warehouse = sxy / sxx
-    return mean_s - per_warehouse * mean_w, per_warehouse
+    line = statistics.linear_regression(sizes, seconds)
+    return line.intercept, line.slope
 
 
 def measure(target: ConnectionInfo, warehouses: int, args: argparse.Namespace) -> dict:

@@ -34,6 +34,7 @@ import argparse
 import json
 import resource
 import shutil
+import statistics
 import sys
 import tempfile
 import time
@@ -152,13 +153,10 @@ def check_room(workdir: Path, largest_sf: float) -> None:
 
 def fit_line(xs: list[float], ys: list[float]) -> dict[str, float] | None:
     """Least squares y = fixed + per_sf x SF; None with fewer than two distinct sizes."""
-    n = len(xs)
-    mean_x, mean_y = sum(xs) / n, sum(ys) / n
-    sxx = sum((x - mean_x) ** 2 for x in xs)
-    if sxx == 0:
+    if len(set(xs)) < 2:
         return None
-    slope = sum((x - mean_x) * (y - mean_y) for x, y in zip(xs, ys, strict=True)) / sxx
-    fixed = mean_y - slope * mean_x
+    slope, fixed = statistics.linear_regression(xs, ys)
+    mean_y = statistics.fmean(ys)
     residual = sum((y - fixed - slope * x) ** 2 for x, y in zip(xs, ys, strict=True))
     total = sum((y - mean_y) ** 2 for y in ys)
     return {"fixed_s": round(fixed, 2), "per_sf_s": round(slope, 2),
