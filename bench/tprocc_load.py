@@ -2,9 +2,10 @@
 
 Each size is loaded from scratch (rebuild) with the default number of loader connections
 (one per core) unless --workers says otherwise, into an embedded PostgreSQL 18 with the
-stock configuration started in its own workdir under /var/tmp, or with --dsn into an
-existing server (its database must be empty or hold only pgdyno's tables; --force loads
-beside others). Per size it prints one JSON line with each phase's wall seconds, and
+stock configuration started in its own workdir under /var/tmp (with the spaced checkpoints
+pgdyno gives a load on its own server, workloads.bulkload; --no-spacing: without), or
+with --dsn into an existing server (its database must be empty or hold only pgdyno's
+tables; --force loads beside others). Per size it prints one JSON line with each phase's wall seconds, and
 where the server runs on this machine its CPU seconds (the postmaster and every backend,
 exited ones included) and the WAL it wrote; then it fits seconds = fixed + per_warehouse
 x W by least squares and projects W = 1,000 and 10,000 (time, warehouses per minute, and
@@ -36,13 +37,16 @@ from pgdyno.targets.binaries import embedded_install
 from pgdyno.targets.connection import ConnectionInfo
 from pgdyno.targets.dsn import dsn_connection
 from pgdyno.targets.local import LocalServer
+from pgdyno.workloads.bulkload import spaced_checkpoints
 from pgdyno.workloads.tprocc import LoadOptions, LoadProgress, default_workers, load
+from pgdyno.workloads.tprocc.model import LOAD_WAL_PER_WAREHOUSE
 
 PROJECT_AT = (1_000, 10_000)
 BYTES_PER_WAREHOUSE = 110 * 2**20
 """A loaded warehouse with its keys and indexes (107 MB measured at W=6)."""
 WAL_ROOM = 3 * 2**30
-"""pg_wal beside the data: max_wal_size (1 GB stock) and what a checkpoint leaves behind."""
+"""pg_wal beside the data: max_wal_size (1 GB stock) and what a checkpoint leaves behind
+(spaced checkpoints hold the load's own WAL too: at most half the free space, by rule)."""
 
 
 class ServerMeter:
@@ -155,22 +159,27 @@ def fit(sizes: list[int], seconds: list[float]) -> tuple[float, float] | None:
     return line.intercept, line.slope
 
 
-def measure(target: ConnectionInfo, warehouses: int, args: argparse.Namespace) -> dict:
-    options = LoadOptions(warehouses=warehouses, workers=args.workers, rebuild=True,
-                          force=args.force, order_line_partitions=args.partitions)
+def measure(target: ConnectionInfo, warehouses: int, args: argparse.Namespace,
+            server: LocalServer | None) -> dict:
     meter = ServerMeter(target)
     phases = PhaseMeter(meter)
+    owned = server if args.spacing else None
     try:
-        cpu_before = meter.total_cpu_s()
-        result = load(target, options, phases)
-        phases.switch("after")
-        cpu_after = meter.total_cpu_s()
+        with spaced_checkpoints(owned, target, LOAD_WAL_PER_WAREHOUSE * warehouses) as spacing:
+            options = LoadOptions(warehouses=warehouses, workers=args.workers, rebuild=True,
+                                  force=args.force, order_line_partitions=args.partitions,
+                                  checkpoint_at_end=spacing.applied)
+            cpu_before = meter.total_cpu_s()
+            result = load(target, options, phases)
+            phases.switch("after")
+            cpu_after = meter.total_cpu_s()
     finally:
         meter.close()
     print(file=sys.stderr)
     cpu_total = cpu_after - cpu_before if cpu_before is not None else None
     return {
         "warehouses": warehouses,
+        "spacing": spacing.settings,
         "workers": result.workers,
         "cpus": default_workers(),
         "order_line_partitions": result.order_line_partitions,
@@ -252,6 +261,10 @@ def main() -> None:
                         help="--dsn: load even when the database holds other tables")
     parser.add_argument("--workdir", type=Path, default=Path("/var/tmp"),
                         help="where the embedded server's cluster goes (removed afterwards)")
+    parser.add_argument("--no-spacing", dest="spacing", action="store_false",
+                        help="load with the server's own checkpoint settings, as into a "
+                             "server pgdyno does not own (pgdyno bench spaces them on its "
+                             "own servers: workloads.bulkload)")
     parser.add_argument("--out", type=Path, default=Path("tprocc_load.json"))
     args = parser.parse_args()
     sizes = [int(w) for w in args.warehouses.split(",")]
@@ -273,7 +286,7 @@ def main() -> None:
             server.start()
             target = server.connection()
         for warehouses in sizes:
-            row = measure(target, warehouses, args)
+            row = measure(target, warehouses, args, server)
             print(json.dumps(row), flush=True)
             _print_phases(row)
             results.append(row)

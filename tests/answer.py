@@ -56,7 +56,7 @@ def load_table(md: str) -> dict[str, tuple[str, str]]:
 
 
 PHASES = {"data": "data", "keys": "keys and indexes", "vacuum": "vacuum and analyze",
-          "check": "consistency check"}
+          "check": "consistency check", "checkpoint": "closing checkpoint"}
 
 
 def check_load_table(run: Path, rows: int, phase_seconds: dict[str, float] | None = None

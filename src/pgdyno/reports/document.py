@@ -217,8 +217,10 @@ def _load(record: LoadRecord) -> Section:
     rows.append(["whole load", load_seconds(record.seconds),
                  count(record.rows_per_s) if record.rows_per_s is not None else "–"])
     rows_note = f"{record.rows:,} rows loaded; " if record.rows else ""
-    return Section("Load", tables=[Table(["Phase", "Time", "Rows/s"], rows, caption=(
-        f"{rows_note}rows/s: the dataset's rows over the phase's seconds"))])
+    return Section("Load", paragraphs=[f"Note: {record.note[0].upper()}{record.note[1:]}."]
+                   if record.note else [],
+                   tables=[Table(["Phase", "Time", "Rows/s"], rows, caption=(
+                       f"{rows_note}rows/s: the dataset's rows over the phase's seconds"))])
 
 
 def _overview(summary: RunSummary, run: RunView, transactions: bool) -> Section:

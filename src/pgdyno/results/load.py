@@ -8,7 +8,9 @@ workload, and a plugin in a package of its own gets both by writing the same rec
 
 Phases, in the order they run: ``data`` (creating and filling the tables), ``keys`` (primary
 keys, foreign keys and indexes), ``vacuum`` (VACUUM ANALYZE: visibility map and planner
-statistics), ``check`` (TPROC-C's consistency conditions on the new data). Each phase's
+statistics), ``check`` (TPROC-C's consistency conditions on the new data), ``checkpoint``
+(the CHECKPOINT that ends a load run with spaced checkpoints: ``workloads.bulkload``). Each
+phase's
 rate is the dataset's rows over that phase's seconds: how fast the phase went through the
 data, comparable between runs of one workload.
 
@@ -26,9 +28,9 @@ from pgdyno.serde import Serialisable
 
 RECORD_KEY = "load_record"
 """Where the record lives in the dataset record of the manifest."""
-PHASES = ("data", "keys", "vacuum", "check")
+PHASES = ("data", "keys", "vacuum", "check", "checkpoint")
 PHASE_WORDS = {"data": "data", "keys": "keys and indexes", "vacuum": "vacuum and analyze",
-               "check": "consistency check"}
+               "check": "consistency check", "checkpoint": "closing checkpoint"}
 """Each phase as the terminal and the report name it."""
 
 
@@ -56,6 +58,11 @@ class LoadRecord(Serialisable):
     """Rows the load wrote, every table (None: reused, or not counted)."""
     phases: list[LoadPhase] = field(default_factory=list)
     """This run's phases, in the order they ran (empty when reused)."""
+    settings: dict[str, str] = field(default_factory=dict)
+    """Server settings the load ran with in place of the config's (a server pgdyno owns;
+    the config's own were back before anything was measured)."""
+    note: str = ""
+    """Why the load ran with them, or why the server's were kept."""
 
     @property
     def rows_per_s(self) -> float | None:
@@ -64,14 +71,17 @@ class LoadRecord(Serialisable):
         return self.rows / self.seconds
 
 
-def built(rows: int | None, seconds: float, phase_seconds: dict[str, float]) -> LoadRecord:
+def built(rows: int | None, seconds: float, phase_seconds: dict[str, float],
+          settings: dict[str, str] | None = None, note: str = "") -> LoadRecord:
     """The record of a load this run made: ``phase_seconds`` (phase -> seconds, as the
-    loaders' ``BuildPhases`` keep them) in PHASES order, then any other phase by name."""
+    loaders' ``BuildPhases`` keep them) in PHASES order, then any other phase by name;
+    ``settings`` the server settings it ran with in place of the config's."""
     order = [p for p in PHASES if p in phase_seconds] + sorted(
         p for p in phase_seconds if p not in PHASES)
     phases = [LoadPhase(p, round(phase_seconds[p], 3), _rate(rows, phase_seconds[p]))
               for p in order]
-    return LoadRecord(reused=False, seconds=round(seconds, 3), rows=rows, phases=phases)
+    return LoadRecord(reused=False, seconds=round(seconds, 3), rows=rows, phases=phases,
+                      settings=dict(settings or {}), note=note)
 
 
 def reused(recorded_seconds: float | None) -> LoadRecord:
@@ -116,6 +126,9 @@ def load_lines(record: LoadRecord) -> list[tuple[str, str]]:
         if phase.rows_per_s is not None:
             text += f", {phase.rows_per_s:,.0f} rows/s"
         lines.append((f"load {phase.words}", text))
+    if record.settings:
+        lines.append(("load settings", ", ".join(f"{k}={v}" for k, v in record.settings.items())
+                      + " (the config's own before the measured run)"))
     return lines
 
 

@@ -18,6 +18,7 @@ from pgdyno.analysis.summary import RunSummary
 from pgdyno.reports.document import Section, Table, fmt
 from pgdyno.results import load
 from pgdyno.results.rundir import RunDirectory, RunPlan
+from pgdyno.workloads import bulkload
 from pgdyno.workloads.base import (
     HIGHER,
     LOWER,
@@ -99,9 +100,14 @@ class Oltp(PgbenchWorkload):
             ctx.status(f"oltp load {p.phase}: {p.rows_done:,}/{p.rows_total:,} rows, "
                        f"{p.rows_per_s:,.0f} rows/s")
 
-        result = schema.load(ctx.conn, schema.LoadOptions(
-            tables=o.tables, table_size=o.table_size, workers=o.load_workers,
-            force=ctx.opts.force), on_load)
+        with bulkload.spaced_checkpoints(bulkload.owned_here(ctx), ctx.conn,
+                                         schema.LOAD_WAL_PER_ROW * o.tables * o.table_size
+                                         ) as spacing:
+            result = schema.load(ctx.conn, schema.LoadOptions(
+                tables=o.tables, table_size=o.table_size, workers=o.load_workers,
+                force=ctx.opts.force, checkpoint_at_end=spacing.applied), on_load)
+        if not result.reused:
+            result.settings, result.settings_note = spacing.settings, spacing.note
         script_opts = self.script_options(o)
         path = ctx.run_dir.raw / "scripts" / f"{self.name}.pgbench"
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -10,7 +10,10 @@ Phases, each a pool of independent jobs over ``workers`` connections:
    on the tables until then: it would vacuum and analyze them again and again while
    they fill);
 4. check: the four TPC-C consistency conditions (consistency.check) over the new data,
-   so that a dataset is recorded only once it is known to be right.
+   so that a dataset is recorded only once it is known to be right;
+5. checkpoint: on a server pgdyno owns, the load runs with spaced checkpoints
+   (``workloads.bulkload``: no hint-bit page images in the keys and vacuum phases) and
+   ends with a CHECKPOINT, timed here.
 
 Loader sessions keep synchronous_commit on: each job commits once, so turning it off saves
 nothing, and with it off the VACUUM that followed left most heap pages not all-visible
@@ -88,6 +91,8 @@ def load(target: ConnectionInfo, options: LoadOptions,
     loader.run_keys(partitions)
     loader.run_vacuum(partitions, server_version)
     loader.run_check()
+    if options.checkpoint_at_end:
+        loader.run_checkpoint()
     with psycopg.connect(target.conninfo(), autocommit=True) as conn:
         for statement in schema.autovacuum_statements(partitions, enabled=True):
             conn.execute(statement)
@@ -210,6 +215,10 @@ class _Loader:
                                 f"{', e.g. ' + c.examples[0] if c.examples else ''})"
                                 for c in failed)
                     + "; the dataset is not recorded and will be rebuilt")
+
+    def run_checkpoint(self) -> None:
+        """The writes a load with spaced checkpoints deferred, timed as its own phase."""
+        self._phase("checkpoint", [_Job("checkpoint", "CHECKPOINT")])
 
     # ----- the pool ----------------------------------------------------------------------
     def _phase(self, phase: str, jobs: list[_Job]) -> None:

@@ -152,10 +152,18 @@ class LoadOptions(Serialisable):
     """Rebuild even when a dataset of the same size is already loaded."""
     maintenance_work_mem: str | None = "256MB"
     """Session setting of the loader connections for key and index builds (None: server's)."""
+    checkpoint_at_end: bool = False
+    """End with a CHECKPOINT, timed as the load's last phase (a load with spaced
+    checkpoints: ``workloads.bulkload``)."""
 
     @property
     def size_key(self) -> str:
         return f"warehouses={self.warehouses}"
+
+
+LOAD_WAL_PER_WAREHOUSE = 130 * 2**20
+"""WAL a warehouse's load writes when no checkpoint falls inside it: the data (about 96 MB,
+the data phase's WAL at W=100 in bench/tprocc_load.py) and its keys' index pages."""
 
 
 @dataclass(frozen=True)
@@ -193,6 +201,9 @@ class LoadResult(Serialisable):
     """The NURand constant last names were loaded with (runs pick theirs against it)."""
     recorded_seconds: float | None = None
     """Reused: the seconds its build took, as the dataset registry recorded them."""
+    settings: dict[str, str] = field(default_factory=dict)
+    """Server settings the load ran with in place of the config's (``workloads.bulkload``)."""
+    settings_note: str = ""
 
     @property
     def warehouses_per_minute(self) -> float:
@@ -202,7 +213,8 @@ class LoadResult(Serialisable):
         """The load in the shape every workload records it (``results.load``)."""
         if self.reused:
             return load.reused(self.recorded_seconds)
-        return load.built(self.rows, self.seconds, self.phase_seconds)
+        return load.built(self.rows, self.seconds, self.phase_seconds, self.settings,
+                          self.settings_note)
 
 
 # ----- measuring ---------------------------------------------------------------------------

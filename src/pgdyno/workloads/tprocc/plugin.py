@@ -16,6 +16,7 @@ import psycopg
 from pgdyno.analysis.verdict import Paced
 from pgdyno.errors import UsageError
 from pgdyno.results import load
+from pgdyno.workloads import bulkload
 from pgdyno.workloads.base import (
     HIGHER,
     LATENCY_METRICS,
@@ -144,8 +145,15 @@ class Tprocc(PgbenchWorkload):
             ctx.status(f"TPROC-C load {p.phase}: {p.warehouses_done}/{p.warehouses_total} "
                        f"warehouses, {p.rows_per_s:,.0f} rows/s")
 
-        result = loader.load(ctx.conn, model.LoadOptions(
-            warehouses=t.warehouses, workers=t.load_workers, force=ctx.opts.force), on_load)
+        with bulkload.spaced_checkpoints(bulkload.owned_here(ctx), ctx.conn,
+                                         model.LOAD_WAL_PER_WAREHOUSE * t.warehouses
+                                         ) as spacing:
+            result = loader.load(ctx.conn, model.LoadOptions(
+                warehouses=t.warehouses, workers=t.load_workers, force=ctx.opts.force,
+                checkpoint_at_end=spacing.applied), on_load)
+        if not result.reused:
+            result = dataclasses.replace(result, settings=spacing.settings,
+                                         settings_note=spacing.note)
         script_set = scripts.generate(model.ScriptOptions(
             warehouses=t.warehouses, mix=model.Mix.parse(t.mix) if t.mix else model.Mix(),
             all_warehouses=t.all_warehouses, keying_thinking=t.keying_thinking,

@@ -1,0 +1,135 @@
+"""Spaced checkpoints for a bulk load on a server pgdyno owns.
+
+With data checksums (initdb's default from PostgreSQL 18) or ``wal_log_hints``, the first
+change of a page after a checkpoint, even setting a hint bit, writes the whole page to WAL.
+A load that checkpoints every ``max_wal_size`` (1 GB stock) therefore writes most freshly
+filled pages twice more: when the index builds' heap scans set the rows' hint bits, and
+when VACUUM sets their visibility bits. At TPROC-C W=100 that was 17.8 of the load's
+27.4 GB of WAL, in the keys and vacuum phases (bench/tprocc_load.py).
+
+On a server pgdyno started on this machine, the load runs with checkpoints spaced to its
+own WAL: the server's include file gets ``max_wal_size`` of three times the load's expected
+WAL (a checkpoint is requested once about max_wal_size / (1 + checkpoint_completion_target)
+is written) and ``checkpoint_timeout`` of an hour, reloaded. So that pg_wal cannot fill the
+disk, max_wal_size is at most half the free space of the WAL's filesystem, and never below
+the config's own. The loader ends with a CHECKPOINT (timed as the load's last phase), then
+the config's own include file is written back and reloaded, before anything is measured.
+
+Nothing is left behind: the include file is rewritten from the config at every server
+start, so even a load killed half-way leaves the next run the config under test. A server
+pgdyno does not own (``--dsn``), or one on an ``--ssh`` host, keeps its settings; the note
+says so.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import psycopg
+
+from pgdyno.targets import Target
+from pgdyno.targets.connection import ConnectionInfo
+from pgdyno.units import format_bytes
+from pgdyno.workloads.base import RunContext
+
+CHECKPOINT_TIMEOUT = "1h"
+REQUEST_SHARE = 3
+"""max_wal_size over the expected WAL: a checkpoint is requested at about max_wal_size /
+(1 + checkpoint_completion_target), so three times the WAL keeps the load to none with
+half again for an estimate that falls short."""
+RELOAD_WAIT_S = 5.0
+FREE_SHARE = 2
+"""max_wal_size at most the WAL filesystem's free space over this: pg_wal holds about the
+expected WAL, so half the free space stays free."""
+
+
+@dataclass
+class LoadSpacing:
+    """What the load ran with: the settings it changed (empty: none) and why, or why not."""
+
+    settings: dict[str, str] = field(default_factory=dict)
+    note: str = ""
+
+    @property
+    def applied(self) -> bool:
+        return bool(self.settings)
+
+
+def spacing_for(expected_wal_bytes: int, current_max_wal_bytes: int,
+                free_bytes: int) -> tuple[dict[str, str], str]:
+    """The settings of a load expected to write ``expected_wal_bytes`` of WAL ({}: none,
+    with the reason)."""
+    wanted = REQUEST_SHARE * expected_wal_bytes
+    cap = free_bytes // FREE_SHARE
+    size = min(wanted, cap)
+    if size <= current_max_wal_bytes:
+        why = ("the config's max_wal_size already spaces them" if wanted <= current_max_wal_bytes
+               else f"half the WAL filesystem's free space ({format_bytes(cap)}) is no more "
+                    f"than the config's max_wal_size")
+        return {}, f"checkpoints left as configured: {why}"
+    mb = size // 2**20
+    return ({"max_wal_size": f"{mb}MB", "checkpoint_timeout": CHECKPOINT_TIMEOUT},
+            f"the load ran with max_wal_size {format_bytes(mb * 2**20)} and checkpoint_timeout "
+            f"{CHECKPOINT_TIMEOUT} (for about {format_bytes(expected_wal_bytes)} of WAL: no "
+            "hint-bit page images after a checkpoint) and ended with a CHECKPOINT; the "
+            "config's own settings were back before the measured run")
+
+
+def owned_here(ctx: RunContext) -> Target | None:
+    """The run's server when pgdyno started it on this machine (None: not its to change)."""
+    return ctx.target if ctx.manages_server and ctx.local_server else None
+
+
+@contextlib.contextmanager
+def spaced_checkpoints(server: Target | None, conn: ConnectionInfo,
+                       expected_wal_bytes: int) -> Iterator[LoadSpacing]:
+    """Run the body (a load through ``conn``) with spaced checkpoints when ``server`` is
+    one pgdyno started here (``owned_here``); the config's own settings are written back
+    and reloaded however the body ends."""
+    if server is None:
+        yield LoadSpacing(note="checkpoints left as configured: pgdyno does not own a server "
+                               "on this machine")
+        return
+    original = dict(server.settings)
+    with psycopg.connect(conn.conninfo(), autocommit=True) as session:
+        current = session.execute("SELECT pg_size_bytes(current_setting('max_wal_size'))"
+                                  ).fetchone()[0]
+    settings, note = spacing_for(expected_wal_bytes, current,
+                                 _free_bytes(Path(server.effective_wal_dir)))
+    if not settings:
+        yield LoadSpacing(note=note)
+        return
+    _apply(server, conn, {**original, **settings}, int(settings["max_wal_size"][:-2]) * 2**20)
+    try:
+        yield LoadSpacing(settings=settings, note=note)
+    finally:
+        _apply(server, conn, original, current)
+
+
+def _apply(server: Target, conn: ConnectionInfo, settings: dict[str, str],
+           max_wal_bytes: int) -> None:
+    """Write the include file, reload, and wait until new sessions see it (the postmaster
+    takes the reload in its own time)."""
+    server.write_settings(settings)
+    with psycopg.connect(conn.conninfo(), autocommit=True) as session:
+        session.execute("SELECT pg_reload_conf()")
+    deadline = time.monotonic() + RELOAD_WAIT_S
+    while time.monotonic() < deadline:
+        with psycopg.connect(conn.conninfo(), autocommit=True) as session:
+            seen = session.execute("SELECT pg_size_bytes(current_setting('max_wal_size'))"
+                                   ).fetchone()[0]
+        if seen == max_wal_bytes:
+            return
+        time.sleep(0.05)
+
+
+def _free_bytes(path: Path) -> int:
+    try:
+        return shutil.disk_usage(path).free
+    except OSError:
+        return 0

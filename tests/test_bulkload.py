@@ -1,0 +1,173 @@
+"""Spaced checkpoints around a bulk load (workloads.bulkload), on a real server pgdyno owns.
+
+The server's own counters are the oracle: pg_stat_checkpointer counts the checkpoints the
+load caused, pg_current_wal_lsn() the WAL it wrote. A server with a tiny max_wal_size
+checkpoints every few MB, so a TPROC-C load of one warehouse shows the effect that
+W=100 shows on a stock server: hint-bit page images in the keys and vacuum phases.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from pgdyno.targets.binaries import embedded_install
+from pgdyno.targets.connection import ConnectionInfo
+from pgdyno.targets.local import INCLUDE_FILE, LocalServer
+from pgdyno.units import format_bytes
+from pgdyno.workloads import bulkload
+from pgdyno.workloads.oltp import schema as oltp
+from pgdyno.workloads.tprocc import LoadOptions, load
+from tests.conftest import make_shared_dir, run_cli, scratch_database
+
+SMALL_WAL = {"max_wal_size": "32MB", "min_wal_size": "32MB"}
+MB = 2**20
+
+
+@pytest.fixture(scope="module")
+def small_wal_server(workdir: Path) -> Iterator[LocalServer]:
+    """A server of its own whose config checkpoints every ~17 MB of WAL."""
+    srv = LocalServer(install=embedded_install(), workdir=workdir, name="bulkload",
+                      settings=dict(SMALL_WAL))
+    srv.prepare()
+    srv.start()
+    yield srv
+    srv.stop()
+
+
+def _show(conn: ConnectionInfo, name: str) -> str:
+    with psycopg.connect(conn.conninfo(), autocommit=True) as c:
+        return c.execute("SELECT current_setting(%s)", (name,)).fetchone()[0]
+
+
+def _counters(conn: ConnectionInfo, settle: bool = False) -> tuple[int, str]:
+    """(checkpoints so far, WAL position); ``settle``: after a CHECKPOINT, so that one an
+    earlier load requested is counted before, not during, what follows."""
+    with psycopg.connect(conn.conninfo(), autocommit=True) as c:
+        if settle:
+            c.execute("CHECKPOINT")
+        return c.execute("SELECT (SELECT num_requested + num_timed FROM pg_stat_checkpointer),"
+                         " pg_current_wal_lsn()::text").fetchone()
+
+
+def _measured_load(conn: ConnectionInfo, spaced: bool) -> tuple[int, float, object]:
+    """(checkpoints, WAL bytes, result) of a W=1 load, as the server counted them."""
+    ckpt0, lsn0 = _counters(conn, settle=True)
+    result = load(conn, LoadOptions(warehouses=1, workers=2, rebuild=True,
+                                    checkpoint_at_end=spaced))
+    ckpt1, lsn1 = _counters(conn)
+    with psycopg.connect(conn.conninfo(), autocommit=True) as c:
+        wal = c.execute("SELECT pg_wal_lsn_diff(%s, %s)", (lsn1, lsn0)).fetchone()[0]
+    return ckpt1 - ckpt0, float(wal), result
+
+
+@pytest.mark.server
+def test_spaced_checkpoints_remove_the_hint_bit_page_images(small_wal_server) -> None:
+    for conn in scratch_database(small_wal_server, "bulkload_effect"):
+        assert _show(conn, "data_checksums") == "on"  # what makes hint bits cost WAL
+        plain_ckpts, plain_wal, _ = _measured_load(conn, spaced=False)
+        with bulkload.spaced_checkpoints(small_wal_server, conn, 200 * MB) as spacing:
+            assert spacing.applied, spacing.note
+            assert _show(conn, "max_wal_size") == "600MB"
+            assert _show(conn, "checkpoint_timeout") == "1h"
+            spaced_ckpts, spaced_wal, result = _measured_load(conn, spaced=True)
+        # The plain load checkpointed every ~17 MB; the spaced one only at its end.
+        assert plain_ckpts >= 3, plain_ckpts
+        assert spaced_ckpts == 1
+        assert "checkpoint" in result.phase_seconds
+        # The page images of hint bits set after a checkpoint are gone: a third less WAL.
+        assert spaced_wal < 0.8 * plain_wal, (spaced_wal / MB, plain_wal / MB)
+        assert _show(conn, "max_wal_size") == "32MB"
+        assert _show(conn, "checkpoint_timeout") == "5min"
+
+
+@pytest.mark.server
+def test_the_oltp_build_is_spaced_the_same_way(small_wal_server) -> None:
+    rows = 2 * 60_000
+    for conn in scratch_database(small_wal_server, "bulkload_oltp"):
+        counted = []
+        for spaced in (False, True):
+            with bulkload.spaced_checkpoints(small_wal_server if spaced else None, conn,
+                                             oltp.LOAD_WAL_PER_ROW * rows) as spacing:
+                assert spacing.applied == spaced
+                ckpt0, lsn0 = _counters(conn, settle=True)
+                result = oltp.load(conn, oltp.LoadOptions(
+                    tables=2, table_size=rows // 2 + spaced, workers=2,  # a new size: rebuilt
+                    checkpoint_at_end=spacing.applied))
+                ckpt1, lsn1 = _counters(conn)
+            with psycopg.connect(conn.conninfo(), autocommit=True) as c:
+                wal = c.execute("SELECT pg_wal_lsn_diff(%s, %s)", (lsn1, lsn0)).fetchone()[0]
+            counted.append((ckpt1 - ckpt0, float(wal), result))
+        (plain_ckpts, plain_wal, _), (spaced_ckpts, spaced_wal, result) = counted
+        assert plain_ckpts >= 2 and spaced_ckpts == 1, (plain_ckpts, spaced_ckpts)
+        assert list(result.phase_seconds)[-1] == "checkpoint"
+        assert spaced_wal < 0.9 * plain_wal, (spaced_wal / MB, plain_wal / MB)
+        assert _show(conn, "max_wal_size") == "32MB"
+
+
+@pytest.mark.server
+def test_the_config_comes_back_even_when_the_load_fails(small_wal_server) -> None:
+    include = small_wal_server.data_dir / INCLUDE_FILE
+    before = include.read_text()
+    for conn in scratch_database(small_wal_server, "bulkload_fail"):
+        with pytest.raises(RuntimeError), \
+                bulkload.spaced_checkpoints(small_wal_server, conn, 100 * MB) as spacing:
+            assert spacing.settings == {"max_wal_size": "300MB", "checkpoint_timeout": "1h"}
+            assert "max_wal_size = 300MB" in include.read_text()
+            raise RuntimeError("the load failed")
+        assert include.read_text() == before
+        assert small_wal_server.settings == SMALL_WAL
+        assert _show(conn, "max_wal_size") == "32MB"
+        assert _show(conn, "checkpoint_timeout") == "5min"
+
+
+@pytest.mark.server
+def test_a_server_pgdyno_does_not_own_keeps_its_settings(small_wal_server) -> None:
+    for conn in scratch_database(small_wal_server, "bulkload_foreign"):
+        with bulkload.spaced_checkpoints(None, conn, 500 * MB) as spacing:
+            assert not spacing.applied
+            assert "does not own" in spacing.note
+            assert _show(conn, "max_wal_size") == "32MB"
+
+
+@pytest.mark.server
+def test_a_run_records_and_reports_the_load_settings(workdir: Path) -> None:
+    """Through pgdyno bench on its embedded server: the load record names the settings
+    and the closing checkpoint, the report says so, and the config's own are back."""
+    results = make_shared_dir("pgdyno-bulkload-run-")
+    try:
+        out = run_cli(["bench", "oltp-read-only", "--tables", "1", "--table-size", "100000",
+                       "--set", "max_wal_size=32MB", "--set", "min_wal_size=32MB",
+                       "--clients", "1", "--duration", "1", "--warmup", "0", "--iterations",
+                       "1", "--no-telemetry", "--no-progress", "--results-dir", str(results)],
+                      workdir)
+        assert out.returncode == 0, out.stdout + out.stderr
+        run = next(results.glob("*/oltp-read-only-*"))
+        record = json.loads((run / "manifest.json").read_text())["dataset"]["load_record"]
+        mb = 3 * oltp.LOAD_WAL_PER_ROW * 100_000 // MB  # thrice the build's expected WAL
+        assert record["settings"] == {"max_wal_size": f"{mb}MB", "checkpoint_timeout": "1h"}
+        assert [p["phase"] for p in record["phases"]][-1] == "checkpoint"
+        assert f"max_wal_size {format_bytes(mb * MB)} and" in (run / "report.md").read_text()
+        include = workdir / "instances" / "pg18-embedded" / "data" / INCLUDE_FILE
+        assert "max_wal_size = '32MB'" in include.read_text()  # the config's, as --set gave it
+    finally:
+        shutil.rmtree(results, ignore_errors=True)
+
+
+def test_spacing_is_thrice_the_load_bounded_by_half_the_free_space() -> None:
+    settings, note = bulkload.spacing_for(5 * 1024 * MB, 1024 * MB, 100 * 1024 * MB)
+    assert settings == {"max_wal_size": "15360MB", "checkpoint_timeout": "1h"}
+    assert "15.0 GiB" in note and "CHECKPOINT" in note
+    # 8 GB free: max_wal_size at most 4 GB.
+    settings, _ = bulkload.spacing_for(5 * 1024 * MB, 1024 * MB, 8 * 1024 * MB)
+    assert settings["max_wal_size"] == "4096MB"
+    # Too little free space, or a config already roomy enough: left alone, saying why.
+    settings, note = bulkload.spacing_for(5 * 1024 * MB, 1024 * MB, 1024 * MB)
+    assert settings == {} and "free space" in note
+    settings, note = bulkload.spacing_for(100 * MB, 1024 * MB, 100 * 1024 * MB)
+    assert settings == {} and "already" in note
