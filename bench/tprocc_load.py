@@ -3,14 +3,14 @@
 Each size is loaded from scratch (rebuild) with the default number of loader connections
 (one per core) unless --workers says otherwise, into an embedded PostgreSQL 18 with the
 stock configuration started in its own workdir under /var/tmp (with the spaced checkpoints
-pgdyno gives a load on its own server, workloads.bulkload; --no-spacing: without), or
-with --dsn into an existing server (its database must be empty or hold only pgdyno's
-tables; --force loads beside others). Per size it prints one JSON line with each phase's wall seconds, and
-where the server runs on this machine its CPU seconds (the postmaster and every backend,
-exited ones included) and the WAL it wrote; then it fits seconds = fixed + per_warehouse
-x W by least squares and projects W = 1,000 and 10,000 (time, warehouses per minute, and
-per core), and fits the server's CPU seconds the same way (the figure that does not depend
-on what else the machine runs). Everything is also written to --out.
+pgdyno gives a load on its own server, workloads.bulkload; --no-spacing: without), or with
+--dsn into an existing server (its database must be empty or hold only pgdyno's tables;
+--force loads beside others). Per size it prints one JSON line with each phase's wall
+seconds, and where the server runs on this machine its CPU seconds (the postmaster and
+every backend, exited ones included) and the WAL it wrote; then it fits seconds = fixed +
+per_warehouse x W by least squares and projects W = 1,000 and 10,000 (time, warehouses per
+minute, and per core), and fits the server's CPU seconds the same way (the figure that does
+not depend on what else the machine runs). Everything is also written to --out.
 
     python bench/tprocc_load.py        # W = 10, 50, 100: 4 to 7 min, 14 GB free in /var/tmp
     python bench/tprocc_load.py --warehouses 2,5 --dsn postgresql://user@host/db
