@@ -11,8 +11,9 @@ is its autovacuum_naptime. The report says when the asked duration was raised.
 
 The winner holds when its long-window headline beats tuned's significantly (the compare
 engine's interval) and its debt is bounded (``unbounded``: tables over their autovacuum
-threshold with autovacuum off, or, with it on, tables over it that no worker is on and dead
-tuples still growing once autovacuum has had two naptimes to act). When it does not hold,
+threshold with autovacuum off, or, with it on, tables over it that no worker is on, dead
+tuples still growing once autovacuum has had two naptimes to act, and at least 1% of the
+live tuples owed beyond the thresholds). When it does not hold,
 the search says why and recommends the best config that does. State: validate.json in the
 search's directory, saved after every run, so a stopped search resumes here.
 """
@@ -119,6 +120,15 @@ def window_rule(asked_s: float, facts: list[CycleFacts], enforce: bool = True) -
     return rule
 
 
+OWED_FLOOR = 0.01
+"""With autovacuum on, debt counts as unbounded only when the dead tuples beyond the tables'
+thresholds are at least this share of the workload's live tuples: tiny tables that every
+transaction updates (TPC-B's 50 branches and 500 tellers) are always a few thousand dead
+tuples over their 50-row threshold between two naptimes, which is autovacuum keeping up,
+not a debt that grows (measured: 5,106 to 6,270 owed on 13.4 million live tuples, 0.04%,
+for every config of bench/search_goal.py's TPC-B validation)."""
+
+
 def unbounded(debt: MaintenanceDebt | None) -> str:
     """Why the debt grows without bound ('' when it does not, or is not known)."""
     if debt is None or debt.autovacuum_backlog <= 0:
@@ -127,6 +137,8 @@ def unbounded(debt: MaintenanceDebt | None) -> str:
     if debt.autovacuum and (debt.dead_tuples_growth_per_min <= 0
                             or span < CYCLES * debt.autovacuum_naptime_s):
         return ""  # shrinking, or autovacuum has not had its cycles yet: not judged
+    if debt.autovacuum and debt.owed_dead_tuples < OWED_FLOOR * debt.live_tuples_end:
+        return ""  # hot little tables between two naptimes: autovacuum keeps up
     # With autovacuum off nothing will ever vacuum the tables over their threshold.
     why = "autovacuum is off" if not debt.autovacuum else (
         f"after {span:,.0f} s ({CYCLES}+ naptimes) autovacuum has not caught up")
