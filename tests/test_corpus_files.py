@@ -598,3 +598,16 @@ def test_other_raw_files_are_one_line_naming_them(tmp_path: Path, reader: str, n
         _read(reader, path)
     assert str(path) in str(caught.value) and words in str(caught.value), caught.value
     assert "\n" not in str(caught.value)
+
+
+@pytest.mark.parametrize("text", ['{"a": 1.', '{"a": 2e-', '{"a": 12e', '{"a": tr',
+                                  '{"a": fals', '{"a": [1, 2', '{"a": "x'])
+def test_json_cut_anywhere_reads_as_truncated(text: str) -> None:
+    """Wherever a cut falls (inside a number or a literal too), the file is 'truncated'."""
+    from pgdyno.errors import UsageError
+    from pgdyno.results.manifest import parse_json
+
+    with pytest.raises(UsageError, match="the file is truncated"):
+        parse_json(text, "f.json", "thing")
+    with pytest.raises(UsageError, match="not valid JSON"):
+        parse_json('{"a": 1x}', "f.json", "thing")

@@ -207,7 +207,8 @@ def test_timeout_leaves_the_other_21_and_counts_the_missing(server, workdir: Pat
             registry = db.execute(f"SELECT build_seconds FROM {TPCH_SCHEMA}.pgdyno_dataset "
                                   "WHERE workload = 'tproch'").fetchone()[0]
         assert manifest["dataset"]["load_record"] == {
-            "reused": True, "seconds": round(registry, 3), "rows": None, "phases": []}
+            "reused": True, "seconds": round(registry, 3), "rows": None, "phases": [],
+            "settings": {}, "note": ""}
         said = dict(answer(md))
         built = said["load"].removeprefix("reused, not loaded again (built in ")
         assert seconds(built.removesuffix(" by an earlier run)")) == pytest.approx(

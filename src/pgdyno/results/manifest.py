@@ -10,6 +10,7 @@ instead of misreading it.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -109,6 +110,11 @@ def read_json_file(path: Path, what: str, advice: str = "") -> Any:
     return parse_json(text, path, what, advice)
 
 
+_CUT_TOKEN = re.compile(r"[0-9eE.+-]+|t(r(ue?)?)?|f(a(l(se?)?)?)?|n(u(ll?)?)?")
+"""What a cut leaves where the parser stopped: the rest of a number (``1.`` or ``2e-``) or
+the start of true, false or null."""
+
+
 def parse_json(text: str, source: Path | str, what: str, advice: str = "") -> Any:
     """``read_json_file`` of text already read: empty, truncated and invalid JSON each get
     their own words, since "truncated" tells the user the file was cut (a full disk, a
@@ -119,7 +125,8 @@ def parse_json(text: str, source: Path | str, what: str, advice: str = "") -> An
         return json.loads(text)
     except json.JSONDecodeError as exc:
         # Text that ends before the JSON does, or inside a string, was cut short.
-        if exc.pos >= len(text.rstrip()) or exc.msg.startswith("Unterminated string"):
+        if (exc.pos >= len(text.rstrip()) or exc.msg.startswith("Unterminated string")
+                or _CUT_TOKEN.fullmatch(text[exc.pos:].rstrip())):
             raise UsageError(f"{source}: cannot read the {what}: the file is truncated "
                              f"(its JSON ends early, at line {exc.lineno}){advice}") from None
         raise UsageError(f"{source}: cannot read the {what}: not valid JSON ({exc.msg} at "
