@@ -71,17 +71,14 @@ class LoadRecord(Serialisable):
         return self.rows / self.seconds
 
 
-def built(rows: int | None, seconds: float, phase_seconds: dict[str, float],
-          settings: dict[str, str] | None = None, note: str = "") -> LoadRecord:
+def built(rows: int | None, seconds: float, phase_seconds: dict[str, float]) -> LoadRecord:
     """The record of a load this run made: ``phase_seconds`` (phase -> seconds, as the
-    loaders' ``BuildPhases`` keep them) in PHASES order, then any other phase by name;
-    ``settings`` the server settings it ran with in place of the config's."""
+    loaders' ``BuildPhases`` keep them) in PHASES order, then any other phase by name."""
     order = [p for p in PHASES if p in phase_seconds] + sorted(
         p for p in phase_seconds if p not in PHASES)
     phases = [LoadPhase(p, round(phase_seconds[p], 3), _rate(rows, phase_seconds[p]))
               for p in order]
-    return LoadRecord(reused=False, seconds=round(seconds, 3), rows=rows, phases=phases,
-                      settings=dict(settings or {}), note=note)
+    return LoadRecord(reused=False, seconds=round(seconds, 3), rows=rows, phases=phases)
 
 
 def reused(recorded_seconds: float | None) -> LoadRecord:

@@ -24,6 +24,7 @@ says so.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import shutil
 import time
 from collections.abc import Iterator
@@ -32,6 +33,7 @@ from pathlib import Path
 
 import psycopg
 
+from pgdyno.results.load import LoadRecord
 from pgdyno.targets import Target
 from pgdyno.targets.connection import ConnectionInfo
 from pgdyno.units import format_bytes
@@ -58,6 +60,12 @@ class LoadSpacing:
     @property
     def applied(self) -> bool:
         return bool(self.settings)
+
+    def stamp(self, record: LoadRecord) -> LoadRecord:
+        """The load record with what this load ran with (a reused dataset: as it is)."""
+        if record.reused:
+            return record
+        return dataclasses.replace(record, settings=dict(self.settings), note=self.note)
 
 
 def spacing_for(expected_wal_bytes: int, current_max_wal_bytes: int,

@@ -106,8 +106,6 @@ class Oltp(PgbenchWorkload):
             result = schema.load(ctx.conn, schema.LoadOptions(
                 tables=o.tables, table_size=o.table_size, workers=o.load_workers,
                 force=ctx.opts.force, checkpoint_at_end=spacing.applied), on_load)
-        if not result.reused:
-            result.settings, result.settings_note = spacing.settings, spacing.note
         script_opts = self.script_options(o)
         path = ctx.run_dir.raw / "scripts" / f"{self.name}.pgbench"
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -118,7 +116,7 @@ class Oltp(PgbenchWorkload):
                      "reused": result.reused, "build_seconds": round(result.seconds, 3),
                      "rows_per_s": round(result.rows / result.seconds) if result.seconds
                      else None, "phase_seconds": result.phase_seconds,
-                     load.RECORD_KEY: result.load_record().to_dict()},
+                     load.RECORD_KEY: spacing.stamp(result.load_record()).to_dict()},
             parameters={"tables": o.tables, "table_size": o.table_size,
                         "range_size": o.range_size, "rand": scripts.rand_description(
                             script_opts), "statements": scripts.statement_counts(

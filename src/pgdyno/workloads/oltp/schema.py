@@ -188,16 +188,12 @@ class LoadResult:
     phase_seconds: dict[str, float] = field(default_factory=dict)
     recorded_seconds: float | None = None
     """Reused: the seconds its build took, as the dataset registry recorded them."""
-    settings: dict[str, str] = field(default_factory=dict)
-    """Server settings the build ran with in place of the config's (``workloads.bulkload``)."""
-    settings_note: str = ""
 
     def load_record(self) -> common_load.LoadRecord:
         """The load in the shape every workload records it (``results.load``)."""
         if self.reused:
             return common_load.reused(self.recorded_seconds)
-        return common_load.built(self.rows, self.seconds, self.phase_seconds, self.settings,
-                                 self.settings_note)
+        return common_load.built(self.rows, self.seconds, self.phase_seconds)
 
 
 LOAD_WAL_PER_ROW = 400

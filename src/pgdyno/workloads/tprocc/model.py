@@ -201,9 +201,6 @@ class LoadResult(Serialisable):
     """The NURand constant last names were loaded with (runs pick theirs against it)."""
     recorded_seconds: float | None = None
     """Reused: the seconds its build took, as the dataset registry recorded them."""
-    settings: dict[str, str] = field(default_factory=dict)
-    """Server settings the load ran with in place of the config's (``workloads.bulkload``)."""
-    settings_note: str = ""
 
     @property
     def warehouses_per_minute(self) -> float:
@@ -213,8 +210,7 @@ class LoadResult(Serialisable):
         """The load in the shape every workload records it (``results.load``)."""
         if self.reused:
             return load.reused(self.recorded_seconds)
-        return load.built(self.rows, self.seconds, self.phase_seconds, self.settings,
-                          self.settings_note)
+        return load.built(self.rows, self.seconds, self.phase_seconds)
 
 
 # ----- measuring ---------------------------------------------------------------------------

@@ -151,9 +151,6 @@ class Tprocc(PgbenchWorkload):
             result = loader.load(ctx.conn, model.LoadOptions(
                 warehouses=t.warehouses, workers=t.load_workers, force=ctx.opts.force,
                 checkpoint_at_end=spacing.applied), on_load)
-        if not result.reused:
-            result = dataclasses.replace(result, settings=spacing.settings,
-                                         settings_note=spacing.note)
         script_set = scripts.generate(model.ScriptOptions(
             warehouses=t.warehouses, mix=model.Mix.parse(t.mix) if t.mix else model.Mix(),
             all_warehouses=t.all_warehouses, keying_thinking=t.keying_thinking,
@@ -166,7 +163,8 @@ class Tprocc(PgbenchWorkload):
             dataset={"kind": "tprocc", "warehouses": t.warehouses, "reused": result.reused,
                      "build_seconds": round(result.seconds, 3),
                      "warehouses_per_minute": round(result.warehouses_per_minute, 2),
-                     "load": result.to_dict(), load.RECORD_KEY: result.load_record().to_dict()},
+                     "load": result.to_dict(),
+                     load.RECORD_KEY: spacing.stamp(result.load_record()).to_dict()},
             parameters={"warehouses": t.warehouses, "mix": t.mix or "45,43,4,4,4",
                         "all_warehouses": t.all_warehouses,
                         "keying_thinking": t.keying_thinking, "time_scale": t.time_scale,
