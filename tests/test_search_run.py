@@ -13,6 +13,7 @@ import statistics
 import subprocess
 import sys
 import time
+from datetime import UTC
 from pathlib import Path
 
 import optuna
@@ -198,3 +199,30 @@ def test_config_that_does_not_start_is_a_failed_trial(workdir: Path) -> None:
         assert manifest["status"] == "failed" and manifest["role"]["trial"] == r.number
     assert outcome.failed == 2 and outcome.winner_label == "default"
     assert "no_such_lib" in (outcome.search_dir / "report.md").read_text()
+
+
+def test_time_limit_counts_wall_time_not_the_trials_sum() -> None:
+    """`--time` is wall time: two workers' trials that overlap count once, and the hour a
+    stopped search waited before it was resumed counts not at all. The trials' times are
+    Optuna's own record (datetime_start, datetime_complete), read back from a study."""
+    from datetime import datetime, timedelta
+
+    from optuna.distributions import FloatDistribution
+    from optuna.trial import TrialState, create_trial
+
+    from pgdyno.search.study import wall_seconds
+
+    t0 = datetime(2026, 11, 26, 2, 0, tzinfo=UTC)
+    spans = [(0, 60), (30, 90), (90, 120),  # two hosts at once, then one
+             (3720, 3780)]  # resumed an hour later
+    study = optuna.create_study(direction="maximize")
+    for start, end in spans:
+        trial = create_trial(value=1.0, params={"x": 0.5},
+                             distributions={"x": FloatDistribution(0, 1)},
+                             user_attrs={"seconds": end - start}, state=TrialState.COMPLETE)
+        trial.datetime_start = t0 + timedelta(seconds=start)
+        trial.datetime_complete = t0 + timedelta(seconds=end)
+        study.add_trial(trial)
+    got = rows(study)
+    assert sum(r.seconds for r in got) == 60 + 60 + 30 + 60
+    assert wall_seconds(got) == pytest.approx(120 + 60)

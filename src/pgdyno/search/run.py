@@ -587,7 +587,9 @@ def _update(progress: Progress, task: Any, study, opts: SearchOptions, spec) -> 
 
 
 def _spent(rows: list) -> float:
-    return sum(r.seconds for r in rows)
+    """Wall time, not the trials' sum: `--time` bounds the search as a clock would, with
+    any number of workers."""
+    return study_mod.wall_seconds(rows)
 
 
 def _room_for_trial(opts: SearchOptions, study, _elapsed: float = 0.0) -> bool:

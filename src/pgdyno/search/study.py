@@ -80,6 +80,10 @@ class TrialRow:
     reason: str
     seconds: float
     settings: dict[str, str]
+    started: float | None = None
+    ended: float | None = None
+    """When the trial started and finished (epoch seconds, Optuna's own record; None for a
+    trial recorded without them)."""
 
 
 _ADVICE = ("; move it away to start this search afresh (its trials' run directories are "
@@ -380,7 +384,24 @@ def _row(t: FrozenTrial) -> TrialRow:
                     label=a.get("label", f"trial {t.number}"), config=a.get("config", ""),
                     status="ok" if ok else "failed", value=t.value if ok else None,
                     run_dir=a.get("run_dir", ""), reason=a.get("reason", ""),
-                    seconds=float(a.get("seconds", 0.0)), settings=dict(a.get("settings", {})))
+                    seconds=float(a.get("seconds", 0.0)), settings=dict(a.get("settings", {})),
+                    started=t.datetime_start.timestamp() if t.datetime_start else None,
+                    ended=t.datetime_complete.timestamp() if t.datetime_complete else None)
+
+
+def wall_seconds(rows: list[TrialRow]) -> float:
+    """The wall time the trials took: the union of their intervals, so that trials run at
+    once on several hosts count once and the pause of a search stopped and resumed not at
+    all; a trial without its times counts its own seconds."""
+    spans = sorted((r.started, r.ended) for r in rows
+                   if r.started is not None and r.ended is not None)
+    total = sum(r.seconds for r in rows if r.started is None or r.ended is None)
+    reach = float("-inf")
+    for start, end in spans:
+        if end > reach:
+            total += end - max(start, reach)
+            reach = end
+    return total
 
 
 def baselines_done(study: optuna.Study) -> set[str]:
