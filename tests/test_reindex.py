@@ -142,6 +142,27 @@ def _row(run_id: str, started_at: str = "2026-01-01T00:00:00Z") -> RunRow:
                   headline=1000.0, p99_ms=None, pg_version=None)
 
 
+LOOKUP_ROWS = [("ctx_a/tpcb-1", "2026-01-01T00:00:00Z"), ("ctx_b/tpcb-1", "2026-01-02T00:00:00Z"),
+               ("tpcb-1", "2025-12-31T00:00:00Z"), ("c/xpcb-2", "2026-01-03T00:00:00Z")]
+LOOKUPS = {
+    "tpcb-1": "tpcb-1",  # the exact id wins over the two newer runs ending with it
+    "/tpcb-1": "ctx_b/tpcb-1",  # a suffix: the newest of the runs ending with it
+    "ctx_a/tpcb-1": "ctx_a/tpcb-1",
+    "_pcb-2": None,  # "_" is a character, not LIKE's any-character wildcard
+    "%-2": None,
+    "pcb-2": "c/xpcb-2",
+}
+"""Run ids (with their start times) and what ``get`` answers for each reference."""
+
+
+def test_get_prefers_the_exact_id_then_the_newest_suffix(tmp_path: Path) -> None:
+    index = RunIndex(tmp_path)
+    for run_id, started in LOOKUP_ROWS:
+        index.upsert(_row(run_id, started))
+    got = {ref: getattr(index.get(ref), "run_id", None) for ref in LOOKUPS}
+    assert got == LOOKUPS
+
+
 def test_a_damaged_index_moves_aside_with_its_journal(tmp_path: Path) -> None:
     """SQLite would roll a journal left beside the new index back into it: the journal of
     a damaged index goes with it."""

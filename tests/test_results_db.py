@@ -26,6 +26,7 @@ from tests.conftest import make_shared_dir, run_cli, scratch_database
 from tests.conftest import run_cli_here as run_here
 from tests.recompute import recompute_iteration
 from tests.settings_text import recorded, stock, with_stock
+from tests.test_reindex import LOOKUP_ROWS, LOOKUPS
 
 pytestmark = pytest.mark.server
 
@@ -231,6 +232,20 @@ def test_the_same_listing_from_sqlite_and_postgres(made: Made, workdir: Path) ->
         assert newest.run_id.split("/")[-1] in pg_out.stdout  # the table: the short name
         if not args:
             assert f"{newest.headline:,.0f} TPS" in pg_out.stdout
+
+
+def test_get_answers_the_same_from_sqlite_and_postgres(empty_db: str, tmp_path: Path) -> None:
+    """A run named by its id or a suffix of it is the same run in either backend."""
+    local, shared = RunIndex(tmp_path), PgRunIndex(empty_db)
+    for run_id, started in LOOKUP_ROWS:
+        row = RunRow(run_id=run_id, context="c", workload="cpu", status="ok",
+                     started_at=started, ended_at=None, config=None, clients="1",
+                     headline=1000.0, p99_ms=None, pg_version=None)
+        local.upsert(row)
+        shared.upsert(row)
+    for ref, expected in LOOKUPS.items():
+        assert getattr(shared.get(ref), "run_id", None) == expected, ref
+        assert shared.get(ref) == local.get(ref), ref
 
 
 def test_sync_to_pushes_local_runs_once(made: Made, server: LocalServer, workdir: Path) -> None:

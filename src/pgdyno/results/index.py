@@ -234,8 +234,8 @@ class RunIndex:
         if not self.exists:
             return None
         with self._open(write=False) as conn:
-            row = conn.execute(f"SELECT {_COLUMNS} FROM runs WHERE run_id = ? OR run_id LIKE ?",
-                               (run_id, f"%{run_id}")).fetchone()
+            sql, params = lookup_sql(_COLUMNS, "?", run_id)
+            row = conn.execute(sql, params).fetchone()
         return _row(row) if row else None
 
     def run_id_for(self, run_dir: Path) -> str:
@@ -302,6 +302,17 @@ def listing_sql(columns: str, placeholder: str, workload: str | None, context: s
         sql += " WHERE " + " AND ".join(where)
     sql += f" ORDER BY started_at DESC, run_id DESC LIMIT {placeholder}"
     return sql, [*params, limit]
+
+
+def lookup_sql(columns: str, placeholder: str, run_id: str) -> tuple[str, list[Any]]:
+    """``get``'s query for either backend: the run with this id, else the newest run whose
+    id ends with it (``_`` and ``%`` in the id are literal characters, not wildcards). The
+    exact id always wins, so a suffix can never pick another run over the one named."""
+    pattern = "%" + run_id.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    sql = (f"SELECT {columns} FROM runs WHERE run_id = {placeholder} "
+           f"OR run_id LIKE {placeholder} ESCAPE '\\' "
+           f"ORDER BY run_id = {placeholder} DESC, started_at DESC, run_id DESC LIMIT 1")
+    return sql, [run_id, pattern, run_id]
 
 
 def _insert(conn: sqlite3.Connection, row: RunRow) -> None:

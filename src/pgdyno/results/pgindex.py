@@ -25,7 +25,7 @@ from psycopg.types.json import Jsonb
 from pgdyno import __version__
 from pgdyno.errors import UsageError
 from pgdyno.redact import redact
-from pgdyno.results.index import ROW_COLUMNS, RunRow, listing_sql
+from pgdyno.results.index import ROW_COLUMNS, RunRow, listing_sql, lookup_sql
 
 MIGRATION_FILE = re.compile(r"(\d{4})_([a-z0-9_]+)\.sql")
 _LOCK_KEY = 0x70676479_6E6F  # "pgdyno": pg_advisory_xact_lock while migrating
@@ -183,10 +183,9 @@ class PgRunIndex:
     def get(self, run_id: str) -> RunRow | None:
         """The run with this id, or ending with it (the newest, when several hosts have
         one)."""
-        sql = (f"SELECT {', '.join(ROW_COLUMNS)} FROM runs WHERE run_id = %s OR run_id LIKE %s "
-               "ORDER BY run_id = %s DESC, started_at DESC LIMIT 1")
+        sql, params = lookup_sql(", ".join(ROW_COLUMNS), "%s", run_id)
         with self._connect() as conn:
-            row = conn.execute(sql, (run_id, f"%{run_id}", run_id)).fetchone()
+            row = conn.execute(sql, params).fetchone()
         return _row(row) if row else None
 
 
