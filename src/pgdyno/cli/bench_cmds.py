@@ -24,7 +24,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from pgdyno.errors import RunInterrupted, UsageError
+from pgdyno.errors import PgdynoError, RunInterrupted, UsageError
 from pgdyno.results.index import RunRow, run_manifests
 from pgdyno.results.rundir import STATUSES
 from pgdyno.results.store import RunStore
@@ -77,6 +77,10 @@ def _bench_command():
             typer.echo(f"html:   {sweep_dir / 'report.html'}")
             return
         result = run_bench(opts, console)
+        if result.report_error:  # a run whose figures nobody can read did not succeed
+            raise PgdynoError(f"{result.run_dir}: the summary and report were not built "
+                              f"({result.report_error.splitlines()[0]}); the raw files are "
+                              f"kept: `pgdyno report {result.run_dir}` builds them")
         report = result.run_dir / "report.md"
         lines = (terminal_lines(result.outcome, report) if result.outcome is not None
                  else [f"report: {report}"])

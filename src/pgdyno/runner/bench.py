@@ -56,6 +56,9 @@ class BenchResult:
     headline: Headline | None = None
     outcome: RunOutcome | None = None
     """The peak, its interval, saturation, verdict and dataset fit (see runner.outcome)."""
+    report_error: str = ""
+    """Why the summary and reports were not built ('' when they were): the run's raw files
+    are kept, and `pgdyno report RUN_DIR` builds them again."""
 
 
 HARDWARE_NAME_ENV = "PGDYNO_HARDWARE_NAME"
@@ -264,6 +267,7 @@ def _finish(workload: Workload, ctx: RunContext, manifest: Manifest, result: Ben
         if plan.records:
             built = build_reports(run_dir.path)
     except Exception as exc:  # the run's data is safe in raw/; the report can be rebuilt
+        result.report_error = str(exc) or type(exc).__name__
         result.notes.append(f"report not built: {exc}")
         with contextlib.suppress(Exception):
             manifest.notes.append(f"report not built: {exc}")
