@@ -40,6 +40,7 @@ from pgdyno.runner.live import (
     recording_requested,
 )
 from pgdyno.runner.outcome import fit_of
+from pgdyno.runner.prewarm import prewarm
 from pgdyno.targets import ServerStartError, Target, archive
 from pgdyno.telemetry import TelemetryConfig, TelemetryRecorder
 from pgdyno.telemetry.catalog import DATASET_SIZE_SQL
@@ -74,6 +75,8 @@ def execute(workload: Workload, ctx: RunContext, manifest: Manifest,
         manifest.dataset = {**ctx.prepared.dataset, **dataset_fit(ctx)}
         manifest.commands.extend(ctx.prepared.commands)
         ctx.plan.parameters = ctx.prepared.parameters
+        if opts.cache == "prewarmed":
+            ctx.plan.notes.append(prewarm_dataset(workload, ctx))
         save(ctx.run_dir, ctx.plan, manifest)
         for step in steps:
             progress.update(overall, description=f"iteration {step.number + 1}/{len(steps)}",
@@ -83,6 +86,19 @@ def execute(workload: Workload, ctx: RunContext, manifest: Manifest,
             run_step(workload, ctx, step, progress, overall)
         progress.update(overall, completed=len(steps) * per_step)
     workload.finish(ctx)
+
+
+def prewarm_dataset(workload: Workload, ctx: RunContext) -> str:
+    """``--cache prewarmed``: the dataset read into shared_buffers (runner.prewarm); the
+    note says what was read."""
+    found = workload.dataset_tables(ctx.opts)
+    if ctx.conn is None or found is None:
+        return "cache prewarmed: nothing to read (this workload has no dataset on a server)"
+    ctx.status("prewarming the cache")
+    try:
+        return prewarm(ctx.conn, found[2]).note()
+    finally:
+        ctx.status("")
 
 
 def bring_up(ctx: RunContext, manifest: Manifest) -> None:

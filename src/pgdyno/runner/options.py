@@ -32,7 +32,7 @@ from pgdyno.workloads.base import cli_fields, cli_flag
 from pgdyno.workloads.checks import check_at_most, check_choice, check_positive, parse_int_list
 
 PROTOCOLS = ("simple", "extended", "prepared")
-CACHE_MODES = ("warm", "cold")
+CACHE_MODES = ("warm", "cold", "prewarmed")
 VIA = ("socket", "tcp")
 
 
@@ -65,7 +65,8 @@ COMMON: tuple[CliOption, ...] = (
     CliOption("rate", None, "fixed rate in TPS (pgbench -R)", float | None),
     CliOption("latency_limit", None, "ms; with --rate: count late/skip", float | None),
     CliOption("max_tries", None, "retries of serialization/deadlock failures", int | None),
-    CliOption("cache", "warm", "warm | cold (restart and drop OS cache)", str),
+    CliOption("cache", "warm", "warm | cold (restart and drop OS cache) | prewarmed "
+                               "(dataset read into shared_buffers with pg_prewarm first)", str),
     CliOption("via", "socket", "socket | tcp", str),
     CliOption("force", False, "build beside tables pgdyno did not create, in pgdyno's own "
                               "schema pgdyno_bench (a user's table is never touched)", bool),

@@ -1,0 +1,121 @@
+"""``--cache prewarmed``: the workload's dataset read into shared_buffers before the first
+iteration, with PostgreSQL's own pg_prewarm.
+
+Why: every run on a server pgdyno starts begins with empty shared_buffers, and a short
+window then measures the filling of the buffer cache as much as the config: a large
+shared_buffers pays for its first touch of every page inside the window, a small one does
+not (the search's short trials showed it, issue 29). Prewarming moves that cost before the
+window, so a 20-second figure is closer to what the config sustains.
+
+What is read: the dataset's tables (``Workload.dataset_tables``; a partitioned table's
+leaves), their indexes first (every transaction walks them), then their heaps and TOAST,
+in that order until shared_buffers would be full: reading more would only evict what was
+read first. pg_prewarm is created for the occasion in the workload's own schema when the
+database does not have it, and dropped afterwards; a role that cannot create it gets one
+line saying how to install it.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import psycopg
+from psycopg import sql
+
+from pgdyno.errors import RunFailed
+from pgdyno.targets.connection import ConnectionInfo
+from pgdyno.units import format_bytes
+
+FILL_SHARE = 0.9
+"""Read at most this share of shared_buffers: the rest stays free for what the run's own
+writes and catalog reads need."""
+
+RELATIONS_SQL = """
+WITH named AS (
+    SELECT c.oid, c.relkind FROM unnest(%(tables)s::text[]) AS name
+    JOIN pg_class c ON c.oid = to_regclass(name)
+), leaves AS (
+    SELECT oid FROM named WHERE relkind <> 'p'
+    UNION ALL
+    SELECT t.relid::oid FROM named n, LATERAL pg_partition_tree(n.oid) AS t
+    WHERE n.relkind = 'p' AND t.isleaf
+), parts AS (
+    SELECT i.indexrelid AS oid, 1 AS rank FROM pg_index i JOIN leaves l ON i.indrelid = l.oid
+    UNION ALL SELECT l.oid, 2 FROM leaves l
+    UNION ALL SELECT c.reltoastrelid, 3 FROM pg_class c JOIN leaves l ON c.oid = l.oid
+              WHERE c.reltoastrelid <> 0
+    UNION ALL SELECT i.indexrelid, 3 FROM pg_class c JOIN leaves l ON c.oid = l.oid
+              JOIN pg_index i ON i.indrelid = c.reltoastrelid
+)
+SELECT oid, oid::regclass::text, pg_relation_size(oid)
+FROM parts ORDER BY rank, pg_relation_size(oid) DESC
+"""
+"""The relations to read, in order: indexes, heaps, TOAST (largest first within each)."""
+
+
+@dataclass(frozen=True)
+class PrewarmResult:
+    relations: int
+    """How many relations were read (whole; empty ones left out)."""
+    read_bytes: int
+    dataset_bytes: int
+    """The size of every relation of the dataset: more than read_bytes when it does not fit."""
+    shared_buffers_bytes: int
+    seconds: float
+
+    def note(self) -> str:
+        whole = ("all of the dataset" if self.read_bytes >= self.dataset_bytes
+                 else f"{format_bytes(self.read_bytes)} of the dataset's "
+                      f"{format_bytes(self.dataset_bytes)} (what fits)")
+        return (f"cache prewarmed: {whole}, {format_bytes(self.read_bytes)} in "
+                f"{self.relations} relations, read into shared_buffers "
+                f"({format_bytes(self.shared_buffers_bytes)}) with pg_prewarm in "
+                f"{self.seconds:.1f} s before the first iteration")
+
+
+def prewarm(conn: ConnectionInfo, tables: list[str]) -> PrewarmResult:
+    """Read ``tables`` (names as the workload writes them, resolved through ``conn``'s
+    search path) and their indexes into shared_buffers."""
+    started = time.monotonic()
+    with psycopg.connect(conn.conninfo(), autocommit=True) as db:
+        schema, created = _ensure_extension(db)
+        call = sql.SQL("SELECT {}.pg_prewarm(%s::regclass, 'buffer')").format(
+            sql.Identifier(schema))
+        try:
+            shared = db.execute("SELECT pg_size_bytes(current_setting('shared_buffers'))"
+                                ).fetchone()[0]
+            relations = db.execute(RELATIONS_SQL, {"tables": tables}).fetchall()
+            budget = int(shared * FILL_SHARE)
+            read = count = 0
+            for oid, _name, size in relations:
+                if size == 0 or read + size > budget:
+                    continue  # empty; or too big, and a smaller one further on may fit
+                db.execute(call, (oid,))
+                read += size
+                count += 1
+        finally:
+            if created:
+                db.execute("DROP EXTENSION pg_prewarm")
+    return PrewarmResult(relations=count, read_bytes=read,
+                         dataset_bytes=sum(size for _, _, size in relations),
+                         shared_buffers_bytes=shared, seconds=time.monotonic() - started)
+
+
+EXTENSION_SCHEMA_SQL = ("SELECT n.nspname FROM pg_extension e JOIN pg_namespace n "
+                        "ON n.oid = e.extnamespace WHERE e.extname = 'pg_prewarm'")
+
+
+def _ensure_extension(db: psycopg.Connection) -> tuple[str, bool]:
+    """The schema holding pg_prewarm in this database, and whether it was created here (in
+    the first schema of the search path: the workload's own)."""
+    if row := db.execute(EXTENSION_SCHEMA_SQL).fetchone():
+        return row[0], False
+    try:
+        db.execute("CREATE EXTENSION pg_prewarm")
+        return db.execute(EXTENSION_SCHEMA_SQL).fetchone()[0], True
+    except psycopg.Error as exc:
+        raise RunFailed(f"--cache prewarmed: pg_prewarm cannot be created in this database "
+                        f"({exc.diag.message_primary or exc}); install PostgreSQL's contrib "
+                        "modules (Debian: postgresql-contrib) and run CREATE EXTENSION "
+                        "pg_prewarm as a superuser, or use --cache warm") from None
