@@ -14,7 +14,6 @@ not depend on what else the machine runs). Everything is also written to --out.
 
     python bench/tprocc_load.py        # W = 10, 50, 100: 4 to 7 min, 14 GB free in /var/tmp
     python bench/tprocc_load.py --warehouses 2,5 --dsn postgresql://user@host/db
-    python bench/tprocc_load.py --warehouses 100 --zero-fill   # spacing, new WAL zero-filled
 """
 
 from __future__ import annotations
@@ -167,8 +166,6 @@ def measure(target: ConnectionInfo, warehouses: int, args: argparse.Namespace,
     owned = server if args.spacing else None
     try:
         with spaced_checkpoints(owned, target, LOAD_WAL_PER_WAREHOUSE * warehouses) as spacing:
-            if args.zero_fill and spacing.applied and server is not None:
-                _zero_fill(server, target)
             options = LoadOptions(warehouses=warehouses, workers=args.workers, rebuild=True,
                                   force=args.force, order_line_partitions=args.partitions,
                                   checkpoint_at_end=spacing.applied)
@@ -182,8 +179,7 @@ def measure(target: ConnectionInfo, warehouses: int, args: argparse.Namespace,
     cpu_total = cpu_after - cpu_before if cpu_before is not None else None
     return {
         "warehouses": warehouses,
-        "spacing": ({**spacing.settings, "wal_init_zero": "on"}
-                    if args.zero_fill and spacing.applied else spacing.settings),
+        "spacing": spacing.settings,
         "workers": result.workers,
         "cpus": default_workers(),
         "order_line_partitions": result.order_line_partitions,
@@ -199,19 +195,6 @@ def measure(target: ConnectionInfo, warehouses: int, args: argparse.Namespace,
         "client_cpu_s": {k: round(v, 2) for k, v in phases.client_cpu_s.items()},
         "wal_mb": {k: round(v / 2**20, 1) for k, v in phases.wal_bytes.items()},
     }
-
-
-def _zero_fill(server: LocalServer, target: ConnectionInfo) -> None:
-    """--zero-fill: the spacing with wal_init_zero back on (as it was before it turned it
-    off), reloaded, to measure what zero-filling every new WAL file costs a load."""
-    server.write_settings({**server.settings, "wal_init_zero": "on"})
-    with psycopg.connect(target.conninfo(), autocommit=True) as conn:
-        conn.execute("SELECT pg_reload_conf()")
-        for _ in range(100):
-            if conn.execute("SHOW wal_init_zero").fetchone()[0] == "on":
-                return
-            time.sleep(0.05)
-    raise SystemExit("--zero-fill: the server did not take wal_init_zero = on")
 
 
 def projection(rows: list[dict], cores: int) -> dict | None:
@@ -282,9 +265,6 @@ def main() -> None:
                         help="load with the server's own checkpoint settings, as into a "
                              "server pgdyno does not own (pgdyno bench spaces them on its "
                              "own servers: workloads.bulkload)")
-    parser.add_argument("--zero-fill", action="store_true",
-                        help="with the spacing, leave wal_init_zero on: every new WAL file "
-                             "is written with zeros first (what the spacing turns off)")
     parser.add_argument("--out", type=Path, default=Path("tprocc_load.json"))
     args = parser.parse_args()
     sizes = [int(w) for w in args.warehouses.split(",")]

@@ -75,9 +75,7 @@ def test_spaced_checkpoints_remove_the_hint_bit_page_images(small_wal_server) ->
             assert spacing.applied, spacing.note
             assert _show(conn, "max_wal_size") == "600MB"
             assert _show(conn, "checkpoint_timeout") == "1h"
-            assert _show(conn, "wal_init_zero") == "off"
             spaced_ckpts, spaced_wal, result = _measured_load(conn, spaced=True)
-            unfilled = _unfilled_wal_bytes(small_wal_server, conn)
         # The plain load checkpointed every ~17 MB; the spaced one only at its end.
         assert plain_ckpts >= 1, plain_ckpts  # requests merge while one is spread out
         assert spaced_ckpts == 1
@@ -86,22 +84,6 @@ def test_spaced_checkpoints_remove_the_hint_bit_page_images(small_wal_server) ->
         assert spaced_wal < 0.8 * plain_wal, (spaced_wal / MB, plain_wal / MB)
         assert _show(conn, "max_wal_size") == "32MB"
         assert _show(conn, "checkpoint_timeout") == "5min"
-        assert _show(conn, "wal_init_zero") == "on"
-        # No WAL file was recycled during the spaced load, and the one it ended in was not
-        # zero-filled: the filesystem holds blocks only where WAL was written (the kernel's
-        # own count, st_blocks), so most of what lies past the write position is a hole.
-        position, allocated = unfilled
-        assert allocated <= position + 256 * 1024 or position > 15 * MB, unfilled
-
-
-def _unfilled_wal_bytes(server: LocalServer, conn: ConnectionInfo) -> tuple[int, int]:
-    """(bytes of WAL written into the current WAL file, bytes the filesystem allocated
-    to it)."""
-    with psycopg.connect(conn.conninfo(), autocommit=True) as c:
-        name, offset = c.execute(
-            "SELECT file_name, file_offset FROM pg_walfile_name_offset(pg_current_wal_lsn())"
-        ).fetchone()
-    return offset, (server.data_dir / "pg_wal" / name).stat().st_blocks * 512
 
 
 @pytest.mark.server
@@ -137,8 +119,7 @@ def test_the_config_comes_back_even_when_the_load_fails(small_wal_server) -> Non
     for conn in scratch_database(small_wal_server, "bulkload_fail"):
         with pytest.raises(RuntimeError), \
                 bulkload.spaced_checkpoints(small_wal_server, conn, 100 * MB) as spacing:
-            assert spacing.settings == {"max_wal_size": "300MB", "checkpoint_timeout": "1h",
-                                        "wal_init_zero": "off"}
+            assert spacing.settings == {"max_wal_size": "300MB", "checkpoint_timeout": "1h"}
             assert "max_wal_size = 300MB" in include.read_text()
             raise RuntimeError("the load failed")
         assert include.read_text() == before
@@ -173,8 +154,7 @@ def test_a_run_records_and_reports_the_load_settings() -> None:
         run = next(results.glob("*/oltp-read-only-*"))
         record = json.loads((run / "manifest.json").read_text())["dataset"]["load_record"]
         mb = 3 * oltp.LOAD_WAL_PER_ROW * 100_000 // MB  # thrice the build's expected WAL
-        assert record["settings"] == {"max_wal_size": f"{mb}MB", "checkpoint_timeout": "1h",
-                                      "wal_init_zero": "off"}
+        assert record["settings"] == {"max_wal_size": f"{mb}MB", "checkpoint_timeout": "1h"}
         assert [p["phase"] for p in record["phases"]][-1] == "checkpoint"
         assert f"max_wal_size {format_bytes(mb * MB)} and" in (run / "report.md").read_text()
         include = workdir / "instances" / "pg18-embedded" / "data" / INCLUDE_FILE
@@ -186,8 +166,7 @@ def test_a_run_records_and_reports_the_load_settings() -> None:
 
 def test_spacing_is_thrice_the_load_bounded_by_half_the_free_space() -> None:
     settings, note = bulkload.spacing_for(5 * 1024 * MB, 1024 * MB, 100 * 1024 * MB)
-    assert settings == {"max_wal_size": "15360MB", "checkpoint_timeout": "1h",
-                        "wal_init_zero": "off"}
+    assert settings == {"max_wal_size": "15360MB", "checkpoint_timeout": "1h"}
     assert "15.0 GiB" in note and "CHECKPOINT" in note
     # 8 GB free: max_wal_size at most 4 GB.
     settings, _ = bulkload.spacing_for(5 * 1024 * MB, 1024 * MB, 8 * 1024 * MB)

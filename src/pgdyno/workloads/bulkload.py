@@ -12,13 +12,8 @@ own WAL: the server's include file gets ``max_wal_size`` of three times the load
 WAL (a checkpoint is requested once about max_wal_size / (1 + checkpoint_completion_target)
 is written) and ``checkpoint_timeout`` of an hour, reloaded. So that pg_wal cannot fill the
 disk, max_wal_size is at most half the free space of the WAL's filesystem, and never below
-the config's own. Without checkpoints no WAL file is recycled, so every 16 MB of the load's
-WAL goes into a new file, which PostgreSQL fills with zeros first (``wal_init_zero``): the
-load would write its WAL twice, the zeros through the same dirty page cache as the data.
-The spacing turns ``wal_init_zero`` off; the space it would reserve is inside the half of
-the free space that max_wal_size leaves. The loader ends with a CHECKPOINT (timed as the
-load's last phase), then the config's own include file is written back and reloaded,
-before anything is measured.
+the config's own. The loader ends with a CHECKPOINT (timed as the load's last phase), then
+the config's own include file is written back and reloaded, before anything is measured.
 
 Nothing is left behind: the include file is rewritten from the config at every server
 start, so even a load killed half-way leaves the next run the config under test. A server
@@ -86,13 +81,11 @@ def spacing_for(expected_wal_bytes: int, current_max_wal_bytes: int,
                     f"than the config's max_wal_size")
         return {}, f"checkpoints left as configured: {why}"
     mb = size // 2**20
-    return ({"max_wal_size": f"{mb}MB", "checkpoint_timeout": CHECKPOINT_TIMEOUT,
-             "wal_init_zero": "off"},
+    return ({"max_wal_size": f"{mb}MB", "checkpoint_timeout": CHECKPOINT_TIMEOUT},
             f"the load ran with max_wal_size {format_bytes(mb * 2**20)} and checkpoint_timeout "
             f"{CHECKPOINT_TIMEOUT} (for about {format_bytes(expected_wal_bytes)} of WAL: no "
-            "hint-bit page images after a checkpoint), new WAL files not zero-filled first "
-            "(wal_init_zero off), and ended with a CHECKPOINT; the config's own settings "
-            "were back before the measured run")
+            "hint-bit page images after a checkpoint) and ended with a CHECKPOINT; the "
+            "config's own settings were back before the measured run")
 
 
 def owned_here(ctx: RunContext) -> Target | None:
