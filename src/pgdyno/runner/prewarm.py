@@ -1,11 +1,12 @@
 """``--cache prewarmed``: the workload's dataset read into shared_buffers before the first
 iteration, with PostgreSQL's own pg_prewarm.
 
-Why: every run on a server pgdyno starts begins with empty shared_buffers, and a short
-window then measures the filling of the buffer cache as much as the config: a large
-shared_buffers pays for its first touch of every page inside the window, a small one does
-not (the search's short trials showed it, issue 29). Prewarming moves that cost before the
-window, so a 20-second figure is closer to what the config sustains.
+Why: every run on a server pgdyno starts begins with empty shared_buffers, so a short
+window may measure the filling of the buffer cache as well as the config: a large
+shared_buffers pays for its first touch of every page inside the window. Prewarming moves
+that cost before the window. (Measured with bench/cold_trials.py on TPC-B scale 50, 20 s
+windows: prewarmed and warm were level for the stock 128 MB and pgtune's 6 GB alike, so it
+is not what ranked issue 29's short trials; on data that must come from disk it can be.)
 
 What is read: the dataset's tables (``Workload.dataset_tables``; a partitioned table's
 leaves), their indexes first (every transaction walks them), then their heaps and TOAST,
