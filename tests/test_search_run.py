@@ -145,6 +145,8 @@ def test_search_resumes_after_sigint_and_ends_with_a_comparison(workdir: Path,
     ratio = math.exp(statistics.fmean(map(math.log, b)) - statistics.fmean(map(math.log, a)))
     assert head["change_pct"] == pytest.approx(100 * (ratio - 1), abs=1e-6)
     assert head["verdict"] in out and "ecommend" in out
+    _noise_recomputed(conf["noise"], conf["runs"], window_s=1)
+    assert f"noise: comparison runs of 1 s varied by ±{conf['noise']['sd_pct']:.1f}%" in out
 
     # the winner file works with --config FILE and tune --format
     winner_file = search_dir / "winner.toml"
@@ -156,6 +158,23 @@ def test_search_resumes_after_sigint_and_ends_with_a_comparison(workdir: Path,
     _winner_settings_in_natural_units(report, after, select["winner"],
                                       server.admin_connection().conninfo())
     assert (search_dir / "plots" / "convergence.png").stat().st_size > 0
+    assert "## Noise and resolution" in report
+    noise_rows = markdown_table(report, "| Step | Window (s) |")[2:]
+    assert [r[0] for r in noise_rows] == ["Short comparison"]
+    assert noise_rows[0][3] == f"±{conf['noise']['sd_pct']:.1f}%"
+
+
+def _noise_recomputed(noise: dict, runs: dict[str, list[str]], window_s: float) -> None:
+    """The comparison's noise as the runs' own TPS give it: the pooled SD of ln(TPS) over
+    each config's runs, its degrees of freedom, and the window."""
+    logs = {label: [math.log(statistics.fmean(_tps(p))) for p in paths]
+            for label, paths in runs.items()}
+    df = sum(len(xs) for xs in logs.values()) - len(logs)
+    pooled = sum((x - statistics.fmean(xs)) ** 2 for xs in logs.values() for x in xs) / df
+    assert noise["df"] == df and noise["runs"] == df + len(logs)
+    assert noise["sd_pct"] == pytest.approx(100 * math.sqrt(pooled))
+    assert noise["runs_per_config"] == min(len(xs) for xs in logs.values())
+    assert noise["window_s"] == window_s
 
 
 def _winner_settings_in_natural_units(report: str, trials: list, winner: str,

@@ -124,6 +124,14 @@ def test_long_validation_overturns_a_winner_that_defers_autovacuum(workdir: Path
     report = (search_dir / "report.md").read_text()
     assert "Long-window validation" in report and "does not hold" in report
     assert (search_dir / "plots" / "validation.png").stat().st_size > 0
+    # the long runs' noise, recomputed from their own TPS (two configs, two runs each)
+    logs = {label: [math.log(json.loads((Path(p) / "summary.json").read_text())[
+        "iterations"][0]["metrics"]["tps"]) for p in paths]
+        for label, paths in val["runs"].items()}
+    pooled = sum((x - sum(xs) / len(xs)) ** 2 for xs in logs.values() for x in xs) / 2
+    assert val["noise"]["df"] == 2 and val["noise"]["window_s"] == 2
+    assert val["noise"]["sd_pct"] == pytest.approx(100 * math.sqrt(pooled))
+    assert "## Noise and resolution" in report and "| Long validation | 2 |" in report
 
     # the trial's figure: its run's TPS charged by the rule, recomputed here
     study = optuna.load_study(study_name="search",

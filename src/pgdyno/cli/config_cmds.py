@@ -212,6 +212,7 @@ def _tune_command():
 def _tune_search(picked: dict, bench_kw: dict, tune_kw: dict) -> None:
     """Arguments to SearchOptions, one call to the search, its result to stdout."""
     from pgdyno.search.command import search_options
+    from pgdyno.search.report import noise_line
     from pgdyno.search.run import run_search, winner_path
 
     opts = search_options(picked["search"], picked, bench_kw, tune_kw)
@@ -223,6 +224,8 @@ def _tune_search(picked: dict, bench_kw: dict, tune_kw: dict) -> None:
         typer.echo(line)
     if outcome.recommendation:
         typer.echo(outcome.recommendation)
+    if outcome.noise is not None:
+        typer.echo(noise_line(outcome.noise))
     if outcome.winner_file:
         typer.echo(f"winner config: {outcome.winner_file} (pgdyno bench ... --config FILE; "
                    "pgdyno tune --config FILE --format conf|sql|env|md|sysctl|script)")

@@ -27,6 +27,7 @@ from pgdyno.compare.runs import load_run
 from pgdyno.compare.stats import FASTER, SAME, UNDETERMINED
 from pgdyno.options import BenchOptions
 from pgdyno.runner.bench import run_one
+from pgdyno.search.noise import Noise, runs_noise
 from pgdyno.search.select import balanced_order
 from pgdyno.serde import from_dict, to_dict
 
@@ -87,6 +88,8 @@ class Confirmation:
     recommendation: str = ""
     recommended: str = ""
     """The label of the config recommended: the winner, or tuned."""
+    noise: Noise | None = None
+    """The run-to-run noise of the configs' runs, and what it lets the comparison resolve."""
     schema_version: int = SCHEMA_VERSION
 
     def to_dict(self) -> dict[str, Any]:
@@ -125,6 +128,7 @@ def run_confirmation(conf: Confirmation, base: BenchOptions, search_dir: Path,
     while True:
         run_order(conf, base, role, console, save, on_run, around)
         conf.verdicts = compare_sides(conf, search_dir)
+        conf.noise = runs_noise(conf.runs, base.workload, base.duration_s)
         rounds = len(conf.order) // max(1, len(conf.sides))
         if not _undecided(conf) or rounds >= conf.max_pairs:
             break

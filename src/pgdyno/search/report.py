@@ -18,6 +18,15 @@ from typing import Any
 from pgdyno.config.units import shown_value, side_text, stock_text
 from pgdyno.reports.document import Document, Section, Table, figure
 from pgdyno.search import study as study_mod
+from pgdyno.search.noise import (
+    CONFIDENCE,
+    PAIRING_PAYS_ABOVE,
+    POWER,
+    TRIAL_SD_FOR_LEAD_PCT,
+    Noise,
+    SearchNoise,
+    search_noise,
+)
 from pgdyno.search.space import SPECIAL
 from pgdyno.units import format_bytes
 
@@ -75,6 +84,8 @@ class SearchReportData:
     """The long-window validation (``validate_long.LongValidation``), when it ran."""
     os_knobs: bool = False
     """OS knobs were searched (--allow-os-changes)."""
+    noise: SearchNoise | None = None
+    """The run-to-run noise of the comparison and the validation, and what it implies."""
 
 
 def build_search_report(record, study, selection, conf, opts, hardware, install,
@@ -127,7 +138,9 @@ def build_search_report(record, study, selection, conf, opts, hardware, install,
         recommendation=(validation.recommendation if validation is not None else
                         conf.recommendation if conf is not None else ""),
         notes=[*notes, *record.space.notes], validation=validation,
-        os_knobs=bool(record.space.os_knobs))
+        os_knobs=bool(record.space.os_knobs),
+        noise=search_noise(conf.noise if conf is not None else None,
+                           validation.noise if validation is not None else None))
 
 
 def trial_os_values(study) -> dict[int, dict[str, str]]:
@@ -345,6 +358,8 @@ def build_document(data: SearchReportData, images: dict[str, str]) -> Document:
     sections = [summary, conv, importance, select]
     if data.validation is not None:
         sections.append(validation_section(data, images.get("validation")))
+    if data.noise is not None:
+        sections.append(noise_section(data.noise))
     return Document(title=data.title, sections=[*sections, settings, space])
 
 
@@ -406,6 +421,70 @@ def validation_section(data: SearchReportData, image: str | None) -> Section:
         section.images.append(("Transactions per second over each config's last long run",
                                image))
     return section
+
+
+NOISE_RULE = (
+    "Noise: the pooled standard deviation of ln(figure) over each config's own runs "
+    "(interleaved, same options), in percent. Resolves: half the width of the "
+    f"{100 * CONFIDENCE:.0f}% interval of two configs' difference with the runs each had, "
+    "t · noise · √(2/n): a smaller lead cannot be told from noise. Runs per config for a "
+    f"lead: two-sided 5% test, {100 * POWER:.0f}% power, n = 2 ((z₀.₉₇₅ + z₀.₈₀) · noise / "
+    "ln(1 + lead))². Neighbour ρ: the correlation of consecutive runs' residuals (each run "
+    "less its config's mean, in start order); pairing each trial with a reference run "
+    f"cancels that shared part, and pays for its second run only when ρ > "
+    f"{PAIRING_PAYS_ABOVE:g}.")
+
+
+def noise_section(noise: SearchNoise) -> Section:
+    """How much the comparison and the validation could tell apart, and the trial window
+    the short runs' noise points to."""
+    steps = [(name, n) for name, n in (("Short comparison", noise.short),
+                                        ("Long validation", noise.long)) if n is not None]
+    rows = [[name, f"{n.window_s:,.0f}", f"{n.configs} × {n.runs_per_config}",
+             f"±{n.sd_pct:.1f}%", f"±{n.resolution_pct:.1f}%",
+             *[f"{runs:,}" for runs in n.runs_needed.values()], _rho(n)]
+            for name, n in steps]
+    leads = next(iter(steps))[1].runs_needed if steps else {}
+    paras = [NOISE_RULE, *[_pairing_sentence(name, n) for name, n in steps
+                           if n.neighbour_corr is not None]]
+    if noise.trial_window_s is not None and noise.short is not None:
+        paras.append(
+            f"A run's figure is a mean over its window, so its noise falls as 1/√window: "
+            f"trials of about {noise.trial_window_s:,.0f} s would have ±"
+            f"{TRIAL_SD_FOR_LEAD_PCT:.1f}% noise, at which two single trials 5% apart are told "
+            f"apart; this comparison's runs were {noise.short.window_s:,.0f} s.")
+    if noise.long_predicted_sd_pct is not None and noise.long is not None:
+        paras.append(f"The rule's check: from the short runs it predicts ±"
+                     f"{noise.long_predicted_sd_pct:.1f}% for the {noise.long.window_s:,.0f} s "
+                     f"runs; they measured ±{noise.long.sd_pct:.1f}%.")
+    return Section("Noise and resolution", paragraphs=paras, tables=[Table(
+        ["Step", "Window (s)", "Configs × runs", "Noise (sd)", "Resolves",
+         *[f"Runs/config for {lead}%" for lead in leads], "Neighbour ρ"], rows)])
+
+
+def noise_line(noise: SearchNoise) -> str:
+    """One line for the end of a search's output: the short runs' noise, what the
+    comparison resolves, and the trial window that would rank a 5% lead."""
+    parts = [f"{name} runs of {n.window_s:,.0f} s varied by ±{n.sd_pct:.1f}% (resolves "
+             f"±{n.resolution_pct:.1f}% with {n.runs_per_config} each)"
+             for name, n in (("comparison", noise.short), ("validation", noise.long))
+             if n is not None]
+    line = "noise: " + "; ".join(parts)
+    if noise.trial_window_s is not None:
+        line += (f"; trials of about {noise.trial_window_s:,.0f} s would rank two configs 5% "
+                 "apart")
+    return line
+
+
+def _rho(n: Noise) -> str:
+    return "–" if n.neighbour_corr is None else f"{n.neighbour_corr:+.2f}"
+
+
+def _pairing_sentence(name: str, n: Noise) -> str:
+    verdict = ("would steady a trial's figure" if n.pairing_helps else
+               "would not steady a trial's figure")
+    return (f"{name}: neighbouring runs' noise correlates at ρ = {n.neighbour_corr:+.2f}, "
+            f"so pairing each trial with a reference run {verdict}.")
 
 
 def validation_plot(data: SearchReportData, path: Path) -> Path | None:

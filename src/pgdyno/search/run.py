@@ -43,6 +43,7 @@ from pgdyno.results.rundir import write_json_atomic, write_text_atomic
 from pgdyno.search import confirm as confirm_mod
 from pgdyno.search import os_knobs
 from pgdyno.search import study as study_mod
+from pgdyno.search.noise import SearchNoise, search_noise
 from pgdyno.search.objective import (
     TrialResult,
     first_line,
@@ -133,6 +134,8 @@ class SearchOutcome:
     verdicts: list[str] = field(default_factory=list)
     report: str = ""
     notes: list[str] = field(default_factory=list)
+    noise: SearchNoise | None = None
+    """What the comparison and the validation could tell apart (``search.noise``)."""
 
 
 _TIME_PART = re.compile(r"(\d+(?:\.\d+)?)\s*(h|min|m|s)")
@@ -308,6 +311,7 @@ def _run_search(opts: SearchOptions, console: Console, bench: BenchOptions, name
         outcome.verdicts = [v.sentence() for v in conf.verdicts]
     else:
         outcome.recommendation = "No final comparison was run (--compare-pairs 0)."
+    val = None
     if opts.validate_s > 0:
         from pgdyno.search.validate_long import validate_winner
 
@@ -316,6 +320,8 @@ def _run_search(opts: SearchOptions, console: Console, bench: BenchOptions, name
                               opts.show_progress, around, opts.validate_against)
         outcome.recommendation = val.recommendation
         outcome.verdicts += [v.sentence() for v in val.verdicts]
+    outcome.noise = search_noise(conf.noise if conf is not None else None,
+                                 val.noise if val is not None else None)
     _finish(outcome, study, record, selection, conf, search_dir, opts, install, hardware)
     return outcome
 

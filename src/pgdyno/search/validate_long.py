@@ -36,6 +36,7 @@ from pgdyno.analysis.summary import load_summary
 from pgdyno.errors import UsageError
 from pgdyno.options import BenchOptions
 from pgdyno.search.confirm import Verdict, compare_labels, run_order
+from pgdyno.search.noise import Noise, runs_noise
 from pgdyno.search.objective import run_debt
 from pgdyno.search.select import balanced_order
 from pgdyno.serde import from_dict, to_dict
@@ -182,6 +183,8 @@ class LongValidation:
     holds: bool = False
     recommended: str = ""
     recommendation: str = ""
+    noise: Noise | None = None
+    """The run-to-run noise of the long runs, and what it lets the comparison resolve."""
     schema_version: int = SCHEMA_VERSION
 
     @property
@@ -245,6 +248,7 @@ def run_validation(val: LongValidation, base: BenchOptions, search_dir: Path,
     """Run what is left of the order, compare, judge the debt, and recommend."""
     run_order(val, base, role, console, save, on_run, around, duration_s=val.rule.window_s)
     val.verdicts = compare_labels(list(val.sides), val.runs, search_dir, "validate-vs-")
+    val.noise = runs_noise(val.runs, base.workload, val.rule.window_s)
     val.results = [side_result(label, val.sides[label], val.runs[label], base.workload)
                    for label in val.sides]
     val.holds, val.recommended, val.recommendation = recommend_long(val, direction_of(base))
