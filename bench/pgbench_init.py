@@ -1,6 +1,7 @@
 """pgbench dataset init speed: pgdyno against bare `pgbench -i` and PostgreSQL's own COPY.
 
-One embedded PostgreSQL 18 server (stock configuration) in its own workdir under /var/tmp.
+One embedded PostgreSQL 18 server (stock configuration, or wal_level minimal with
+--wal-level minimal, as pgdyno's own builds run) in its own workdir under /var/tmp.
 For each --sizes entry (a dataset size, turned into a pgbench scale as `pgdyno bench
 --dataset-size` does), --rounds rounds of these conditions, interleaved (the order reversed
 every other round, as this VM's speed jumps between two levels):
@@ -28,9 +29,12 @@ sizes or more a straight-line fit of seconds over rows, with the projected time 
 --project (default 30GB): projected, not measured.
 
 Usage (a size needs about 1.15 x itself + 2 GiB free disk, checked before starting: 10GB
-needs 13.5 GiB; this machine cannot hold 30GB, which the fit projects instead):
+needs 13.5 GiB, 30GB 36.5 GiB):
 
     python bench/pgbench_init.py --sizes 1GB,5GB,10GB --rounds 2
+    python bench/pgbench_init.py --sizes 30GB --rounds 1          # issue 28 item 3
+    python bench/pgbench_init.py --sizes 30GB --rounds 1 --wal-level minimal \
+        --conditions "pgdyno,COPY FREEZE file"
     python bench/pgbench_init.py --sizes 100MB --rounds 2        # a quick check
 """
 
@@ -58,6 +62,7 @@ from pgdyno.targets.binaries import embedded_install
 from pgdyno.targets.connection import ConnectionInfo
 from pgdyno.targets.local import LocalServer
 from pgdyno.workloads import dataset
+from pgdyno.workloads.bulkload import MINIMAL_WAL
 from pgdyno.workloads.pgbench.dataset import ROWS_PER_SCALE, init_phases, initialise
 from pgdyno.workloads.pgbench.plugin import BYTES_PER_SCALE
 
@@ -100,8 +105,9 @@ class Measure:
 class Server:
     """The embedded server and its CPU accounting (exited backends included)."""
 
-    def __init__(self, workdir: Path) -> None:
-        self.local = LocalServer(install=embedded_install(), workdir=workdir, name="init")
+    def __init__(self, workdir: Path, settings: dict[str, str] | None = None) -> None:
+        self.local = LocalServer(install=embedded_install(), workdir=workdir, name="init",
+                                 settings=dict(settings or {}))
         self.local.prepare()
         self.local.start()
         self.conn: ConnectionInfo = self.local.connection()
@@ -266,12 +272,14 @@ def print_summary(rows: list[dict]) -> None:
               f"{r['client_cpu_s_median']:>14.2f}")
     for size in dict.fromkeys(r["size"] for r in rows):
         by = {r["condition"]: r for r in rows if r["size"] == size}
-        copy = by["COPY FREEZE file"]["data_rows_per_s_median"]
+        if COPY not in by:
+            continue
+        copy = by[COPY]["data_rows_per_s_median"]
         said = ", ".join(f"{name} {by[name]['data_rows_per_s_median'] / copy:.2f}x"
-                         for name in FULL_INITS)
+                         for name in FULL_INITS if name in by)
         print(f"{size}: data phase rows/s against COPY FREEZE from a file: {said}")
         per_million = {name: 1e6 * by[name]["server_cpu_s_median"] / by[name]["rows"]
-                       for name in ("pgbench -I dtg", "COPY FREEZE file")}
+                       for name in ("pgbench -I dtg", COPY) if name in by}
         print(f"{size}: server CPU s per million rows loaded: " + ", ".join(
             f"{name} {value:.3f}" for name, value in per_million.items()))
 
@@ -301,8 +309,16 @@ def main() -> None:
     parser.add_argument("--project", default="30GB",
                         help="the dataset size whose time the fit projects")
     parser.add_argument("--out", type=Path, default=Path("pgbench_init.json"))
+    parser.add_argument("--wal-level", choices=("replica", "minimal"), default="replica",
+                        help="the server's wal_level for every condition (minimal: as "
+                             "pgdyno's own builds run, --load-wal minimal)")
+    parser.add_argument("--conditions", default=",".join(CONDITIONS),
+                        help="a subset of: " + ", ".join(CONDITIONS))
     args = parser.parse_args()
     sizes = [(text, parse_size(text)) for text in args.sizes.split(",")]
+    conditions = tuple(c.strip() for c in args.conditions.split(","))
+    if unknown := [c for c in conditions if c not in CONDITIONS]:
+        sys.exit(f"--conditions {unknown[0]!r}: accepted: {', '.join(CONDITIONS)}")
 
     work = Path(tempfile.mkdtemp(prefix="pgdyno-pgbench-init-", dir="/var/tmp"))
     work.chmod(0o755)
@@ -311,13 +327,13 @@ def main() -> None:
     except SystemExit:
         work.rmdir()
         raise
-    server = Server(work)
+    server = Server(work, MINIMAL_WAL if args.wal_level == "minimal" else None)
     results: list[Measure] = []
     try:
         for size, size_bytes in sizes:
             scale = max(1, round(size_bytes / BYTES_PER_SCALE))
             for round_no in range(1, args.rounds + 1):
-                order = CONDITIONS if round_no % 2 else tuple(reversed(CONDITIONS))
+                order = conditions if round_no % 2 else tuple(reversed(conditions))
                 for condition in order:
                     m = measure(server, condition, size, scale, round_no, work)
                     results.append(m)

@@ -36,6 +36,7 @@ def _one_line_error(proc: subprocess.CompletedProcess, *words: str) -> None:
     (["bench", "tpcb", "--clients", "4,x"], ["--clients", "'x'"]),
     (["bench", "tpcb", "--duration", "-5"], ["--duration", "more than zero"]),
     (["bench", "tpcb", "--protocol", "binary"], ["--protocol", "prepared"]),
+    (["bench", "tpcb", "--load-wal", "none"], ["--load-wal", "minimal, configured"]),
     (["bench", "custom", "--script", "/nonexistent.sql"], ["--script", "does not exist"]),
     (["bench", "tpcb", "--script", "tests/data/pgbench_rate_retries.log@x"],
      ["--script", "weight"]),

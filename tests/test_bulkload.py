@@ -1,4 +1,5 @@
-"""Spaced checkpoints around a bulk load (workloads.bulkload), on a real server pgdyno owns.
+"""Spaced checkpoints and wal_level minimal around a bulk load (workloads.bulkload), on a
+real server pgdyno owns.
 
 The server's own counters are the oracle: pg_stat_checkpointer counts the checkpoints the
 load caused, pg_current_wal_lsn() the WAL it wrote. A server with a tiny max_wal_size
@@ -176,3 +177,58 @@ def test_spacing_is_thrice_the_load_bounded_by_half_the_free_space() -> None:
     assert settings == {} and "free space" in note
     settings, note = bulkload.spacing_for(100 * MB, 1024 * MB, 100 * 1024 * MB)
     assert settings == {} and "already" in note
+
+
+def _wal_and_level(workdir: Path) -> tuple[int, int, str]:
+    """(WAL bytes the cluster has written since initdb, the pgbench tables' bytes, its
+    wal_level) from the run's own cluster, started again: pg_stat_wal survives a clean
+    shutdown."""
+    srv = LocalServer(install=embedded_install(), workdir=workdir, name="pg18-embedded")
+    srv.locate()
+    srv.start()
+    try:
+        with psycopg.connect(srv.admin_connection().conninfo(), autocommit=True) as c:
+            return c.execute(
+                "SELECT (SELECT wal_bytes FROM pg_stat_wal)::bigint, (SELECT sum("
+                "pg_total_relation_size(c.oid)) FROM pg_class c JOIN pg_namespace n ON "
+                "n.oid = c.relnamespace WHERE n.nspname = 'pgdyno_bench' AND c.relkind = 'r' "
+                "AND c.relname LIKE 'pgbench_%')::bigint, current_setting('wal_level')"
+            ).fetchone()
+    finally:
+        srv.stop()
+
+
+@pytest.mark.server
+def test_a_pgbench_build_with_minimal_wal_writes_none_and_the_run_gets_its_config_back(
+        ) -> None:
+    """pgdyno bench tpcb at scale 10 (160 MB) in two fresh clusters: --load-wal minimal
+    (the default) and configured. The cluster's own WAL counter is the oracle: minimal
+    wrote a few tens of MB in all (the measured second's page images included),
+    configured half the dataset more; both clusters are back at wal_level replica, the
+    config's."""
+    seen = {}
+    for mode in ("minimal", "configured"):
+        results = make_shared_dir("pgdyno-loadwal-run-")
+        workdir = make_shared_dir("pgdyno-loadwal-work-")
+        try:
+            out = run_cli(["bench", "tpcb", "--scale", "10", "--load-wal", mode, "--clients",
+                           "1", "--duration", "1", "--warmup", "0", "--iterations", "1",
+                           "--no-telemetry", "--no-progress", "--results-dir", str(results)],
+                          workdir)
+            assert out.returncode == 0, out.stdout + out.stderr
+            run = next(results.glob("*/tpcb-*"))
+            record = json.loads((run / "manifest.json").read_text())["dataset"]["load_record"]
+            seen[mode] = (record, *_wal_and_level(workdir), (run / "report.md").read_text())
+        finally:
+            shutil.rmtree(results, ignore_errors=True)
+            shutil.rmtree(workdir, ignore_errors=True)
+    record, wal, size, level, report = seen["minimal"]
+    assert record["settings"] == bulkload.MINIMAL_WAL
+    assert "wal_level minimal" in record["note"] and "wal_level minimal" in report
+    assert level == "replica" and size > 100 * MB
+    assert wal < 0.25 * size, (wal / MB, size / MB)
+    minimal_wal = wal
+    record, wal, size, level, report = seen["configured"]
+    assert record["settings"] == {} and "--load-wal configured" in record["note"]
+    assert level == "replica"
+    assert wal > minimal_wal + 0.5 * size, (wal / MB, minimal_wal / MB, size / MB)

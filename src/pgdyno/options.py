@@ -91,6 +91,9 @@ class BenchOptions:
     cache: str = "warm"
     via: str = "socket"
     force: bool = False
+    load_wal: str = "minimal"
+    """pgbench's dataset build on a server pgdyno starts here: minimal (wal_level minimal
+    for the build, by restarts: workloads.bulkload.minimal_wal) or configured."""
     results_dir: Path = Path("results")
     context: str | None = None
     target: TargetSpec = field(default_factory=TargetSpec)

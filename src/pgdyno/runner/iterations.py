@@ -161,8 +161,7 @@ def dataset_fit(ctx: RunContext) -> dict[str, Any]:
 def make_cold(ctx: RunContext) -> None:
     """Restart the server (empty shared_buffers) and drop the OS page cache if permitted."""
     assert ctx.target is not None
-    ctx.target.restart()
-    ctx.conn = dataset.scoped(ctx.target.connection(ctx.opts.via), ctx.dataset_schema)
+    ctx.restart_server()
     why = ctx.target.drop_os_cache()
     note = f"--cache cold: {why}; only shared_buffers were emptied by the restart" if why else ""
     if note and note not in ctx.plan.notes:

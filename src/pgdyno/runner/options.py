@@ -33,6 +33,7 @@ from pgdyno.workloads.checks import check_at_most, check_choice, check_positive,
 
 PROTOCOLS = ("simple", "extended", "prepared")
 CACHE_MODES = ("warm", "cold", "prewarmed")
+LOAD_WAL_MODES = ("minimal", "configured")
 VIA = ("socket", "tcp")
 
 
@@ -68,6 +69,9 @@ COMMON: tuple[CliOption, ...] = (
     CliOption("cache", "warm", "warm | cold (restart and drop OS cache) | prewarmed "
                                "(dataset read into shared_buffers with pg_prewarm first)", str),
     CliOption("via", "socket", "socket | tcp", str),
+    CliOption("load_wal", "minimal", "pgbench's dataset build on a server pgdyno starts here: "
+              "minimal (wal_level minimal: its tables and keys write no WAL; a restart before "
+              "and after the build) | configured (the config's own settings)", str),
     CliOption("force", False, "build beside tables pgdyno did not create, in pgdyno's own "
                               "schema pgdyno_bench (a user's table is never touched)", bool),
     CliOption("results_dir", Path("results"), "root of run directories", Path),
@@ -213,6 +217,7 @@ def build_options(workload: str, **kw: Any) -> BenchOptions:
         check_at_most(values[key], flag, limit, why)
     check_choice(values["protocol"], "--protocol", PROTOCOLS)
     check_choice(values["cache"], "--cache", CACHE_MODES)
+    check_choice(values["load_wal"], "--load-wal", LOAD_WAL_MODES)
     check_choice(values["via"], "--via", VIA)
     check_choice(values["target"], "--target", TARGET_CHOICES)
     context = values["context"]
@@ -232,7 +237,8 @@ def build_options(workload: str, **kw: Any) -> BenchOptions:
         latency_limit_ms=values["latency_limit"],
         max_tries=max_tries if values["max_tries"] is not None else plugin.default_max_tries,
         cache=values["cache"], via=values["via"], force=values["force"],
-        results_dir=Path(values["results_dir"]), context=values["context"], target=target,
+        load_wal=values["load_wal"], results_dir=Path(values["results_dir"]),
+        context=values["context"], target=target,
         config=values["config"], sets=tuple(values["set_"] or ()),
         telemetry=values["telemetry"], tx_log_cap=parse_tx_logs(values["tx_logs"]),
         tx_aggregate_only=_aggregate_only(values),

@@ -193,6 +193,13 @@ class RunContext:
         """A server pgdyno started on this machine: its files are local paths."""
         return self.target is not None and self.target.is_local
 
+    def restart_server(self) -> None:
+        """Restart the server pgdyno manages with the settings its include file holds now;
+        ``conn`` follows it (a restarted server listens on a new port)."""
+        assert self.target is not None
+        self.target.restart()
+        self.conn = self.target.connection(self.opts.via).in_schema(self.dataset_schema)
+
 
 IterationProgress = Callable[[float, str], None]
 """(seconds done, status text) for the iteration's progress bar."""

@@ -15,6 +15,7 @@ from pgdyno.config.units import human_bytes
 from pgdyno.errors import UsageError
 from pgdyno.results import load
 from pgdyno.targets import PgInstall
+from pgdyno.workloads import bulkload
 from pgdyno.workloads.base import (
     Advice,
     AdviceInputs,
@@ -144,12 +145,13 @@ class PgbenchBuiltin(PgbenchWorkload):
         ctx.status(f"pgbench dataset, scale {scale}")
         log = ctx.run_dir.raw / self.engine_dir / "init.log"
         log.parent.mkdir(parents=True, exist_ok=True)
-        init = initialise(ctx.conn, ctx.install, scale, ctx.opts.force, log)
+        with bulkload.minimal_wal(ctx, self.dataset_tables(ctx.opts)) as wal:
+            init = initialise(ctx.conn, ctx.install, scale, ctx.opts.force, log)
         return Prepared(
             scripts=self.scripts(ctx.opts),
             dataset={"kind": "pgbench", "scale": scale, "reused": init.reused,
                      "build_seconds": round(init.seconds, 3),
-                     load.RECORD_KEY: init.load_record().to_dict()},
+                     load.RECORD_KEY: wal.stamp(init.load_record()).to_dict()},
             commands=[" ".join(init.command)] if init.command else [],
             parameters={"scale": scale})
 
