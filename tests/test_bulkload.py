@@ -217,7 +217,14 @@ def test_a_pgbench_build_with_minimal_wal_writes_none_and_the_run_gets_its_confi
                           workdir)
             assert out.returncode == 0, out.stdout + out.stderr
             run = next(results.glob("*/tpcb-*"))
-            record = json.loads((run / "manifest.json").read_text())["dataset"]["load_record"]
+            manifest = json.loads((run / "manifest.json").read_text())
+            record = manifest["dataset"]["load_record"]
+            # the restarted server listens on a new port: the manifest names the one the
+            # measured run's pgbench connected to
+            command = json.loads((run / "raw" / "run.json").read_text())["records"][0][
+                "command"]
+            port = command[command.index("-p") + 1]
+            assert f".s.PGSQL.{port}/" in manifest["connection"], manifest["connection"]
             seen[mode] = (record, *_wal_and_level(workdir), (run / "report.md").read_text())
         finally:
             shutil.rmtree(results, ignore_errors=True)

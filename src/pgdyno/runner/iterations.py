@@ -71,6 +71,8 @@ def execute(workload: Workload, ctx: RunContext, manifest: Manifest,
         overall = progress.add_task("preparing", total=len(steps) * per_step, status="")
         ctx.status = lambda text: progress.update(overall, status=text)
         ctx.prepared = workload.prepare(ctx)
+        if ctx.conn is not None:  # a build may restart the server (a new port)
+            manifest.connection = ctx.conn.describe()
         progress.update(overall, status="")
         manifest.dataset = {**ctx.prepared.dataset, **dataset_fit(ctx)}
         manifest.commands.extend(ctx.prepared.commands)
