@@ -20,7 +20,13 @@ from pgdyno.runner.options import build_options
 from pgdyno.search.objective import PENALTY_CAP, debt_penalty, penalised, run_debt
 from pgdyno.search.run import SearchOptions, run_search
 from pgdyno.search.study import rows
-from pgdyno.search.validate_long import CycleFacts, unbounded, window_rule
+from pgdyno.search.validate_long import (
+    CycleFacts,
+    plan_validation,
+    rounds_for,
+    unbounded,
+    window_rule,
+)
 from tests.conftest import make_shared_dir
 
 GiB = 2**30
@@ -64,10 +70,27 @@ def test_window_rule_raises_to_two_cycles_of_the_slowest_config() -> None:
     rule = window_rule(600.0, [quick, slow])
     assert rule.slowest == "winner" and rule.checkpoint_cycle_s == pytest.approx(GiB / 1e6)
     assert rule.window_s == math.ceil(2 * GiB / 1e6) and rule.raised and "raised" in rule.note
+    assert rule.rounds == 2  # 600 s holds no two-cycle window: the fewest runs, raised
+    # 2 h holds three windows of two cycles (2,147 s): three runs of 2,400 s
     long_enough = window_rule(2 * 3600.0, [quick, slow])
-    assert long_enough.window_s == 3600 and not long_enough.raised
+    assert long_enough.rounds == 3 and long_enough.window_s == 2400
+    assert not long_enough.raised
     as_asked = window_rule(10.0, [quick, slow], enforce=False)
     assert as_asked.window_s == 5 and not as_asked.raised and "not seen" in as_asked.note
+    assert as_asked.rounds == 2
+
+
+def test_validation_rounds_grow_with_the_load_asked_up_to_four() -> None:
+    """30 minutes against a two-cycle need of 400 s: four runs of 450 s; of 700 s: two of
+    900 s; unknown cycles: two."""
+    assert [rounds_for(1800.0, need, True) for need in (400.0, 500.0, 700.0, 1000.0, 2000.0)
+            ] == [4, 3, 2, 2, 2]
+    assert rounds_for(1800.0, 0.0, True) == 2 and rounds_for(1800.0, 100.0, False) == 2
+    quick = CycleFacts("tuned", 200.0, 4 * GiB, 60.0)  # two cycles: 400 s
+    rule = window_rule(1800.0, [quick])
+    assert rule.rounds == 4 and rule.window_s == 450 and not rule.raised
+    plan = plan_validation({"winner": "w.toml", "tuned": "tuned"}, 1800.0, {})
+    assert plan.rule.rounds == 2 and plan.order == ["winner", "tuned", "tuned", "winner"]
 
 
 def test_unbounded_debt() -> None:

@@ -3,11 +3,12 @@
 Short trials reward deferring work (autovacuum, checkpoints). After the interleaved short
 comparison (``confirm``), the winner, pgtune and tuned run once more, interleaved in balanced
 rounds (W P T, T P W), each run a long window: ``--validate D`` gives each config D of load
-in ``ROUNDS`` runs of D / ROUNDS (two runs give the comparison its interval). Each run's
-window is raised, when shorter, to two checkpoint cycles and two autovacuum cycles of the
-slowest config (``window_rule``): a checkpoint cycle is its checkpoint_timeout, or less when
-max_wal_size fills sooner at the WAL rate measured in its earlier runs; an autovacuum cycle
-is its autovacuum_naptime. The report says when the asked duration was raised.
+in as many runs as D holds at two checkpoint cycles and two autovacuum cycles of the
+slowest config, from MIN_ROUNDS to MAX_ROUNDS (``rounds_for``), and each run's window is
+raised, when shorter, to those cycles (``window_rule``): a checkpoint cycle is its
+checkpoint_timeout, or less when max_wal_size fills sooner at the WAL rate measured in its
+earlier runs; an autovacuum cycle is its autovacuum_naptime. The report says when the asked
+duration was raised.
 
 The winner holds when its long-window headline beats tuned's significantly (the compare
 engine's interval) and its debt is bounded (``unbounded``: tables over their autovacuum
@@ -44,8 +45,14 @@ from pgdyno.workloads import registry
 from pgdyno.workloads.base import headline_metric, headline_of
 
 SCHEMA_VERSION = 1
-ROUNDS = 2
+MIN_ROUNDS = 2
 """Runs per config: the fewest that give the comparison an interval."""
+MAX_ROUNDS = 4
+"""Runs per config at most. The same load in more, shorter runs gives the comparison's
+interval more degrees of freedom, while a run's noise grows only as 1/√window
+(``search.noise``; from issue 29's 20 s runs that rule predicted ±1.9% for the 900 s runs
+of its TPROC-C validation, which measured ±1.8%): 30 minutes in four runs of 450 s resolve
+about ±4.4% there where two of 900 s resolve ±7.7%. Beyond four, t falls little more."""
 CYCLES = 2
 """Checkpoint and autovacuum cycles each run's window covers at least."""
 VALIDATE_FILE = "validate.json"
@@ -69,7 +76,7 @@ class WindowRule:
     asked_s: float
     """--validate: each config's load in the long comparison."""
     per_run_s: float
-    """asked_s / ROUNDS."""
+    """asked_s / rounds."""
     needed_s: float
     """CYCLES checkpoint and autovacuum cycles of the slowest config (0: not known)."""
     window_s: int
@@ -79,6 +86,8 @@ class WindowRule:
     autovacuum_cycle_s: float = 0.0
     enforced: bool = True
     note: str = ""
+    rounds: int = MIN_ROUNDS
+    """Runs per config (``rounds_for``)."""
 
     @property
     def raised(self) -> bool:
@@ -93,20 +102,30 @@ def checkpoint_cycle_s(facts: CycleFacts) -> float:
     return facts.checkpoint_timeout_s
 
 
+def rounds_for(asked_s: float, needed_s: float, enforce: bool) -> int:
+    """Runs per config: as many as ``asked_s`` holds at the window the cycles need, from
+    MIN_ROUNDS to MAX_ROUNDS (MIN_ROUNDS when the cycles are unknown or not enforced)."""
+    if not enforce or needed_s <= 0:
+        return MIN_ROUNDS
+    return max(MIN_ROUNDS, min(MAX_ROUNDS, int(asked_s // needed_s)))
+
+
 def window_rule(asked_s: float, facts: list[CycleFacts], enforce: bool = True) -> WindowRule:
-    """Each run's window: the asked share, raised to CYCLES checkpoint cycles and CYCLES
-    autovacuum cycles of the slowest config (``enforce`` False: as asked, said so)."""
-    per_run = asked_s / ROUNDS
+    """Each run's window: the asked share of ``rounds_for`` runs, raised to CYCLES
+    checkpoint cycles and CYCLES autovacuum cycles of the slowest config (``enforce``
+    False: as asked, said so)."""
     needed, slowest, ckpt, nap = 0.0, "", 0.0, 0.0
     for f in facts:
         need = CYCLES * max(checkpoint_cycle_s(f), f.autovacuum_naptime_s)
         if need > needed:
             needed, slowest = need, f.label
             ckpt, nap = checkpoint_cycle_s(f), f.autovacuum_naptime_s
+    rounds = rounds_for(asked_s, needed, enforce)
+    per_run = asked_s / rounds
     window = math.ceil(max(per_run, needed) if enforce else per_run)
     rule = WindowRule(asked_s=asked_s, per_run_s=per_run, needed_s=needed, window_s=window,
                       slowest=slowest, checkpoint_cycle_s=ckpt, autovacuum_cycle_s=nap,
-                      enforced=enforce)
+                      enforced=enforce, rounds=rounds)
     if not facts:
         rule.note = ("the cycles are not known (no earlier run recorded its settings: "
                      "telemetry off?): each run is as long as asked")
@@ -234,8 +253,9 @@ def cycle_facts(label: str, run_dirs: list[str]) -> CycleFacts | None:
 def plan_validation(sides: dict[str, str], asked_s: float, earlier: dict[str, list[str]],
                     enforce: bool = True) -> LongValidation:
     facts = [f for label in sides if (f := cycle_facts(label, earlier.get(label, [])))]
-    return LongValidation(sides=dict(sides), rule=window_rule(asked_s, facts, enforce),
-                          order=balanced_order(list(sides), ROUNDS),
+    rule = window_rule(asked_s, facts, enforce)
+    return LongValidation(sides=dict(sides), rule=rule,
+                          order=balanced_order(list(sides), rule.rounds),
                           runs={label: [] for label in sides})
 
 
@@ -291,7 +311,7 @@ def recommend_long(val: LongValidation, direction: int) -> tuple[bool, str, str]
     by_label = {r.label: r for r in val.results}
     won = by_label.get(winner)
     vs_tuned = next((v for v in val.verdicts if v.baseline == "tuned"), None)
-    window = f"{val.rule.window_s} s runs, {ROUNDS} per config"
+    window = f"{val.rule.window_s} s runs, {val.rule.rounds} per config"
     reasons = []
     if won is None or won.mean is None:
         reasons.append("it has no long-window figure (its runs failed)")
