@@ -8,8 +8,9 @@ One pool of jobs over ``workers`` connections, in three stages per table:
    is truncated and copied with FREEZE in one transaction: its rows are written frozen
    and all-visible, so the VACUUM after the load has nothing to do on it and no hint
    bits are set (and WAL-logged, checksums being on by default) by the first readers.
-   On a server with wal_level = minimal (a user's --set; the loader changes no server
-   setting) that same transaction writes no WAL for the rows at all. Only tables too big
+   On a server with wal_level = minimal (a server pgdyno starts here runs the load so:
+   workloads.bulkload.minimal_wal; the loader itself changes no server setting) that same
+   transaction writes no WAL for the rows at all. Only tables too big
    for one worker's share are split into parts (see plan_parts); region and nation come
    from one generator (each tpchgen-cli start costs about 0.8 s of CPU building its text
    pool, whatever the table);

@@ -30,6 +30,7 @@ from pgdyno.errors import RunFailed, UsageError
 from pgdyno.reports.document import Section
 from pgdyno.results import load
 from pgdyno.results.rundir import IterationRecord, RunDirectory, RunPlan
+from pgdyno.workloads import bulkload
 from pgdyno.workloads.base import (
     HIGHER,
     LOWER,
@@ -202,14 +203,16 @@ class Tproch(Workload):
             ctx.status(f"TPROC-H load {p.phase}{steps}: {p.rows:,}/{p.rows_total:,} rows, "
                        f"{p.rows_per_s:,.0f} rows/s")
 
-        result = loader.load(ctx.conn, LoadOptions(
-            scale_factor=t.scale_factor, workers=t.load_workers, force=ctx.opts.force), on_load)
+        with bulkload.minimal_wal(ctx, self.dataset_tables(ctx.opts)) as wal:
+            result = loader.load(ctx.conn, LoadOptions(
+                scale_factor=t.scale_factor, workers=t.load_workers, force=ctx.opts.force),
+                on_load)
         ctx.commands.append(f"{loader.tpchgen_program()} csv -s {t.scale_factor:g} "
                             "-T TABLE --parts N --part K --stdout | COPY TABLE FROM STDIN")
         return Prepared(
             dataset={"kind": "tproch", "scale_factor": t.scale_factor, "reused": result.reused,
                      "build_seconds": round(result.seconds, 3), "load": result.to_dict(),
-                     load.RECORD_KEY: result.load_record().to_dict()},
+                     load.RECORD_KEY: wal.stamp(result.load_record()).to_dict()},
             parameters={"scale_factor": t.scale_factor, "seed": t.seed,
                         "queries": list(t.selected()), "tests": list(t.tests_run()),
                         "refresh": not t.no_refresh, "query_timeout_ms": t.timeout_ms,
