@@ -27,6 +27,7 @@ import pytest
 
 from pgdyno.errors import UsageError
 from pgdyno.runner.options import build_options
+from pgdyno.workloads.bulkload import MINIMAL_WAL
 from pgdyno.workloads.tproch.schema import DATASET_SCHEMA as TPCH_SCHEMA
 from tests.answer import answer, check_load_table, markdown_table, seconds, sections
 from tests.conftest import make_shared_dir, run_cli, scratch_database
@@ -147,6 +148,11 @@ def test_report_opens_with_the_answer_names_the_streams_and_shows_the_load(run: 
                                    manifest["dataset"]["load"]["phase_seconds"].items()},
                                   abs=0.051)
     assert said["load"].startswith("built in ") and f"{copied:,} rows" in said["load"]
+    # Built on pgdyno's own server: at wal_level minimal, which the loader itself saw, and
+    # the report says so.
+    assert manifest["dataset"]["load_record"]["settings"] == MINIMAL_WAL
+    assert manifest["dataset"]["load"]["wal_level"] == "minimal"
+    assert "wal_level minimal" in md
 
 
 def test_power_only_runs_are_one_stream() -> None:
