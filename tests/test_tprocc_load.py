@@ -45,11 +45,20 @@ _NOT_ALL_VISIBLE: list[tuple[str, int, int]] = []
 the load (other tests of the module may run first in random order)."""
 
 
+ALL_VISIBLE_SLACK = 0.01
+"""Pages a table may have left not all-visible: VACUUM does not wait for the cleanup lock of
+a page that needs no freezing, so a page another process has pinned at that moment (a
+buffer being written out, say) is left as it was: 3 of item's 1,300 pages once in CI, the
+cause not pinned down. With synchronous_commit off, the fault this check is for, most
+pages were left."""
+
+
 def _not_all_visible(target: ConnectionInfo) -> list[tuple[str, int, int]]:
     with psycopg.connect(target.conninfo()) as conn:
         return conn.execute("""SELECT relname, relpages, relallvisible FROM pg_class
-                               WHERE relname = ANY(%s) AND relallvisible < relpages""",
-                            (list(TABLES),)).fetchall()
+                               WHERE relname = ANY(%s)
+                                 AND relallvisible < relpages * (1 - %s)""",
+                            (list(TABLES), ALL_VISIBLE_SLACK)).fetchall()
 
 
 @pytest.fixture()
@@ -145,7 +154,7 @@ def test_every_phase_is_timed_and_the_data_is_tpcc_shaped(loaded) -> None:
     with psycopg.connect(target.conninfo()) as conn:
         lines = conn.execute("SELECT sum(o_ol_cnt) FROM orders").fetchone()[0]
     assert counts["order_line"] == lines
-    assert _NOT_ALL_VISIBLE == []  # every heap page all-visible after the vacuum phase
+    assert _NOT_ALL_VISIBLE == []  # heap pages all-visible after the vacuum phase
 
 
 def test_index_builds_never_get_less_memory_than_the_server_gives(loaded) -> None:
