@@ -239,3 +239,26 @@ def test_a_pgbench_build_with_minimal_wal_writes_none_and_the_run_gets_its_confi
     assert record["settings"] == {} and "--load-wal configured" in record["note"]
     assert level == "replica"
     assert wal > minimal_wal + 0.5 * size, (wal / MB, minimal_wal / MB, size / MB)
+
+
+@pytest.mark.server
+def test_a_config_that_cannot_run_at_minimal_builds_with_its_own_settings() -> None:
+    """summarize_wal = on stops a server from starting at wal_level minimal (a FATAL line):
+    the build goes on under the config's settings, and the load record says why."""
+    results = make_shared_dir("pgdyno-loadwal-refused-run-")
+    workdir = make_shared_dir("pgdyno-loadwal-refused-work-")
+    try:
+        out = run_cli(["bench", "tpcb", "--scale", "1", "--set", "summarize_wal=on",
+                       "--clients", "1", "--duration", "1", "--warmup", "0", "--iterations",
+                       "1", "--no-telemetry", "--no-progress", "--results-dir", str(results)],
+                      workdir)
+        assert out.returncode == 0, out.stdout + out.stderr
+        run = next(results.glob("*/tpcb-*"))
+        record = json.loads((run / "manifest.json").read_text())["dataset"]["load_record"]
+        assert record["settings"] == {} and not record["reused"]
+        assert record["note"].startswith("wal_level left as configured: the server did not "
+                                         "start with wal_level minimal"), record["note"]
+        assert "summarize" in record["note"], record["note"]
+    finally:
+        shutil.rmtree(results, ignore_errors=True)
+        shutil.rmtree(workdir, ignore_errors=True)

@@ -109,6 +109,13 @@ def spacing_for(expected_wal_bytes: int, current_max_wal_bytes: int,
             "config's own settings were back before the measured run")
 
 
+REUSED = "reused"
+MINIMAL_NOTE = ("the load ran with wal_level minimal and max_wal_senders 0, set by a server "
+                "restart (tables filled in the transaction that created or truncated them, "
+                "and new indexes, wrote no WAL and were synced to disk at commit); the "
+                "config's own settings were back, by another restart, before the measured run")
+
+
 @contextlib.contextmanager
 def minimal_wal(ctx: RunContext,
                 dataset_tables: tuple[str, str, list[str]] | None) -> Iterator[LoadSpacing]:
@@ -140,13 +147,6 @@ def minimal_wal(ctx: RunContext,
     finally:
         server.write_settings(original)
         ctx.restart_server()
-
-
-REUSED = "reused"
-MINIMAL_NOTE = ("the load ran with wal_level minimal and max_wal_senders 0, set by a server "
-                "restart (tables filled in the transaction that created or truncated them, "
-                "and new indexes, wrote no WAL and were synced to disk at commit); the "
-                "config's own settings were back, by another restart, before the measured run")
 
 
 def _minimal_refused(ctx: RunContext, server: Target | None,
