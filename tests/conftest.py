@@ -7,6 +7,7 @@ private tmp_path (/tmp/pytest-of-root is mode 700).
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import signal
 import tempfile
@@ -174,6 +175,28 @@ def run_cli(args: list[str], env_workdir: Path, timeout: float = 300,
     env = {**os.environ, "PGDYNO_WORKDIR": str(env_workdir), "COLUMNS": "120", **(env or {})}
     return subprocess.run([sys.executable, "-m", "pgdyno", *args], capture_output=True,
                           text=True, env=env, timeout=timeout, **kw)
+
+
+SHORT_RUN = ("--clients", "1", "--duration", "1", "--warmup", "0", "--iterations", "1",
+             "--no-telemetry", "--no-progress")
+"""One client for one measured second, once, quietly: a run whose figures do not matter."""
+
+
+@contextlib.contextmanager
+def own_cluster_run(prefix: str, workload: str, *args: str) -> Iterator[tuple[Path, Path]]:
+    """``pgdyno bench WORKLOAD ARGS`` for one second in a workdir of its own (a fresh
+    cluster, so its dataset is built and other tests' databases do not grow): (the run
+    directory, the workdir), both removed afterwards."""
+    results = make_shared_dir(f"{prefix}-run-")
+    workdir = make_shared_dir(f"{prefix}-work-")
+    try:
+        out = run_cli(["bench", workload, *args, *SHORT_RUN, "--results-dir", str(results)],
+                      workdir)
+        assert out.returncode == 0, out.stdout + out.stderr
+        yield next(results.glob(f"*/{workload}-*")), workdir
+    finally:
+        shutil.rmtree(results, ignore_errors=True)
+        shutil.rmtree(workdir, ignore_errors=True)
 
 
 def run_cli_here(args: list[str], env_workdir: Path, cwd: Path | None = None,

@@ -10,7 +10,6 @@ W=100 shows on a stock server: hint-bit page images in the keys and vacuum phase
 from __future__ import annotations
 
 import json
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -24,7 +23,7 @@ from pgdyno.units import format_bytes
 from pgdyno.workloads import bulkload
 from pgdyno.workloads.oltp import schema as oltp
 from pgdyno.workloads.tprocc import LoadOptions, load
-from tests.conftest import make_shared_dir, run_cli, scratch_database
+from tests.conftest import own_cluster_run, scratch_database
 
 SMALL_WAL = {"max_wal_size": "32MB", "min_wal_size": "32MB"}
 MB = 2**20
@@ -143,16 +142,9 @@ def test_a_run_records_and_reports_the_load_settings() -> None:
     """Through pgdyno bench on its embedded server: the load record names the settings
     and the closing checkpoint, the report says so, and the config's own are back. In a
     workdir of its own: the sbtest table must not grow other tests' databases."""
-    results = make_shared_dir("pgdyno-bulkload-run-")
-    workdir = make_shared_dir("pgdyno-bulkload-work-")
-    try:
-        out = run_cli(["bench", "oltp-read-only", "--tables", "1", "--table-size", "100000",
-                       "--set", "max_wal_size=32MB", "--set", "min_wal_size=32MB",
-                       "--clients", "1", "--duration", "1", "--warmup", "0", "--iterations",
-                       "1", "--no-telemetry", "--no-progress", "--results-dir", str(results)],
-                      workdir)
-        assert out.returncode == 0, out.stdout + out.stderr
-        run = next(results.glob("*/oltp-read-only-*"))
+    with own_cluster_run("pgdyno-bulkload", "oltp-read-only", "--tables", "1",
+                         "--table-size", "100000", "--set", "max_wal_size=32MB", "--set",
+                         "min_wal_size=32MB") as (run, workdir):
         record = json.loads((run / "manifest.json").read_text())["dataset"]["load_record"]
         mb = 3 * oltp.LOAD_WAL_PER_ROW * 100_000 // MB  # thrice the build's expected WAL
         assert record["settings"] == {"max_wal_size": f"{mb}MB", "checkpoint_timeout": "1h"}
@@ -160,9 +152,6 @@ def test_a_run_records_and_reports_the_load_settings() -> None:
         assert f"max_wal_size {format_bytes(mb * MB)} and" in (run / "report.md").read_text()
         include = workdir / "instances" / "pg18-embedded" / "data" / INCLUDE_FILE
         assert "max_wal_size = '32MB'" in include.read_text()  # the config's, as --set gave it
-    finally:
-        shutil.rmtree(results, ignore_errors=True)
-        shutil.rmtree(workdir, ignore_errors=True)
 
 
 def test_spacing_is_thrice_the_load_bounded_by_half_the_free_space() -> None:
@@ -208,15 +197,8 @@ def test_a_pgbench_build_with_minimal_wal_writes_none_and_the_run_gets_its_confi
     config's."""
     seen = {}
     for mode in ("minimal", "configured"):
-        results = make_shared_dir("pgdyno-loadwal-run-")
-        workdir = make_shared_dir("pgdyno-loadwal-work-")
-        try:
-            out = run_cli(["bench", "tpcb", "--scale", "10", "--load-wal", mode, "--clients",
-                           "1", "--duration", "1", "--warmup", "0", "--iterations", "1",
-                           "--no-telemetry", "--no-progress", "--results-dir", str(results)],
-                          workdir)
-            assert out.returncode == 0, out.stdout + out.stderr
-            run = next(results.glob("*/tpcb-*"))
+        with own_cluster_run("pgdyno-loadwal", "tpcb", "--scale", "10", "--load-wal",
+                             mode) as (run, workdir):
             manifest = json.loads((run / "manifest.json").read_text())
             record = manifest["dataset"]["load_record"]
             # the restarted server listens on a new port: the manifest names the one the
@@ -226,9 +208,6 @@ def test_a_pgbench_build_with_minimal_wal_writes_none_and_the_run_gets_its_confi
             port = command[command.index("-p") + 1]
             assert f".s.PGSQL.{port}/" in manifest["connection"], manifest["connection"]
             seen[mode] = (record, *_wal_and_level(workdir), (run / "report.md").read_text())
-        finally:
-            shutil.rmtree(results, ignore_errors=True)
-            shutil.rmtree(workdir, ignore_errors=True)
     record, wal, size, level, report = seen["minimal"]
     assert record["settings"] == bulkload.MINIMAL_WAL
     assert "wal_level minimal" in record["note"] and "wal_level minimal" in report
@@ -245,20 +224,10 @@ def test_a_pgbench_build_with_minimal_wal_writes_none_and_the_run_gets_its_confi
 def test_a_config_that_cannot_run_at_minimal_builds_with_its_own_settings() -> None:
     """summarize_wal = on stops a server from starting at wal_level minimal (a FATAL line):
     the build goes on under the config's settings, and the load record says why."""
-    results = make_shared_dir("pgdyno-loadwal-refused-run-")
-    workdir = make_shared_dir("pgdyno-loadwal-refused-work-")
-    try:
-        out = run_cli(["bench", "tpcb", "--scale", "1", "--set", "summarize_wal=on",
-                       "--clients", "1", "--duration", "1", "--warmup", "0", "--iterations",
-                       "1", "--no-telemetry", "--no-progress", "--results-dir", str(results)],
-                      workdir)
-        assert out.returncode == 0, out.stdout + out.stderr
-        run = next(results.glob("*/tpcb-*"))
+    with own_cluster_run("pgdyno-loadwal-refused", "tpcb", "--scale", "1", "--set",
+                         "summarize_wal=on") as (run, _):
         record = json.loads((run / "manifest.json").read_text())["dataset"]["load_record"]
         assert record["settings"] == {} and not record["reused"]
         assert record["note"].startswith("wal_level left as configured: the server did not "
                                          "start with wal_level minimal"), record["note"]
         assert "summarize" in record["note"], record["note"]
-    finally:
-        shutil.rmtree(results, ignore_errors=True)
-        shutil.rmtree(workdir, ignore_errors=True)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,7 +15,7 @@ from pgdyno.runner.prewarm import FILL_SHARE, prewarm
 from pgdyno.targets.binaries import embedded_install
 from pgdyno.targets.connection import ConnectionInfo
 from pgdyno.targets.local import LocalServer
-from tests.conftest import make_shared_dir, run_cli, scratch_database
+from tests.conftest import own_cluster_run, scratch_database
 
 pytestmark = pytest.mark.server
 SHARED = 32 * 2**20
@@ -107,15 +106,8 @@ def test_the_dataset_is_read_into_shared_buffers_indexes_first(small_cache_serve
 def test_a_run_with_cache_prewarmed_says_what_it_read() -> None:
     """Through pgdyno bench: the run's notes and report say what was read (all of pgbench's
     dataset fits the stock 128 MB), before the first iteration."""
-    results = make_shared_dir("pgdyno-prewarm-run-")
-    workdir = make_shared_dir("pgdyno-prewarm-work-")
-    try:
-        out = run_cli(["bench", "tpcb", "--scale", "1", "--cache", "prewarmed", "--clients",
-                       "1", "--duration", "1", "--warmup", "0", "--iterations", "1",
-                       "--no-telemetry", "--no-progress", "--results-dir", str(results)],
-                      workdir)
-        assert out.returncode == 0, out.stdout + out.stderr
-        run = next(results.glob("*/tpcb-*"))
+    with own_cluster_run("pgdyno-prewarm", "tpcb", "--scale", "1", "--cache",
+                         "prewarmed") as (run, _):
         manifest = json.loads((run / "manifest.json").read_text())
         (note,) = [n for n in manifest["notes"] if n.startswith("cache prewarmed:")]
         relations = int(re.search(r" in (\d+) relations", note).group(1))
@@ -125,6 +117,3 @@ def test_a_run_with_cache_prewarmed_says_what_it_read() -> None:
         assert "(128 MiB)" in note and "before the first iteration" in note
         assert "Note: cache prewarmed: all of the dataset, " in (run / "report.md").read_text()
         assert manifest["options"]["cache"] == "prewarmed"
-    finally:
-        shutil.rmtree(results, ignore_errors=True)
-        shutil.rmtree(workdir, ignore_errors=True)
