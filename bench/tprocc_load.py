@@ -2,8 +2,11 @@
 
 Each size is loaded from scratch (rebuild) with the default number of loader connections
 (one per core) unless --workers says otherwise, into an embedded PostgreSQL 18 with the
-stock configuration started in its own workdir under /var/tmp (with the spaced checkpoints
-pgdyno gives a load on its own server, workloads.bulkload; --no-spacing: without), or with
+stock configuration started in its own workdir under /var/tmp, with the WAL settings and
+spaced checkpoints pgdyno gives a load on its own server (workloads.bulkload: wal_level
+minimal, wal_buffers 64 MB and wal_writer_delay 10 ms by a restart, or with --load-wal
+configured the stock ones; max_wal_size and checkpoint_timeout by a reload, or with
+--no-spacing the stock ones), or with
 --dsn into an existing server (its database must be empty or hold only pgdyno's tables;
 --force loads beside others). Per size it prints one JSON line with each phase's wall
 seconds, and where the server runs on this machine its CPU seconds (the postmaster and
@@ -37,11 +40,12 @@ from pgdyno.targets.binaries import embedded_install
 from pgdyno.targets.connection import ConnectionInfo
 from pgdyno.targets.dsn import dsn_connection
 from pgdyno.targets.local import LocalServer
-from pgdyno.workloads.bulkload import spaced_checkpoints
+from pgdyno.workloads.bulkload import load_wal_settings, spaced_checkpoints
 from pgdyno.workloads.tprocc import LoadOptions, LoadProgress, default_workers, load
 from pgdyno.workloads.tprocc.model import LOAD_WAL_PER_WAREHOUSE
 
 PROJECT_AT = (1_000, 10_000)
+LOAD_WAL_NAMES = ("wal_level", "max_wal_senders", "wal_buffers", "wal_writer_delay")
 BYTES_PER_WAREHOUSE = 110 * 2**20
 """A loaded warehouse with its keys and indexes (107 MB measured at W=6)."""
 WAL_ROOM = 3 * 2**30
@@ -180,6 +184,8 @@ def measure(target: ConnectionInfo, warehouses: int, args: argparse.Namespace,
     return {
         "warehouses": warehouses,
         "spacing": spacing.settings,
+        "load_wal": {k: v for k, v in server.settings.items() if k in LOAD_WAL_NAMES}
+        if server else {},
         "workers": result.workers,
         "cpus": default_workers(),
         "order_line_partitions": result.order_line_partitions,
@@ -250,6 +256,18 @@ def _check_room(workdir: Path, warehouses: int) -> None:
                  "or smaller --warehouses")
 
 
+def _restart_with_load_wal(server: LocalServer, target: ConnectionInfo) -> ConnectionInfo:
+    """The server restarted with the WAL settings pgdyno bench gives a load on its own
+    server (workloads.bulkload.minimal_wal)."""
+    with psycopg.connect(target.conninfo(), autocommit=True) as conn:
+        buffers, delay_ms = conn.execute(
+            "SELECT pg_size_bytes(current_setting('wal_buffers')), setting::int "
+            "FROM pg_settings WHERE name = 'wal_writer_delay'").fetchone()
+    server.write_settings({**server.settings, **load_wal_settings(buffers, delay_ms)})
+    server.restart()
+    return server.connection()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--warehouses", default="10,50,100")
@@ -265,6 +283,10 @@ def main() -> None:
                         help="load with the server's own checkpoint settings, as into a "
                              "server pgdyno does not own (pgdyno bench spaces them on its "
                              "own servers: workloads.bulkload)")
+    parser.add_argument("--load-wal", choices=("minimal", "configured"), default="minimal",
+                        help="the embedded server's WAL settings for the load: minimal "
+                             "(wal_level minimal and wal_buffers 64 MB, by a restart, as "
+                             "pgdyno bench loads on its own servers) or configured (stock)")
     parser.add_argument("--out", type=Path, default=Path("tprocc_load.json"))
     args = parser.parse_args()
     sizes = [int(w) for w in args.warehouses.split(",")]
@@ -285,6 +307,8 @@ def main() -> None:
             server.prepare()
             server.start()
             target = server.connection()
+            if args.load_wal == "minimal":
+                target = _restart_with_load_wal(server, target)
         for warehouses in sizes:
             row = measure(target, warehouses, args, server)
             print(json.dumps(row), flush=True)

@@ -147,11 +147,46 @@ def test_a_run_records_and_reports_the_load_settings() -> None:
                          "min_wal_size=32MB") as (run, workdir):
         record = json.loads((run / "manifest.json").read_text())["dataset"]["load_record"]
         mb = 3 * oltp.LOAD_WAL_PER_ROW * 100_000 // MB  # thrice the build's expected WAL
-        assert record["settings"] == {"max_wal_size": f"{mb}MB", "checkpoint_timeout": "1h"}
+        # wal_level minimal by a restart (the stock 4 MB of wal_buffers raised to 64 MB),
+        # and spaced checkpoints inside it: the rows are still WAL-logged
+        assert record["settings"] == {"wal_level": "minimal", "max_wal_senders": "0",
+                                      "wal_buffers": "64MB", "wal_writer_delay": "10ms",
+                                      "max_wal_size": f"{mb}MB", "checkpoint_timeout": "1h"}
         assert [p["phase"] for p in record["phases"]][-1] == "checkpoint"
-        assert f"max_wal_size {format_bytes(mb * MB)} and" in (run / "report.md").read_text()
+        report = (run / "report.md").read_text()
+        assert f"max_wal_size {format_bytes(mb * MB)} and" in report
+        assert "wal_level minimal" in report and "wal_buffers 64MB" in report
+        assert "wal_writer_delay 10ms" in report
         include = workdir / "instances" / "pg18-embedded" / "data" / INCLUDE_FILE
-        assert "max_wal_size = '32MB'" in include.read_text()  # the config's, as --set gave it
+        text = include.read_text()
+        assert "max_wal_size = '32MB'" in text  # the config's, as --set gave it
+        assert "wal_level" not in text and "wal_buffers" not in text
+        assert "wal_writer_delay" not in text
+
+
+def test_the_load_raises_wal_buffers_and_shortens_the_writer_delay_only_past_the_config(
+        ) -> None:
+    # stock: wal_buffers a 32nd of the 128 MB shared_buffers, wal_writer_delay 200 ms
+    stock = bulkload.load_wal_settings(4 * MB, 200)
+    assert stock == {"wal_level": "minimal", "max_wal_senders": "0", "wal_buffers": "64MB",
+                     "wal_writer_delay": "10ms"}
+    assert bulkload.load_wal_settings(64 * MB, 10) == bulkload.MINIMAL_WAL
+    assert bulkload.load_wal_settings(256 * MB, 5) == bulkload.MINIMAL_WAL
+    assert bulkload.load_wal_settings(256 * MB, 200) == {**bulkload.MINIMAL_WAL,
+                                                          "wal_writer_delay": "10ms"}
+    note = bulkload.minimal_note(stock)
+    assert "with wal_buffers 64MB and wal_writer_delay 10ms" in note
+    assert "wal_buffers" not in bulkload.minimal_note(bulkload.MINIMAL_WAL)
+
+
+def test_nested_load_settings_keep_both_and_the_inner_wins() -> None:
+    outer = bulkload.LoadSpacing({"wal_level": "minimal", "max_wal_size": "1GB"}, "restarted")
+    inner = bulkload.LoadSpacing({"max_wal_size": "9GB"}, "spaced")
+    both = outer.then(inner)
+    assert both.settings == {"wal_level": "minimal", "max_wal_size": "9GB"}
+    assert both.note == "restarted; spaced"
+    assert bulkload.LoadSpacing(note="").then(inner).note == "spaced"
+    assert not bulkload.LoadSpacing().then(bulkload.LoadSpacing()).applied
 
 
 def test_spacing_is_thrice_the_load_bounded_by_half_the_free_space() -> None:
@@ -209,7 +244,8 @@ def test_a_pgbench_build_with_minimal_wal_writes_none_and_the_run_gets_its_confi
             assert f".s.PGSQL.{port}/" in manifest["connection"], manifest["connection"]
             seen[mode] = (record, *_wal_and_level(workdir), (run / "report.md").read_text())
     record, wal, size, level, report = seen["minimal"]
-    assert record["settings"] == bulkload.MINIMAL_WAL
+    assert record["settings"] == {**bulkload.MINIMAL_WAL, "wal_buffers": "64MB",
+                                  "wal_writer_delay": "10ms"}
     assert "wal_level minimal" in record["note"] and "wal_level minimal" in report
     assert level == "replica" and size > 100 * MB
     assert wal < 0.25 * size, (wal / MB, size / MB)

@@ -150,7 +150,8 @@ def test_report_opens_with_the_answer_names_the_streams_and_shows_the_load(run: 
     assert said["load"].startswith("built in ") and f"{copied:,} rows" in said["load"]
     # Built on pgdyno's own server: at wal_level minimal, which the loader itself saw, and
     # the report says so.
-    assert manifest["dataset"]["load_record"]["settings"] == MINIMAL_WAL
+    assert manifest["dataset"]["load_record"]["settings"] == {
+        **MINIMAL_WAL, "wal_buffers": "64MB", "wal_writer_delay": "10ms"}
     assert manifest["dataset"]["load"]["wal_level"] == "minimal"
     assert "wal_level minimal" in md
 

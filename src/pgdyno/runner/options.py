@@ -69,10 +69,10 @@ COMMON: tuple[CliOption, ...] = (
     CliOption("cache", "warm", "warm | cold (restart and drop OS cache) | prewarmed "
                                "(dataset read into shared_buffers with pg_prewarm first)", str),
     CliOption("via", "socket", "socket | tcp", str),
-    CliOption("load_wal", "minimal", "pgbench's and TPROC-H's dataset builds on a server pgdyno "
-              "starts here: minimal (wal_level minimal: their tables and keys write no WAL; a "
-              "restart before and after the build) | configured (the config's own settings)",
-              str),
+    CliOption("load_wal", "minimal", "dataset builds on a server pgdyno starts here: minimal "
+              "(wal_level minimal and wal_buffers of at least 64 MB: tables filled in the "
+              "transaction that made them, and new keys, write no WAL; a restart before and "
+              "after the build) | configured (the config's own settings)", str),
     CliOption("force", False, "build beside tables pgdyno did not create, in pgdyno's own "
                               "schema pgdyno_bench (a user's table is never touched)", bool),
     CliOption("results_dir", Path("results"), "root of run directories", Path),

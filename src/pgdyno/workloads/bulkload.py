@@ -20,19 +20,25 @@ start, so even a load killed half-way leaves the next run the config under test.
 pgdyno does not own (``--dsn``), or one on an ``--ssh`` host, keeps its settings; the note
 says so.
 
-``minimal_wal`` (pgbench's and TPROC-H's builds; ``--load-wal configured`` turns it off):
-on such a server the build runs with ``wal_level = minimal`` (and ``max_wal_senders = 0``,
-which it needs), set by a restart before the build and undone by another after it.
-PostgreSQL then writes no WAL for a table created or truncated in the transaction that
-fills it, nor for a new index: each is synced to disk at commit instead. pgbench -i's COPY
-FREEZE and TPROC-H's are such transactions. Measured with bench/load_wal.py, medians of
-three interleaved rounds: pgbench scale 300 (4.7 GB) 18.0 s instead of 24.8 s (data step
-11.8 s instead of 16.2 s), 33 MB of WAL in all instead of 3.7 GB; TPROC-H SF 1 19.8 s
-instead of 21.9 s, 15 MB of WAL instead of 1.4 GB. A restart takes about 0.2 s. Not with
-archive_mode on (the archive would miss the build), and no restart for a dataset that is
-reused. TPROC-C and OLTP keep the spaced checkpoints only: their rows are inserted by other
-transactions than the one that made their tables, so minimal saves them nothing (TPROC-C
-W=10: 10.50 s against 10.34 s, 1.0 against 1.2 GB of WAL).
+``minimal_wal`` (every dataset build; ``--load-wal configured`` turns it off): on such a
+server the build runs with ``wal_level = minimal`` (and ``max_wal_senders = 0``, which it
+needs; wal_buffers raised to 64 MB when the config's is smaller), set by a restart before
+the build and undone by another after it. PostgreSQL then writes no WAL for a table created
+or truncated in the transaction that fills it, nor for a new index: each is synced to disk
+at commit instead. pgbench -i's COPY FREEZE and TPROC-H's are such transactions. Measured
+with bench/load_wal.py, medians of three interleaved rounds: pgbench scale 300 (4.7 GB)
+18.0 s instead of 24.8 s (data step 11.8 s instead of 16.2 s), 33 MB of WAL in all instead
+of 3.7 GB; TPROC-H SF 1 19.8 s instead of 21.9 s, 15 MB of WAL instead of 1.4 GB. A restart
+takes about 0.2 s. TPROC-C's and OLTP's rows are inserted by other transactions than the
+one that made their tables, so they are still WAL-logged (and their loads keep the spaced
+checkpoints inside this), but two things still pay there: at minimal PostgreSQL drops each
+finished WAL segment from the page cache (no replica or archive will read it), so a 10 GB
+load does not also fill the page cache with 10 GB of WAL the kernel must then reclaim; and
+the larger wal_buffers lets the backends hand their WAL over in fewer, larger writes
+instead of writing and waiting for a full 4 MB buffer themselves. At TPROC-C W=100 the
+load took 117 to 119 s at minimal and 99 to 102 s with the wal_buffers too, against 130 to
+140 s (server system CPU 49 to 57 s, 41 s, against 68 to 75 s). Not with archive_mode on
+(the archive would miss the build), and no restart for a dataset that is reused.
 """
 
 from __future__ import annotations
@@ -68,6 +74,16 @@ expected WAL, so half the free space stays free."""
 
 MINIMAL_WAL = {"wal_level": "minimal", "max_wal_senders": "0"}
 """The load's WAL settings on a server pgdyno owns (a restart each way)."""
+LOAD_WAL_BUFFERS = 64 * 2**20
+"""wal_buffers of such a load when the config's own is smaller (stock: 4 MB, a 32nd of
+shared_buffers). Where the load still writes WAL (TPROC-C's and OLTP's rows), 4 MB fills
+in milliseconds and the backends write and wait for it themselves; at TPROC-C W=100 the
+larger buffer took the data phase from 82 to 65 s and the server's system CPU from 57 to
+42 s (bench/tprocc_load.py). It costs 64 MB of shared memory for the load alone."""
+LOAD_WAL_WRITER_DELAY_MS = 10
+"""wal_writer_delay of such a load when the config's own is longer (stock: 200 ms): the WAL
+writer empties those buffers every 10 ms, so the loading backends seldom find them full.
+At TPROC-C W=100 the data phase took 58 to 60 s against 64 to 67 s without it."""
 
 
 @dataclass
@@ -81,12 +97,17 @@ class LoadSpacing:
     def applied(self) -> bool:
         return bool(self.settings)
 
-
     def stamp(self, record: LoadRecord) -> LoadRecord:
         """The load record with what this load ran with (a reused dataset: as it is)."""
         if record.reused:
             return record
         return dataclasses.replace(record, settings=dict(self.settings), note=self.note)
+
+    def then(self, inner: LoadSpacing) -> LoadSpacing:
+        """What a load inside both this and ``inner`` ran with (``inner``'s settings win,
+        both notes kept)."""
+        notes = [n for n in (self.note, inner.note) if n]
+        return LoadSpacing(settings={**self.settings, **inner.settings}, note="; ".join(notes))
 
 
 def spacing_for(expected_wal_bytes: int, current_max_wal_bytes: int,
@@ -119,18 +140,19 @@ MINIMAL_NOTE = ("the load ran with wal_level minimal and max_wal_senders 0, set 
 @contextlib.contextmanager
 def minimal_wal(ctx: RunContext,
                 dataset_tables: tuple[str, str, list[str]] | None) -> Iterator[LoadSpacing]:
-    """Run the body (a load through ``ctx.conn``) with ``MINIMAL_WAL`` when pgdyno owns the
-    server here, archiving is off and the dataset (the workload's ``dataset_tables``) is
-    not there to reuse; the config's own settings are written back and the server
-    restarted however the body ends. ``ctx.conn`` follows the restarts."""
+    """Run the body (a load through ``ctx.conn``) with ``MINIMAL_WAL`` (and wal_buffers of
+    at least ``LOAD_WAL_BUFFERS``) when pgdyno owns the server here, archiving is off and
+    the dataset (the workload's ``dataset_tables``) is not there to reuse; the config's own
+    settings are written back and the server restarted however the body ends. ``ctx.conn``
+    follows the restarts."""
     server = owned_here(ctx)
-    why_not = _minimal_refused(ctx, server, dataset_tables)
+    wanted, why_not = _minimal_settings(ctx, server, dataset_tables)
     if why_not:
         yield LoadSpacing(note=why_not if why_not != REUSED else "")
         return
     assert server is not None
     original = dict(server.settings)
-    server.write_settings({**original, **MINIMAL_WAL})
+    server.write_settings({**original, **wanted})
     try:
         ctx.restart_server()
         started = ""
@@ -143,33 +165,61 @@ def minimal_wal(ctx: RunContext,
                                f"wal_level minimal ({started})")
         return
     try:
-        yield LoadSpacing(settings=dict(MINIMAL_WAL), note=MINIMAL_NOTE)
+        yield LoadSpacing(settings=wanted, note=minimal_note(wanted))
     finally:
         server.write_settings(original)
         ctx.restart_server()
 
 
-def _minimal_refused(ctx: RunContext, server: Target | None,
-                     dataset_tables: tuple[str, str, list[str]] | None) -> str:
-    """Why the load keeps the configured wal_level ('' when it need not; REUSED when
-    there is nothing to load)."""
+def minimal_note(settings: dict[str, str]) -> str:
+    """The load record's note for a load at ``settings`` (load_wal_settings)."""
+    extra = [f"{name} {settings[name]}" for name in ("wal_buffers", "wal_writer_delay")
+             if name in settings]
+    if not extra:
+        return MINIMAL_NOTE
+    told = (", with " + " and ".join(extra) + " (the WAL the load still writes goes out "
+            "in larger, more frequent background writes)")
+    return MINIMAL_NOTE.replace("max_wal_senders 0", "max_wal_senders 0" + told, 1)
+
+
+def _minimal_settings(ctx: RunContext, server: Target | None,
+                      dataset_tables: tuple[str, str, list[str]] | None
+                      ) -> tuple[dict[str, str], str]:
+    """The load's settings and '' , or {} and why the load keeps the configured wal_level
+    (REUSED when there is nothing to load)."""
     if server is None or ctx.conn is None:
-        return "wal_level left as configured: pgdyno does not own a server on this machine"
+        return {}, "wal_level left as configured: pgdyno does not own a server on this machine"
     if ctx.opts.load_wal == "configured":
-        return "wal_level left as configured (--load-wal configured)"
+        return {}, "wal_level left as configured (--load-wal configured)"
     with psycopg.connect(ctx.conn.conninfo(), autocommit=True) as session:
-        level, archiving = session.execute(
-            "SELECT current_setting('wal_level'), current_setting('archive_mode')").fetchone()
+        level, archiving, buffers, delay_ms = session.execute(
+            "SELECT current_setting('wal_level'), current_setting('archive_mode'), "
+            "pg_size_bytes(current_setting('wal_buffers')), "
+            "setting::int FROM pg_settings WHERE name = 'wal_writer_delay'").fetchone()
         if dataset_tables is not None:
             name, size_key, tables = dataset_tables
             if dataset.inspect(session, name, size_key, tables, ctx.dataset_schema).reusable:
-                return REUSED
+                return {}, REUSED
     if level == "minimal":
-        return "wal_level is minimal in the config already"
+        return {}, "wal_level is minimal in the config already"
     if archiving != "off":
-        return ("wal_level left as configured: archive_mode is on, and the archive would "
-                "miss the load")
-    return ""
+        return {}, ("wal_level left as configured: archive_mode is on, and the archive would "
+                    "miss the load")
+    return load_wal_settings(buffers, delay_ms), ""
+
+
+def load_wal_settings(configured_wal_buffers: int,
+                      configured_writer_delay_ms: int = LOAD_WAL_WRITER_DELAY_MS
+                      ) -> dict[str, str]:
+    """MINIMAL_WAL, with wal_buffers raised to LOAD_WAL_BUFFERS and wal_writer_delay
+    lowered to LOAD_WAL_WRITER_DELAY_MS where the config's own (``configured_wal_buffers``
+    bytes, ``configured_writer_delay_ms``) are not already so."""
+    settings = dict(MINIMAL_WAL)
+    if configured_wal_buffers < LOAD_WAL_BUFFERS:
+        settings["wal_buffers"] = f"{LOAD_WAL_BUFFERS // 2**20}MB"
+    if configured_writer_delay_ms > LOAD_WAL_WRITER_DELAY_MS:
+        settings["wal_writer_delay"] = f"{LOAD_WAL_WRITER_DELAY_MS}ms"
+    return settings
 
 
 def owned_here(ctx: RunContext) -> Target | None:

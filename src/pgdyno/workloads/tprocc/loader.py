@@ -11,9 +11,10 @@ Phases, each a pool of independent jobs over ``workers`` connections:
    they fill);
 4. check: the four TPC-C consistency conditions (consistency.check) over the new data,
    so that a dataset is recorded only once it is known to be right;
-5. checkpoint: on a server pgdyno owns, the load runs with spaced checkpoints
-   (``workloads.bulkload``: no hint-bit page images in the keys and vacuum phases) and
-   ends with a CHECKPOINT, timed here.
+5. checkpoint: on a server pgdyno owns, the load runs at wal_level minimal with larger
+   wal_buffers and with spaced checkpoints (``workloads.bulkload``: no hint-bit page
+   images in the keys and vacuum phases, WAL out of the page cache and written in larger
+   pieces) and ends with a CHECKPOINT, timed here. The loader itself changes no setting.
 
 Loader sessions keep synchronous_commit on: each job commits once, so turning it off saves
 nothing, and with it off the VACUUM that followed left most heap pages not all-visible
