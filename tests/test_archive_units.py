@@ -197,3 +197,41 @@ def test_memory_stack_splits_the_page_cache() -> None:
     assert stack["kernel and other"] == [40, 40]
     for i in range(2):  # every category together is the memory that is not free
         assert sum(v[i] for v in stack.values()) == 1000 - m.meminfo_mib["free"][i]
+
+
+def test_a_named_archive_directory_keeps_its_owner(tmp_path: Path) -> None:
+    """pgdyno gives the server user the archive directory it makes, and never changes the
+    owner or mode of one that was there: one the server user can write to is used as it
+    is, one it cannot is refused in one line that says how to open it."""
+    from pgdyno.targets.osuser import server_user, writable_by
+
+    user = server_user()
+    if user.is_current:
+        pytest.skip("needs root, with the server user apart from it")
+    root = make_shared_dir("pgdyno-archdir-")
+    try:
+        made = root / "new" / "arch"
+        archive.prepare(archive.ArchiveSpec("buffered", made), user)
+        assert made.stat().st_uid == user.uid and writable_by(made, user)
+
+        theirs = root / "theirs"
+        theirs.mkdir(mode=0o755)
+        os.chown(theirs, 0, 0)
+        before = theirs.stat()
+        assert not writable_by(theirs, user)
+        with pytest.raises(UsageError, match=rf"--archive-dir {theirs}: the server user "
+                                             rf"{user.name} cannot write to it.*chown"):
+            archive.prepare(archive.ArchiveSpec("buffered", theirs), user)
+        after = theirs.stat()
+        assert (after.st_uid, after.st_gid, after.st_mode) == (before.st_uid, before.st_gid,
+                                                               before.st_mode)
+        assert list(theirs.iterdir()) == []
+
+        shared = root / "shared"
+        shared.mkdir()
+        shared.chmod(0o1777)  # open to everyone, as /tmp is
+        assert writable_by(shared, user)
+        archive.prepare(archive.ArchiveSpec("buffered", shared), user)
+        assert shared.stat().st_uid == 0 and (shared / archive.LOG_NAME).exists()
+    finally:
+        shutil.rmtree(root, ignore_errors=True)

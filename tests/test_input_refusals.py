@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import make_shared_dir
 from tests.conftest import run_cli_here as run_cli
 
 
@@ -166,6 +167,25 @@ def test_an_archive_dir_out_of_the_server_users_reach_is_refused(tmp_path: Path)
                    str(tmp_path / "results")], tmp_path / "work")
     _one_line_and_nothing_made(out, tmp_path, "cannot traverse", str(private))
     assert list(private.iterdir()) == []
+
+
+def test_an_archive_dir_the_server_user_cannot_write_is_refused_and_left_as_it_is(
+        tmp_path: Path) -> None:
+    """A directory that is there already, root's and closed to others: refused before
+    anything is made, its owner and mode unchanged (pgdyno gives away only what it made)."""
+    from pgdyno.targets.osuser import running_as_root, server_user
+
+    if not running_as_root():
+        pytest.skip("the server runs as this user: every directory it may write it reaches")
+    theirs = make_shared_dir("pgdyno-theirs-")  # under /var/tmp, which the server user reaches
+    before = theirs.stat()
+    out = run_cli([*ARCHIVE, "--archive-dir", str(theirs), "--results-dir",
+                   str(tmp_path / "results")], tmp_path / "work")
+    _one_line_and_nothing_made(out, tmp_path, f"the server user {server_user().name} cannot "
+                               "write to it", f"chown {server_user().name} {theirs}")
+    after = theirs.stat()
+    assert (after.st_uid, after.st_mode) == (before.st_uid, before.st_mode)
+    assert list(theirs.iterdir()) == []
 
 
 def test_an_archive_dir_on_a_read_only_filesystem_is_refused(tmp_path: Path) -> None:

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pgdyno.errors import UsageError
-from pgdyno.targets.osuser import ServerUser, unreachable_ancestor
+from pgdyno.targets.osuser import ServerUser, unreachable_ancestor, writable_by
 
 METHODS = ("off", "buffered", "direct")
 SCRIPT_NAME = ".pgdyno-archive"
@@ -181,6 +181,18 @@ def check_directory(spec: ArchiveSpec, user: ServerUser) -> None:
     if blocked is not None:
         raise UsageError(f"{label}: the server user {user.name} cannot traverse {blocked}; "
                          "choose another directory")
+    if directory.exists():
+        check_server_may_write(directory, user)
+
+
+def check_server_may_write(directory: Path, user: ServerUser) -> None:
+    """A directory pgdyno did not make keeps its owner and mode: the server user, who
+    archives into it, must be able to write there already."""
+    if not writable_by(directory, user):
+        raise UsageError(f"--archive-dir {directory}: the server user {user.name} cannot "
+                         "write to it, and pgdyno does not change the owner of a directory it "
+                         f"did not create; accepted: a directory {user.name} may write to "
+                         f"(chown {user.name} {directory}) or a new one, which pgdyno creates")
 
 
 def prepare(spec: ArchiveSpec, user: ServerUser) -> list[str]:
@@ -189,6 +201,7 @@ def prepare(spec: ArchiveSpec, user: ServerUser) -> list[str]:
     if not spec.enabled or spec.directory is None:
         return []
     directory = spec.directory
+    existed = directory.exists()
     try:
         directory.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -198,8 +211,11 @@ def prepare(spec: ArchiveSpec, user: ServerUser) -> list[str]:
     if blocked is not None:
         raise UsageError(f"--archive-dir {directory}: the server user {user.name} cannot "
                          f"traverse {blocked}; choose another directory")
-    if not user.is_current:
-        os.chown(directory, user.uid, user.gid)
+    if not existed:  # pgdyno made it: the server, which archives into it, gets it
+        if not user.is_current:
+            os.chown(directory, user.uid, user.gid)
+    else:
+        check_server_may_write(directory, user)
     if not spec.pgdyno_copies:
         return []
     if spec.method == "direct":

@@ -112,3 +112,20 @@ def unreachable_ancestor(path: Path, user: ServerUser) -> Path | None:
         if current.is_dir() and not allowed:
             return current
     return None
+
+
+def writable_by(path: Path, user: ServerUser) -> bool:
+    """``user`` may create files in the directory ``path``: write and search permission by
+    the mode bits that apply to it (owner, group, others), as ``unreachable_ancestor``
+    reads them (supplementary groups and ACLs are not considered, so a directory that only
+    they open is taken as closed)."""
+    if user.is_current:
+        return os.access(path, os.W_OK | os.X_OK)
+    info = path.stat()
+    if info.st_uid == user.uid:
+        wanted = stat.S_IWUSR | stat.S_IXUSR
+    elif info.st_gid == user.gid:
+        wanted = stat.S_IWGRP | stat.S_IXGRP
+    else:
+        wanted = stat.S_IWOTH | stat.S_IXOTH
+    return info.st_mode & wanted == wanted
