@@ -223,6 +223,10 @@ class LocalServer:
         self.write_settings(self.settings)
 
     def _make_dirs(self) -> None:
+        # Only what pgdyno makes here gets its mode; a --workdir that was there keeps its own
+        # (the check below has made sure the server user can pass through it).
+        made = [d for d in (self.workdir, self.workdir / "instances", self.instance_dir)
+                if not d.exists()]
         try:
             self.instance_dir.mkdir(parents=True, exist_ok=True)
             self.socket_dir.mkdir(parents=True, exist_ok=True)
@@ -235,8 +239,8 @@ class LocalServer:
                 f"--workdir {self.workdir}: the server user {self.user.name} cannot traverse "
                 f"{blocked}; choose a workdir outside it, e.g. --workdir /var/lib/pgdyno"
             )
-        for made in (self.workdir, self.workdir / "instances", self.instance_dir):
-            made.chmod(0o755)
+        for directory in made:
+            directory.chmod(0o755)
         give_to(self.user, self.instance_dir)
         give_to(self.user, self.socket_dir)
         if self.wal_dir is not None:
