@@ -40,7 +40,7 @@ from pgdyno.targets.binaries import embedded_install
 from pgdyno.targets.connection import ConnectionInfo
 from pgdyno.targets.dsn import dsn_connection
 from pgdyno.targets.local import LocalServer
-from pgdyno.workloads.bulkload import load_wal_settings, spaced_checkpoints
+from pgdyno.workloads.bulkload import load_wal_settings_for, spaced_checkpoints
 from pgdyno.workloads.tprocc import LoadOptions, LoadProgress, default_workers, load
 from pgdyno.workloads.tprocc.model import LOAD_WAL_PER_WAREHOUSE
 
@@ -172,7 +172,7 @@ def measure(target: ConnectionInfo, warehouses: int, args: argparse.Namespace,
         with spaced_checkpoints(owned, target, LOAD_WAL_PER_WAREHOUSE * warehouses) as spacing:
             options = LoadOptions(warehouses=warehouses, workers=args.workers, rebuild=True,
                                   force=args.force, order_line_partitions=args.partitions,
-                                  checkpoint_at_end=spacing.applied)
+                                  checkpoint_at_end=spacing.closing_checkpoint)
             cpu_before = meter.total_cpu_s()
             result = load(target, options, phases)
             phases.switch("after")
@@ -260,10 +260,8 @@ def _restart_with_load_wal(server: LocalServer, target: ConnectionInfo) -> Conne
     """The server restarted with the WAL settings pgdyno bench gives a load on its own
     server (workloads.bulkload.minimal_wal)."""
     with psycopg.connect(target.conninfo(), autocommit=True) as conn:
-        buffers, delay_ms = conn.execute(
-            "SELECT pg_size_bytes(current_setting('wal_buffers')), setting::int "
-            "FROM pg_settings WHERE name = 'wal_writer_delay'").fetchone()
-    server.write_settings({**server.settings, **load_wal_settings(buffers, delay_ms)})
+        wanted = load_wal_settings_for(conn)
+    server.write_settings({**server.settings, **wanted})
     server.restart()
     return server.connection()
 
@@ -285,7 +283,8 @@ def main() -> None:
                              "own servers: workloads.bulkload)")
     parser.add_argument("--load-wal", choices=("minimal", "configured"), default="minimal",
                         help="the embedded server's WAL settings for the load: minimal "
-                             "(wal_level minimal and wal_buffers 64 MB, by a restart, as "
+                             "(wal_level minimal, wal_buffers 64 MB and wal_writer_delay "
+                             "10 ms, by a restart, as "
                              "pgdyno bench loads on its own servers) or configured (stock)")
     parser.add_argument("--out", type=Path, default=Path("tprocc_load.json"))
     args = parser.parse_args()

@@ -187,6 +187,9 @@ def test_nested_load_settings_keep_both_and_the_inner_wins() -> None:
     assert both.note == "restarted; spaced"
     assert bulkload.LoadSpacing(note="").then(inner).note == "spaced"
     assert not bulkload.LoadSpacing().then(bulkload.LoadSpacing()).applied
+    # the closing CHECKPOINT follows the spacing whichever side it is on
+    assert outer.then(bulkload.LoadSpacing({}, "", closing_checkpoint=True)).closing_checkpoint
+    assert not outer.then(inner).closing_checkpoint
 
 
 def test_spacing_is_thrice_the_load_bounded_by_half_the_free_space() -> None:

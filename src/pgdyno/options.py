@@ -92,9 +92,9 @@ class BenchOptions:
     via: str = "socket"
     force: bool = False
     load_wal: str = "minimal"
-    """Dataset builds on a server pgdyno starts here: minimal (wal_level minimal and
-    wal_buffers of at least 64 MB for the build, by restarts: workloads.bulkload.minimal_wal)
-    or configured."""
+    """Dataset builds on a server pgdyno starts here: minimal (wal_level minimal, wal_buffers
+    of at least 64 MB and wal_writer_delay of at most 10 ms for the build, by restarts:
+    workloads.bulkload.minimal_wal) or configured."""
     results_dir: Path = Path("results")
     context: str | None = None
     target: TargetSpec = field(default_factory=TargetSpec)

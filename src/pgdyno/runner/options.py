@@ -70,7 +70,8 @@ COMMON: tuple[CliOption, ...] = (
                                "(dataset read into shared_buffers with pg_prewarm first)", str),
     CliOption("via", "socket", "socket | tcp", str),
     CliOption("load_wal", "minimal", "dataset builds on a server pgdyno starts here: minimal "
-              "(wal_level minimal and wal_buffers of at least 64 MB: tables filled in the "
+              "(wal_level minimal, wal_buffers >= 64 MB, wal_writer_delay <= 10 ms: tables "
+              "filled in the "
               "transaction that made them, and new keys, write no WAL; a restart before and "
               "after the build) | configured (the config's own settings)", str),
     CliOption("force", False, "build beside tables pgdyno did not create, in pgdyno's own "

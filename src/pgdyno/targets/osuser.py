@@ -102,14 +102,7 @@ def unreachable_ancestor(path: Path, user: ServerUser) -> Path | None:
         current = current / part
         if not current.exists():
             return None
-        info = current.stat()
-        if info.st_uid == user.uid:
-            allowed = info.st_mode & stat.S_IXUSR
-        elif info.st_gid == user.gid:
-            allowed = info.st_mode & stat.S_IXGRP
-        else:
-            allowed = info.st_mode & stat.S_IXOTH
-        if current.is_dir() and not allowed:
+        if current.is_dir() and not _permits(current, user, execute=True):
             return current
     return None
 
@@ -121,11 +114,20 @@ def writable_by(path: Path, user: ServerUser) -> bool:
     they open is taken as closed)."""
     if user.is_current:
         return os.access(path, os.W_OK | os.X_OK)
+    return _permits(path, user, write=True, execute=True)
+
+
+_CLASSES = ((stat.S_IWUSR, stat.S_IXUSR), (stat.S_IWGRP, stat.S_IXGRP),
+            (stat.S_IWOTH, stat.S_IXOTH))
+
+
+def _permits(path: Path, user: ServerUser, *, write: bool = False,
+             execute: bool = False) -> bool:
+    """The mode bits of the one class that applies to ``user`` (owner, else group, else
+    others), as the kernel picks it, grant every access asked for."""
     info = path.stat()
-    if info.st_uid == user.uid:
-        wanted = stat.S_IWUSR | stat.S_IXUSR
-    elif info.st_gid == user.gid:
-        wanted = stat.S_IWGRP | stat.S_IXGRP
-    else:
-        wanted = stat.S_IWOTH | stat.S_IXOTH
+    owner_group_other = (0 if info.st_uid == user.uid else 1 if info.st_gid == user.gid
+                         else 2)
+    w, x = _CLASSES[owner_group_other]
+    wanted = (w if write else 0) | (x if execute else 0)
     return info.st_mode & wanted == wanted

@@ -22,7 +22,8 @@ says so.
 
 ``minimal_wal`` (every dataset build; ``--load-wal configured`` turns it off): on such a
 server the build runs with ``wal_level = minimal`` (and ``max_wal_senders = 0``, which it
-needs; wal_buffers raised to 64 MB when the config's is smaller), set by a restart before
+needs; wal_buffers raised to 64 MB and wal_writer_delay lowered to 10 ms where the config's
+are not so already), set by a restart before
 the build and undone by another after it. PostgreSQL then writes no WAL for a table created
 or truncated in the transaction that fills it, nor for a new index: each is synced to disk
 at commit instead. pgbench -i's COPY FREEZE and TPROC-H's are such transactions. Measured
@@ -34,11 +35,13 @@ one that made their tables, so they are still WAL-logged (and their loads keep t
 checkpoints inside this), but two things still pay there: at minimal PostgreSQL drops each
 finished WAL segment from the page cache (no replica or archive will read it), so a 10 GB
 load does not also fill the page cache with 10 GB of WAL the kernel must then reclaim; and
-the larger wal_buffers lets the backends hand their WAL over in fewer, larger writes
-instead of writing and waiting for a full 4 MB buffer themselves. At TPROC-C W=100 the
-load took 117 to 119 s at minimal and 99 to 102 s with the wal_buffers too, against 130 to
-140 s (server system CPU 49 to 57 s, 41 s, against 68 to 75 s). Not with archive_mode on
-(the archive would miss the build), and no restart for a dataset that is reused.
+the larger wal_buffers, emptied by the WAL writer every 10 ms, let the backends hand their
+WAL over instead of writing and waiting for a full 4 MB buffer themselves. At TPROC-C W=100
+the load took 117 to 119 s at minimal, 97 to 107 s with the wal_buffers too and 89 to 99 s
+with the writer delay as well, against 130 to 140 s (server system CPU 49 to 57 s, 41 to
+45 s, against 68 to 75 s). TPROC-C's and OLTP's plugins take both through ``logged_load``.
+Not with archive_mode on (the archive would miss the build), and no restart for a dataset
+that is reused.
 """
 
 from __future__ import annotations
@@ -92,6 +95,8 @@ class LoadSpacing:
 
     settings: dict[str, str] = field(default_factory=dict)
     note: str = ""
+    closing_checkpoint: bool = False
+    """Checkpoints were deferred: the load ends with a CHECKPOINT of its own."""
 
     @property
     def applied(self) -> bool:
@@ -107,7 +112,8 @@ class LoadSpacing:
         """What a load inside both this and ``inner`` ran with (``inner``'s settings win,
         both notes kept)."""
         notes = [n for n in (self.note, inner.note) if n]
-        return LoadSpacing(settings={**self.settings, **inner.settings}, note="; ".join(notes))
+        return LoadSpacing(settings={**self.settings, **inner.settings}, note="; ".join(notes),
+                           closing_checkpoint=self.closing_checkpoint or inner.closing_checkpoint)
 
 
 def spacing_for(expected_wal_bytes: int, current_max_wal_bytes: int,
@@ -140,11 +146,11 @@ MINIMAL_NOTE = ("the load ran with wal_level minimal and max_wal_senders 0, set 
 @contextlib.contextmanager
 def minimal_wal(ctx: RunContext,
                 dataset_tables: tuple[str, str, list[str]] | None) -> Iterator[LoadSpacing]:
-    """Run the body (a load through ``ctx.conn``) with ``MINIMAL_WAL`` (and wal_buffers of
-    at least ``LOAD_WAL_BUFFERS``) when pgdyno owns the server here, archiving is off and
-    the dataset (the workload's ``dataset_tables``) is not there to reuse; the config's own
-    settings are written back and the server restarted however the body ends. ``ctx.conn``
-    follows the restarts."""
+    """Run the body (a load through ``ctx.conn``) with ``load_wal_settings`` (MINIMAL_WAL,
+    larger wal_buffers, shorter wal_writer_delay) when pgdyno owns the server here,
+    archiving is off and the dataset (the workload's ``dataset_tables``) is not there to
+    reuse; the config's own settings are written back and the server restarted however the
+    body ends. ``ctx.conn`` follows the restarts."""
     server = owned_here(ctx)
     wanted, why_not = _minimal_settings(ctx, server, dataset_tables)
     if why_not:
@@ -192,10 +198,9 @@ def _minimal_settings(ctx: RunContext, server: Target | None,
     if ctx.opts.load_wal == "configured":
         return {}, "wal_level left as configured (--load-wal configured)"
     with psycopg.connect(ctx.conn.conninfo(), autocommit=True) as session:
-        level, archiving, buffers, delay_ms = session.execute(
-            "SELECT current_setting('wal_level'), current_setting('archive_mode'), "
-            "pg_size_bytes(current_setting('wal_buffers')), "
-            "setting::int FROM pg_settings WHERE name = 'wal_writer_delay'").fetchone()
+        level, archiving = session.execute(
+            "SELECT current_setting('wal_level'), current_setting('archive_mode')").fetchone()
+        wanted = load_wal_settings_for(session)
         if dataset_tables is not None:
             name, size_key, tables = dataset_tables
             if dataset.inspect(session, name, size_key, tables, ctx.dataset_schema).reusable:
@@ -205,11 +210,19 @@ def _minimal_settings(ctx: RunContext, server: Target | None,
     if archiving != "off":
         return {}, ("wal_level left as configured: archive_mode is on, and the archive would "
                     "miss the load")
-    return load_wal_settings(buffers, delay_ms), ""
+    return wanted, ""
 
 
-def load_wal_settings(configured_wal_buffers: int,
-                      configured_writer_delay_ms: int = LOAD_WAL_WRITER_DELAY_MS
+def load_wal_settings_for(session: psycopg.Connection) -> dict[str, str]:
+    """``load_wal_settings`` for the server ``session`` is connected to, from its own
+    wal_buffers and wal_writer_delay."""
+    buffers, delay_ms = session.execute(
+        "SELECT pg_size_bytes(current_setting('wal_buffers')), setting::int "
+        "FROM pg_settings WHERE name = 'wal_writer_delay'").fetchone()
+    return load_wal_settings(buffers, delay_ms)
+
+
+def load_wal_settings(configured_wal_buffers: int, configured_writer_delay_ms: int
                       ) -> dict[str, str]:
     """MINIMAL_WAL, with wal_buffers raised to LOAD_WAL_BUFFERS and wal_writer_delay
     lowered to LOAD_WAL_WRITER_DELAY_MS where the config's own (``configured_wal_buffers``
@@ -220,6 +233,19 @@ def load_wal_settings(configured_wal_buffers: int,
     if configured_writer_delay_ms > LOAD_WAL_WRITER_DELAY_MS:
         settings["wal_writer_delay"] = f"{LOAD_WAL_WRITER_DELAY_MS}ms"
     return settings
+
+
+@contextlib.contextmanager
+def logged_load(ctx: RunContext, dataset_tables: tuple[str, str, list[str]],
+                expected_wal_bytes: int) -> Iterator[LoadSpacing]:
+    """The settings of a load whose rows are WAL-logged (TPROC-C's, OLTP's: inserted by
+    other transactions than the one that made their tables): ``minimal_wal`` around
+    ``spaced_checkpoints``, the latter inside the former's restart so that it spaces the
+    server the load runs on. Yields what the load ran with, both notes kept; the load ends
+    with a CHECKPOINT when ``closing_checkpoint``."""
+    with (minimal_wal(ctx, dataset_tables) as wal,
+          spaced_checkpoints(owned_here(ctx), ctx.conn, expected_wal_bytes) as spacing):
+        yield wal.then(spacing)
 
 
 def owned_here(ctx: RunContext) -> Target | None:
@@ -248,7 +274,7 @@ def spaced_checkpoints(server: Target | None, conn: ConnectionInfo,
         return
     _apply(server, conn, {**original, **settings}, int(settings["max_wal_size"][:-2]) * 2**20)
     try:
-        yield LoadSpacing(settings=settings, note=note)
+        yield LoadSpacing(settings=settings, note=note, closing_checkpoint=True)
     finally:
         _apply(server, conn, original, current)
 

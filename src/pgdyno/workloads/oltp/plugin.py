@@ -100,13 +100,11 @@ class Oltp(PgbenchWorkload):
             ctx.status(f"oltp load {p.phase}: {p.rows_done:,}/{p.rows_total:,} rows, "
                        f"{p.rows_per_s:,.0f} rows/s")
 
-        with (bulkload.minimal_wal(ctx, self.dataset_tables(ctx.opts)) as wal,
-              bulkload.spaced_checkpoints(bulkload.owned_here(ctx), ctx.conn,
-                                          schema.LOAD_WAL_PER_ROW * o.tables * o.table_size
-                                          ) as spacing):
+        with bulkload.logged_load(ctx, self.dataset_tables(ctx.opts),
+                                  schema.LOAD_WAL_PER_ROW * o.tables * o.table_size) as spacing:
             result = schema.load(ctx.conn, schema.LoadOptions(
                 tables=o.tables, table_size=o.table_size, workers=o.load_workers,
-                force=ctx.opts.force, checkpoint_at_end=spacing.applied), on_load)
+                force=ctx.opts.force, checkpoint_at_end=spacing.closing_checkpoint), on_load)
         script_opts = self.script_options(o)
         path = ctx.run_dir.raw / "scripts" / f"{self.name}.pgbench"
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -117,7 +115,7 @@ class Oltp(PgbenchWorkload):
                      "reused": result.reused, "build_seconds": round(result.seconds, 3),
                      "rows_per_s": round(result.rows / result.seconds) if result.seconds
                      else None, "phase_seconds": result.phase_seconds,
-                     load.RECORD_KEY: wal.then(spacing).stamp(result.load_record()).to_dict()},
+                     load.RECORD_KEY: spacing.stamp(result.load_record()).to_dict()},
             parameters={"tables": o.tables, "table_size": o.table_size,
                         "range_size": o.range_size, "rand": scripts.rand_description(
                             script_opts), "statements": scripts.statement_counts(

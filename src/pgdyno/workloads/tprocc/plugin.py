@@ -145,13 +145,11 @@ class Tprocc(PgbenchWorkload):
             ctx.status(f"TPROC-C load {p.phase}: {p.warehouses_done}/{p.warehouses_total} "
                        f"warehouses, {p.rows_per_s:,.0f} rows/s")
 
-        with (bulkload.minimal_wal(ctx, self.dataset_tables(ctx.opts)) as wal,
-              bulkload.spaced_checkpoints(bulkload.owned_here(ctx), ctx.conn,
-                                          model.LOAD_WAL_PER_WAREHOUSE * t.warehouses
-                                          ) as spacing):
+        with bulkload.logged_load(ctx, self.dataset_tables(ctx.opts),
+                                  model.LOAD_WAL_PER_WAREHOUSE * t.warehouses) as spacing:
             result = loader.load(ctx.conn, model.LoadOptions(
                 warehouses=t.warehouses, workers=t.load_workers, force=ctx.opts.force,
-                checkpoint_at_end=spacing.applied), on_load)
+                checkpoint_at_end=spacing.closing_checkpoint), on_load)
         script_set = scripts.generate(model.ScriptOptions(
             warehouses=t.warehouses, mix=model.Mix.parse(t.mix) if t.mix else model.Mix(),
             all_warehouses=t.all_warehouses, keying_thinking=t.keying_thinking,
@@ -165,7 +163,7 @@ class Tprocc(PgbenchWorkload):
                      "build_seconds": round(result.seconds, 3),
                      "warehouses_per_minute": round(result.warehouses_per_minute, 2),
                      "load": result.to_dict(),
-                     load.RECORD_KEY: wal.then(spacing).stamp(result.load_record()).to_dict()},
+                     load.RECORD_KEY: spacing.stamp(result.load_record()).to_dict()},
             parameters={"warehouses": t.warehouses, "mix": t.mix or "45,43,4,4,4",
                         "all_warehouses": t.all_warehouses,
                         "keying_thinking": t.keying_thinking, "time_scale": t.time_scale,
