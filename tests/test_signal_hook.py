@@ -25,3 +25,29 @@ def test_interrupt_in_a_weakref_callback_is_recorded_quietly() -> None:
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["2", "130"]  # recorded: the CLI ends with "interrupted"
     assert "Traceback" not in out.stderr and "Exception ignored" not in out.stderr, out.stderr
+
+
+IMPORT_INTERRUPTED = """
+import os, signal, sys, typer
+from pgdyno.cli import main, signals
+signals.install()
+command = typer.Typer()
+
+@command.command()
+def build() -> None:
+    try:  # the signal arrives while a C extension initialises, as matplotlib's Agg did
+        os.kill(os.getpid(), signal.SIGINT)
+    except KeyboardInterrupt as exc:
+        raise ImportError("initialization failed") from exc
+
+main.app = command
+main.run()
+"""
+
+
+def test_an_import_failed_by_the_interrupt_ends_as_an_interruption() -> None:
+    """The KeyboardInterrupt as an ImportError's cause: one line and 130, no traceback."""
+    out = subprocess.run([sys.executable, "-c", IMPORT_INTERRUPTED], capture_output=True,
+                         text=True, timeout=60)
+    assert out.returncode == 130, (out.returncode, out.stderr)
+    assert out.stderr.strip() == "pgdyno: error: interrupted", out.stderr

@@ -97,3 +97,22 @@ def _run() -> None:
         sys.exit(exc.exit_code)
     except KeyboardInterrupt:
         fail("interrupted", signals.exit_code())
+    except Exception as exc:
+        # A signal that lands inside a C extension's import surfaces as that import's
+        # failure (matplotlib's Agg backend: "ImportError: initialization failed"), with
+        # the KeyboardInterrupt as its cause: still an interruption, never a traceback.
+        if signals.first_signal() is not None and interrupted_by(exc):
+            fail("interrupted", signals.exit_code())
+        raise
+
+
+def interrupted_by(exc: BaseException) -> bool:
+    """``exc`` was caused, directly or down its chain, by a KeyboardInterrupt."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        if isinstance(current, KeyboardInterrupt):
+            return True
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return False
