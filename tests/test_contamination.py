@@ -183,8 +183,16 @@ def test_run_without_the_hog_is_judged_by_the_same_rule(own_workdir: Path) -> No
     # OpenBLAS thread was counted with them.
     assert 0 < c["sampler_cores"] < 0.1 and c["benchmark_cores"] > c["sampler_cores"]
     md = (max(results.glob("*/select-only-*")) / "report.md").read_text()
+    # The server's side of pgdyno's cost: the backends of its sampling sessions.
+    assert 0 < c["sampler_server_cores"] < 0.05
+    share = 100 * (c["sampler_cores"] + c["sampler_server_cores"]) / c["busy_cores"]
+    assert c["harness_share_of_busy_pct"] == pytest.approx(share)
     assert (f"pgdyno's samplers and log reader used {1000 * c['sampler_cores']:,.0f} ms of CPU "
-            "per second" in md)
+            f"per second, and its sessions on the server "
+            f"{1000 * c['sampler_server_cores']:,.0f} ms: {share:.2f}% of the busy CPU in all"
+            in md)
+    assert (f"| pgdyno's sessions on the server (its sampling queries) | "
+            f"{c['sampler_server_cores']:.3f} |") in md
 
 
 # ----- the arithmetic on constructed samples -----------------------------------------------

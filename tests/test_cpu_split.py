@@ -81,19 +81,22 @@ def _window_ticks(tdir: Path, start: float, end: float) -> list[dict]:
     return kept
 
 
-def _recomputed_cores(ticks: list[dict]) -> tuple[float, float]:
-    """(server, driver) cores over the window from the recorded utime + stime per pid."""
-    server = driver = 0
+def _recomputed_cores(ticks: list[dict]) -> tuple[float, float, float]:
+    """(server, driver, pgdyno's sessions) cores over the window from the recorded utime +
+    stime per pid."""
+    server = driver = own = 0
     for a, b in zip(ticks, ticks[1:], strict=False):
         for pid, used in b["workload_ticks"].items():
             if pid in a["workload_ticks"]:
                 spent = max(0, used - a["workload_ticks"][pid])
                 if pid in b["driver_pids"]:
                     driver += spent
+                elif pid in b["sampler_backends"]:
+                    own += spent
                 else:
                     server += spent
     wall = ticks[-1]["mono"] - ticks[0]["mono"]
-    return server / CLK_TCK / wall, driver / CLK_TCK / wall
+    return server / CLK_TCK / wall, driver / CLK_TCK / wall, own / CLK_TCK / wall
 
 
 def assert_tprocc_cpu_split(run: Path) -> None:
@@ -105,12 +108,13 @@ def assert_tprocc_cpu_split(run: Path) -> None:
     tdir = run / "raw" / "pgbench" / "c2-i1" / "telemetry"
     ticks = _window_ticks(tdir, it["window_start_epoch"],
                           it["window_start_epoch"] + it["duration_s"])
-    server, driver = _recomputed_cores(ticks)
-    assert server > 0 and driver > 0
+    server, driver, own = _recomputed_cores(ticks)
+    assert server > 0 and driver > 0 and own > 0
     assert c["server_cores"] == pytest.approx(server) and c["driver_cores"] == pytest.approx(
         driver)
+    assert c["sampler_server_cores"] == pytest.approx(own)
     # The split adds up to the figure the table showed before it.
-    assert c["server_cores"] + c["driver_cores"] == pytest.approx(
+    assert c["server_cores"] + c["driver_cores"] + c["sampler_server_cores"] == pytest.approx(
         c["benchmark_cores"] - c["sampler_cores"])
     assert c["driver_programs"] == ["pgbench"]
     (postmaster,) = {t["server_pid"] for t in ticks}

@@ -12,12 +12,13 @@ from pathlib import Path
 import pytest
 
 from pgdyno.analysis import procfs
+from pgdyno.analysis.hosttick import CLK_TCK, HostTick
 from pgdyno.analysis.telemetry import TelemetrySummary, analyse_telemetry
 from pgdyno.analysis.verdict import Verdict, decide_bottleneck
 from pgdyno.reports.telemetry_sections import telemetry_markdown, telemetry_plots
 from pgdyno.results.rawfiles import read_csv, read_jsonl
 from pgdyno.targets.connection import ConnectionInfo
-from pgdyno.telemetry import TelemetryConfig, TelemetryRecorder
+from pgdyno.telemetry import TelemetryConfig, TelemetryRecorder, catalog
 
 
 @pytest.fixture(scope="module")
@@ -37,6 +38,13 @@ def recorded(server, workdir: Path) -> tuple[Path, float, float]:  # noqa: ANN00
                    env=conn.client_env(), check=True, capture_output=True)
     with server_conn(conn) as pg:
         pg.execute("CHECKPOINT")  # a checkpoint inside the run, for the log parser
+        # The oracle of which backends serve the samplers: the server's own list of the
+        # sessions named as pgdyno's telemetry names them.
+        seen = [row[0] for row in pg.execute(
+            "SELECT pid FROM pg_stat_activity WHERE application_name = %s",
+            [catalog.APPLICATION_NAME])]
+    (raw / "sampler_sessions.json").write_text(json.dumps(seen))
+    time.sleep(1.2)  # a host tick after the query, so the last session is ticked too
     t1 = time.time()
     rec.mark("measure_end")
     rec.stop()
@@ -67,6 +75,40 @@ def test_raw_files_are_written(recorded: tuple[Path, float, float]) -> None:
     assert (tdir / "errors.jsonl").read_text() == ""
     ckpt = read_csv(tdir / "checkpoints.csv")
     assert any(r["event"] == "start" and "immediate" in r["reason"] for r in ckpt)
+
+
+def test_samplers_backends_are_told_from_the_servers(recorded) -> None:  # noqa: ANN001
+    """The server backends of pgdyno's own sessions are named in every host tick, as the
+    server lists them, and their CPU is counted as pgdyno's, not the server's."""
+    raw, t0, t1 = recorded
+    seen = set(json.loads((raw / "sampler_sessions.json").read_text()))
+    rows = list(read_jsonl(raw / "telemetry" / "host_raw.jsonl"))
+    named = {pid for row in rows for pid in row["sampler_backends"]}
+    assert len(seen) >= 3  # waits, statistics, debt
+    assert {str(pid) for pid in seen} <= named
+    ticks: list[HostTick] = []
+    for tick in map(HostTick.from_raw, rows):  # as the summary keeps them: whole intervals
+        if not ticks or tick.mono - ticks[-1].mono >= 0.5:
+            ticks.append(tick)
+    for tick in ticks:  # server processes, never the driver's
+        assert set(tick.sampler_backends) <= set(tick.workload_ticks).difference(
+            tick.driver_pids)
+    own = server = 0
+    for a, b in zip(ticks, ticks[1:], strict=False):
+        for pid, used in b.workload_ticks.items():
+            if pid in a.workload_ticks and pid not in b.driver_pids:
+                spent = max(0, used - a.workload_ticks[pid])
+                if pid in b.sampler_backends:
+                    own += spent
+                else:
+                    server += spent
+    wall = ticks[-1].mono - ticks[0].mono
+    c = analyse_telemetry(raw, None).contamination
+    assert c.sampler_server_cores == pytest.approx(own / CLK_TCK / wall)
+    assert c.server_cores == pytest.approx(server / CLK_TCK / wall)
+    assert c.server_cores > c.sampler_server_cores
+    assert c.harness_share_of_busy_pct == pytest.approx(
+        100 * (c.sampler_cores + c.sampler_server_cores) / c.busy_cores)
 
 
 def test_cpu_and_disk_csv_recompute_from_raw_snapshots(recorded) -> None:  # noqa: ANN001
@@ -178,6 +220,7 @@ def test_round_trip_covers_every_field() -> None:
 
     c = s.contamination  # whose CPU: the server's tree and the load driver apart
     c.server_cores, c.driver_cores, c.driver_programs = 1.2, 0.1, ["pgbench"]
+    c.sampler_server_cores, c.harness_share_of_busy_pct = 0.002, 0.4  # pgdyno's sessions
     c.per_unit = CpuPerUnit("New-Order", 10.0, 0.12, 0.01, 8.3)
     s.client_cpu = s.cpu
     from pgdyno.analysis import archive as a

@@ -67,9 +67,10 @@ def test_bound_ranks_clip_to_the_sample() -> None:
 
 
 def test_sampling_rate_from_the_expected_rate() -> None:
-    assert choose_sampling_rate(100_000) == 0.1
-    assert choose_sampling_rate(30_000) == 0.333
-    assert choose_sampling_rate(5_000) == 1.0
+    assert choose_sampling_rate(100_000) == 0.02
+    assert choose_sampling_rate(30_000) == 0.0667
+    assert choose_sampling_rate(5_000) == 0.4
+    assert choose_sampling_rate(2_000) == 1.0
     assert choose_sampling_rate(math.nan) == 1.0
 
 

@@ -39,13 +39,17 @@ class HostTick:
     server's (its postmaster and every backend). None in runs recorded before the split."""
     server_pid: int | None = None
     """The postmaster whose tree was sampled; None: no server on this host (a remote one)."""
+    sampler_backends: list[str] | None = None
+    """pids among ``workload_ticks`` of the server backends that serve pgdyno's own
+    sampling sessions (wait sampling, statistics, debt): the server side of pgdyno's cost.
+    None in runs recorded before they were told apart."""
 
     @classmethod
     def from_raw(cls, raw: dict) -> HostTick:
         return cls(raw["t"], raw["mono"], raw["stat"], raw["diskstats"], raw["meminfo"],
                    raw.get("workload_ticks") or {}, raw.get("workload_io") or {},
                    raw.get("sampler_ticks"), raw.get("sampler_io"), raw.get("driver_pids"),
-                   raw.get("server_pid"))
+                   raw.get("server_pid"), raw.get("sampler_backends"))
 
 
 def workload_cores(prev: HostTick, cur: HostTick) -> float | None:

@@ -9,7 +9,13 @@ from __future__ import annotations
 import statistics
 from pathlib import Path
 
-from pgdyno.analysis.telemetry import MIN_IOPS_FOR_CV, DeviceSummary, Stat, TelemetrySummary
+from pgdyno.analysis.telemetry import (
+    MIN_IOPS_FOR_CV,
+    Contamination,
+    DeviceSummary,
+    Stat,
+    TelemetrySummary,
+)
 from pgdyno.analysis.telemetry.wait_meanings import wait_meaning
 from pgdyno.analysis.verdict import Verdict
 from pgdyno.reports.archive_sections import archive_markdown
@@ -304,12 +310,15 @@ def _whose_cpu(s: TelemetrySummary) -> list[str]:
                  if x.server_cores is not None else "not on this host"],
                 [f"load driver ({', '.join(x.driver_programs) or 'pgbench'})",
                  _f(x.driver_cores, 3)]]
-    rows += [["pgdyno (samplers and log reader)", _f(x.sampler_cores, 3)],
-             ["other processes", _f(x.other_cores, 2)],
+    rows.append(["pgdyno (samplers and log reader)", _f(x.sampler_cores, 3)])
+    if x.sampler_server_cores is not None:
+        rows.append(["pgdyno's sessions on the server (its sampling queries)",
+                     _f(x.sampler_server_cores, 3)])
+    rows += [["other processes", _f(x.other_cores, 2)],
              ["busy in all", _f(x.busy_cores, 2)]]
     header = ["process", "cores"]
     lines = ["", f"Whose CPU, in cores: pgdyno's samplers and log reader used "
-                 f"{1000 * x.sampler_cores:,.0f} ms of CPU per second."]
+                 f"{1000 * x.sampler_cores:,.0f} ms of CPU per second{_harness(x)}."]
     u = x.per_unit
     if u is not None:
         # The driver's cost per unit of work as a share of the server's, in its own column
@@ -325,6 +334,14 @@ def _whose_cpu(s: TelemetrySummary) -> list[str]:
         lines[-1] += (f" Per {u.unit}:{share} each side's cores over the "
                       f"{u.units_per_s:,.1f} {u.unit}s a second of the window.")
     return lines + [""] + _table(header, rows)
+
+
+def _harness(x: Contamination) -> str:
+    """", its sessions on the server 2 ms: 0.35% of the busy CPU in all" when known."""
+    if x.sampler_server_cores is None or x.harness_share_of_busy_pct is None:
+        return ""
+    return (f", and its sessions on the server {1000 * x.sampler_server_cores:,.0f} ms: "
+            f"{x.harness_share_of_busy_pct:.2f}% of the busy CPU in all")
 
 
 def _ms(seconds: float | None) -> str:

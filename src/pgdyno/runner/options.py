@@ -112,7 +112,7 @@ COMMON: tuple[CliOption, ...] = (
               "iterations of up to N transactions, or all | none (per-second counts and "
               "latency histograms are kept always); aggregate: pgbench logs only per-second "
               "aggregates (no percentiles, no logging cost); sample[:R]: pgbench logs a "
-              "random fraction R of transactions (default: about 10,000 a second), "
+              "random fraction R of transactions (default: about 2,000 a second), "
               "percentiles with 95% bounds", str),
     CliOption("progress", True, "show progress bars", bool),
 )

@@ -66,6 +66,7 @@ class Samplers(Protocol):
     def poll_server(self, name: str, period_s: float,
                     work: Callable[[psycopg.Connection, Catalog], None]) -> None: ...
     def record_error(self, sampler: str, exc: BaseException) -> None: ...
+    def connect(self, dbname: str | None) -> psycopg.Connection: ...
 
 
 def start_archiver(recorder: Samplers) -> None:
@@ -100,7 +101,7 @@ def _archiver_loop(recorder: Samplers, spec: ArchiveSpec) -> None:
         recorder.poll_server("archiver", recorder.interval_s, work)
         # The last interval, after the load stopped.
         with contextlib.suppress(Exception), \
-                pg.connect(recorder.conn, recorder.sample_dbname) as pgconn:
+                recorder.connect(recorder.sample_dbname) as pgconn:
             work(pgconn, Catalog(pg.server_version_num(pgconn)))
     finally:
         writer.close()

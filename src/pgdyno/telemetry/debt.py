@@ -26,7 +26,7 @@ import psycopg
 
 from pgdyno.analysis.debt import DEBT_FILE
 from pgdyno.targets.connection import ConnectionInfo
-from pgdyno.telemetry import catalog, pg
+from pgdyno.telemetry import catalog
 from pgdyno.telemetry.files import JsonlWriter
 
 DEBT_INTERVAL_S = 2.0
@@ -41,6 +41,7 @@ class Samplers(Protocol):
     def spawn(self, name: str, target: Callable[[], None]) -> None: ...
     def ticks(self, period_s: float) -> Iterator[None]: ...
     def record_error(self, sampler: str, exc: BaseException) -> None: ...
+    def connect(self, dbname: str | None) -> psycopg.Connection: ...
 
 
 def start_debt(recorder: Samplers) -> None:
@@ -83,7 +84,7 @@ def _debt_loop(recorder: Samplers) -> None:
         for _ in recorder.ticks(DEBT_INTERVAL_S):
             try:
                 if pgconn is None or pgconn.closed:
-                    pgconn = pg.connect(conn, conn.dbname)
+                    pgconn = recorder.connect(conn.dbname)
                 writer.write(_one_transaction(pgconn))
             except Exception as exc:  # noqa: BLE001 - telemetry never breaks a run
                 recorder.record_error("debt", exc)
@@ -92,7 +93,7 @@ def _debt_loop(recorder: Samplers) -> None:
         # The reading that ends the window: taken after the load stopped.
         try:
             if pgconn is None or pgconn.closed:
-                pgconn = pg.connect(conn, conn.dbname)
+                pgconn = recorder.connect(conn.dbname)
             writer.write(_one_transaction(pgconn) | {"final": True})
         except Exception as exc:  # noqa: BLE001
             recorder.record_error("debt", exc)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,9 +29,12 @@ DISK_COLUMNS = ["t", "interval_s", "device", "r_s", "w_s", "rkb_s", "wkb_s", "r_
 MEM_COLUMNS = ["t", "cached_kb", "dirty_kb", "writeback_kb", "shmem_kb", "mem_total_kb",
                "mem_available_kb", "hugepages_used", "anon_hugepages_kb"]
 
-def read_tick(roots: set[int] | None = None) -> HostTick:
+def read_tick(roots: set[int] | None = None, own_backends: Collection[int] = ()
+              ) -> HostTick:
     """One host sample; with ``roots`` (pgdyno's pid and a local postmaster's) also the CPU
-    ticks and I/O of every process of their trees, the load driver's named apart."""
+    ticks and I/O of every process of their trees, the load driver's named apart, and
+    which of the server's processes are the backends of pgdyno's own sessions
+    (``own_backends``, their pids as the server gave them)."""
     # Read the three files back to back so they describe the same instant.
     t, mono = time.time(), time.monotonic()
     stat = procfs.keep_stat_lines((PROC / "stat").read_text())
@@ -42,8 +46,10 @@ def read_tick(roots: set[int] | None = None) -> HostTick:
     # Every root but pgdyno's own process is a postmaster (the recorder adds at most one).
     server = next((pid for pid in roots if pid != me), None)
     sample = sample_processes(roots, me, server)
+    backends = sorted(str(pid) for pid in own_backends if str(pid) in sample.ticks)
     return HostTick(t, mono, stat, diskstats, meminfo, sample.ticks, workload_io(sample.ticks),
-                    _process_ticks(str(me)), _process_io(str(me)), sample.driver, server)
+                    _process_ticks(str(me)), _process_io(str(me)), sample.driver, server,
+                    backends if server is not None else None)
 
 
 def workload_io(pids: dict[str, int]) -> dict[str, list[int]]:

@@ -84,6 +84,9 @@ class TelemetryRecorder:
         self._errors: JsonlWriter | None = None
         self._marks: CsvWriter | None = None
         self._roles: dict[str, DeviceResolution] = {}
+        # pids of the server backends of the samplers' sessions, so that the server's side
+        # of pgdyno's cost is told from the benchmark's (HostTick.sampler_backends).
+        self._own_backends: set[int] = set()
 
     # ----- public API ------------------------------------------------------------------
     def start(self) -> None:
@@ -240,7 +243,7 @@ class TelemetryRecorder:
                     if pgconn is None or pgconn.closed:
                         if time.monotonic() < retry_at:
                             continue
-                        pgconn = pg.connect(self.conn, self.sample_dbname)
+                        pgconn = self.connect(self.sample_dbname)
                         cat = catalog.Catalog(pg.server_version_num(pgconn))
                         if name == "stats":
                             self._record_server(pgconn, cat)
@@ -255,6 +258,13 @@ class TelemetryRecorder:
             if pgconn is not None:
                 with contextlib.suppress(Exception):
                     pgconn.close()
+
+    def connect(self, dbname: str | None) -> psycopg.Connection:
+        """A samplers' session (``pg.connect``) whose backend is counted as pgdyno's."""
+        assert self.conn is not None
+        pgconn = pg.connect(self.conn, dbname)
+        self._own_backends.add(pgconn.info.backend_pid)
+        return pgconn
 
     def record_error(self, sampler: str, exc: BaseException) -> None:
         """One line in ``errors.jsonl`` (at most MAX_ERRORS_PER_SAMPLER a sampler); every
@@ -291,7 +301,9 @@ class TelemetryRecorder:
         pm = host.postmaster_pid(self.data_dir) or self._dsn_postmaster()
         if pm is not None:
             roots.add(pm)
-        self._sample_host(self.out, lambda: host.read_tick(roots), keep, "host")
+        # A copy of the samplers' backends each tick: a session may reconnect meanwhile.
+        self._sample_host(self.out, lambda: host.read_tick(roots, frozenset(self._own_backends)),
+                          keep, "host")
 
     def _client_loop(self) -> None:
         """--ssh: the CPU of the machine that runs the load (pgbench and pgdyno), its own
@@ -358,7 +370,7 @@ class TelemetryRecorder:
             self.poll_server("stats", self.config.interval_s, work)
             # A final snapshot after the load stopped, so the last interval has an end.
             with contextlib.suppress(Exception):
-                pgconn = pg.connect(self.conn, self.sample_dbname)
+                pgconn = self.connect(self.sample_dbname)
                 with pgconn:
                     cat = catalog.Catalog(pg.server_version_num(pgconn))
                     writer.write(pg.snapshot_stats(pgconn, cat, self.conn.dbname))

@@ -190,6 +190,9 @@ def contamination(summary: TelemetrySummary, ticks: list[HostTick]) -> Contamina
         out.other_cores = max(0.0, process_pct / 100.0 * cores - out.benchmark_cores)
         split_benchmark_cpu(out, ticks, wall)
         if out.busy_cores > 0:
+            harness = out.sampler_cores + (out.sampler_server_cores or 0.0)
+            out.harness_share_of_busy_pct = 100.0 * harness / out.busy_cores
+        if out.busy_cores > 0:
             out.other_share_of_busy_pct = min(100.0, 100.0 * out.other_cores / out.busy_cores)
         if (out.other_cores >= OTHER_MIN_CORES
                 and out.other_share_of_busy_pct > OTHER_SHARE_PCT):
@@ -207,17 +210,19 @@ def contamination(summary: TelemetrySummary, ticks: list[HostTick]) -> Contamina
 
 
 def split_benchmark_cpu(out: Contamination, ticks: list[HostTick], wall: float) -> None:
-    """The benchmark's cores split into the server's and the load driver's, counted as
-    ``workload_cores`` counts them (each interval, the processes present at both ticks),
-    so the two add up to the benchmark's figure. Left None in runs recorded before the
+    """The benchmark's cores split into the server's, the load driver's and the server
+    backends of pgdyno's own sessions, counted as ``workload_cores`` counts them (each
+    interval, the processes present at both ticks), so the three add up to the
+    benchmark's figure. Left None in runs recorded before the
     ticks named the driver's processes."""
     if wall <= 0 or any(t.driver_pids is None for t in ticks):
         return
-    server = driver = 0
+    server = driver = own = 0
     programs: set[str] = set()
     for prev, cur in zip(ticks, ticks[1:], strict=False):
         if not cur.workload_ticks or cur.mono <= prev.mono:
             continue  # as workload_cores: no figure for this interval
+        mine = set(cur.sampler_backends or ())
         for pid, used in cur.workload_ticks.items():
             if pid not in prev.workload_ticks:
                 continue
@@ -226,12 +231,16 @@ def split_benchmark_cpu(out: Contamination, ticks: list[HostTick], wall: float) 
                 driver += spent
                 if spent:
                     programs.add((cur.driver_pids or {})[pid])
+            elif pid in mine:
+                own += spent
             else:
                 server += spent
     out.driver_cores = driver / CLK_TCK / wall
     out.driver_programs = sorted(programs)
     local_server = all(t.server_pid is not None for t in ticks)
     out.server_cores = server / CLK_TCK / wall if local_server else None
+    told_apart = local_server and all(t.sampler_backends is not None for t in ticks)
+    out.sampler_server_cores = own / CLK_TCK / wall if told_apart else None
 
 
 def cpu_per_unit(out: Contamination, unit: str, units_per_s: float) -> CpuPerUnit | None:

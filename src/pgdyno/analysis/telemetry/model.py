@@ -97,9 +97,17 @@ class Contamination:
     """The benchmark's processes and pgdyno's own (its samplers)."""
     sampler_cores: float = 0.0
     server_cores: float | None = None
-    """The server's processes (the postmaster's tree) alone; None: no server on this host,
-    or a run recorded before the split. With ``driver_cores`` it makes
+    """The server's processes (the postmaster's tree) alone, less the backends of pgdyno's
+    own sessions; None: no server on this host, or a run recorded before the split. With
+    ``driver_cores`` and ``sampler_server_cores`` it makes
     ``benchmark_cores - sampler_cores``."""
+    sampler_server_cores: float | None = None
+    """The server backends of pgdyno's own sampling sessions: what its queries cost the
+    server. None: not told apart (no server on this host, or an older run)."""
+    harness_share_of_busy_pct: float | None = None
+    """What measuring cost, as a share of the busy CPU: pgdyno's process and its sessions'
+    backends (pgbench's own logging is inside the driver's figure and is measured apart,
+    by bench/overhead.py)."""
     driver_cores: float | None = None
     """The load driver alone: the processes pgdyno started outside the server (pgbench)."""
     driver_programs: list[str] = field(default_factory=list)
