@@ -16,7 +16,7 @@ import pytest
 
 from pgdyno.analysis.hosttick import CLK_TCK
 from pgdyno.config.sizing import PGDYNO_SESSIONS
-from pgdyno.telemetry.host import sample_processes
+from pgdyno.telemetry.host import _scan_processes, sample_processes
 from pgdyno.workloads.engine.process import raise_open_files
 from tests.conftest import make_shared_dir, run_cli
 
@@ -51,6 +51,42 @@ def test_processes_split_into_server_tree_and_driver() -> None:
         assert sample.ticks[str(driver.pid)] == _proc_ticks(driver.pid) >= 0.2 * CLK_TCK
     finally:
         for proc in (server, driver):
+            proc.kill()
+            proc.wait()
+
+
+def test_tree_walk_finds_what_a_scan_of_all_proc_finds() -> None:
+    """The trees walked down through /proc/PID/task/TID/children hold the same processes,
+    on the same sides, as a scan of every process on the host: a grandchild forked by a
+    second thread of a child, and a "postmaster" root that is itself this process's child
+    (an embedded server), included."""
+    server = subprocess.Popen(["sh", "-c", "sleep 30 & sleep 30 & wait"])
+    threaded = subprocess.Popen([sys.executable, "-c",
+                                 "import subprocess, threading, time\n"
+                                 "started = threading.Event()\n"
+                                 "def fork():\n"
+                                 "    subprocess.Popen(['sleep', '30'])\n"
+                                 "    started.set()\n"
+                                 "    time.sleep(30)\n"  # the thread lives: its child is its
+                                 "threading.Thread(target=fork, daemon=True).start()\n"
+                                 "started.wait(); print(flush=True); time.sleep(30)"],
+                                stdout=subprocess.PIPE, text=True)
+    try:
+        assert threaded.stdout is not None
+        threaded.stdout.readline()  # its grandchild is started
+        me = os.getpid()
+        roots = {me, server.pid}
+        walked = sample_processes(roots, me, server.pid)
+        scanned = _scan_processes(roots, me, server.pid)
+        assert set(walked.ticks) == set(scanned.ticks) and walked.driver == scanned.driver
+        tasks = list(Path(f"/proc/{threaded.pid}/task").iterdir())
+        main_children = (Path(f"/proc/{threaded.pid}/task/{threaded.pid}/children")
+                         .read_text().split())
+        assert len(tasks) == 2 and main_children == []  # the sleep is the second thread's
+        assert str(threaded.pid) in walked.driver and "sleep" in walked.driver.values()
+        assert len([p for p in walked.ticks if p not in walked.driver]) == 3  # sh, 2 sleeps
+    finally:
+        for proc in (server, threaded):
             proc.kill()
             proc.wait()
 

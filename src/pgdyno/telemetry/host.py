@@ -9,9 +9,10 @@ from the raw text with the same functions (:mod:`pgdyno.analysis.procfs` and
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
-from collections.abc import Collection
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -88,12 +89,61 @@ class ProcessSample:
 
 
 def sample_processes(roots: set[int], me: int, server: int | None) -> ProcessSample:
-    """/proc/PID/stat of every process, kept when a root is among its ancestors (``me``, the
-    sampler, left out: its own cost is recorded apart, as ``sampler_ticks``, and measured
-    by bench/telemetry_overhead.py). A process belongs to the first root met walking up
-    from it: the server's when that is the postmaster ``server`` (so an embedded server
-    started by pgdyno is the server's, not the driver's), the load driver's when it is
-    ``me``."""
+    """utime + stime of every process in the trees of ``roots`` (``me``, the sampler, left
+    out: its own cost is recorded apart, as ``sampler_ticks``, and measured by
+    bench/overhead.py). A process belongs to the first root met walking up from it: the
+    server's when that is the postmaster ``server`` (so an embedded server started by
+    pgdyno is the server's, not the driver's), the load driver's when it is ``me``.
+
+    The trees are walked down from the roots through ``/proc/PID/task/TID/children``: a
+    few reads per process of the benchmark, where scanning all of /proc reads every
+    process on the host each second (a quarter of the samplers' CPU on a quiet host, more
+    on a busy one). Kernels without that file get the scan."""
+    if not (PROC / str(me) / "task" / str(me) / "children").exists():
+        return _scan_processes(roots, me, server)
+    ticks: dict[str, int] = {}
+    driver: dict[str, str] = {}
+    for root in roots:
+        for pid, name, used in _walk(root, roots - {root}):
+            if pid == me:
+                continue
+            ticks[str(pid)] = used
+            if root != server:
+                driver[str(pid)] = name
+    return ProcessSample(ticks, driver)
+
+
+def _walk(root: int, stop: set[int]) -> Iterator[tuple[int, str, int]]:
+    """(pid, command name, utime + stime) of ``root`` and its descendants, not descending
+    into ``stop`` (the other roots' trees are theirs)."""
+    pending = [root]
+    while pending:
+        pid = pending.pop()
+        try:
+            head, _, tail = (PROC / str(pid) / "stat").read_text().rpartition(")")
+            fields = tail.split()
+            used, threads = int(fields[11]) + int(fields[12]), int(fields[17])
+        except (OSError, IndexError, ValueError):
+            continue  # exited while we looked
+        yield pid, head.partition("(")[2], used
+        # A child is listed under the thread that forked it: one file for a process of one
+        # thread (a backend, pgbench with -j 1), one per thread otherwise.
+        tasks = [str(pid)] if threads == 1 else _tasks(pid)
+        for tid in tasks:
+            with contextlib.suppress(OSError, ValueError):
+                children = (PROC / str(pid) / "task" / tid / "children").read_text().split()
+                pending += [child for child in map(int, children) if child not in stop]
+
+
+def _tasks(pid: int) -> list[str]:
+    try:
+        return os.listdir(PROC / str(pid) / "task")
+    except OSError:
+        return []
+
+
+def _scan_processes(roots: set[int], me: int, server: int | None) -> ProcessSample:
+    """``sample_processes`` from /proc/PID/stat of every process on the host."""
     parent: dict[int, int] = {}
     cpu: dict[int, int] = {}
     name: dict[int, str] = {}
