@@ -52,7 +52,7 @@ def _allocated(paths: list[Path]) -> int:
     return sum(p.stat().st_blocks * 512 for p in paths if p.exists())
 
 
-def _follow(tmp_path: Path, cap: int | None, paced: bool = False
+def _follow(tmp_path: Path, cap: int | None, paced: bool = False, rate: int = RATE
             ) -> tuple[LogTail, dict, int, int]:
     rng = np.random.default_rng(3)
     lat = [rng.lognormal(6, 0.8, LINES_PER_FILE).astype(np.int64) + 1 for _ in range(2)]
@@ -66,7 +66,7 @@ def _follow(tmp_path: Path, cap: int | None, paced: bool = False
         source = tmp_path.parent / f"{tmp_path.name}-lat{k}.npy"
         np.save(source, arr)
         writers.append(subprocess.Popen([sys.executable, "-c", WRITER, str(path), str(source),
-                                         str(k), str(ORIGIN), str(RATE), str(BLOCK),
+                                         str(k), str(ORIGIN), str(rate), str(BLOCK),
                                          "1" if paced else "0"]))
     peak = 0
     while any(w.poll() is None for w in writers):
@@ -101,11 +101,13 @@ def test_counts_and_histograms_equal_what_was_written(tmp_path: Path) -> None:
 
 
 def test_past_the_cap_the_disk_holds_only_the_unread_part(tmp_path: Path) -> None:
-    _tail, got, peak, written = _follow(tmp_path, cap=100_000, paced=True)
+    # 100,000 lines a second for 6 s, as pgbench logs at 100,000 TPS.
+    _tail, got, peak, written = _follow(tmp_path, cap=100_000, paced=True, rate=100_000)
     assert not got["result"].logs_kept
     assert not list(tmp_path.glob("tx.*")), "dropped logs are deleted at the end"
     assert written > 15 << 20
-    # Read every POLL_S in chunks of at most READ_BYTES: a few MB behind at most.
+    # Read every POLL_S (1 s) in chunks of at most READ_BYTES: a second's lines behind, a
+    # few MB, at most.
     assert peak < written / 3, (peak, written)
 
 

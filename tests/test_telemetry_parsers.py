@@ -211,7 +211,9 @@ def test_catalog_queries_per_version(version: int) -> None:
     else:
         assert io is not None and (("op_bytes" in io) == (version < 180000))
     # Parameters only: no value is ever pasted into the SQL text.
-    assert "%(dbname)s" in catalog.DATABASE_SQL and "%(types)s" in catalog.WAIT_SAMPLE_SQL
+    assert "%(dbname)s" in catalog.DATABASE_SQL and "$1::text[]" in catalog.WAIT_SAMPLE_SQL
+    assert catalog.wait_sample_params() == [
+        b'{"client backend","parallel worker","io worker"}', b"pgdyno-telemetry"]
 
 
 def test_catalog_queries_run_on_the_embedded_server(server) -> None:  # noqa: ANN001
@@ -220,7 +222,7 @@ def test_catalog_queries_run_on_the_embedded_server(server) -> None:  # noqa: AN
     with pg.connect(server.connection()) as conn:
         cat = catalog.Catalog(pg.server_version_num(conn))
         snap = pg.snapshot_stats(conn, cat, server.connection().dbname)
-        waits = pg.sample_waits(conn)
+        waits = pg.WaitSampler().sample(conn)
         settings = pg.read_settings(conn)
     expected = {"num_timed", "num_requested", "write_time_ms", "sync_time_ms",
                 "buffers_checkpoint", "buffers_clean", "buffers_alloc", "stats_reset"}
@@ -232,6 +234,39 @@ def test_catalog_queries_run_on_the_embedded_server(server) -> None:  # noqa: AN
     # The sampler's own connection is not in its sample.
     assert not any(r[0] == "client backend" and r[1] == "active" for r in waits)
     assert settings["block_size"]["setting"] == "8192"
+
+
+def test_wait_sampler_sees_an_idle_session_and_survives_a_new_connection(server) -> None:  # noqa: ANN001
+    """The libpq path of the wait sampler: an idle session of another name is counted as
+    the server shows it; the statement is prepared again on a new connection (after a
+    reconnect); a failure comes back as psycopg's error, and the next tick prepares the
+    statement again."""
+    import psycopg
+
+    from pgdyno.telemetry import pg
+
+    conn = server.connection()
+    sampler = pg.WaitSampler()
+    with psycopg.connect(conn.conninfo(), application_name="idle-one") as idle:
+        idle.execute("SELECT 1")
+        idle.commit()
+        for _ in range(2):
+            with pg.connect(conn) as mine:
+                rows = sampler.sample(mine)
+                with psycopg.connect(conn.conninfo(), autocommit=True) as oracle:
+                    idle_now = oracle.execute(
+                        "SELECT count(*) FROM pg_stat_activity WHERE state = 'idle' AND "
+                        "backend_type = 'client backend' AND application_name <> %s",
+                        [catalog.APPLICATION_NAME]).fetchone()[0]
+        counted = sum(r[4] for r in rows if r[:4] == ["client backend", "idle", "Client",
+                                                      "ClientRead"])
+        assert counted >= 1 and counted <= idle_now + 1  # the oracle's own session aside
+    with pg.connect(conn) as mine:
+        sampler.sample(mine)
+        mine.pgconn.exec_(b"DEALLOCATE ALL")  # gone behind the sampler's back
+        with pytest.raises(psycopg.OperationalError, match="does not exist"):
+            sampler.sample(mine)
+        assert sampler.sample(mine)  # the next tick prepares it again
 
 
 def test_cpu_capacity_is_sane() -> None:

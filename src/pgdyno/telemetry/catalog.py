@@ -32,11 +32,22 @@ WAIT_SAMPLE_SQL = """
 SELECT backend_type, coalesce(state, ''), coalesce(wait_event_type, ''),
        coalesce(wait_event, ''), count(*)
 FROM pg_stat_activity
-WHERE backend_type = ANY(%(types)s)
+WHERE backend_type = ANY($1::text[])
   AND pid <> pg_backend_pid()
-  AND application_name IS DISTINCT FROM %(app)s
+  AND application_name IS DISTINCT FROM $2
 GROUP BY 1, 2, 3, 4
 """
+"""Prepared through libpq (``pg.WaitSampler``), hence $1 and $2: SAMPLED_BACKEND_TYPES as
+an array literal and APPLICATION_NAME, both passed as text (``wait_sample_params``)."""
+
+
+def wait_sample_params() -> list[bytes]:
+    """$1 and $2 of WAIT_SAMPLE_SQL in PostgreSQL's text form: the backend types as an
+    array literal (each element double-quoted, with \\ and " escaped) and the name."""
+    quoted = ('"' + t.replace("\\", "\\\\").replace('"', '\\"') + '"'
+              for t in SAMPLED_BACKEND_TYPES)
+    return [("{" + ",".join(quoted) + "}").encode(), APPLICATION_NAME.encode()]
+
 
 DATABASE_SQL = """
 SELECT numbackends, xact_commit, xact_rollback, blks_read, blks_hit, tup_returned,

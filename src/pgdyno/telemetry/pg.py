@@ -40,11 +40,48 @@ def read_settings(pg: psycopg.Connection) -> dict[str, dict[str, str | None]]:
     return {name: {"setting": setting, "unit": unit} for name, setting, unit in rows}
 
 
-def sample_waits(pg: psycopg.Connection) -> list[list]:
-    """Grouped rows: [backend_type, state, wait_event_type, wait_event, count]."""
-    params = {"types": list(catalog.SAMPLED_BACKEND_TYPES), "app": catalog.APPLICATION_NAME}
-    cur = pg.execute(catalog.WAIT_SAMPLE_SQL, params, prepare=True)
-    return [list(row) for row in cur.fetchall()]
+class WaitSampler:
+    """The wait sampling query, ten times a second, through libpq itself: grouped rows
+    ``[backend_type, state, wait_event_type, wait_event, count]``. One sampler per
+    sampling thread: it prepares its statement once on each connection it is given.
+
+    psycopg's cursor (parameters adapted, rows typed, a cursor object) cost 0.30 ms of
+    pgdyno's CPU a sample at 80,000 TPS on 2 cores; the statement prepared once per
+    connection and run on psycopg's own libpq connection, 0.09 ms: at 10 Hz, 2 ms of CPU a
+    second spared, a tenth of a percent of the host (issue 28 item 5). The parameters and
+    the five columns are text (the last a count), so there is nothing to adapt."""
+
+    def __init__(self) -> None:
+        self._prepared_on: object | None = None
+        self._preparations = 0
+        self._name = b""
+
+    def sample(self, pg: psycopg.Connection) -> list[list]:
+        raw = pg.pgconn
+        if self._prepared_on is not raw:
+            # A new name each time: after a failed sample the old one may still exist.
+            self._preparations += 1
+            self._name = b"pgdyno_waits_%d" % self._preparations
+            _check(raw.prepare(self._name, catalog.WAIT_SAMPLE_SQL.encode()))
+            self._prepared_on = raw
+        try:
+            res = _check(raw.exec_prepared(self._name, catalog.wait_sample_params()))
+        except psycopg.Error:
+            self._prepared_on = None  # prepared again at the next tick, in case it is gone
+            raise
+        rows = []
+        for i in range(res.ntuples):
+            texts = [(res.get_value(i, j) or b"").decode() for j in range(4)]
+            rows.append([*texts, int(res.get_value(i, 4) or 0)])
+        return rows
+
+
+def _check(res: psycopg.pq.abc.PGresult) -> psycopg.pq.abc.PGresult:
+    """A libpq result that is not a success raised as psycopg would raise it."""
+    if res.status not in (psycopg.pq.ExecStatus.COMMAND_OK, psycopg.pq.ExecStatus.TUPLES_OK):
+        message = (res.error_message or b"").decode(errors="replace").strip()
+        raise psycopg.OperationalError(message or f"libpq status {res.status.name}")
+    return res
 
 
 def snapshot_stats(pg: psycopg.Connection, cat: catalog.Catalog, dbname: str) -> dict:

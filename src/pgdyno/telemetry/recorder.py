@@ -350,10 +350,11 @@ class TelemetryRecorder:
 
     def _wait_loop(self) -> None:
         writer = JsonlWriter(self.out / "waits.jsonl")
+        sampler = pg.WaitSampler()
 
         def work(pgconn: psycopg.Connection, _cat: catalog.Catalog) -> None:
             t = time.time()
-            writer.write({"t": t, "rows": pg.sample_waits(pgconn)})
+            writer.write({"t": t, "rows": sampler.sample(pgconn)})
 
         try:
             self.poll_server("waits", 1.0 / self.config.wait_sample_hz, work)
