@@ -29,6 +29,7 @@ import argparse
 import json
 import os
 import re
+import resource
 import shutil
 import statistics
 import subprocess
@@ -45,6 +46,13 @@ WORKLOADS = {"oltp-read-only": "oltp_read_only", "oltp-read-write": "oltp_read_w
 """pgdyno's workload name: sysbench's test of the same transaction."""
 _INTERVAL = re.compile(r"^\[ (\d+)s \] thds: \d+ tps: ([\d.]+)", re.MULTILINE)
 """sysbench's per-second report line: ``[ 7s ] thds: 8 tps: 1234.56 qps: ...``."""
+_TOTAL = re.compile(r"^\s+transactions:\s+(\d+)", re.MULTILINE)
+"""sysbench's closing count: ``    transactions:     12345  (411.50 per sec.)``."""
+DRIVER_US: dict[tuple[str, str], list[float]] = {}
+"""(tool, workload) -> the load driver's CPU µs per transaction, one figure per run:
+pgbench's from pgdyno's own accounting (telemetry on), sysbench's from the kernel's
+accounting of the finished process. On 2 cores the driver shares the CPUs with the
+server, so a heavier driver costs the server throughput."""
 
 
 def dsn_of(conn: ConnectionInfo) -> str:
@@ -65,7 +73,13 @@ def run_pgdyno(workload: str, conn: ConnectionInfo, args: argparse.Namespace, re
         sys.exit(f"pgdyno bench {workload} failed (exit {out.returncode}): "
                  f"{out.stderr.strip().splitlines()[-1:]}")
     summary = json.loads(next(results.glob("*/*/summary.json")).read_text())
-    return summary["per_clients"][0]["tps_mean"]
+    tps = summary["per_clients"][0]["tps_mean"]
+    split = ((summary["iterations"][0].get("telemetry") or {}).get("contamination") or {})
+    if split.get("driver_cores") is not None and tps:
+        # The run's own accounting: pgbench's cores over the window per transaction.
+        DRIVER_US.setdefault(("pgdyno", workload), []).append(
+            1e6 * split["driver_cores"] / tps)
+    return tps
 
 
 def run_sysbench(workload: str, conn: ConnectionInfo, args: argparse.Namespace) -> float:
@@ -77,7 +91,14 @@ def run_sysbench(workload: str, conn: ConnectionInfo, args: argparse.Namespace) 
            f"--table-size={args.table_size}", f"--threads={args.clients}",
            f"--time={args.warmup + args.duration}", "--report-interval=1", "run"]
     env = dict(os.environ, PGOPTIONS=f"-c search_path={dataset.SCHEMA}")
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     out = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    total = _TOTAL.search(out.stdout)
+    if total:  # sysbench's CPU over its whole run (warm-up too) per transaction it made
+        cpu_s = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+        DRIVER_US.setdefault(("sysbench", workload), []).append(
+            1e6 * cpu_s / int(total.group(1)))
     measured = [float(tps) for second, tps in _INTERVAL.findall(out.stdout)
                 if int(second) > args.warmup]
     if out.returncode != 0 or not measured:
@@ -153,10 +174,16 @@ def main() -> None:
         summary.append(line)
         print(f"{workload:<17}{len(rows):>6}{line['median_ratio']:>14.3f}"
               f"{line['best_of_n_ratio']:>17.3f}{best_pgdyno:>17,.1f}{best_sysbench:>19,.1f}")
+    for (tool, workload), values in sorted(DRIVER_US.items()):
+        print(f"{workload:<17} {tool:<9} driver CPU per transaction: median "
+              f"{statistics.median(values):,.1f} µs ({len(values)} runs)")
     args.out.write_text(json.dumps({
         "schema_version": 1, "bench": "oltp_vs_sysbench", "cpus": os.cpu_count(),
         "settings": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
-        "pairs": pairs, "summary": summary}, indent=2) + "\n")
+        "pairs": pairs, "summary": summary,
+        "driver_cpu_us_per_tx": {f"{tool} {workload}": values
+                                 for (tool, workload), values in DRIVER_US.items()}},
+        indent=2) + "\n")
 
 
 if __name__ == "__main__":
