@@ -108,7 +108,7 @@ def test_stated_bounds_hold_against_the_full_log(workdir: Path) -> None:
     full = np.sort(recompute_iteration(run, it, WARMUP, DURATION).latencies_ms)
     assert full.size > 10_000
     truth = {p: _order_statistic(full, _nearest_rank(p, full.size)) for p in PERCENTILES}
-    rate = 0.05  # what auto chooses at 200,000 TPS
+    rate = 0.05  # what auto chooses at 40,000 TPS
     rng = np.random.default_rng(5)
     covered = dict.fromkeys(PERCENTILES, 0)
     draws = 200
@@ -133,7 +133,7 @@ def test_sampled_run_states_what_its_raw_files_give(workdir: Path) -> None:
     saved = json.loads((it_dir / "sampling.json").read_text())
     rate = saved["sampling_rate"]
     assert saved["expected_from"] == "a 1 s probe"
-    assert rate == float(f"{min(1.0, 10_000 / saved['expected_tps']):.3g}") < 1
+    assert rate == float(f"{min(1.0, 2_000 / saved['expected_tps']):.3g}") < 1
     record = json.loads((run / "raw" / "run.json").read_text())["records"][0]
     command = record["command"]
     assert float(command[command.index("--sampling-rate") + 1]) == rate
