@@ -21,6 +21,7 @@ over best sysbench TPS).
 
     python bench/oltp_vs_sysbench.py --pairs 5 --duration 30 --clients 8
     python bench/oltp_vs_sysbench.py --pairs 2 --duration 5 --table-size 10000  # quick
+    python bench/oltp_vs_sysbench.py --pairs 10 --threads-also 8  # pgbench -j 8 beside
 """
 
 from __future__ import annotations
@@ -60,14 +61,15 @@ def dsn_of(conn: ConnectionInfo) -> str:
 
 
 def run_pgdyno(workload: str, conn: ConnectionInfo, args: argparse.Namespace, results: Path,
-               duration: int, warmup: int) -> float:
+               duration: int, warmup: int, threads: int | None = None,
+               tool: str = "pgdyno") -> float:
     cmd = [sys.executable, "-m", "pgdyno", "bench", workload, "--dsn", dsn_of(conn),
            "--clients", str(args.clients), "--duration", str(duration), "--warmup",
            str(warmup), "--iterations", "1", "--tables", str(args.tables), "--table-size",
            str(args.table_size), "--no-progress", "--results-dir", str(results),
            "--telemetry" if args.telemetry == "on" else "--no-telemetry"]
-    if args.threads:
-        cmd += ["--threads", str(args.threads)]
+    if threads or args.threads:
+        cmd += ["--threads", str(threads or args.threads)]
     out = subprocess.run(cmd, capture_output=True, text=True)
     if out.returncode != 0:
         sys.exit(f"pgdyno bench {workload} failed (exit {out.returncode}): "
@@ -77,7 +79,7 @@ def run_pgdyno(workload: str, conn: ConnectionInfo, args: argparse.Namespace, re
     split = ((summary["iterations"][0].get("telemetry") or {}).get("contamination") or {})
     if split.get("driver_cores") is not None and tps:
         # The run's own accounting: pgbench's cores over the window per transaction.
-        DRIVER_US.setdefault(("pgdyno", workload), []).append(
+        DRIVER_US.setdefault((tool, workload), []).append(
             1e6 * split["driver_cores"] / tps)
     return tps
 
@@ -108,6 +110,13 @@ def run_sysbench(workload: str, conn: ConnectionInfo, args: argparse.Namespace) 
     return statistics.fmean(measured)
 
 
+def _tools(pair: int, threads_also: int | None) -> list[str]:
+    """The runs of a pair in ABBA order: pgdyno first in odd pairs, sysbench in even ones,
+    pgdyno at --threads-also between them."""
+    tools = ["pgdyno", *([f"pgdyno-t{threads_also}"] if threads_also else []), "sysbench"]
+    return tools if pair % 2 else list(reversed(tools))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pairs", type=int, default=5)
@@ -119,6 +128,9 @@ def main() -> None:
     parser.add_argument("--telemetry", choices=("on", "off"), default="on")
     parser.add_argument("--threads", type=int, default=None,
                         help="pgdyno's --threads (pgbench -j); default: pgdyno's own")
+    parser.add_argument("--threads-also", type=int, default=None,
+                        help="also run pgdyno at this --threads in every pair (a third "
+                             "condition, its ratio to sysbench printed apart)")
     parser.add_argument("--workloads", default=",".join(WORKLOADS))
     parser.add_argument("--out", type=Path, default=Path("oltp_vs_sysbench.json"))
     args = parser.parse_args()
@@ -143,20 +155,27 @@ def main() -> None:
             order = workloads if pair % 2 else list(reversed(workloads))
             for workload in order:
                 tps = {}
-                for tool in (("pgdyno", "sysbench") if pair % 2 else ("sysbench", "pgdyno")):
-                    if tool == "pgdyno":
-                        tps[tool] = run_pgdyno(workload, conn, args,
-                                               work / f"p{pair}-{workload}", args.duration,
-                                               args.warmup)
-                    else:
+                for tool in _tools(pair, args.threads_also):
+                    if tool == "sysbench":
                         tps[tool] = run_sysbench(workload, conn, args)
+                    else:
+                        threads = args.threads_also if tool != "pgdyno" else None
+                        tps[tool] = run_pgdyno(workload, conn, args,
+                                               work / f"p{pair}-{workload}-{tool}",
+                                               args.duration, args.warmup, threads, tool)
                 row = {"pair": pair, "workload": workload, "pgdyno_tps": tps["pgdyno"],
                        "sysbench_tps": tps["sysbench"],
                        "ratio": tps["pgdyno"] / tps["sysbench"]}
+                line = (f"pair {pair} {workload:<16} pgdyno {tps['pgdyno']:>10,.1f} tps  "
+                        f"sysbench {tps['sysbench']:>10,.1f} tps  ratio {row['ratio']:.3f}")
+                if args.threads_also:
+                    other = tps[f"pgdyno-t{args.threads_also}"]
+                    row |= {"pgdyno_threads_also_tps": other,
+                            "ratio_threads_also": other / tps["sysbench"]}
+                    line += (f"  pgdyno --threads {args.threads_also} {other:>10,.1f} tps "
+                             f"ratio {row['ratio_threads_also']:.3f}")
                 pairs.append(row)
-                print(f"pair {pair} {workload:<16} pgdyno {tps['pgdyno']:>10,.1f} tps  "
-                      f"sysbench {tps['sysbench']:>10,.1f} tps  ratio {row['ratio']:.3f}",
-                      flush=True)
+                print(line, flush=True)
     finally:
         server.stop()
         shutil.rmtree(work, ignore_errors=True)
@@ -174,6 +193,15 @@ def main() -> None:
         summary.append(line)
         print(f"{workload:<17}{len(rows):>6}{line['median_ratio']:>14.3f}"
               f"{line['best_of_n_ratio']:>17.3f}{best_pgdyno:>17,.1f}{best_sysbench:>19,.1f}")
+        if args.threads_also:
+            best = max(r["pgdyno_threads_also_tps"] for r in rows)
+            line |= {"median_ratio_threads_also": statistics.median(
+                r["ratio_threads_also"] for r in rows),
+                "best_of_n_ratio_threads_also": best / best_sysbench}
+            print(f"{workload + f' -j {args.threads_also}':<17}{len(rows):>6}"
+                  f"{line['median_ratio_threads_also']:>14.3f}"
+                  f"{line['best_of_n_ratio_threads_also']:>17.3f}{best:>17,.1f}"
+                  f"{best_sysbench:>19,.1f}")
     for (tool, workload), values in sorted(DRIVER_US.items()):
         print(f"{workload:<17} {tool:<9} driver CPU per transaction: median "
               f"{statistics.median(values):,.1f} µs ({len(values)} runs)")

@@ -183,8 +183,9 @@ def test_run_without_the_hog_is_judged_by_the_same_rule(own_workdir: Path) -> No
     # OpenBLAS thread was counted with them.
     assert 0 < c["sampler_cores"] < 0.1 and c["benchmark_cores"] > c["sampler_cores"]
     md = (max(results.glob("*/select-only-*")) / "report.md").read_text()
-    # The server's side of pgdyno's cost: the backends of its sampling sessions.
-    assert 0 < c["sampler_server_cores"] < 0.05
+    # The server's side of pgdyno's cost: the backends of its sampling sessions (a few ms a
+    # second, which a short window's 10 ms ticks per process may round to nothing).
+    assert 0 <= c["sampler_server_cores"] < 0.05
     share = 100 * (c["sampler_cores"] + c["sampler_server_cores"]) / c["busy_cores"]
     assert c["harness_share_of_busy_pct"] == pytest.approx(share)
     assert (f"pgdyno's samplers and log reader used {1000 * c['sampler_cores']:,.0f} ms of CPU "

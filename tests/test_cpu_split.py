@@ -145,7 +145,7 @@ def assert_tprocc_cpu_split(run: Path) -> None:
     ticks = _window_ticks(tdir, it["window_start_epoch"],
                           it["window_start_epoch"] + it["duration_s"])
     server, driver, own = _recomputed_cores(ticks)
-    assert server > 0 and driver > 0 and own > 0
+    assert server > 0 and driver > 0 and own >= 0  # own: a few ms a second, 10 ms ticks
     assert c["server_cores"] == pytest.approx(server) and c["driver_cores"] == pytest.approx(
         driver)
     assert c["sampler_server_cores"] == pytest.approx(own)

@@ -110,7 +110,12 @@ class LogTail:
         self.thread.join()
         for f in self.followed.values():
             f.fh.close()
-        self.writer.close()
+        try:
+            self.writer.close()
+        except OSError as exc:
+            # A full disk: the seconds not written are named in the note, and the logs are
+            # still handed back, so that the record keeps what fit.
+            self.failure = self.failure or f"{type(exc).__name__}: {exc}"
         # pgbench's aggregate logs are a line a second: always kept.
         kept = self.aggregate or not self.dropping
         if not kept:
