@@ -73,9 +73,29 @@ def _process_io(pid: str) -> list[int] | None:
 
 
 def _process_ticks(pid: str) -> int | None:
+    stat = _read_stat(pid)
+    return stat.used if stat is not None else None
+
+
+@dataclass(frozen=True)
+class _Stat:
+    """What the samplers read from one ``/proc/PID/stat``."""
+
+    name: str
+    parent: int
+    used: int
+    """utime + stime, USER_HZ ticks."""
+    threads: int
+
+
+def _read_stat(pid: str | int) -> _Stat | None:
+    """None when the process is gone (exited while we looked)."""
     try:
-        fields = (PROC / pid / "stat").read_text().rsplit(")", 1)[1].split()
-        return int(fields[11]) + int(fields[12])
+        # The command name may contain spaces or parentheses: split after the last ")".
+        head, _, tail = (PROC / str(pid) / "stat").read_text().rpartition(")")
+        fields = tail.split()
+        return _Stat(head.partition("(")[2], int(fields[1]), int(fields[11]) + int(fields[12]),
+                     int(fields[17]))
     except (OSError, IndexError, ValueError):
         return None
 
@@ -119,16 +139,13 @@ def _walk(root: int, stop: set[int]) -> Iterator[tuple[int, str, int]]:
     pending = [root]
     while pending:
         pid = pending.pop()
-        try:
-            head, _, tail = (PROC / str(pid) / "stat").read_text().rpartition(")")
-            fields = tail.split()
-            used, threads = int(fields[11]) + int(fields[12]), int(fields[17])
-        except (OSError, IndexError, ValueError):
-            continue  # exited while we looked
-        yield pid, head.partition("(")[2], used
+        stat = _read_stat(pid)
+        if stat is None:
+            continue
+        yield pid, stat.name, stat.used
         # A child is listed under the thread that forked it: one file for a process of one
         # thread (a backend, pgbench with -j 1), one per thread otherwise.
-        tasks = [str(pid)] if threads == 1 else _tasks(pid)
+        tasks = [str(pid)] if stat.threads == 1 else _tasks(pid)
         for tid in tasks:
             with contextlib.suppress(OSError, ValueError):
                 children = (PROC / str(pid) / "task" / tid / "children").read_text().split()
@@ -148,18 +165,11 @@ def _scan_processes(roots: set[int], me: int, server: int | None) -> ProcessSamp
     cpu: dict[int, int] = {}
     name: dict[int, str] = {}
     for entry in PROC.iterdir():
-        if not entry.name.isdigit():
+        stat = _read_stat(entry.name) if entry.name.isdigit() else None
+        if stat is None:
             continue
-        try:
-            # The command name may contain spaces or parentheses: split after the last ")".
-            head, _, tail = (entry / "stat").read_text().rpartition(")")
-            fields = tail.split()
-            pid = int(entry.name)
-            parent[pid] = int(fields[1])
-            cpu[pid] = int(fields[11]) + int(fields[12])
-        except (OSError, IndexError, ValueError):
-            continue  # exited while we looked
-        name[pid] = head.partition("(")[2]
+        pid = int(entry.name)
+        parent[pid], cpu[pid], name[pid] = stat.parent, stat.used, stat.name
     ticks: dict[str, int] = {}
     driver: dict[str, str] = {}
     for pid, used in cpu.items():
