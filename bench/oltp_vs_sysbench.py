@@ -16,18 +16,28 @@ Pairs are interleaved in ABBA order (pgdyno first in odd pairs, sysbench first i
 ones) and the two workloads alternate inside each pair, since this VM's speed jumps
 between two levels. pgdyno's figure is summary.json's TPS, sysbench's the mean of its
 per-second reports after the warm-up. Prints per pair the TPS ratio pgdyno / sysbench,
-then per workload the median of the pair ratios and the best-of-N ratio (best pgdyno TPS
-over best sysbench TPS).
+then per workload the median of the pair ratios, the best-of-N ratio (best pgdyno TPS
+over best sysbench TPS), and the pairs' geometric mean ratio with its 95% interval (a
+t-interval on the ratios' logarithms: the pairs' spread is this VM's noise, and the
+interval says whether that noise leaves room for a real difference).
 
     python bench/oltp_vs_sysbench.py --pairs 5 --duration 30 --clients 8
     python bench/oltp_vs_sysbench.py --pairs 2 --duration 5 --table-size 10000  # quick
     python bench/oltp_vs_sysbench.py --pairs 10 --threads-also 8  # pgbench -j 8 beside
+    python bench/oltp_vs_sysbench.py --pairs 10 --bare-also  # pgdyno's script, no pgdyno
+
+``--bare-also`` splits the ratio in two: it runs, in every pair, the very pgbench command
+pgdyno ran (its script file, clients, threads, protocol, --max-tries) without pgdyno
+around it and without -l, its TPS taken as sysbench's is (the mean of the -P 1 seconds
+after the warm-up). bare / sysbench is then the script's parity with sysbench, and
+pgdyno / bare what pgdyno's harness (its telemetry, its transaction log) costs.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import re
 import resource
@@ -38,6 +48,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from pgdyno.analysis.tdist import t_quantile
 from pgdyno.targets.binaries import embedded_install
 from pgdyno.targets.connection import ConnectionInfo
 from pgdyno.targets.local import LocalServer
@@ -47,6 +58,8 @@ WORKLOADS = {"oltp-read-only": "oltp_read_only", "oltp-read-write": "oltp_read_w
 """pgdyno's workload name: sysbench's test of the same transaction."""
 _INTERVAL = re.compile(r"^\[ (\d+)s \] thds: \d+ tps: ([\d.]+)", re.MULTILINE)
 """sysbench's per-second report line: ``[ 7s ] thds: 8 tps: 1234.56 qps: ...``."""
+_PROGRESS = re.compile(r"^progress: ([\d.]+) s, ([\d.]+) tps", re.MULTILINE)
+"""pgbench -P 1's line: ``progress: 7.0 s, 1234.5 tps, lat 6.4 ms stddev 2.1, 0 failed``."""
 _TOTAL = re.compile(r"^\s+transactions:\s+(\d+)", re.MULTILINE)
 """sysbench's closing count: ``    transactions:     12345  (411.50 per sec.)``."""
 DRIVER_US: dict[tuple[str, str], list[float]] = {}
@@ -54,6 +67,24 @@ DRIVER_US: dict[tuple[str, str], list[float]] = {}
 pgbench's from pgdyno's own accounting (telemetry on), sysbench's from the kernel's
 accounting of the finished process. On 2 cores the driver shares the CPUs with the
 server, so a heavier driver costs the server throughput."""
+
+
+def ratio_interval(ratios: list[float], confidence: float = 0.95
+                   ) -> tuple[float, float | None, float | None]:
+    """(geometric mean, low, high) of pair ratios: the mean of their logarithms with a
+    t-interval, back to a ratio (no interval from fewer than two pairs)."""
+    logs = [math.log(r) for r in ratios]
+    mean = statistics.fmean(logs)
+    if len(logs) < 2:
+        return math.exp(mean), None, None
+    half = (t_quantile((1 + confidence) / 2, len(logs) - 1)
+            * statistics.stdev(logs) / math.sqrt(len(logs)))
+    return math.exp(mean), math.exp(mean - half), math.exp(mean + half)
+
+
+def _interval_text(ratios: list[float]) -> str:
+    mean, low, high = ratio_interval(ratios)
+    return f"{mean:.3f}" + (f" [{low:.3f}, {high:.3f}]" if low is not None else "")
 
 
 def dsn_of(conn: ConnectionInfo) -> str:
@@ -84,6 +115,46 @@ def run_pgdyno(workload: str, conn: ConnectionInfo, args: argparse.Namespace, re
     return tps
 
 
+BARE_COMMANDS: dict[str, list[str]] = {}
+"""workload -> the pgbench command pgdyno ran for it (raw/run.json), for --bare-also."""
+
+
+def remember_command(workload: str, results: Path) -> None:
+    """Keep the pgbench command of pgdyno's run of ``workload`` under ``results``."""
+    run = json.loads(next(results.glob("*/*/raw/run.json")).read_text())
+    BARE_COMMANDS[workload] = run["records"][0]["command"]
+
+
+def bare_command(command: list[str], seconds: int) -> list[str]:
+    """pgdyno's pgbench command without its transaction log, for ``seconds``."""
+    out, skip = [], False
+    for index, word in enumerate(command):
+        if skip:
+            skip = False
+            continue
+        if word in ("--log-prefix", "--sampling-rate", "--aggregate-interval"):
+            skip = True
+            continue
+        if word == "-l":
+            continue
+        out.append(str(seconds) if index and command[index - 1] == "-T" else word)
+    return out
+
+
+def run_bare(workload: str, args: argparse.Namespace) -> float:
+    """pgdyno's pgbench command run bare; TPS as sysbench's is computed."""
+    cmd = bare_command(BARE_COMMANDS[workload], args.warmup + args.duration)
+    # pgdyno's sessions resolve names in its schema only, as sysbench's do here.
+    env = dict(os.environ, PGOPTIONS=f"-c search_path={dataset.SCHEMA}")
+    out = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    measured = [float(tps) for second, tps in _PROGRESS.findall(out.stderr)
+                if float(second) > args.warmup]
+    if out.returncode != 0 or not measured:
+        tail = out.stderr.strip().splitlines()[-3:]
+        sys.exit(f"bare pgbench failed (exit {out.returncode}): {' | '.join(tail)}")
+    return statistics.fmean(measured)
+
+
 def run_sysbench(workload: str, conn: ConnectionInfo, args: argparse.Namespace) -> float:
     """Real sysbench on pgdyno's tables: its libpq session resolves sbtestN in pgdyno's
     schema, as pgdyno's own connections do."""
@@ -110,10 +181,27 @@ def run_sysbench(workload: str, conn: ConnectionInfo, args: argparse.Namespace) 
     return statistics.fmean(measured)
 
 
-def _tools(pair: int, threads_also: int | None) -> list[str]:
+def _summary_line(label: str, suffix: str, rows: list[dict], ratio: str, first: str,
+                  second: str) -> dict:
+    """Print one comparison's line over the pairs ``rows``; its figures, keys suffixed."""
+    ratios = [r[ratio] for r in rows]
+    best_first, best_second = max(r[first] for r in rows), max(r[second] for r in rows)
+    mean, low, high = ratio_interval(ratios)
+    figures = {"median_ratio": statistics.median(ratios),
+               "best_of_n_ratio": best_first / best_second,
+               "geometric_mean_ratio": mean, "ratio_95_low": low, "ratio_95_high": high}
+    print(f"{label:<21}{len(rows):>6}{figures['median_ratio']:>14.3f}"
+          f"{figures['best_of_n_ratio']:>17.3f}{best_first:>11,.1f}{best_second:>15,.1f}  "
+          f"{_interval_text(ratios)}")
+    return {key + suffix: value for key, value in figures.items()} | {
+        f"{first}_best": best_first, f"{second}_best": best_second}
+
+
+def _tools(pair: int, threads_also: int | None, bare_also: bool) -> list[str]:
     """The runs of a pair in ABBA order: pgdyno first in odd pairs, sysbench in even ones,
-    pgdyno at --threads-also between them."""
-    tools = ["pgdyno", *([f"pgdyno-t{threads_also}"] if threads_also else []), "sysbench"]
+    pgdyno at --threads-also and bare pgbench between them."""
+    tools = ["pgdyno", *([f"pgdyno-t{threads_also}"] if threads_also else []),
+             *(["bare"] if bare_also else []), "sysbench"]
     return tools if pair % 2 else list(reversed(tools))
 
 
@@ -131,6 +219,9 @@ def main() -> None:
     parser.add_argument("--threads-also", type=int, default=None,
                         help="also run pgdyno at this --threads in every pair (a third "
                              "condition, its ratio to sysbench printed apart)")
+    parser.add_argument("--bare-also", action="store_true",
+                        help="also run pgdyno's pgbench command bare (no pgdyno, no -l) in "
+                             "every pair: the script's parity and the harness's cost apart")
     parser.add_argument("--workloads", default=",".join(WORKLOADS))
     parser.add_argument("--out", type=Path, default=Path("oltp_vs_sysbench.json"))
     args = parser.parse_args()
@@ -149,15 +240,21 @@ def main() -> None:
     pairs: list[dict] = []
     try:
         conn = server.connection()
-        # pgdyno builds and records the tables once; every later run reuses them.
-        run_pgdyno(workloads[0], conn, args, work / "build", duration=1, warmup=0)
+        # pgdyno builds and records the tables once; every later run reuses them. A short
+        # run of each workload also leaves its pgbench command, for --bare-also.
+        for workload in workloads:
+            run_pgdyno(workload, conn, args, work / f"build-{workload}", duration=1, warmup=0)
+            remember_command(workload, work / f"build-{workload}")
+        DRIVER_US.clear()  # the builds' 1 s runs are not measurements
         for pair in range(1, args.pairs + 1):
             order = workloads if pair % 2 else list(reversed(workloads))
             for workload in order:
                 tps = {}
-                for tool in _tools(pair, args.threads_also):
+                for tool in _tools(pair, args.threads_also, args.bare_also):
                     if tool == "sysbench":
                         tps[tool] = run_sysbench(workload, conn, args)
+                    elif tool == "bare":
+                        tps[tool] = run_bare(workload, args)
                     else:
                         threads = args.threads_also if tool != "pgdyno" else None
                         tps[tool] = run_pgdyno(workload, conn, args,
@@ -174,34 +271,37 @@ def main() -> None:
                             "ratio_threads_also": other / tps["sysbench"]}
                     line += (f"  pgdyno --threads {args.threads_also} {other:>10,.1f} tps "
                              f"ratio {row['ratio_threads_also']:.3f}")
+                if args.bare_also:
+                    row |= {"bare_tps": tps["bare"], "ratio_bare": tps["bare"] / tps["sysbench"],
+                            "ratio_pgdyno_bare": tps["pgdyno"] / tps["bare"]}
+                    line += (f"  bare pgbench {tps['bare']:>10,.1f} tps ratio "
+                             f"{row['ratio_bare']:.3f} "
+                             f"(pgdyno/bare {row['ratio_pgdyno_bare']:.3f})")
                 pairs.append(row)
                 print(line, flush=True)
     finally:
         server.stop()
         shutil.rmtree(work, ignore_errors=True)
     summary = []
-    print(f"\n{'workload':<17}{'pairs':>6}{'median ratio':>14}{'best-of-N ratio':>17}"
-          f"{'pgdyno best TPS':>17}{'sysbench best TPS':>19}")
+    print(f"\n{'workload':<21}{'pairs':>6}{'median ratio':>14}{'best-of-N ratio':>17}"
+          f"{'best TPS':>11}{'over best TPS':>15}  geometric mean [95% interval]")
     for workload in workloads:
         rows = [r for r in pairs if r["workload"] == workload]
-        best_pgdyno = max(r["pgdyno_tps"] for r in rows)
-        best_sysbench = max(r["sysbench_tps"] for r in rows)
-        line = {"workload": workload, "pairs": len(rows),
-                "median_ratio": statistics.median(r["ratio"] for r in rows),
-                "best_of_n_ratio": best_pgdyno / best_sysbench,
-                "pgdyno_best_tps": best_pgdyno, "sysbench_best_tps": best_sysbench}
-        summary.append(line)
-        print(f"{workload:<17}{len(rows):>6}{line['median_ratio']:>14.3f}"
-              f"{line['best_of_n_ratio']:>17.3f}{best_pgdyno:>17,.1f}{best_sysbench:>19,.1f}")
+        line = {"workload": workload, "pairs": len(rows)}
+        # (label, key prefix, ratio of the pair rows, TPS of the first, TPS of the second)
+        comparisons = [(workload, "", "ratio", "pgdyno_tps", "sysbench_tps")]
         if args.threads_also:
-            best = max(r["pgdyno_threads_also_tps"] for r in rows)
-            line |= {"median_ratio_threads_also": statistics.median(
-                r["ratio_threads_also"] for r in rows),
-                "best_of_n_ratio_threads_also": best / best_sysbench}
-            print(f"{workload + f' -j {args.threads_also}':<17}{len(rows):>6}"
-                  f"{line['median_ratio_threads_also']:>14.3f}"
-                  f"{line['best_of_n_ratio_threads_also']:>17.3f}{best:>17,.1f}"
-                  f"{best_sysbench:>19,.1f}")
+            comparisons.append((f"{workload} -j {args.threads_also}", "_threads_also",
+                                "ratio_threads_also", "pgdyno_threads_also_tps",
+                                "sysbench_tps"))
+        if args.bare_also:
+            comparisons += [(f"{workload} bare", "_bare", "ratio_bare", "bare_tps",
+                             "sysbench_tps"),
+                            ("  pgdyno / bare", "_pgdyno_bare", "ratio_pgdyno_bare",
+                             "pgdyno_tps", "bare_tps")]
+        for label, suffix, ratio, first, second in comparisons:
+            line |= _summary_line(label, suffix, rows, ratio, first, second)
+        summary.append(line)
     for (tool, workload), values in sorted(DRIVER_US.items()):
         print(f"{workload:<17} {tool:<9} driver CPU per transaction: median "
               f"{statistics.median(values):,.1f} µs ({len(values)} runs)")
