@@ -46,7 +46,10 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
+
+import psutil
 
 from pgdyno.analysis.tdist import t_quantile
 from pgdyno.targets.binaries import embedded_install
@@ -60,8 +63,18 @@ _INTERVAL = re.compile(r"^\[ (\d+)s \] thds: \d+ tps: ([\d.]+)", re.MULTILINE)
 """sysbench's per-second report line: ``[ 7s ] thds: 8 tps: 1234.56 qps: ...``."""
 _PROGRESS = re.compile(r"^progress: ([\d.]+) s, ([\d.]+) tps", re.MULTILINE)
 """pgbench -P 1's line: ``progress: 7.0 s, 1234.5 tps, lat 6.4 ms stddev 2.1, 0 failed``."""
+_PROCESSED = re.compile(r"^number of transactions actually processed: (\d+)", re.MULTILINE)
+"""pgbench's closing count of the transactions it committed."""
 _TOTAL = re.compile(r"^\s+transactions:\s+(\d+)", re.MULTILINE)
 """sysbench's closing count: ``    transactions:     12345  (411.50 per sec.)``."""
+SERVER_US: dict[tuple[str, str], list[float]] = {}
+"""(tool, workload) -> the server's CPU µs per transaction, one figure per run: from
+pgdyno's own accounting for pgdyno's runs (its window), from the postmaster's process tree
+over the whole run for bare pgbench and sysbench (``server_cpu_s``). Equal figures mean
+the two statement streams cost the server the same."""
+REAP_S = 0.5
+"""Wait after a driver exits before reading the server's CPU: its backends exit and are
+reaped by the postmaster (their CPU then moves into its children's times)."""
 DRIVER_US: dict[tuple[str, str], list[float]] = {}
 """(tool, workload) -> the load driver's CPU µs per transaction, one figure per run:
 pgbench's from pgdyno's own accounting (telemetry on), sysbench's from the kernel's
@@ -85,6 +98,28 @@ def ratio_interval(ratios: list[float], confidence: float = 0.95
 def _interval_text(ratios: list[float]) -> str:
     mean, low, high = ratio_interval(ratios)
     return f"{mean:.3f}" + (f" [{low:.3f}, {high:.3f}]" if low is not None else "")
+
+
+def server_cpu_s(postmaster: int) -> float:
+    """CPU seconds of the server so far: the postmaster, its reaped children, and every
+    live process under it (the kernel's accounting, psutil's reading of /proc)."""
+    root = psutil.Process(postmaster)
+    total = sum(root.cpu_times()[:4])  # user, system, children_user, children_system
+    for child in root.children(recursive=True):
+        try:
+            times = child.cpu_times()
+        except psutil.NoSuchProcess:  # exited meanwhile: counted once it is reaped
+            continue
+        total += times.user + times.system
+    return total
+
+
+def _record_server(tool: str, workload: str, postmaster: int, before: float,
+                   transactions: int) -> None:
+    time.sleep(REAP_S)
+    if transactions:
+        SERVER_US.setdefault((tool, workload), []).append(
+            1e6 * (server_cpu_s(postmaster) - before) / transactions)
 
 
 def dsn_of(conn: ConnectionInfo) -> str:
@@ -112,6 +147,8 @@ def run_pgdyno(workload: str, conn: ConnectionInfo, args: argparse.Namespace, re
         # The run's own accounting: pgbench's cores over the window per transaction.
         DRIVER_US.setdefault((tool, workload), []).append(
             1e6 * split["driver_cores"] / tps)
+    if split.get("server_cores") is not None and tps:
+        SERVER_US.setdefault((tool, workload), []).append(1e6 * split["server_cores"] / tps)
     return tps
 
 
@@ -141,12 +178,16 @@ def bare_command(command: list[str], seconds: int) -> list[str]:
     return out
 
 
-def run_bare(workload: str, args: argparse.Namespace) -> float:
+def run_bare(workload: str, args: argparse.Namespace, postmaster: int) -> float:
     """pgdyno's pgbench command run bare; TPS as sysbench's is computed."""
     cmd = bare_command(BARE_COMMANDS[workload], args.warmup + args.duration)
     # pgdyno's sessions resolve names in its schema only, as sysbench's do here.
     env = dict(os.environ, PGOPTIONS=f"-c search_path={dataset.SCHEMA}")
+    before = server_cpu_s(postmaster)
     out = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    processed = _PROCESSED.search(out.stdout)
+    _record_server("bare", workload, postmaster, before,
+                   int(processed.group(1)) if processed else 0)
     measured = [float(tps) for second, tps in _PROGRESS.findall(out.stderr)
                 if float(second) > args.warmup]
     if out.returncode != 0 or not measured:
@@ -155,7 +196,8 @@ def run_bare(workload: str, args: argparse.Namespace) -> float:
     return statistics.fmean(measured)
 
 
-def run_sysbench(workload: str, conn: ConnectionInfo, args: argparse.Namespace) -> float:
+def run_sysbench(workload: str, conn: ConnectionInfo, args: argparse.Namespace,
+                 postmaster: int) -> float:
     """Real sysbench on pgdyno's tables: its libpq session resolves sbtestN in pgdyno's
     schema, as pgdyno's own connections do."""
     cmd = ["sysbench", WORKLOADS[workload], "--db-driver=pgsql", f"--pgsql-host={conn.host}",
@@ -165,9 +207,12 @@ def run_sysbench(workload: str, conn: ConnectionInfo, args: argparse.Namespace) 
            f"--time={args.warmup + args.duration}", "--report-interval=1", "run"]
     env = dict(os.environ, PGOPTIONS=f"-c search_path={dataset.SCHEMA}")
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    server_before = server_cpu_s(postmaster)
     out = subprocess.run(cmd, capture_output=True, text=True, env=env)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     total = _TOTAL.search(out.stdout)
+    _record_server("sysbench", workload, postmaster, server_before,
+                   int(total.group(1)) if total else 0)
     if total:  # sysbench's CPU over its whole run (warm-up too) per transaction it made
         cpu_s = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
         DRIVER_US.setdefault(("sysbench", workload), []).append(
@@ -246,15 +291,16 @@ def main() -> None:
             run_pgdyno(workload, conn, args, work / f"build-{workload}", duration=1, warmup=0)
             remember_command(workload, work / f"build-{workload}")
         DRIVER_US.clear()  # the builds' 1 s runs are not measurements
+        SERVER_US.clear()
         for pair in range(1, args.pairs + 1):
             order = workloads if pair % 2 else list(reversed(workloads))
             for workload in order:
                 tps = {}
                 for tool in _tools(pair, args.threads_also, args.bare_also):
                     if tool == "sysbench":
-                        tps[tool] = run_sysbench(workload, conn, args)
+                        tps[tool] = run_sysbench(workload, conn, args, server.pid)
                     elif tool == "bare":
-                        tps[tool] = run_bare(workload, args)
+                        tps[tool] = run_bare(workload, args, server.pid)
                     else:
                         threads = args.threads_also if tool != "pgdyno" else None
                         tps[tool] = run_pgdyno(workload, conn, args,
@@ -302,15 +348,19 @@ def main() -> None:
         for label, suffix, ratio, first, second in comparisons:
             line |= _summary_line(label, suffix, rows, ratio, first, second)
         summary.append(line)
-    for (tool, workload), values in sorted(DRIVER_US.items()):
-        print(f"{workload:<17} {tool:<9} driver CPU per transaction: median "
-              f"{statistics.median(values):,.1f} µs ({len(values)} runs)")
+    for what, figures in (("driver", DRIVER_US), ("server", SERVER_US)):
+        for (tool, workload), values in sorted(figures.items()):
+            print(f"{workload:<17} {tool:<9} {what} CPU per transaction: median "
+                  f"{statistics.median(values):,.1f} µs, {min(values):,.1f} to "
+                  f"{max(values):,.1f} ({len(values)} runs)")
     args.out.write_text(json.dumps({
         "schema_version": 1, "bench": "oltp_vs_sysbench", "cpus": os.cpu_count(),
         "settings": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
         "pairs": pairs, "summary": summary,
         "driver_cpu_us_per_tx": {f"{tool} {workload}": values
-                                 for (tool, workload), values in DRIVER_US.items()}},
+                                 for (tool, workload), values in DRIVER_US.items()},
+        "server_cpu_us_per_tx": {f"{tool} {workload}": values
+                                 for (tool, workload), values in SERVER_US.items()}},
         indent=2) + "\n")
 
 

@@ -5,6 +5,11 @@ from __future__ import annotations
 
 import importlib.util
 import math
+import os
+import resource
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -54,3 +59,28 @@ def test_ratio_interval_is_a_t_interval_on_the_logs(bench):
     inverse = bench.ratio_interval([1 / r for r in ratios])
     assert inverse == pytest.approx((1 / mean, 1 / high, 1 / low), rel=1e-9)
     assert bench.ratio_interval([1.25]) == (pytest.approx(1.25), None, None)
+
+
+def test_server_cpu_counts_live_and_reaped_children(bench):
+    """A process tree's CPU: a child burning CPU alive, then the same once reaped; the
+    kernel's own count of reaped children (getrusage) is the oracle."""
+    burn = "import time\nend = time.process_time() + 0.4\nwhile time.process_time() < end: pass"
+    me = os.getpid()
+    start = bench.server_cpu_s(me)
+    child = subprocess.Popen([sys.executable, "-c", burn + "\ntime.sleep(30)"])
+    try:
+        deadline = time.monotonic() + 20
+        while bench.server_cpu_s(me) - start < 0.4 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert bench.server_cpu_s(me) - start >= 0.4  # alive: read from its /proc entry
+    finally:
+        child.kill()
+        child.wait()
+    reaped_before = sum(resource.getrusage(resource.RUSAGE_CHILDREN)[:2])
+    before = bench.server_cpu_s(me)
+    subprocess.run([sys.executable, "-c", burn], check=True)
+    reaped = sum(resource.getrusage(resource.RUSAGE_CHILDREN)[:2]) - reaped_before
+    assert reaped >= 0.4
+    # Ours, the parent's, grew too meanwhile: the tree's growth is the reaped child's
+    # CPU plus at most what this process spent waiting for it.
+    assert bench.server_cpu_s(me) - before == pytest.approx(reaped, abs=0.1)
