@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from collections.abc import Iterator
@@ -11,6 +12,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
+from pgdyno.errors import RunFailed
 from pgdyno.runner.prewarm import FILL_SHARE, prewarm
 from pgdyno.targets.binaries import embedded_install
 from pgdyno.targets.connection import ConnectionInfo
@@ -117,3 +119,35 @@ def test_a_run_with_cache_prewarmed_says_what_it_read() -> None:
         assert "(128 MiB)" in note and "before the first iteration" in note
         assert "Note: cache prewarmed: all of the dataset, " in (run / "report.md").read_text()
         assert manifest["options"]["cache"] == "prewarmed"
+
+
+def test_a_role_that_cannot_create_the_extension_gets_one_line(small_cache_server) -> None:
+    """pg_prewarm is not a trusted extension: a plain role (a --dsn user's, say) may not
+    create it. The run fails with one line naming the cause, how to install the extension
+    and --cache warm, and leaves the database as it was."""
+    for conn in scratch_database(small_cache_server, "prewarm_refused"):
+        with psycopg.connect(conn.conninfo(), autocommit=True) as db:
+            db.execute("DROP ROLE IF EXISTS prewarm_plain")
+            db.execute("CREATE ROLE prewarm_plain LOGIN")
+            db.execute("CREATE SCHEMA IF NOT EXISTS pgdyno_bench AUTHORIZATION prewarm_plain")
+            db.execute("GRANT CREATE ON DATABASE prewarm_refused TO prewarm_plain")
+        plain = dataclasses.replace(conn, user="prewarm_plain")
+        with psycopg.connect(plain.conninfo(), autocommit=True) as db:
+            db.execute("CREATE TABLE small (id int PRIMARY KEY)")
+        try:
+            with pytest.raises(RunFailed) as failure:
+                prewarm(plain, ["small"])
+            message = str(failure.value)
+            assert "\n" not in message
+            assert message.startswith("--cache prewarmed: pg_prewarm cannot be created in "
+                                      "this database (permission denied to create extension "
+                                      '"pg_prewarm")')
+            assert "postgresql-contrib" in message and "--cache warm" in message
+            with psycopg.connect(conn.conninfo(), autocommit=True) as db:
+                assert db.execute("SELECT count(*) FROM pg_extension WHERE extname = "
+                                  "'pg_prewarm'").fetchone()[0] == 0
+        finally:
+            with psycopg.connect(conn.conninfo(), autocommit=True) as db:
+                db.execute("DROP SCHEMA pgdyno_bench CASCADE")
+                db.execute("REVOKE CREATE ON DATABASE prewarm_refused FROM prewarm_plain")
+                db.execute("DROP ROLE prewarm_plain")
