@@ -45,7 +45,7 @@ from pgdyno.targets import ServerStartError, Target, archive
 from pgdyno.telemetry import TelemetryConfig, TelemetryRecorder
 from pgdyno.telemetry.catalog import DATASET_SIZE_SQL
 from pgdyno.workloads import dataset
-from pgdyno.workloads.base import RunContext, Step, Workload
+from pgdyno.workloads.base import RunContext, Step, Workload, counted_nowhere
 
 
 def save(run_dir: RunDirectory, plan: RunPlan, manifest: Manifest) -> None:
@@ -183,6 +183,8 @@ def run_step(workload: Workload, ctx: RunContext, step: Step, progress: LiveProg
     workload.before_iteration(ctx)
     it_dir = step.directory(ctx.run_dir.raw, workload.engine_dir)
     recorder = start_telemetry(ctx, it_dir)
+    if recorder is not None:
+        ctx.count_as_ours = recorder.count_as_ours
     total = opts.warmup_s + opts.duration_s
     task = progress.add_task(f"{step.clients} clients, iteration {step.iteration}",
                              total=total, status="starting")
@@ -208,6 +210,7 @@ def run_step(workload: Workload, ctx: RunContext, step: Step, progress: LiveProg
             with contextlib.suppress(Exception):  # a view, never the result
                 live.stop()
         if recorder is not None:
+            ctx.count_as_ours = counted_nowhere
             # Telemetry is evidence, not the result: its failure (a full disk) must not
             # keep the iteration's own files from being saved.
             with contextlib.suppress(Exception):

@@ -263,8 +263,14 @@ class TelemetryRecorder:
         """A samplers' session (``pg.connect``) whose backend is counted as pgdyno's."""
         assert self.conn is not None
         pgconn = pg.connect(self.conn, dbname)
-        self._own_backends.add(pgconn.info.backend_pid)
+        self.count_as_ours(pgconn.info.backend_pid)
         return pgconn
+
+    def count_as_ours(self, backend_pid: int) -> None:
+        """Count a server backend as pgdyno's from the next host tick on: a samplers'
+        session, or one a workload opens to measure (TPROC-C's NOPM snapshots). Its CPU
+        is then the harness's cost, not the benchmark's."""
+        self._own_backends.add(backend_pid)
 
     def record_error(self, sampler: str, exc: BaseException) -> None:
         """One line in ``errors.jsonl`` (at most MAX_ERRORS_PER_SAMPLER a sampler); every

@@ -157,6 +157,10 @@ class Prepared:
     """Engine inputs, e.g. pgbench ScriptSpecs (kept for the iterations, not serialised)."""
 
 
+def counted_nowhere(backend_pid: int) -> None:
+    """``RunContext.count_as_ours`` outside an iteration's telemetry."""
+
+
 @dataclass
 class RunContext:
     """Everything a workload may use while the run loop runs it."""
@@ -177,6 +181,10 @@ class RunContext:
     prepared: Prepared | None = None
     remote: Any = None
     """--ssh: the database host's view (pgdyno.telemetry.remote.RemoteHost)."""
+    count_as_ours: Callable[[int], None] = counted_nowhere
+    """Tells the iteration's telemetry that a server backend is pgdyno's own session (a
+    workload's measuring session, not its load), so that its CPU is counted as the
+    harness's; does nothing without telemetry."""
 
     @property
     def install(self) -> PgInstall | None:

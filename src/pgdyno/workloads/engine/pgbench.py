@@ -23,6 +23,7 @@ import shutil
 import subprocess
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
@@ -59,6 +60,7 @@ from pgdyno.workloads.base import (
     Step,
     Workload,
     add_telemetry,
+    counted_nowhere,
 )
 from pgdyno.workloads.engine.process import last_error_line, raise_open_files, run_program
 from pgdyno.workloads.engine.txtail import LogTail, TailResult
@@ -168,7 +170,7 @@ class PgbenchWorkload(Workload):
         raise NotImplementedError
 
     def open_session(self, conn: ConnectionInfo) -> Any:
-        """A connection for window snapshots; None: this workload takes none."""
+        """A psycopg connection for window snapshots; None: this workload takes none."""
         return None
 
     def snapshot(self, session: Any) -> dict[str, Any] | None:
@@ -217,7 +219,7 @@ class PgbenchWorkload(Workload):
         record.stdout_file = str((it_dir / "stdout.txt").relative_to(ctx.run_dir.path))
         record.stderr_file = str((it_dir / "stderr.txt").relative_to(ctx.run_dir.path))
         window = WindowSnapshots(self, ctx.conn, opts.warmup_s, opts.duration_s,
-                                 it_dir / "window.json")
+                                 it_dir / "window.json", count_as_ours=ctx.count_as_ours)
         log_offset = ctx.target.log_size() if ctx.manages_server else 0
 
         launched = time.time()
@@ -361,8 +363,12 @@ class WindowSnapshots:
     """
 
     def __init__(self, workload: PgbenchWorkload, conn: ConnectionInfo, warmup_s: float,
-                 duration_s: float, path: Path, interval_s: float = SERIES_INTERVAL_S) -> None:
+                 duration_s: float, path: Path, interval_s: float = SERIES_INTERVAL_S,
+                 count_as_ours: Callable[[int], None] = counted_nowhere) -> None:
         self.workload, self.conn, self.path = workload, conn, path
+        # The snapshots' session is pgdyno's measuring, not the load: its backend's CPU
+        # goes to the harness in the whose-CPU table.
+        self.count_as_ours = count_as_ours
         self.warmup_s, self.duration_s, self.interval_s = warmup_s, duration_s, interval_s
         self.points: dict[str, dict] = {}
         self.series: list[dict] = []
@@ -392,6 +398,7 @@ class WindowSnapshots:
         with contextlib.suppress(Exception):  # no connection: no snapshots, the run goes on
             self.session = self.workload.open_session(self.conn)
         if self.session is not None:
+            self.count_as_ours(self.session.info.backend_pid)
             self.thread.start()
 
     def finish(self) -> None:
