@@ -60,6 +60,7 @@ from pgdyno.config.setting_specs import for_install
 from pgdyno.config.userfile import control_character, read_toml, toml_type
 from pgdyno.errors import UsageError
 from pgdyno.options import BenchOptions, TargetSpec
+from pgdyno.results.names import check_dir_name
 from pgdyno.runner.options import all_options, build_options, defaults
 from pgdyno.targets import check_spec, target_class
 from pgdyno.targets.binaries import embedded_install, install_from_dir
@@ -181,6 +182,8 @@ def load_spec(path: Path, results_dir: Path | None = None,
     ``[bench]``."""
     data = read_toml(path, f"campaign {path}", ACCEPTED_FILE)
     _check_tables(data, path)
+    if size is not None:  # its journal is the directory NAME--SIZE
+        check_dir_name(size, "--size", "quick")
     camp = data.get("campaign", {})
     bad = set(camp) - CAMPAIGN_KEYS
     if bad:
@@ -192,12 +195,15 @@ def load_spec(path: Path, results_dir: Path | None = None,
     workload_bench = {w: raw_bench.pop(w) for w in list(raw_bench)
                       if isinstance(raw_bench[w], dict)}
     bench = _bench(raw_bench, path, "[bench]")
-    configs = [_config(c, path) for c in data.get("config", [{"label": "default"}])]
+    study = _study_table(data.get("study"), path)
+    configs = [_config(c, path, study is not None)
+               for c in data.get("config", [{"label": "default"}])]
     labels = [c.label for c in configs]
     if len(set(labels)) != len(labels):
         raise UsageError(f"campaign {path}: config labels must be unique ({', '.join(labels)}); "
                          "accepted: a different label for each [[config]]")
-    name = _dir_name(camp, "name", path) or Path(path).stem
+    name = _dir_name(camp, "name", path) or check_dir_name(
+        Path(path).stem, f"campaign {path}: without [campaign] name, its file's name", "tuning-1")
     given_dir = _optional_str(camp, "results_dir", path)
     spec = CampaignSpec(
         name=name, path=Path(path), workloads=_workloads(camp, path),
@@ -206,7 +212,7 @@ def load_spec(path: Path, results_dir: Path | None = None,
         results_dir=Path(results_dir or given_dir or "results"),
         hardware=_hardware(camp, path),
         workload_bench=_workload_bench(workload_bench, path), size=size,
-        study=_study_table(data.get("study"), path))
+        study=study)
     _check_options(spec)
     return spec
 
@@ -302,9 +308,8 @@ def _optional_str(table: dict[str, Any], key: str, path: Path) -> str | None:
 def _dir_name(table: dict[str, Any], key: str, path: Path) -> str | None:
     """A name that becomes a directory of its own under the results directory."""
     value = _optional_str(table, key, path)
-    if value is not None and ("/" in value or "\\" in value or value in (".", "..")):
-        raise UsageError(f"campaign {path}: [campaign] {key} = {value!r} would leave the "
-                         f"results directory; accepted: a name without / (e.g. tuning-1)")
+    if value is not None:
+        check_dir_name(value, f"campaign {path}: [campaign] {key} =", "tuning-1")
     return value
 
 
@@ -400,7 +405,8 @@ def _typed(value: Any, tp: Any, key: str, path: Path, where: str = "[bench]") ->
     raise _wrong(path, where, key, value, accepted)
 
 
-def _config(entry: dict[str, Any], path: Path) -> ConfigEntry:
+def _config(entry: dict[str, Any], path: Path, in_study: bool = False) -> ConfigEntry:
+    """One [[config]]; ``in_study``: its label also names a file of the study's."""
     bad = set(entry) - CONFIG_KEYS
     if bad:
         raise UsageError(f"campaign {path}: [[config]] {', '.join(sorted(bad))} unknown; "
@@ -412,6 +418,10 @@ def _config(entry: dict[str, Any], path: Path) -> ConfigEntry:
             raise _wrong(path, "[[config]]", key, value, "a non-empty string on one line")
     config = entry.get("config", "default")
     label = entry.get("label") or config
+    if in_study:  # the study keeps each config's provisioning plan as plan-LABEL.json
+        what = "[[config]] label =" if entry.get("label") else \
+            "[[config]] without a label takes its config as label:"
+        check_dir_name(label, f"campaign {path}: {what}", "tuned-4gb")
     sets = tuple(_str_list(entry.get("set", []), "set", path))
     bench = _bench(entry.get("bench", {}), path, f"[[config]] {label} [config.bench]")
     return ConfigEntry(label=label, config=config, sets=sets,

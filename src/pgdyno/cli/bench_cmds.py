@@ -26,6 +26,7 @@ from rich.markup import escape
 
 from pgdyno.errors import PgdynoError, RunInterrupted, UsageError
 from pgdyno.results.index import RunRow, run_manifests
+from pgdyno.results.names import check_dir_name
 from pgdyno.results.rundir import STATUSES
 from pgdyno.results.store import RunStore
 from pgdyno.workloads.checks import check_choice
@@ -117,6 +118,9 @@ def report(
         from pgdyno.campaign.context import build_context
         from pgdyno.campaign.context_report import write_context_report
 
+        for name, option in ((context, "--context"), (against, "--against")):
+            if name is not None:  # folders of --results-dir; the report goes into the first
+                check_dir_name(name, option, "box--tpcb")
         rep = build_context(results_dir, context, hardware=hardware, against=against)
         out = write_context_report(rep, results_dir / context)
         typer.echo(f"report: {out}")
@@ -173,6 +177,9 @@ def runs(
     if status is not None:
         check_choice(status, "--status", STATUSES)
     check_choice(fmt, "--format", FORMATS)
+    if run_id is not None and not run_id.strip():  # as a suffix it would match any run
+        raise UsageError(f"run {run_id!r}: an empty run id; accepted: a run's id or the end "
+                         "of it, as `pgdyno runs` lists them")
     if limit < 1:
         raise UsageError(f"--limit {limit}: must be 1 or more")
     if reindex:

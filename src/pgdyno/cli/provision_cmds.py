@@ -13,6 +13,7 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
+from pgdyno.results.names import check_dir_name
 from pgdyno.workloads.checks import check_choice
 
 provision_app = typer.Typer(help="Plan, apply, verify and revert OS and storage settings.",
@@ -86,6 +87,7 @@ def apply_cmd(config: str = _CONFIG, hardware: str = _HARDWARE, workload: str = 
     from pgdyno.provision.commands import ApplyRequest, apply_command, device_list
     from pgdyno.provision.render import applied_lines
 
+    _check_context(context)
     plan = _plan_options(config, hardware, workload, data_devices, wal_devices, overrides,
                          only, live_only, pg_version, data_dir)
     opts = ApplyOptions(destroy_data=device_list(destroy_data, "--destroy-data"),
@@ -113,6 +115,7 @@ def verify_cmd(config: str = _CONFIG, hardware: str = _HARDWARE, workload: str =
     from pgdyno.provision.render import drift_table
 
     check_choice(fmt, "--format", VERIFY_FORMATS)
+    _check_context(context)
     done = verify_command(_plan_options(config, hardware, workload, data_devices, wal_devices,
                                         overrides, only, live_only, pg_version, data_dir),
                           results_dir, context, _warn)
@@ -136,6 +139,7 @@ def revert_cmd(state_file: Path = typer.Argument(None, metavar="[STATE]",
     from pgdyno.provision.commands import revert_command
     from pgdyno.provision.render import revert_lines
 
+    _check_context(context)
     done = revert_command(state_file, workdir, results_dir, context, _warn)
     for line in revert_lines(done.report):
         typer.echo(line)
@@ -149,14 +153,21 @@ def revert_cmd(state_file: Path = typer.Argument(None, metavar="[STATE]",
 def _plan_options(config, hardware, workload, data_devices, wal_devices, overrides, only,
                   live_only, pg_version, data_dir):
     from pgdyno.provision import PlanOptions
-    from pgdyno.provision.commands import device_list, split_list
+    from pgdyno.provision.commands import ONLY_ACCEPTED, device_list, split_list
     from pgdyno.workloads.registry import tuning_of
 
     return PlanOptions(config=config, hardware=hardware, workload=workload,
                        data_devices=device_list(data_devices, "--data-devices"),
                        wal_devices=device_list(wal_devices, "--wal-devices"),
-                       overrides=tuple(overrides), only=split_list(only), live_only=live_only,
-                       pg_version=pg_version, data_dir=data_dir, tuning=tuning_of(workload))
+                       overrides=tuple(overrides), only=split_list(only, "--only", ONLY_ACCEPTED),
+                       live_only=live_only, pg_version=pg_version, data_dir=data_dir,
+                       tuning=tuning_of(workload))
+
+
+def _check_context(context: str | None) -> None:
+    """The journal is RESULTS/provision/CONTEXT: checked before anything is changed."""
+    if context is not None:
+        check_dir_name(context, "--context", "box--tpcb")
 
 
 def _warn(message: str) -> None:

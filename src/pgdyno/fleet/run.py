@@ -93,12 +93,26 @@ def check_options(opts: FleetOptions) -> None:
 
     if not opts.inventory.is_file():
         raise UsageError(f"--inventory {opts.inventory}: no such file")
-    if opts.forks is not None and opts.forks < 1:
-        raise UsageError(f"--forks {opts.forks}: accepted: 1 or more")
+    check_hosts(opts)
     spec = load_spec(opts.campaign, opts.results_dir)  # a bad campaign fails here, once
     if spec.context is not None:
         raise UsageError(f"campaign {opts.campaign}: [campaign] context = {spec.context!r}: a "
                          "fleet names each host's contexts <host>--<workload>; drop it")
+
+
+def check_hosts(opts: Hosts) -> None:
+    """--group, --limit and --forks of ``fleet run`` and ``fleet search``. An empty --limit
+    (an unset shell variable) would run on every host of the group, not on a subset."""
+    if opts.forks is not None and opts.forks < 1:
+        raise UsageError(f"--forks {opts.forks}: accepted: 1 or more")
+    if not opts.group.strip():
+        raise UsageError(f"--group {opts.group!r}: an empty value; accepted: an inventory "
+                         "group or pattern (leave --group out for all)")
+    if opts.limit is not None and not all(p.strip() for p in opts.limit.split(",")):
+        what = "an empty item" if opts.limit.strip(" ,") else "nothing named"
+        raise UsageError(f"--limit {opts.limit!r}: {what}; accepted: hosts or groups "
+                         "separated by commas, as ansible-playbook --limit (leave --limit "
+                         "out for the whole group)")
 
 
 def run_fleet(opts: FleetOptions, echo: Callable[[str], None] = print) -> FleetOutcome:

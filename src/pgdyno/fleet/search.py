@@ -19,8 +19,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pgdyno.errors import UsageError
-from pgdyno.fleet.run import DEFAULT_REMOTE_DIR, FleetOutcome, Play, run_play
+from pgdyno.fleet.run import DEFAULT_REMOTE_DIR, FleetOutcome, Play, check_hosts, run_play
 from pgdyno.redact import redact
+from pgdyno.results.names import check_dir_name
 
 STORAGE_ENV = "PGDYNO_SEARCH_STORAGE"
 _OWN = ("--storage", "--worker", "--workers", "--results-dir", "--search-name", "--workdir")
@@ -49,11 +50,10 @@ def check_options(opts: FleetSearchOptions) -> None:
 
     if not opts.inventory.is_file():
         raise UsageError(f"--inventory {opts.inventory}: no such file")
-    if opts.forks is not None and opts.forks < 1:
-        raise UsageError(f"--forks {opts.forks}: accepted: 1 or more")
+    check_hosts(opts)
     storage_url(opts.storage)
-    if not opts.name.strip() or "/" in opts.name:
-        raise UsageError(f"--search-name {opts.name!r}: accepted: a name without /")
+    # Each host's copy is RESULTS/fleet/hosts/HOST/searches/NAME.
+    check_dir_name(opts.name, "--search-name", "tpcb-memory")
     for arg in opts.tune_args:
         if arg.split("=")[0] in _OWN:
             raise UsageError(f"fleet search: {arg.split('=')[0]} is set by the fleet on each "

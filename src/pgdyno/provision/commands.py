@@ -23,26 +23,41 @@ from pgdyno.provision.revert import revert_state
 from pgdyno.provision.state import latest_state, load_state
 from pgdyno.provision.system import is_root
 from pgdyno.provision.verify import drift, drifted
+from pgdyno.results.names import dir_name_problem
 
 Warn = Callable[[str], None]
+
+
+DEVICES_ACCEPTED = "block device paths such as /dev/nvme1n1 or /dev/loop3, comma-separated"
+ONLY_ACCEPTED = ("keys of `pgdyno tune --format env` (VM_SWAPPINESS) or native names "
+                 "(vm.swappiness), comma-separated (leave --only out for every setting)")
 
 
 def device_list(items: list[str] | tuple[str, ...], option: str) -> tuple[str, ...]:
     """Devices named on the command line (repeatable, comma-separated), each a block device
     path named once; else one line naming ``option`` and what it accepts."""
-    out = split_list(items)
+    out = split_list(items, option, f"{DEVICES_ACCEPTED} (leave {option} out for none)")
     for dev in out:
         if not dev.startswith("/dev/") or any(c.isspace() for c in dev):
-            raise UsageError(f"{option} {dev}: accepted: block device paths such as /dev/nvme1n1 "
-                             "or /dev/loop3, comma-separated")
+            raise UsageError(f"{option} {dev}: accepted: {DEVICES_ACCEPTED}")
     if len(set(out)) != len(out):
         raise UsageError(f"{option} {','.join(out)}: a device is named twice")
     return out
 
 
-def split_list(items: list[str] | tuple[str, ...]) -> tuple[str, ...]:
-    """A repeatable, comma-separated option's values, blanks dropped."""
-    return tuple(p.strip() for item in items for p in item.split(",") if p.strip())
+def split_list(items: list[str] | tuple[str, ...], option: str,
+               accepted: str) -> tuple[str, ...]:
+    """A repeatable, comma-separated option's values. An empty value or item is refused:
+    ``--only "$KEYS"`` with the variable unset must not select every setting, nor
+    ``--data-devices "$DEV"`` plan without the device."""
+    out = []
+    for item in items:
+        parts = [p.strip() for p in item.split(",")]
+        if not all(parts):
+            what = "an empty item" if any(parts) else "nothing named"
+            raise UsageError(f"{option} {item!r}: {what}; accepted: {accepted}")
+        out += parts
+    return tuple(out)
 
 
 def default_context(plan: ProvisionPlan, workload: str) -> str:
@@ -179,6 +194,10 @@ def _journal(results_dir: Path, context: str, action: str, code: int, summary: s
              drifted: int = 0) -> None:
     """One event in the context's journal (``source``: the plan or state, for config and
     hardware)."""
+    problem = dir_name_problem(context)
+    if problem is not None:  # a context made from a profile's or a state file's name
+        warn(f"warning: journal not written: context {context!r}: {problem}")
+        return
     try:
         record_event(results_dir, context, action, exit_status=code, summary=summary,
                      state_file=state_file, changed=changed, drifted=drifted,

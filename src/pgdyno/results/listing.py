@@ -4,8 +4,10 @@ Each run is named by its directory (``tpcb-20261125T130844Z``), the suffix of it
 ``report``, ``compare`` and ``note`` accept; a name two listed runs share keeps the full id
 (``CONTEXT/NAME``). Cells never wrap: a long text cell ends in "…", and when the columns
 still do not fit, whole columns are left out, the least useful first (``PRIORITY``), and
-named in one note. With no width (``--wide``, ``--output``, or a pipe without $COLUMNS)
-every column is kept, whole, and each run has its full id.
+named in one note. The run's name is never cut, however narrow the terminal: it is what
+every other command is given, and a row of "…" names nothing. With no width (``--wide``,
+``--output``, or a pipe without $COLUMNS) every column is kept, whole, and each run has its
+full id.
 """
 
 from __future__ import annotations
@@ -92,8 +94,8 @@ def cut(text: str, limit: int) -> str:
 def build_listing(rows: Sequence[RunRow], width: int | None) -> Listing:
     """The runs' table fitted to ``width`` characters (None: every column, whole, full
     ids). Fitting cuts long text cells to their column's cap, then keeps columns in
-    ``PRIORITY`` order while they fit; the run column is always kept (cut only when it
-    alone is wider than the terminal)."""
+    ``PRIORITY`` order while they fit; the run column is always kept, whole (alone when it
+    is wider than the terminal)."""
     if width is None:
         columns = [c for c in COLUMNS if c.header != "context"]  # the full id holds it
         table = [_cells(row, row.run_id) for row in rows]
@@ -111,25 +113,24 @@ def build_listing(rows: Sequence[RunRow], width: int | None) -> Listing:
             kept.add(header)
             used += len(GAP) + widths[header]
     columns = [c for c in COLUMNS if c.header in kept]
-    cells = [[cut(line[c.header], width) if c.header == "run" else line[c.header]
-              for c in columns] for line in table]
+    cells = [[line[c.header] for c in columns] for line in table]
     return Listing(columns, cells, [c.header for c in COLUMNS if c.header not in kept], width)
 
 
 def render(listing: Listing) -> list[str]:
     """The table's lines: a header line, then one line a run; figures right-aligned, text
-    left-aligned, no trailing spaces."""
+    left-aligned, no trailing spaces. A fitted line is cut at the width, never inside the
+    run's name."""
     headers = [c.header for c in listing.columns]
     widths = [max([len(h)] + [len(row[i]) for row in listing.rows])
               for i, h in enumerate(headers)]
-    if listing.width is not None and widths:
-        widths[0] = min(widths[0], listing.width)
+    limit = None if listing.width is None else max(listing.width, widths[0] if widths else 0)
     lines = []
     for cells in [headers, *listing.rows]:
         parts = [cell.rjust(w) if c.numeric else cell.ljust(w)
                  for c, cell, w in zip(listing.columns, cells, widths, strict=True)]
         line = GAP.join(parts).rstrip()
-        lines.append(cut(line, listing.width) if listing.width is not None else line)
+        lines.append(cut(line, limit) if limit is not None else line)
     return lines
 
 

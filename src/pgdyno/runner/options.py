@@ -25,6 +25,7 @@ from pgdyno.options import (
     TargetSpec,
     default_workdir,
 )
+from pgdyno.results.names import check_dir_name
 from pgdyno.results.store import results_db
 from pgdyno.targets.spec import TARGET_CHOICES, target_spec
 from pgdyno.workloads import registry
@@ -222,10 +223,8 @@ def build_options(workload: str, **kw: Any) -> BenchOptions:
     check_choice(values["load_wal"], "--load-wal", LOAD_WAL_MODES)
     check_choice(values["via"], "--via", VIA)
     check_choice(values["target"], "--target", TARGET_CHOICES)
-    context = values["context"]
-    if context is not None and ("/" in context or context in ("", ".", "..")):
-        raise UsageError(f"--context {context!r}: would leave --results-dir; accepted: a name "
-                         "without /, e.g. box--tpcb")
+    if values["context"] is not None:  # the run's directory is RESULTS/CONTEXT/...
+        check_dir_name(values["context"], "--context", "box--tpcb")
     max_tries = values["max_tries"] if values["max_tries"] is not None else 1
     if (values["latency_limit"] is not None and values["rate"] is None
             and max_tries == 1 and plugin.default_max_tries == 1):

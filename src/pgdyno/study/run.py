@@ -16,6 +16,7 @@ from pgdyno.campaign.spec import CampaignSpec, Cell, ConfigEntry, load_spec
 from pgdyno.campaign.validation import run_validation
 from pgdyno.errors import PgdynoError, UsageError
 from pgdyno.provision.plan import PlanOptions, plan_for_config
+from pgdyno.results.names import check_dir_name
 from pgdyno.results.rundir import write_json_atomic
 from pgdyno.study.build import PROVISION_DIR, build_study
 from pgdyno.study.model import StudyRecord
@@ -127,6 +128,9 @@ def rebuild_study(name: str, results_dir: Path, size: str | None = None
                   ) -> tuple[StudyRecord, Path]:
     """``pgdyno report --campaign NAME``: the study again, from the campaign's own copy of
     its file, its journal and its runs."""
+    check_dir_name(name, "--campaign", "tuning-1")
+    if size is not None:
+        check_dir_name(size, "--size", "quick")
     folder = results_dir / "campaigns" / (name if size is None else f"{name}--{size}")
     copy = folder / "campaign.toml"
     if not copy.is_file():
