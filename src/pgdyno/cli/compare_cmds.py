@@ -16,6 +16,7 @@ from rich.console import Console
 
 from pgdyno.compare.stats import DEFAULT_CONFIDENCE
 from pgdyno.errors import UsageError
+from pgdyno.results.names import check_dir_name
 
 
 def _bench_option(name: str) -> Any:
@@ -236,6 +237,7 @@ def journal(context: str = typer.Argument(..., help="context name"),
     from pgdyno.campaign.context_report import journal_document
     from pgdyno.reports.markdown import render_document
 
+    check_dir_name(context, "journal CONTEXT", "box--tpcb")  # a folder of --results-dir
     typer.echo(render_document(journal_document(results_dir, context)))
 
 
@@ -252,6 +254,9 @@ def context_report(
     from pgdyno.campaign.context import build_context
     from pgdyno.campaign.context_report import write_context_report
 
+    for name, what in ((context, "context-report CONTEXT"), (against, "--against")):
+        if name is not None:  # folders of --results-dir; the report goes into the first
+            check_dir_name(name, what, "box--tpcb")
     rep = build_context(results_dir, context, hardware=hardware, against=against)
     path = write_context_report(rep, out or results_dir / context)
     typer.echo(f"report: {path}")

@@ -39,6 +39,7 @@ from pgdyno.config.setting_specs import for_install
 from pgdyno.errors import UsageError
 from pgdyno.options import BenchOptions
 from pgdyno.results.manifest import read_json_file
+from pgdyno.results.names import check_dir_name
 from pgdyno.results.rundir import write_json_atomic, write_text_atomic
 from pgdyno.search import confirm as confirm_mod
 from pgdyno.search import os_knobs
@@ -167,10 +168,8 @@ def validate(opts: SearchOptions) -> None:
     if opts.knobs is not None and not opts.knobs:
         raise UsageError("--knobs: no setting named; accepted: setting names separated by "
                          "commas, or all")
-    if opts.name is not None and (not opts.name.strip() or "/" in opts.name
-                                  or opts.name in (".", "..")):
-        raise UsageError(f"--search-name {opts.name!r}: accepted: a name without /, e.g. "
-                         "tpcb-memory (the search's directory under RESULTS/searches)")
+    if opts.name is not None:  # the search's directory is RESULTS/searches/NAME
+        check_dir_name(opts.name, "--search-name", "tpcb-memory")
     if opts.budget is None and opts.time_s is None:
         raise UsageError("tune --search needs --budget N (trials) or --time 45m")
     if opts.budget is not None and opts.budget < 1:
@@ -195,6 +194,9 @@ def validate(opts: SearchOptions) -> None:
     if opts.study_name is not None and opts.storage is None:
         raise UsageError("--study-name names the study in a shared storage: it needs "
                          "--storage postgresql://user@host/db")
+    if opts.study_name is not None and not opts.study_name.strip():
+        raise UsageError(f"--study-name {opts.study_name!r}: an empty name; accepted: the "
+                         "study's name in --storage (leave it out for the search's name)")
     if opts.validate_s < 0:
         raise UsageError(f"--validate {opts.validate_s}: accepted: a duration such as 30m, "
                          "or 0 to skip the long validation")
