@@ -5,6 +5,7 @@ sides in turns, compared and written (compare.md, .html, .json). The CLI builds
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,6 +41,17 @@ class CompareOptions:
     """Two sweeps: the dataset size to look at closely."""
     results_dir: Path = Path("results")
     progress: bool = False
+    design: str = "auto"
+    """Running both sides: ``auto``, ``interleaved``, ``duet`` or ``sequential``."""
+    precision_pct: float | None = None
+    """Block designs: stop once the headline's interval is at most ± this (%)."""
+    budget_s: float | None = None
+    """Block designs: the most seconds of measuring."""
+    seed: int | None = None
+    """Block designs: the order's random seed (None: drawn and recorded)."""
+    baseline_pg_bin: Path | None = None
+    candidate_pg_bin: Path | None = None
+    """Each side's server binaries (None: the run's --pg-bin, or the embedded server)."""
     bench: BenchOptions | None = field(default=None, compare=False)
     """Running both sides: the runs' options (the sides add their config and sets)."""
 
@@ -52,11 +64,26 @@ def compare_options(first: str, second: str | None, *, baseline: str | None,
                     candidate: str | None, baseline_set: list[str], candidate_set: list[str],
                     pairs: int, confidence: float, out: Path | None, at_step: int | None,
                     results_dir: Path, progress: bool,
-                    bench_args: dict[str, Any]) -> CompareOptions:
+                    bench_args: dict[str, Any], design: str = "auto",
+                    precision: str | None = None, budget: str | None = None,
+                    seed: int | None = None, baseline_pg_bin: Path | None = None,
+                    candidate_pg_bin: Path | None = None) -> CompareOptions:
     """The command line's values as CompareOptions: either two runs (or sweeps), or a
     WORKLOAD with --baseline and/or --candidate, whose bench options ``bench_args`` are
     checked as `pgdyno bench` checks them."""
-    running = baseline is not None or candidate is not None
+    from pgdyno.compare.blocks import DESIGNS
+
+    running = (baseline is not None or candidate is not None
+               or baseline_pg_bin is not None or candidate_pg_bin is not None)
+    if design not in DESIGNS:
+        raise UsageError(f"--design {design}: accepted values are {', '.join(DESIGNS)}")
+    precision_pct = parse_precision(precision)
+    budget_s = parse_budget(budget)
+    if precision_pct is not None and budget_s is None:
+        budget_s = DEFAULT_BUDGET_S
+    if not running and (precision_pct is not None or budget_s is not None):
+        raise UsageError("compare: --precision and --budget apply when running both sides "
+                         "(WORKLOAD --baseline CONFIG --candidate CONFIG)")
     if running and second is not None:
         raise UsageError("compare: give either two runs, or a WORKLOAD with --baseline "
                          "and --candidate, not both")
@@ -72,7 +99,45 @@ def compare_options(first: str, second: str | None, *, baseline: str | None,
                           candidate=candidate or "default", baseline_set=tuple(baseline_set),
                           candidate_set=tuple(candidate_set), pairs=pairs,
                           confidence=confidence, out=out, at_step=at_step,
-                          results_dir=results_dir, progress=progress, bench=bench)
+                          results_dir=results_dir, progress=progress, design=design,
+                          precision_pct=precision_pct, budget_s=budget_s, seed=seed,
+                          baseline_pg_bin=baseline_pg_bin, candidate_pg_bin=candidate_pg_bin,
+                          bench=bench)
+
+
+DEFAULT_BUDGET_S = 600.0
+"""--precision without --budget: ten minutes of measuring at most."""
+_UNITS_S = {"s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+def parse_precision(text: str | None) -> float | None:
+    """``2%`` or ``2`` as 2.0 (a half-width in %); None when not given."""
+    if text is None:
+        return None
+    try:
+        value = float(text.strip().removesuffix("%"))
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and 0.0 < value < 100.0):
+        raise UsageError(f"--precision {text}: accepted values are a half-width in % "
+                         "above 0 and below 100, e.g. 2%")
+    return value
+
+
+def parse_budget(text: str | None) -> float | None:
+    """``10m``, ``90s``, ``1h`` or a number of seconds; None when not given."""
+    if text is None:
+        return None
+    raw = text.strip().lower()
+    unit = _UNITS_S.get(raw[-1:]) if raw else None
+    try:
+        value = float(raw[:-1] if unit is not None else raw) * (unit or 1.0)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value >= 10.0):
+        raise UsageError(f"--budget {text}: accepted values are a duration of at least 10 s, "
+                         "as 90s, 10m or 1h")
+    return value
 
 
 @dataclass
@@ -105,33 +170,112 @@ def run_compare(opts: CompareOptions, console: Console,
         report = write_sweep_comparison(cmp, opts.out or sweep_out_dir(opts.results_dir, a, b))
         return CompareOutcome(report, sweeps=cmp)
     labels: dict[str, str] = {}
+    design = None
+    target = opts.out
     if opts.bench is not None:
-        from pgdyno.compare.interleave import Side, run_interleaved
+        from pgdyno.compare.blocks import SEQUENTIAL, Side
 
-        a_side = Side(_side_label(opts.baseline, opts.baseline_set), opts.baseline,
-                      opts.baseline_set)
-        b_side = Side(_side_label(opts.candidate, opts.candidate_set), opts.candidate,
-                      opts.candidate_set)
-        done = run_interleaved(opts.bench, a_side, b_side, opts.pairs, console,
-                               on_run=lambda side, path: console.print(f"{side}: {path}")
-                               if opts.progress else None)
-        if a_side == b_side:  # after the runs: a refused command (--pairs 0) says one line
+        a_side = Side(_side_label(opts.baseline, opts.baseline_set, opts.baseline_pg_bin),
+                      opts.baseline, opts.baseline_set, opts.baseline_pg_bin)
+        b_side = Side(_side_label(opts.candidate, opts.candidate_set, opts.candidate_pg_bin),
+                      opts.candidate, opts.candidate_set, opts.candidate_pg_bin)
+        chosen, why = _design_for(opts)
+        note(f"design: {chosen} ({why})")
+        if chosen == SEQUENTIAL:
+            a_runs, b_runs = _run_sequential(opts, a_side, b_side, console, note)
+            design = _sequential_summary(why, opts.confidence)
+        else:
+            target = target or _block_out_dir(opts)
+            a_runs, b_runs, design = _run_blocks(opts, chosen, why, a_side, b_side, target,
+                                                 note)
+        if a_side == b_side:
             note("note: baseline and candidate are the same config (an A/A test)")
-        for msg in done.failed:
-            note(f"warning: {msg}")
-        a_runs = [load_run(p) for p in done.baseline]
-        b_runs = [load_run(p) for p in done.candidate]
         labels = {"baseline_label": a_side.label, "candidate_label": b_side.label}
     else:
         a_runs = [load_run(resolve_run(r, opts.results_dir)) for r in opts.first.split(",")
                   if r]
         b_runs = [load_run(resolve_run(r, opts.results_dir))
                   for r in (opts.second or "").split(",") if r]
-    cmp = compare_runs(a_runs, b_runs, confidence=opts.confidence, **labels)
-    target = opts.out or default_out_dir(opts.results_dir, a_runs[0], b_runs[-1])
+    cmp = compare_runs(a_runs, b_runs, confidence=opts.confidence, design=design, **labels)
+    target = target or default_out_dir(opts.results_dir, a_runs[0], b_runs[-1])
     write_comparison(cmp, a_runs, b_runs, target)
     return CompareOutcome(target / "compare.md", comparison=cmp)
 
 
-def _side_label(config: str, sets: tuple[str, ...]) -> str:
-    return config + (" + " + ", ".join(sets) if sets else "")
+def _side_label(config: str, sets: tuple[str, ...], pg_bin: Path | None = None) -> str:
+    label = config + (" + " + ", ".join(sets) if sets else "")
+    return label + (f" ({pg_bin})" if pg_bin is not None else "")
+
+
+def _design_for(opts: CompareOptions) -> tuple[str, str]:
+    """The design the comparison runs in, and why (``--design auto`` decides here)."""
+    import psutil
+
+    from pgdyno.compare.blocks import choose_design
+    from pgdyno.workloads import registry
+
+    assert opts.bench is not None
+    workload = registry.get(opts.bench.workload)
+    return choose_design(opts.design, opts.bench, workload.needs_server,
+                         workload.dataset_bytes(opts.bench),
+                         psutil.virtual_memory().available)
+
+
+def _run_sequential(opts: CompareOptions, a_side: Any, b_side: Any, console: Console,
+                    note: Callable[[str], None]) -> tuple[list, list]:
+    """Whole runs, A B B A ..., each with its own server start (one workdir, one cluster)."""
+    from pgdyno.compare.interleave import run_interleaved
+    from pgdyno.compare.runs import load_run
+
+    assert opts.bench is not None
+    if opts.precision_pct is not None or opts.budget_s is not None:
+        note("note: --precision and --budget steer block designs only; the sequential "
+             f"design runs its {opts.pairs} pairs")
+    bench = opts.bench
+    if a_side.pg_bin is not None or b_side.pg_bin is not None:
+        raise UsageError("compare: --baseline-pg-bin and --candidate-pg-bin need a block "
+                         "design (both servers up at once); use --design interleaved")
+    done = run_interleaved(bench, a_side, b_side, opts.pairs, console,
+                           on_run=lambda side, path: console.print(f"{side}: {path}")
+                           if opts.progress else None)
+    for msg in done.failed:
+        note(f"warning: {msg}")
+    return [load_run(p) for p in done.baseline], [load_run(p) for p in done.candidate]
+
+
+def _sequential_summary(why: str, confidence: float) -> Any:
+    from pgdyno.compare.design import sequential_summary
+
+    return sequential_summary(why, confidence)
+
+
+def _block_out_dir(opts: CompareOptions) -> Path:
+    from datetime import UTC, datetime
+
+    from pgdyno.results.rundir import safe_name
+
+    assert opts.bench is not None
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    return opts.results_dir / "comparisons" / safe_name(f"{opts.bench.workload}-{stamp}")
+
+
+def _run_blocks(opts: CompareOptions, design: str, why: str, a_side: Any, b_side: Any,
+                out_dir: Path, note: Callable[[str], None]) -> tuple[list, list, Any]:
+    """Both servers up, the load alternating (or shared) in blocks until the plan stops."""
+    from pgdyno.compare.blocks import BlockComparison, BlockPlan
+    from pgdyno.compare.design import block_design_summary
+    from pgdyno.compare.runs import load_run
+    from pgdyno.workloads import registry
+    from pgdyno.workloads.metrics import headline_metric
+
+    assert opts.bench is not None
+    spec = headline_metric(registry.get(opts.bench.workload).metrics)
+    plan = BlockPlan(design=design, pairs=opts.pairs, budget_s=opts.budget_s,
+                     precision_pct=opts.precision_pct, confidence=opts.confidence,
+                     seed=opts.seed)
+    record = BlockComparison(opts.bench, a_side, b_side, plan, out_dir, spec.name,
+                             spec.direction or 1, why, note).run()
+    note(f"stopped: {record.stop} after {record.pairs_done()} pairs "
+         f"({record.measuring_s:.0f} s measuring, {record.setup_s:.0f} s to set up)")
+    a_run, b_run = load_run(Path(record.baseline_run)), load_run(Path(record.candidate_run))
+    return [a_run], [b_run], block_design_summary(record, a_run, b_run)

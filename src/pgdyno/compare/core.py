@@ -7,7 +7,8 @@ from dataclasses import dataclass
 from pgdyno.analysis.summary import IterationSummary
 from pgdyno.analysis.telemetry import MIN_IOPS_FOR_CV, TelemetrySummary
 from pgdyno.compare.io_profile import group_label, group_prefix, io_profiles, role_devices
-from pgdyno.compare.model import SCHEMA_VERSION, Comparison, MetricComparison
+from pgdyno.compare.model import SCHEMA_VERSION, Comparison, DesignSummary, MetricComparison
+from pgdyno.compare.paired import PAIRED_DIFF, paired_change
 from pgdyno.compare.runs import RunData
 from pgdyno.compare.settings_diff import settings_diff
 from pgdyno.compare.stats import (
@@ -43,11 +44,25 @@ IO_NOTE = (
     "{min_iops:g} IOPS. These describe the runs and carry no interval.")
 
 
-def method_note(confidence: float, metrics: list[MetricComparison], io: bool) -> str:
+PAIRED_NOTE = (
+    "Each value is one block (one iteration of its side's run); block i of A and block i of "
+    "B form a pair, measured back to back (or together) under the same conditions of the "
+    "machine. The interval is that of the mean of the pairs' log ratios ln(B/A), with a "
+    "Newey-West variance that allows for neighbouring pairs moving together, at the level "
+    "the comparison's last look could spend (see How this was measured); a row's pair "
+    "missing a value on a side is left out. A verdict other than 'no significant difference' "
+    "needs an interval that excludes 0; fewer than 2 pairs gives 'undetermined'. A baseline "
+    "mean below {floors} or of 0 is 'too small to compare'. Noise: the spread of one pair's "
+    "log ratio.")
+
+
+def method_note(confidence: float, metrics: list[MetricComparison], io: bool,
+                paired: bool = False) -> str:
     """The Method paragraph: what every row's interval is, and the fallbacks the table uses."""
     floors = ", ".join(with_unit(f"{v:g}", u) for u, v in FLOORS.items())
-    parts = [METHOD_NOTE.format(level=100 * confidence, floors=floors)]
-    if any(m.method == WELCH_DIFF for m in metrics):
+    parts = [(PAIRED_NOTE if paired else METHOD_NOTE).format(level=100 * confidence,
+                                                             floors=floors)]
+    if any(m.method in (WELCH_DIFF, PAIRED_DIFF) for m in metrics):
         parts.append(DIFF_NOTE)
     if io:
         parts.append(IO_NOTE.format(min_iops=MIN_IOPS_FOR_CV))
@@ -68,7 +83,11 @@ def _workload_metrics(runs: list[RunData]) -> tuple[MetricSpec, ...]:
 
 def compare_runs(baseline: list[RunData], candidate: list[RunData], *,
                  confidence: float = DEFAULT_CONFIDENCE, baseline_label: str = "",
-                 candidate_label: str = "") -> Comparison:
+                 candidate_label: str = "", design: DesignSummary | None = None
+                 ) -> Comparison:
+    """Every metric of the runs compared. With a block ``design`` (one run a side, its
+    iterations the blocks), iteration i of A is paired with iteration i of B and every row's
+    interval is the paired one at the design's level; else Welch's on the iterations."""
     if not baseline or not candidate:
         raise UsageError("compare: needs at least one run on each side")
     if not 0.5 <= confidence < 1.0:
@@ -85,23 +104,39 @@ def compare_runs(baseline: list[RunData], candidate: list[RunData], *,
     if len(workloads) > 1:
         notes.append("the runs are of different workloads: " + ", ".join(sorted(workloads)))
     metrics: list[MetricComparison] = []
+    paired = design is not None and design.blocks is not None
+    paired_level = design.level if paired and design is not None else None
+    sample_of_rows = "block" if paired else "iteration"
     declared = _workload_metrics(baseline)
     common = _common_clients(baseline, candidate)
     for clients in common:
         a_its = _ok_iterations(baseline, clients)
         b_its = _ok_iterations(candidate, clients)
+        if paired:
+            a_its, b_its = _paired_iterations(a_its, b_its)
         for spec in declared:
-            (a, b), sample = _values(spec.name, a_its, b_its)
+            if paired:
+                a, b = _per_iteration(spec.name, a_its, b_its)
+                sample = "block"
+            else:
+                (a, b), sample = _values(spec.name, a_its, b_its)
             if a or b:
                 metrics.append(compare_values(clients, spec.name, spec.unit, spec.direction,
                                               a, b, confidence, label=spec.label,
-                                              sample=sample))
+                                              sample=sample, paired_level=paired_level))
         for m in _telemetry_metrics(a_its, b_its):
-            a = [v for i in a_its if (v := m.value(i.telemetry)) is not None]
-            b = [v for i in b_its if (v := m.value(i.telemetry)) is not None]
+            if paired:  # a block without telemetry leaves its pair out
+                both = [(x, y) for i, j in zip(a_its, b_its, strict=True)
+                        if (x := m.value(i.telemetry)) is not None
+                        and (y := m.value(j.telemetry)) is not None]
+                a, b = [x for x, _ in both], [y for _, y in both]
+            else:
+                a = [v for i in a_its if (v := m.value(i.telemetry)) is not None]
+                b = [v for i in b_its if (v := m.value(i.telemetry)) is not None]
             if a or b:
                 metrics.append(compare_values(clients, m.name, m.unit, 0, a, b, confidence,
-                                              label=m.label))
+                                              label=m.label, sample=sample_of_rows,
+                                              paired_level=paired_level))
     if not any(m.metric == headline_metric(declared).name for m in metrics):
         notes.append("no client count was measured on both sides")
     profiles = io_profiles(baseline, candidate, common)
@@ -115,10 +150,10 @@ def compare_runs(baseline: list[RunData], candidate: list[RunData], *,
         baseline_runs=[str(r.path) for r in baseline],
         candidate_runs=[str(r.path) for r in candidate], confidence=confidence,
         changes=settings_diff(baseline[-1].manifest, candidate[-1].manifest),
-        metrics=metrics, method_note=method_note(confidence, metrics, bool(profiles)),
+        metrics=metrics, method_note=method_note(confidence, metrics, bool(profiles), paired),
         notes=notes, io_profiles=profiles, headline_metric=headline_metric(declared).name,
         contaminated=_contaminated("A", baseline, common) + _contaminated("B", candidate, common),
-        workload_detail=detail)
+        workload_detail=detail, design=design)
 
 
 def _contaminated(side: str, runs: list[RunData], clients: list[int]) -> list[str]:
@@ -130,11 +165,17 @@ def _contaminated(side: str, runs: list[RunData], clients: list[int]) -> list[st
 
 def compare_values(clients: int, name: str, unit: str, direction: int, a: list[float],
                    b: list[float], confidence: float = DEFAULT_CONFIDENCE, *,
-                   label: str = "", sample: str = "iteration") -> MetricComparison:
-    """One metric's row: each side's values (one per iteration), change, interval, verdict."""
+                   label: str = "", sample: str = "iteration",
+                   paired_level: float | None = None) -> MetricComparison:
+    """One metric's row: each side's values (one per iteration), change, interval, verdict.
+    ``paired_level``: value i of each side is a pair (a block design), and the interval is
+    the paired one at that level."""
     sa, sb = SampleStats.of(a), SampleStats.of(b)
-    est = estimate_change(sa.values, sb.values, direction=direction, confidence=confidence,
-                          unit=unit)
+    if paired_level is not None:
+        est = paired_change(a, b, level=paired_level, direction=direction, unit=unit).change
+    else:
+        est = estimate_change(sa.values, sb.values, direction=direction,
+                              confidence=confidence, unit=unit)
     return MetricComparison(
         clients=clients, metric=name, unit=unit, direction=direction, sample=sample,
         baseline_n=sa.n, baseline_mean=sa.mean, baseline_stddev=sa.stddev,
@@ -155,6 +196,30 @@ def _values(name: str, a_its: list[IterationSummary], b_its: list[IterationSumma
                 [v for i in b_its for v in i.samples[name]]), "stream"
     return ([i.metrics[name] for i in a_its if name in i.metrics],
             [i.metrics[name] for i in b_its if name in i.metrics]), "iteration"
+
+
+def _paired_iterations(a_its: list[IterationSummary], b_its: list[IterationSummary]
+                       ) -> tuple[list[IterationSummary], list[IterationSummary]]:
+    """The blocks of both sides with the same iteration number (pair i), in order."""
+    by_number = {i.iteration: i for i in b_its}
+    both = [(i, by_number[i.iteration]) for i in sorted(a_its, key=lambda i: i.iteration)
+            if i.iteration in by_number]
+    return [x for x, _ in both], [y for _, y in both]
+
+
+def _per_iteration(name: str, a_its: list[IterationSummary], b_its: list[IterationSummary]
+                   ) -> tuple[list[float], list[float]]:
+    """One value per paired block; a pair missing the metric on either side counts as NaN
+    on both (the paired interval leaves it out)."""
+    nan = float("nan")
+    a, b = [], []
+    for i, j in zip(a_its, b_its, strict=True):
+        x, y = i.metrics.get(name), j.metrics.get(name)
+        if x is None and y is None:
+            continue
+        a.append(nan if x is None or y is None else x)
+        b.append(nan if x is None or y is None else y)
+    return a, b
 
 
 def _common_clients(a: list[RunData], b: list[RunData]) -> list[int]:

@@ -1,4 +1,4 @@
-"""Running baseline and candidate in turns on the same target, so drift hits both.
+"""The sequential design: baseline and candidate as whole runs in turns on the same target.
 
 The order is counterbalanced, A B B A A B B A ...: with plain alternation (A B A B) the
 baseline always runs first in each pair, so anything that improves over time (the OS page
@@ -14,16 +14,10 @@ from pathlib import Path
 
 from rich.console import Console
 
+from pgdyno.compare.blocks import Side
 from pgdyno.errors import UsageError
 from pgdyno.options import BenchOptions
 from pgdyno.runner.bench import context_of, run_one
-
-
-@dataclass(frozen=True)
-class Side:
-    label: str
-    config: str = "default"
-    sets: tuple[str, ...] = ()
 
 
 @dataclass

@@ -6,14 +6,17 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from pgdyno.compare.blocks import BlockRecord
 from pgdyno.compare.io_profile import IoProfile
+from pgdyno.compare.paired import PAIRED_LOG, OrderCheck
 from pgdyno.compare.settings_diff import SettingChange
 from pgdyno.compare.stats import WELCH_LOG
 from pgdyno.units import common_scale, is_rate, unit_factor
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 """2: metrics carry a label, device metrics of a shared data + WAL device are one row
-(``data_wal_*``), ``too small to compare`` verdicts, and the I/O profile."""
+(``data_wal_*``), ``too small to compare`` verdicts, and the I/O profile. 3: the design the
+sides were measured in (``design``), paired intervals (``paired-log``, ``paired-diff``)."""
 
 
 @dataclass
@@ -60,7 +63,7 @@ class MetricComparison:
     @property
     def has_ratio_interval(self) -> bool:
         """Whether the row has an interval of the ratio B/A (what the change chart draws)."""
-        return (self.method == WELCH_LOG and math.isfinite(self.ci_low_pct)
+        return (self.method in (WELCH_LOG, PAIRED_LOG) and math.isfinite(self.ci_low_pct)
                 and math.isfinite(self.ci_high_pct))
 
 
@@ -79,6 +82,35 @@ def metric_title(label: str, unit: str) -> str:
     if not unit or label.endswith(unit):
         return label
     return f"{label} ({unit})"
+
+
+@dataclass
+class DesignSummary:
+    """How the two sides were measured, and the checks of the design's assumptions."""
+
+    design: str
+    """``sequential`` (whole runs in A B B A order), ``interleaved`` or ``duet`` (blocks),
+    or ``runs`` (existing runs, compared as given)."""
+    why: str
+    level: float
+    """The confidence level of the rows' intervals (below the overall level when the
+    comparison looked more than once: see ``paired``)."""
+    pairs: int = 0
+    stop: str = ""
+    pair_seconds: float = math.nan
+    """Median wall time of one pair of blocks, warm-ups and checkpoints included."""
+    autocorrelation: float = math.nan
+    """Lag-1 autocorrelation of the pairs' differences in the headline."""
+    lags: int = 0
+    """Newey-West lags the interval allowed for."""
+    noise_pct: float = math.nan
+    """The headline's long-run spread of one pair's difference, in %."""
+    seconds_for_1pct: float = math.nan
+    """About how long this design would take here for a ±1% interval on the headline."""
+    order: OrderCheck | None = None
+    shared: list[str] = field(default_factory=list)
+    """What the two sides shared that could favour one (memory, devices), in words."""
+    blocks: BlockRecord | None = None
 
 
 @dataclass
@@ -104,6 +136,8 @@ class Comparison:
     workload_detail: dict[str, Any] = field(default_factory=dict)
     """What the runs' workload compares beyond its metrics (TPROC-H: per-query speedup and
     plan changes), from its ``compare_detail``; rendered by its ``compare_sections``."""
+    design: DesignSummary | None = None
+    """How the sides were measured (None: a comparison saved before designs existed)."""
 
     def chart_clients(self) -> int | None:
         """The client count the plots show: the highest with a headline figure."""

@@ -9,6 +9,7 @@ from pathlib import Path
 from pgdyno import serde
 from pgdyno.compare.io_profile import IoFigure, IoProfile
 from pgdyno.compare.model import Comparison, MetricComparison, shown_unit
+from pgdyno.compare.paired import PAIRED_DIFF
 from pgdyno.compare.plots import comparison_plots
 from pgdyno.compare.runs import RunData
 from pgdyno.compare.settings_diff import diff_block
@@ -35,7 +36,7 @@ def verdict_text(m: MetricComparison) -> str:
     if m.verdict in (UNDETERMINED, TOO_SMALL):
         return f"{m.verdict} ({m.reason})" if m.reason else m.verdict
     notes = [f"noise ±{m.noise_pct:.1f}%"] if not math.isnan(m.noise_pct) else []
-    if m.method == WELCH_DIFF:
+    if m.method in (WELCH_DIFF, PAIRED_DIFF):
         notes.append("difference of means")
     return f"{m.verdict} ({'; '.join(notes)})" if notes else m.verdict
 
@@ -96,7 +97,7 @@ def _at(m: MetricComparison, clients: int | None) -> str:
 
 
 def _why_not_charted(m: MetricComparison) -> str:
-    if m.method == WELCH_DIFF:
+    if m.method in (WELCH_DIFF, PAIRED_DIFF):
         return (f"difference of means (a side has a value of 0 or less), change "
                 f"{pct(m.change_pct)}, "
                 f"interval {interval(m)}, {m.verdict}")
@@ -148,6 +149,82 @@ def _io_change(f: IoFigure) -> str:
     return pct(f.change)
 
 
+def design_section(cmp: Comparison) -> Section | None:
+    """How the sides were measured, the paired interval's method, and the checks."""
+    d = cmp.design
+    if d is None:
+        return None
+    section = Section("How this was measured")
+    if d.blocks is None:
+        section.paragraphs.append(
+            f"Design: {d.design} ({d.why}). Each side ran whole runs in A B B A order, one "
+            "after the other; the interval treats the runs as independent samples, so a "
+            "machine whose speed changes between runs widens it. Where both servers fit on "
+            "the machine at once, `--design interleaved` pairs neighbouring blocks instead.")
+        return section
+    rec = d.blocks
+    order = " ".join(rec.orders)
+    section.paragraphs.append(
+        f"Design: {d.design} ({d.why}). Both servers were up for the whole comparison, each "
+        f"with its own cluster and dataset; each block was one iteration of its side's run: "
+        f"a CHECKPOINT, {rec.warmup_s} s of warm-up, {rec.block_s} s measured. "
+        + ("Each pair ran A and B at the same time."
+           if d.design == "duet" else
+           "Each pair ran one block of each side back to back, in an order drawn at random "
+           f"in balanced quads (seed {rec.seed}): {order}."))
+    section.paragraphs.append(
+        f"{d.pairs} pairs in {rec.measuring_s:.0f} s of measuring ({rec.setup_s:.0f} s to "
+        f"start both servers and build the datasets); a pair took {_secs(d.pair_seconds)}. "
+        f"Stopped: {rec.stop}"
+        + (f" (asked: ±{rec.precision_pct:g}%" if rec.precision_pct is not None else "")
+        + (f", budget {rec.budget_s:.0f} s)" if rec.budget_s is not None and
+           rec.precision_pct is not None else
+           (")" if rec.precision_pct is not None else
+            (f" (budget {rec.budget_s:.0f} s)" if rec.budget_s is not None else "")))
+        + ".")
+    section.paragraphs.append(
+        f"Interval: the mean over the pairs of ln(B/A), with the variance of that mean from "
+        f"Newey and West's estimate ({d.lags} lag(s); the pairs' lag-1 autocorrelation was "
+        f"{_num(d.autocorrelation)}), never below the independent-pairs variance, and "
+        f"Student's t with n − 1 degrees of freedom. The comparison looked at its interval "
+        f"{len(rec.looks)} time(s); the error rate of {100 * (1 - cmp.confidence):.0f}% was "
+        f"spent in steps (α·t² at the fraction t of the budget, the rest at the last look), "
+        f"so the interval reported, at {100 * d.level:.2f}%, holds at "
+        f"{100 * cmp.confidence:.0f}% however early it stopped.")
+    if rec.looks:
+        section.tables.append(Table(
+            ["Look", "Pairs", "Elapsed (s)", "α spent", "Change", "Interval"],
+            [[str(i), str(look.pairs), f"{look.elapsed_s:,.0f}", f"{100 * look.alpha:.2f}%",
+              pct(look.change_pct, 2),
+              f"[{pct(look.low_pct, 2)}, {pct(look.high_pct, 2)}]"]
+             for i, look in enumerate(rec.looks, start=1)],
+            caption=f"Looks at the {rec.headline_metric} interval"))
+    checks = []
+    if d.order is not None:
+        checks.append(f"Order inside a pair: {d.order.words}.")
+    checks += [f"Shared {line}." for line in d.shared]
+    if not math.isnan(d.noise_pct):
+        checks.append(f"Noise: one pair's difference spreads ±{d.noise_pct:.1f}% (long-run); "
+                      f"a ±1% interval would take about {_duration(d.seconds_for_1pct)} of "
+                      "measuring on this machine in this design.")
+    section.paragraphs += checks
+    return section
+
+
+def _num(value: float) -> str:
+    return "–" if math.isnan(value) else f"{value:+.2f}"
+
+
+def _secs(value: float) -> str:
+    return "–" if math.isnan(value) else f"{value:.1f} s"
+
+
+def _duration(seconds: float) -> str:
+    if math.isnan(seconds):
+        return "–"
+    return f"{seconds / 60:.0f} min" if seconds >= 120 else f"{seconds:.0f} s"
+
+
 def build_compare_document(cmp: Comparison, images: dict[str, str],
                            workload_sections: list[Section] | None = None) -> Document:
     changes = Section("What changed (A → B)", preformatted=[diff_block(cmp.changes)])
@@ -164,6 +241,7 @@ def build_compare_document(cmp: Comparison, images: dict[str, str],
             "processes took a material share of the host, so a difference may be theirs, "
             "not the configs': " + "; ".join(cmp.contaminated) + ".")
     verdict.paragraphs += [f"Note: {n}" for n in cmp.notes]
+    measured = design_section(cmp)
     metrics = Section("Metrics")
     for clients in sorted({m.clients for m in cmp.metrics}, key=lambda c: (c == 0, c)):
         metrics.tables.append(metrics_table(cmp, clients))
@@ -172,7 +250,8 @@ def build_compare_document(cmp: Comparison, images: dict[str, str],
                           ("percentile_curves", "Latency percentile curves")):
         if name in images:
             over_time.images.append((caption, images[name]))
-    sections = [changes, verdict, metrics, *(workload_sections or [])]
+    sections = [changes, verdict, *([measured] if measured else []), metrics,
+                *(workload_sections or [])]
     if cmp.chart_clients() is not None:
         sections.append(change_chart_section(cmp, images))
     if over_time.images:

@@ -35,6 +35,7 @@ from pgdyno.runner.environment import (
     describe_directories,
     host_facts,
 )
+from pgdyno.runner.gate import OWN_PACE, StepGate
 from pgdyno.runner.iterations import execute, save
 from pgdyno.runner.outcome import RunOutcome
 from pgdyno.runner.preflight import check_free_space, check_server, lock_workdir, preflight
@@ -81,8 +82,9 @@ def context_of(opts: BenchOptions, host: HostFacts | None = None) -> str:
 
 
 def run_bench(opts: BenchOptions, console: Console | None = None,
-              role: dict[str, Any] | None = None) -> BenchResult:
-    """Run one benchmark; ``role`` (compare side, campaign cell) goes into the manifest.
+              role: dict[str, Any] | None = None, gate: StepGate = OWN_PACE) -> BenchResult:
+    """Run one benchmark; ``role`` (compare side, campaign cell) goes into the manifest;
+    ``gate`` says when each iteration starts (a comparison's schedule: runner.gate).
 
     A failed or interrupted run raises RunFailed / RunInterrupted carrying its run_dir."""
     console = console or Console(stderr=True)
@@ -137,7 +139,7 @@ def run_bench(opts: BenchOptions, console: Console | None = None,
     result = BenchResult(run_dir=run_dir.path, status="running")
     error: Exception | None = None
     try:
-        execute(workload, ctx, manifest, console)
+        execute(workload, ctx, manifest, console, gate)
         result.status = "ok"
     except KeyboardInterrupt:
         result.status, result.reason = "interrupted", "interrupted by the user (Ctrl-C)"

@@ -32,6 +32,7 @@ from pgdyno.results.capacity import freeze_into
 from pgdyno.results.manifest import Manifest, manifest_to_dict
 from pgdyno.results.rundir import IterationRecord, RunDirectory, RunPlan, utc_now
 from pgdyno.runner.environment import server_facts
+from pgdyno.runner.gate import OWN_PACE, StepGate
 from pgdyno.runner.live import (
     LIVE_LOG_NAME,
     LiveFigures,
@@ -55,9 +56,10 @@ def save(run_dir: RunDirectory, plan: RunPlan, manifest: Manifest) -> None:
 
 
 def execute(workload: Workload, ctx: RunContext, manifest: Manifest,
-            console: Console) -> None:
+            console: Console, gate: StepGate = OWN_PACE) -> None:
     """Bring the server up, prepare the dataset, run every iteration, and let the workload
-    finish; the plan and manifest are saved at each stage."""
+    finish; the plan and manifest are saved at each stage. ``gate`` says when each
+    iteration may start (a comparison's schedule), and may end the run early."""
     opts = ctx.opts
     if workload.needs_server:
         bring_up(ctx, manifest)
@@ -81,13 +83,30 @@ def execute(workload: Workload, ctx: RunContext, manifest: Manifest,
             ctx.plan.notes.append(prewarm_dataset(workload, ctx))
         save(ctx.run_dir, ctx.plan, manifest)
         for step in steps:
+            if not gate.admit(step):
+                ctx.plan.notes.append(f"the comparison's schedule ended the run after "
+                                      f"{step.number} of {len(steps)} planned iterations")
+                break
             progress.update(overall, description=f"iteration {step.number + 1}/{len(steps)}",
                             completed=step.number * per_step)
             if opts.cache == "cold" and step.number > 0 and ctx.target is not None:
                 make_cold(ctx)
             run_step(workload, ctx, step, progress, overall)
+            if gate.wants_figures:
+                gate.finished(step, ctx.plan.records[-1].status,
+                              step_figures(workload, ctx, ctx.plan.records[-1]))
         progress.update(overall, completed=len(steps) * per_step)
     workload.finish(ctx)
+
+
+def step_figures(workload: Workload, ctx: RunContext, record: IterationRecord
+                 ) -> dict[str, float]:
+    """One finished iteration's figures (its metrics, as the run's summary will give
+    them), from its raw files: what a scheduler decides on while the run goes on."""
+    alone = dataclasses.replace(ctx.plan, records=[record])
+    summary = workload.summarise(ctx.run_dir, alone, ctx.opts, record.status)
+    found = [it for it in summary.iterations if it.iteration == record.iteration]
+    return dict(found[0].metrics) if found else {}
 
 
 def prewarm_dataset(workload: Workload, ctx: RunContext) -> str:

@@ -1,0 +1,566 @@
+"""Both sides up at once, the load moved between them in short blocks: a comparison that
+holds on a machine whose speed drifts.
+
+Running A for minutes and then B for minutes (the sequential design) exposes each side to
+whatever speed the machine had at its turn: on a cloud host or a shared VM that jumps
+between levels, identical configs come out several percent apart and an interval that
+covers the jumps is too wide to decide anything. Here each side is a run of its own, on a
+server of its own (its own cluster, its own copy of the dataset, both started before the
+first block), and a schedule says which side loads the machine when:
+
+- ``interleaved``: pairs of blocks, one of each side back to back, the order inside each
+  pair randomized in balanced quads (AB BA or BA AB), so that neither side always runs
+  first and an effect of one block on the next cancels out;
+- ``duet``: both sides loaded together in every block, so that both see the same
+  interference second by second (they also share the machine between them: each sees
+  part of it).
+
+Each block is one iteration of its side's run (a CHECKPOINT, ``--warmup`` seconds, then
+``--duration`` measured seconds), so every figure stays in the runs' raw files as in any
+run. After each pair the change is estimated from the pairs so far (``compare.paired``),
+and the comparison stops when the interval is as narrow as asked (``--precision``), when
+the budget is spent (``--budget``), or after ``--pairs`` pairs, saying which. A Ctrl-C
+stops both sides (each run kept and marked interrupted) and removes both clusters.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import math
+import multiprocessing
+import os
+import random
+import shutil
+import signal
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from multiprocessing.connection import wait
+from pathlib import Path
+from typing import Any
+
+from pgdyno.compare.paired import Spending, paired_change
+from pgdyno.errors import RunFailed, RunInterrupted, UsageError
+from pgdyno.options import BenchOptions
+from pgdyno.results.rundir import utc_now
+
+INTERLEAVED, DUET, SEQUENTIAL, AUTO = "interleaved", "duet", "sequential", "auto"
+DESIGNS = (AUTO, INTERLEAVED, DUET, SEQUENTIAL)
+BLOCK_SCHEMA_VERSION = 1
+LOOK_FRACTIONS = (0.2, 0.4, 0.6, 0.8, 1.0)
+"""Where the error rate may be spent when stopping on precision: at these fractions of the
+budget (the first pair boundary after each), and at the end."""
+MIN_PAIRS_TO_STOP = 4
+"""No verdict from fewer pairs: too few to see how the pairs' differences correlate."""
+SIDE_STOP_WAIT_S = 120.0
+"""How long a side may take to stop its server and write its report once told to."""
+
+
+@dataclass(frozen=True)
+class Side:
+    label: str
+    config: str = "default"
+    sets: tuple[str, ...] = ()
+    pg_bin: Path | None = None
+    """The side's own server binaries (None: the run's --pg-bin, or the embedded one)."""
+
+
+@dataclass(frozen=True)
+class BlockPlan:
+    """How a block comparison runs and when it stops."""
+
+    design: str
+    """``interleaved`` or ``duet``."""
+    pairs: int
+    """Pairs to run when neither a budget nor a precision is given; else the most."""
+    budget_s: float | None = None
+    """Seconds of measuring (from the first block) the comparison may use."""
+    precision_pct: float | None = None
+    """Stop once the headline's interval is at most ± this, in %."""
+    confidence: float = 0.95
+    seed: int | None = None
+    """The order's random seed (None: drawn, and recorded)."""
+
+
+@dataclass
+class Block:
+    """One measured block: one iteration of one side's run."""
+
+    pair: int
+    side: str
+    """``A`` (baseline) or ``B`` (candidate)."""
+    iteration: int
+    """Its iteration number in the side's run."""
+    position: int
+    """0: first of its pair (or both at once in a duet), 1: second."""
+    started_at: str
+    seconds: float
+    status: str
+    headline: float | None
+
+
+@dataclass
+class Look:
+    """One look at the pairs so far: the interval at the level this look could spend."""
+
+    pairs: int
+    elapsed_s: float
+    fraction: float
+    alpha: float
+    change_pct: float
+    low_pct: float
+    high_pct: float
+
+
+@dataclass
+class BlockRecord:
+    """What a block comparison did, in order: saved as ``blocks.json`` beside compare.md
+    and carried in compare.json."""
+
+    schema_version: int
+    design: str
+    why: str
+    """Why this design (``auto``'s reasons, or "asked for")."""
+    seed: int
+    block_s: int
+    warmup_s: int
+    headline_metric: str
+    orders: list[str] = field(default_factory=list)
+    """Each pair's order: ``AB``, ``BA``, or ``A+B`` (a duet block)."""
+    blocks: list[Block] = field(default_factory=list)
+    looks: list[Look] = field(default_factory=list)
+    stop: str = ""
+    """Why it stopped: precision reached, budget spent, pairs done, interrupted."""
+    budget_s: float | None = None
+    precision_pct: float | None = None
+    confidence: float = 0.95
+    setup_s: float = 0.0
+    """From the start until both sides were ready (servers up, datasets built)."""
+    measuring_s: float = 0.0
+    baseline_run: str = ""
+    candidate_run: str = ""
+    side_workdirs: list[str] = field(default_factory=list)
+    """The clusters' directories, removed when the comparison ended."""
+
+    @property
+    def final_level(self) -> float:
+        """The level of the last look's interval (what the comparison reports)."""
+        return 1.0 - self.looks[-1].alpha if self.looks else self.confidence
+
+    def pairs_done(self) -> int:
+        return len({b.pair for b in self.blocks if b.status == "ok"}) if self.blocks else 0
+
+
+def schedule(pairs: int, design: str, rng: random.Random) -> list[str]:
+    """The order of ``pairs`` pairs: balanced quads (AB BA or BA AB, drawn) when
+    interleaved, every block both sides at once in a duet."""
+    if design == DUET:
+        return ["A+B"] * pairs
+    out: list[str] = []
+    while len(out) < pairs:
+        out += rng.choice((["AB", "BA"], ["BA", "AB"]))
+    return out[:pairs]
+
+
+# ----- the side processes -------------------------------------------------------------
+
+def _side_main(opts: BenchOptions, role: dict[str, Any], conn: Any, log_path: str) -> None:
+    """One side's run in a process of its own, paced by the comparison through ``conn``.
+
+    A session of its own: a Ctrl-C at the terminal reaches the comparison, which stops the
+    sides itself (one signal each, so that none aborts its own cleanup)."""
+    os.setsid()
+    # SIGTERM (the comparison's last resort) ends the run as a Ctrl-C does.
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
+    from rich.console import Console
+
+    from pgdyno.runner.bench import run_bench
+    from pgdyno.runner.gate import PipeGate
+
+    with open(log_path, "a") as log:
+        console = Console(file=log, force_terminal=False, width=120)
+        try:
+            result = run_bench(opts, console, role=role, gate=PipeGate(conn))
+            message = ("finished", str(result.run_dir), result.status, "")
+        except (RunFailed, RunInterrupted) as exc:
+            status = "interrupted" if isinstance(exc, RunInterrupted) else "failed"
+            message = ("finished", str(exc.run_dir or ""), status, str(exc))
+        except KeyboardInterrupt:
+            message = ("finished", "", "interrupted", "interrupted before the run started")
+        except Exception as exc:  # refused or broken: the comparison says so in one line
+            message = ("finished", "", "failed", f"{type(exc).__name__}: {exc}")
+        console.print(f"side ended: {message[2]} {message[3]}", markup=False)
+    with contextlib.suppress(Exception):
+        conn.send(message)
+
+
+@dataclass
+class _SideProcess:
+    name: str
+    """``A`` or ``B``."""
+    process: Any
+    conn: Any
+    ready: int | None = None
+    """The iteration number the side waits to start (None: busy or not yet ready)."""
+    done: tuple[str, float, dict[str, float]] | None = None
+    finished: tuple[str, str, str] | None = None
+    """(run directory, status, reason) once the side's run ended."""
+
+    def handle(self, message: Any) -> None:
+        kind = message[0]
+        if kind == "ready":
+            self.ready = message[1]
+        elif kind == "done":
+            self.done = (message[2], time.monotonic(), message[3])
+        elif kind == "finished":
+            self.finished = (message[1], message[2], message[3])
+
+    def alive(self) -> bool:
+        return self.finished is None and self.process.is_alive()
+
+
+class BlockComparison:
+    """Runs the two sides block by block until the plan says stop."""
+
+    def __init__(self, base: BenchOptions, baseline: Side, candidate: Side, plan: BlockPlan,
+                 out_dir: Path, headline: str, direction: int, why: str,
+                 say: Callable[[str], None]) -> None:
+        self.base, self.plan, self.out_dir, self.say = base, plan, out_dir, say
+        self.sides = {"A": baseline, "B": candidate}
+        self.headline, self.direction = headline, direction
+        seed = plan.seed if plan.seed is not None else random.SystemRandom().randrange(2**31)
+        self.rng = random.Random(seed)
+        self.record = BlockRecord(
+            schema_version=BLOCK_SCHEMA_VERSION, design=plan.design, why=why, seed=seed,
+            block_s=base.duration_s, warmup_s=base.warmup_s, headline_metric=headline,
+            budget_s=plan.budget_s, precision_pct=plan.precision_pct,
+            confidence=plan.confidence)
+        self.procs: dict[str, _SideProcess] = {}
+        self.workdir_root = base.target.workdir / f"compare-{utc_now().replace(':', '')}"
+        self.spending = Spending(alpha=1.0 - plan.confidence)
+        self.values: dict[str, list[float]] = {"A": [], "B": []}
+
+    # ----- the whole comparison ---------------------------------------------------------
+    def run(self) -> BlockRecord:
+        started = time.monotonic()
+        made_root = not self.workdir_root.exists()
+        try:
+            self._start_sides()
+            self._await_ready(list(self.procs.values()))
+            self.record.setup_s = time.monotonic() - started
+            self._measure()
+            self._finish_sides("stop")
+        except KeyboardInterrupt:
+            self.record.stop = "interrupted"
+            self._interrupt_sides()
+            self._save()
+            raise RunInterrupted("comparison interrupted; both servers stopped, partial runs "
+                                 f"kept ({self._run_dirs()})", None) from None
+        except BaseException:
+            self._interrupt_sides()
+            self._save()
+            raise
+        finally:
+            if made_root:
+                shutil.rmtree(self.workdir_root, ignore_errors=True)
+        self._save()
+        return self.record
+
+    def _run_dirs(self) -> str:
+        dirs = [p.finished[0] for p in self.procs.values() if p.finished and p.finished[0]]
+        return ", ".join(dirs) or "none"
+
+    def _save(self) -> None:
+        from pgdyno import serde
+        from pgdyno.results.rundir import write_json_atomic
+
+        for name, attr in (("A", "baseline_run"), ("B", "candidate_run")):
+            proc = self.procs.get(name)
+            if proc is not None and proc.finished is not None:
+                setattr(self.record, attr, proc.finished[0])
+        with contextlib.suppress(OSError):
+            self.out_dir.mkdir(parents=True, exist_ok=True)
+            write_json_atomic(self.out_dir / "blocks.json", serde.to_dict(self.record))
+
+    # ----- the sides ----------------------------------------------------------------------
+    def _side_options(self, name: str) -> BenchOptions:
+        side = self.sides[name]
+        workdir = self.workdir_root / ("baseline" if name == "A" else "candidate")
+        pg_bin = side.pg_bin or self.base.target.pg_bin
+        target = dataclasses.replace(self.base.target, workdir=workdir, keep=False,
+                                     pg_bin=pg_bin,
+                                     kind="local" if pg_bin else self.base.target.kind)
+        from pgdyno.runner.bench import context_of
+
+        return dataclasses.replace(
+            self.base, config=side.config, sets=(*self.base.sets, *side.sets),
+            target=target, iterations=self._most_blocks(), context=context_of(self.base),
+            show_progress=False)
+
+    def _most_blocks(self) -> int:
+        """Blocks a side may run: the pairs asked, or as many as the budget could hold."""
+        if self.plan.budget_s is None:
+            return self.plan.pairs
+        per_block = max(1, self.base.duration_s + self.base.warmup_s)
+        return max(self.plan.pairs, math.ceil(self.plan.budget_s / per_block) + 1)
+
+    def _start_sides(self) -> None:
+        ctx = multiprocessing.get_context("spawn")
+        self.out_dir.mkdir(parents=True, exist_ok=True)
+        for name in ("A", "B"):
+            side = self.sides[name]
+            parent, child = ctx.Pipe()
+            role = {"label": side.label, "compare_side": name, "design": self.plan.design}
+            opts = self._side_options(name)
+            self.record.side_workdirs.append(str(opts.target.workdir))
+            log = self.out_dir / f"side-{name}.log"
+            process = ctx.Process(target=_side_main, args=(opts, role, child, str(log)),
+                                  name=f"pgdyno-compare-{name}", daemon=False)
+            process.start()
+            child.close()
+            self.procs[name] = _SideProcess(name, process, parent)
+        self.say(f"starting both servers and building each side's dataset "
+                 f"({self.sides['A'].label} and {self.sides['B'].label})")
+
+    def _pump(self, timeout: float | None = None) -> None:
+        """Read whatever the sides sent (waiting up to ``timeout``); a side whose process
+        ended without a word is marked failed."""
+        conns = {p.conn: p for p in self.procs.values() if p.finished is None}
+        sentinels = {p.process.sentinel: p for p in self.procs.values() if p.finished is None}
+        if not conns:
+            return
+        for ready in wait([*conns, *sentinels], timeout):
+            proc = conns.get(ready)
+            if proc is not None:
+                try:
+                    proc.handle(proc.conn.recv())
+                except (EOFError, OSError):
+                    proc.finished = proc.finished or ("", "failed", "ended without a word")
+            elif (proc := sentinels[ready]).finished is None and not proc.conn.poll():
+                proc.process.join(1)
+                proc.finished = ("", "failed",
+                                 f"its process ended (exit code {proc.process.exitcode})")
+
+    def _check_alive(self, waiting: list[_SideProcess] | None = None) -> None:
+        """Fail when a side the comparison waits for ended (any side that failed)."""
+        for proc in self.procs.values():
+            if proc.finished is not None and (proc.finished[1] != "ok"
+                                              or proc in (waiting or [])):
+                run_dir, status, reason = proc.finished
+                side = self.sides[proc.name].label
+                where = f" (run {run_dir})" if run_dir else ""
+                raise RunFailed(f"compare: side {proc.name} ({side}) {status} before the "
+                                f"comparison ended: {reason}{where}", None)
+
+    def _await_ready(self, procs: list[_SideProcess]) -> None:
+        while any(p.ready is None for p in procs):
+            self._check_alive(procs)
+            self._pump(1.0)
+        self._check_alive(procs)
+
+    def _finish_sides(self, word: str) -> None:
+        """Tell the sides, once each waits at its gate, to end their runs; wait for their
+        reports."""
+        while any(p.alive() and p.ready is None for p in self.procs.values()):
+            self._pump(1.0)
+        for proc in self.procs.values():
+            if proc.alive() and proc.ready is not None:
+                with contextlib.suppress(OSError):
+                    proc.conn.send(word)
+                proc.ready = None
+        deadline = time.monotonic() + SIDE_STOP_WAIT_S
+        while any(p.alive() for p in self.procs.values()) and time.monotonic() < deadline:
+            self._pump(1.0)
+        for proc in self.procs.values():
+            proc.process.join(5)
+            if proc.process.is_alive():
+                proc.process.kill()
+        for proc in self.procs.values():
+            if proc.finished is not None and proc.finished[1] == "failed":
+                raise RunFailed(f"compare: side {proc.name} failed: {proc.finished[2]}", None)
+
+    def _interrupt_sides(self) -> None:
+        """One SIGINT to every side still running (a Ctrl-C, as the run loop handles it),
+        then wait for them to stop their servers and keep their partial runs."""
+        for proc in self.procs.values():
+            if proc.process.is_alive() and proc.finished is None:
+                if proc.ready is not None:  # waiting at the gate: a word is enough
+                    with contextlib.suppress(OSError):
+                        proc.conn.send("abort")
+                else:
+                    with contextlib.suppress(ProcessLookupError):
+                        os.kill(proc.process.pid, signal.SIGINT)
+        deadline = time.monotonic() + SIDE_STOP_WAIT_S
+        while any(p.alive() for p in self.procs.values()) and time.monotonic() < deadline:
+            with contextlib.suppress(KeyboardInterrupt):
+                self._pump(1.0)
+        for proc in self.procs.values():
+            proc.process.join(5)
+            if proc.process.is_alive():
+                proc.process.kill()
+
+    # ----- the blocks -----------------------------------------------------------------------
+    def _measure(self) -> None:
+        started = time.monotonic()
+        orders = schedule(self._most_blocks(), self.plan.design, self.rng)
+        pair_s: list[float] = []
+        for pair, order in enumerate(orders, start=1):
+            if self._out_of_budget(time.monotonic() - started, pair_s):
+                break
+            t0 = time.monotonic()
+            self.record.orders.append(order)
+            self._run_pair(pair, order)
+            pair_s.append(time.monotonic() - t0)
+            elapsed = time.monotonic() - started
+            self.record.measuring_s = elapsed
+            last = pair == len(orders) or self._out_of_budget(elapsed, pair_s)
+            if self._look(pair, elapsed, last=last):
+                break
+        if not self.record.stop:  # stopped by the budget before a last look was due
+            self._take_look(len(self.values["A"]), time.monotonic() - started, 1.0,
+                            final=True)
+            self.record.stop = "budget spent"
+        self.record.measuring_s = time.monotonic() - started
+
+    def _out_of_budget(self, elapsed: float, pair_s: list[float]) -> bool:
+        """Whether another pair would end after the budget (never before the first)."""
+        if self.plan.budget_s is None or not pair_s:
+            return False
+        return elapsed + statistics.median(pair_s) > self.plan.budget_s
+
+    def _look(self, pairs: int, elapsed: float, *, last: bool) -> bool:
+        """The interval so far, at a planned look or after the last pair; True when the
+        comparison stops here (the interval narrow enough, or nothing left to run)."""
+        if last:
+            look = self._take_look(pairs, elapsed, 1.0, final=True)
+            self.record.stop = ("pairs done" if self.plan.budget_s is None
+                                else "budget spent")
+            if self._narrow_enough(look):
+                self.record.stop = "precision reached"
+            return True
+        if self.plan.precision_pct is None or pairs < MIN_PAIRS_TO_STOP or pairs % 2:
+            # Without a precision to reach there is one look, at the end; pairs are looked
+            # at in whole quads so that both orders weigh the same.
+            return False
+        fraction = self._fraction(pairs, elapsed)
+        due = [f for f in LOOK_FRACTIONS if f <= fraction + 1e-9]
+        if not due or due[-1] <= self.spending.last_fraction + 1e-9:
+            return False
+        look = self._take_look(pairs, elapsed, due[-1], final=False)
+        if self._narrow_enough(look):
+            self.record.stop = "precision reached"
+            return True
+        return False
+
+    def _narrow_enough(self, look: Look) -> bool:
+        if self.plan.precision_pct is None or math.isnan(look.low_pct):
+            return False
+        half = max(look.high_pct - look.change_pct, look.change_pct - look.low_pct)
+        return half <= self.plan.precision_pct
+
+    def _fraction(self, pairs: int, elapsed: float) -> float:
+        if self.plan.budget_s is not None:
+            return elapsed / self.plan.budget_s
+        return pairs / self.plan.pairs
+
+    def _take_look(self, pairs: int, elapsed: float, fraction: float, *, final: bool) -> Look:
+        alpha = self.spending.look(fraction, final=final)
+        est = paired_change(self.values["A"], self.values["B"], level=1.0 - alpha,
+                            direction=self.direction).change
+        look = Look(pairs=pairs, elapsed_s=round(elapsed, 1), fraction=round(fraction, 3),
+                    alpha=alpha, change_pct=est.change_pct, low_pct=est.low_pct,
+                    high_pct=est.high_pct)
+        self.record.looks.append(look)
+        self.say(_look_words(look, self.headline))
+        return look
+
+    def _run_pair(self, pair: int, order: str) -> None:
+        if order == "A+B":
+            self._run_blocks(pair, ["A", "B"], position=0)
+            return
+        for position, name in enumerate(order):
+            self._run_blocks(pair, [name], position)
+
+    def _run_blocks(self, pair: int, names: list[str], position: int) -> None:
+        """Start the named sides' next blocks together and wait for them to end."""
+        procs = [self.procs[n] for n in names]
+        self._await_ready(procs)
+        starts = {}
+        for proc in procs:
+            proc.done = None
+            iteration = (proc.ready or 0) + 1
+            starts[proc.name] = (iteration, time.monotonic(), utc_now())
+            proc.ready = None
+            proc.conn.send("go")
+        while any(p.done is None for p in procs):
+            self._check_alive([p for p in procs if p.done is None])
+            self._pump(1.0)
+        for proc in procs:
+            assert proc.done is not None
+            status, ended, metrics = proc.done
+            iteration, t0, stamp = starts[proc.name]
+            value = metrics.get(self.headline)
+            self.values[proc.name].append(value if value is not None else math.nan)
+            self.record.blocks.append(Block(pair=pair, side=proc.name, iteration=iteration,
+                                            position=position, started_at=stamp,
+                                            seconds=round(ended - t0, 3), status=status,
+                                            headline=value))
+
+
+def _look_words(look: Look, metric: str) -> str:
+    if math.isnan(look.low_pct):
+        return f"after {look.pairs} pairs: {metric} change undetermined so far"
+    return (f"after {look.pairs} pairs ({look.elapsed_s:.0f} s): {metric} "
+            f"{look.change_pct:+.2f}% ({100 * (1 - look.alpha):.2f}% interval "
+            f"{look.low_pct:+.2f}% to {look.high_pct:+.2f}%)")
+
+
+# ----- choosing the design --------------------------------------------------------------
+
+def choose_design(asked: str, opts: BenchOptions, needs_server: bool,
+                  dataset_bytes: int | None, available_bytes: int) -> tuple[str, str]:
+    """(design, why): ``asked`` when it can run here, ``auto``'s pick otherwise; a design
+    asked for that cannot run is refused in one line."""
+    if asked not in DESIGNS:
+        raise UsageError(f"--design {asked}: accepted values are {', '.join(DESIGNS)}")
+    blockers = _block_blockers(opts, needs_server, dataset_bytes, available_bytes)
+    if asked == SEQUENTIAL:
+        return SEQUENTIAL, "asked for"
+    if asked in (INTERLEAVED, DUET):
+        if blockers:
+            raise UsageError(f"--design {asked}: {blockers[0]}; use --design sequential")
+        return asked, "asked for"
+    if blockers:
+        return SEQUENTIAL, f"auto: {blockers[0]}, so the sides run one after the other"
+    return INTERLEAVED, ("auto: both servers fit on this machine at once (each side's "
+                         "dataset and shared memory within the memory available), so the "
+                         "load alternates between them in short blocks and each block of A "
+                         "is paired with a neighbouring block of B")
+
+
+def _block_blockers(opts: BenchOptions, needs_server: bool, dataset_bytes: int | None,
+                    available_bytes: int) -> list[str]:
+    """Why both sides cannot be up at once here (empty: they can)."""
+    out = []
+    if not needs_server:
+        out.append(f"{opts.workload} runs no server, so there is nothing to keep up between "
+                   "blocks")
+    if opts.target.dsn or opts.target.ssh or opts.target.kind not in ("embedded", "local"):
+        out.append("the server is not one pgdyno starts on this machine (--dsn, --ssh): a "
+                   "second one cannot be started beside it")
+    if len(opts.clients) != 1:
+        out.append("blocks compare one client count at a time (--clients has "
+                   f"{len(opts.clients)})")
+    if opts.cache == "cold":
+        out.append("--cache cold drops the OS page cache, which the other side's blocks "
+                   "would lose too")
+    if opts.target.archive != "off":
+        out.append("--archive keeps one archive directory per workdir; two servers would "
+                   "share its device")
+    if dataset_bytes is not None and 2 * dataset_bytes > 0.7 * available_bytes:
+        out.append(f"two copies of the dataset ({2 * dataset_bytes / 2**30:.1f} GiB) would not "
+                   f"fit in the memory available ({available_bytes / 2**30:.1f} GiB): the "
+                   "sides would evict each other's cache")
+    return out

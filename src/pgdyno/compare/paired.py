@@ -1,0 +1,230 @@
+"""Is B different from A, when both were measured in neighbouring blocks? Paired statistics
+that hold on a machine whose speed drifts, and a stopping rule that may look at them.
+
+The unit is a pair: one block of A and one of B, run back to back (interleaved) or at the
+same time (duet). Whatever level the machine ran at during the pair, both sides saw it;
+the pair's difference of logarithms, ``d = ln B − ln A``, cancels it, and its mean over the
+pairs estimates the change (exp(mean d) − 1 is the ratio of geometric means, B/A − 1).
+
+Why the interval is not a plain paired t-interval:
+
+- Neighbouring pairs are not independent: a level that lasts longer than a pair moves both
+  sides alike and cancels, but a jump that falls inside a pair favours one side, and the
+  machine's levels last from seconds to minutes, so consecutive differences can correlate.
+  The variance of the mean is the long-run variance of ``d`` over n: Newey and West's
+  estimate (Bartlett weights up to ``lags`` = ⌊4 (n/100)^(2/9)⌋, at least 1), never taken
+  below the independent-pairs variance, so a negative autocorrelation cannot narrow the
+  interval. Student's t with n − 1 degrees of freedom keeps small samples honest.
+- Stopping once the interval is narrow enough looks at the data more than once, and every
+  look is another chance of a false difference. The error rate α is spent in steps
+  (``Spending``): a look at the fraction t of the budget may use α(t² − t_prev²), and the
+  last look whatever remains, so the looks together never exceed α (Bonferroni's bound
+  holds however the looks depend on each other). Each interval shown is at its own level,
+  1 − α_k; together they hold at 1 − α.
+- The order inside a pair (A then B, or B then A) is randomized in balanced quads (one of
+  each order in every two pairs), so an effect of one block on the next (a cache the
+  previous block warmed, writes it left behind) cancels when it is the same both ways;
+  ``order_check`` compares the two orders' means and says when they disagree, which a
+  one-sided carry-over would show.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import dataclass
+
+from pgdyno.analysis.tdist import t_quantile
+from pgdyno.compare.stats import UNDETERMINED, ChangeEstimate, too_small, verdict_for
+
+PAIRED_LOG = "paired-log"
+"""The interval of a paired design: mean of per-pair log ratios, Newey-West variance."""
+PAIRED_DIFF = "paired-diff"
+"""The same on differences of values, in % of A's mean (a value of 0 or less on a side)."""
+
+
+def newey_west_lags(n: int) -> int:
+    """The Bartlett window's length for ``n`` pairs (the usual rule, at least 1)."""
+    return max(1, math.floor(4.0 * (n / 100.0) ** (2.0 / 9.0))) if n > 2 else 0
+
+
+def long_run_variance(d: list[float], lags: int) -> float:
+    """Newey-West's estimate of the variance of ``d``'s mean times n (autocovariances up
+    to ``lags`` with Bartlett weights), not below the plain sample variance."""
+    n = len(d)
+    mean = statistics.fmean(d)
+    centred = [x - mean for x in d]
+    gamma0 = sum(x * x for x in centred) / n
+    total = gamma0
+    for lag in range(1, min(lags, n - 1) + 1):
+        cov = sum(centred[i] * centred[i - lag] for i in range(lag, n)) / n
+        total += 2.0 * (1.0 - lag / (lags + 1.0)) * cov
+    return max(total, statistics.variance(d))
+
+
+def lag1_autocorrelation(d: list[float]) -> float:
+    """The correlation of each pair's difference with the next one's (NaN below 3 pairs)."""
+    if len(d) < 3:
+        return math.nan
+    mean = statistics.fmean(d)
+    centred = [x - mean for x in d]
+    denom = sum(x * x for x in centred)
+    if denom == 0.0:
+        return math.nan
+    return sum(centred[i] * centred[i - 1] for i in range(1, len(d))) / denom
+
+
+@dataclass
+class PairedEstimate:
+    change: ChangeEstimate
+    pairs: int
+    lags: int
+    autocorrelation: float
+    """Lag-1 autocorrelation of the pairs' differences."""
+    level: float
+    """The confidence level of this interval (1 − the α this look spent)."""
+
+    @property
+    def half_width_pct(self) -> float:
+        """The interval's larger half-width around the change, in % (NaN without one)."""
+        c = self.change
+        return max(c.high_pct - c.change_pct, c.change_pct - c.low_pct)
+
+
+def paired_change(baseline: list[float], candidate: list[float], *, level: float,
+                  direction: int = 1, unit: str = "") -> PairedEstimate:
+    """The change of ``candidate`` against ``baseline``, value i of each a pair, with an
+    interval at ``level`` that allows for correlated neighbouring pairs."""
+    nan = math.nan
+    pairs = [(a, b) for a, b in zip(baseline, candidate, strict=True)
+             if _finite(a) and _finite(b)]
+    a = [p[0] for p in pairs]
+    b = [p[1] for p in pairs]
+    why = too_small(statistics.fmean(a), unit) if a else ""
+    if why:
+        from pgdyno.compare.stats import TOO_SMALL
+
+        return PairedEstimate(ChangeEstimate(nan, nan, nan, nan, nan, "none", TOO_SMALL, why),
+                              len(pairs), 0, nan, level)
+    if len(pairs) < 2:
+        return PairedEstimate(ChangeEstimate(nan, nan, nan, nan, nan, "none", UNDETERMINED,
+                                             f"needs at least 2 pairs (have {len(pairs)})"),
+                              len(pairs), 0, nan, level)
+    use_log = min(a) > 0 and min(b) > 0
+    d = [math.log(y) - math.log(x) for x, y in pairs] if use_log else [y - x for x, y in pairs]
+    n = len(d)
+    lags = newey_west_lags(n)
+    mean = statistics.fmean(d)
+    se = math.sqrt(long_run_variance(d, lags) / n)
+    rho = lag1_autocorrelation(d)
+    if se == 0.0 or math.isnan(se):
+        est = ChangeEstimate(_pct(mean, use_log, a), nan, nan, 0.0, nan, "none", UNDETERMINED,
+                             "no variation between the pairs: an interval cannot be computed")
+        return PairedEstimate(est, n, lags, rho, level)
+    t = t_quantile(0.5 + level / 2.0, n - 1)
+    low, high = mean - t * se, mean + t * se
+    change, lo_pct, hi_pct = (_pct(v, use_log, a) for v in (mean, low, high))
+    sd = statistics.stdev(d)
+    noise = 100.0 * sd if use_log else 100.0 * sd / abs(statistics.fmean(a))
+    est = ChangeEstimate(change, lo_pct, hi_pct, noise, float(n - 1),
+                         PAIRED_LOG if use_log else PAIRED_DIFF,
+                         verdict_for(lo_pct, hi_pct, direction))
+    return PairedEstimate(est, n, lags, rho, level)
+
+
+def _pct(value: float, use_log: bool, baseline: list[float]) -> float:
+    if use_log:
+        return 100.0 * math.expm1(value)
+    return 100.0 * value / abs(statistics.fmean(baseline))
+
+
+def _finite(value: float | None) -> bool:
+    return value is not None and math.isfinite(value)
+
+
+# ----- spending the error rate over looks ---------------------------------------------
+
+@dataclass
+class Spending:
+    """α spent in steps as the budget is used: the look at fraction t (of the budget's time
+    or of its pairs) may spend α (t² − t_prev²); a final look spends all that is left."""
+
+    alpha: float
+    spent: float = 0.0
+    last_fraction: float = 0.0
+
+    def look(self, fraction: float, final: bool = False) -> float:
+        """The α this look may spend (its interval's level is 1 − that); records it."""
+        fraction = min(1.0, max(fraction, self.last_fraction))
+        allowed = (self.alpha if final or fraction >= 1.0
+                   else self.alpha * fraction * fraction)
+        step = max(0.0, allowed - self.spent)
+        self.spent += step
+        self.last_fraction = fraction
+        return step
+
+
+# ----- does the order inside a pair matter? -------------------------------------------
+
+@dataclass
+class OrderCheck:
+    """The change estimated from the pairs run A-then-B and from those run B-then-A."""
+
+    ab_pairs: int
+    ba_pairs: int
+    ab_change_pct: float
+    ba_change_pct: float
+    gap_low_pct: float
+    gap_high_pct: float
+    """95% Welch interval of the gap between the two orders' mean log ratios, in %."""
+    holds: bool
+    """False when the gap's interval excludes 0: one side's block changes the next."""
+
+    @property
+    def words(self) -> str:
+        if math.isnan(self.gap_low_pct):
+            return (f"too few pairs of each order to check ({self.ab_pairs} A-then-B, "
+                    f"{self.ba_pairs} B-then-A)")
+        gap = f"{self.gap_low_pct:+.1f}% to {self.gap_high_pct:+.1f}%"
+        if self.holds:
+            return (f"the order inside a pair made no significant difference (A then B "
+                    f"{self.ab_change_pct:+.1f}%, B then A {self.ba_change_pct:+.1f}%, "
+                    f"gap {gap})")
+        return (f"the order inside a pair mattered (A then B {self.ab_change_pct:+.1f}%, "
+                f"B then A {self.ba_change_pct:+.1f}%, gap {gap}): one side's block "
+                "changes the next one's; the balanced order averages an equal effect out, "
+                "an unequal one biases the change")
+
+
+def order_check(baseline: list[float], candidate: list[float],
+                a_first: list[bool]) -> OrderCheck:
+    """Compare the pairs whose A block ran first with those whose B block did."""
+    from pgdyno.compare.stats import welch
+
+    d = {True: [], False: []}
+    for a, b, first in zip(baseline, candidate, a_first, strict=True):
+        if _finite(a) and _finite(b) and a > 0 and b > 0:
+            d[first].append(math.log(b) - math.log(a))
+    ab, ba = d[True], d[False]
+    nan = math.nan
+    ab_pct = 100.0 * math.expm1(statistics.fmean(ab)) if ab else nan
+    ba_pct = 100.0 * math.expm1(statistics.fmean(ba)) if ba else nan
+    if len(ab) < 2 or len(ba) < 2:
+        return OrderCheck(len(ab), len(ba), ab_pct, ba_pct, nan, nan, True)
+    diff, se, df = welch(ba, ab)
+    if se == 0.0 or math.isnan(se):
+        return OrderCheck(len(ab), len(ba), ab_pct, ba_pct, nan, nan, True)
+    t = t_quantile(0.975, df)
+    low, high = 100.0 * (diff - t * se), 100.0 * (diff + t * se)
+    return OrderCheck(len(ab), len(ba), ab_pct, ba_pct, low, high, low <= 0.0 <= high)
+
+
+def seconds_for_precision(noise_pct: float, pair_seconds: float, precision_pct: float,
+                          level: float = 0.95) -> float:
+    """About how long pairs of this noise and length take to give a ±``precision_pct``
+    interval at ``level`` (one look, large-sample t)."""
+    if not (noise_pct > 0 and pair_seconds > 0 and precision_pct > 0):
+        return math.nan
+    z = t_quantile(0.5 + level / 2.0, 1000)
+    pairs = (z * noise_pct / precision_pct) ** 2
+    return max(2.0, pairs) * pair_seconds

@@ -1,0 +1,74 @@
+"""When each measured iteration may start: the run's own pace, or a scheduler's.
+
+A run alone measures its iterations one after another (``OWN_PACE``). A comparison that
+keeps two servers up at once and moves the load between them in short blocks
+(``pgdyno.compare.blocks``) runs each side as a run of its own whose iterations are the
+blocks; the comparison must say when each block starts, so that the two sides never load
+the machine at the same time (or, in a duet, always together), and it must see each
+block's figures as soon as the block ends, to stop once the answer is known.
+
+``StepGate`` is that hand-over: the run loop asks ``admit`` before each iteration (the
+server up and the dataset ready, the first time) and tells ``finished`` after it, with the
+iteration's figures. ``PipeGate`` is the gate of a run started by a scheduler in another
+process: one message each way on a ``multiprocessing`` connection. A scheduler that goes
+away (its end of the pipe closed) stops the run as a Ctrl-C would: its partial results are
+kept and marked.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from pgdyno.workloads.base import Step
+
+
+class StepGate:
+    """The run's own pace: every planned iteration, one after another."""
+
+    def admit(self, step: Step) -> bool:
+        """Whether ``step`` runs now (blocks until it may); False ends the run here, its
+        iterations so far kept as a finished run."""
+        return True
+
+    def finished(self, step: Step, status: str, metrics: dict[str, float]) -> None:
+        """``step`` ended with ``status`` and its figures (empty when it has none)."""
+
+    @property
+    def wants_figures(self) -> bool:
+        """Whether ``finished`` needs the iteration's figures (summarising costs a little)."""
+        return False
+
+
+OWN_PACE = StepGate()
+
+
+@dataclass
+class PipeGate(StepGate):
+    """A scheduler in another process decides: ``("ready", n)`` goes out before iteration
+    n, and ``"go"``, ``"stop"`` (the run ends here, finished) or ``"abort"`` (it ends as
+    interrupted) comes back; ``("done", n, status, metrics)`` goes out after it."""
+
+    conn: Any
+    """One end of a ``multiprocessing.Pipe``."""
+
+    def admit(self, step: Step) -> bool:
+        try:
+            self.conn.send(("ready", step.number))
+            answer = self.conn.recv()
+        except (EOFError, OSError):
+            # The scheduler is gone: end as an interrupted run, partial results kept.
+            raise KeyboardInterrupt from None
+        if answer not in ("go", "stop"):
+            raise KeyboardInterrupt
+        return answer == "go"
+
+    def finished(self, step: Step, status: str, metrics: dict[str, float]) -> None:
+        try:
+            self.conn.send(("done", step.number, status, dict(metrics)))
+        except (EOFError, OSError):
+            raise KeyboardInterrupt from None
+
+    @property
+    def wants_figures(self) -> bool:
+        return True
