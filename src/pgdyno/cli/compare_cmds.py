@@ -96,7 +96,26 @@ def compare(
     candidate: str | None = typer.Option(None, help="config of B when running"),
     baseline_set: list[str] = typer.Option([], "--baseline-set", help="key=value for A only"),
     candidate_set: list[str] = typer.Option([], "--candidate-set", help="key=value for B only"),
-    pairs: int = typer.Option(3, help="runs per side, in A B B A order"),
+    pairs: int = typer.Option(3, help="pairs to run: blocks per side (block designs), or "
+                                      "runs per side in A B B A order (sequential); with "
+                                      "--precision or --budget, the fewest"),
+    design: str = typer.Option("auto", help="running both sides: auto | interleaved | duet | "
+                                            "sequential. interleaved: both servers up, the "
+                                            "load alternating in blocks of --warmup + "
+                                            "--duration s, randomized order, paired "
+                                            "statistics; duet: both loaded at once; "
+                                            "sequential: whole runs A B B A; auto: "
+                                            "interleaved where both servers fit here"),
+    precision: str | None = typer.Option(None, help="block designs: stop once the headline's "
+                                                    "interval is within ± this, e.g. 2%"),
+    budget: str | None = typer.Option(None, help="block designs: the most measuring time, "
+                                                 "e.g. 10m (default 10m with --precision)"),
+    seed: int | None = typer.Option(None, help="block designs: the random seed of the "
+                                               "blocks' order (default: drawn and recorded)"),
+    baseline_pg_bin: Path | None = typer.Option(None, help="server binaries of A (a block "
+                                                           "design): e.g. "
+                                                           "/usr/lib/postgresql/15/bin"),
+    candidate_pg_bin: Path | None = typer.Option(None, help="server binaries of B"),
     confidence: float = typer.Option(DEFAULT_CONFIDENCE,
                                      help="confidence level of the intervals"),
     out: Path | None = typer.Option(None, help="directory for compare.md/html/json"),
@@ -120,7 +139,9 @@ def compare(
         at_step=at_step, results_dir=results_dir, progress=progress,
         bench_args=_run_args(scale, clients, duration, warmup, iterations, protocol, via,
                              results_dir, context, "default", set_, workdir, pg_bin,
-                             telemetry, False))
+                             telemetry, False),
+        design=design, precision=precision, budget=budget, seed=seed,
+        baseline_pg_bin=baseline_pg_bin, candidate_pg_bin=candidate_pg_bin)
     done = run_compare(opts, Console(stderr=True), lambda line: typer.echo(line, err=True))
     if done.sweeps is not None:
         lines = done.sweeps.summary_lines()
