@@ -76,7 +76,7 @@ def sweeps(root: Path) -> dict[str, Path]:
     assert result.returncode == 0, result.stderr[-2000:]
     journal = root / "results" / "campaigns" / "wal-archiving" / "journal.jsonl"
     ends = [json.loads(line) for line in journal.read_text().splitlines()]
-    dirs = {e["cell"].rsplit("-", 1)[1]: Path(e["run_dir"]) for e in ends
+    dirs = {e["cell"].rsplit("-", 1)[1]: root / "results" / e["run_dir"] for e in ends
             if e["event"] == "run-end" and e["status"] == "ok"}
     assert set(dirs) == {"buffered", "direct"}
     for method, sweep in dirs.items():

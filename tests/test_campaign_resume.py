@@ -99,7 +99,8 @@ def test_interrupted_campaign_resumes_without_redoing_runs(workdir: Path) -> Non
         events = _events(journal)
         ends = [e for e in events if e["event"] == "run-end"]
         logs = [p for p in (results / "camp--simple-update").glob("*/raw/pgbench/c2-i1/tx.*")
-                if ends and not str(p).startswith(ends[0]["run_dir"]) and p.stat().st_size]
+                if ends and not str(p).startswith(str(results / ends[0]["run_dir"]))
+                and p.stat().st_size]
         if len(ends) == 1 and logs:
             break
         assert proc.poll() is None, proc.communicate()
@@ -114,7 +115,7 @@ def test_interrupted_campaign_resumes_without_redoing_runs(workdir: Path) -> Non
     ends = [e for e in first if e["event"] == "run-end"]
     assert [(e["cell"], e["status"]) for e in ends] == [
         ("r1:simple-update:stock", "ok"), ("r1:simple-update:async", "interrupted")]
-    interrupted_dir = Path(ends[1]["run_dir"])
+    interrupted_dir = results / ends[1]["run_dir"]
     assert json.loads((interrupted_dir / "manifest.json").read_text())["status"] == "interrupted"
     assert postgres_processes(str(workdir / "instances" / "pg18-embedded")) == []
 
@@ -129,7 +130,7 @@ def test_interrupted_campaign_resumes_without_redoing_runs(workdir: Path) -> Non
     started = [e["cell"] for e in second if e["event"] == "run-start"]
     assert started == ["r1:simple-update:async", "r2:simple-update:async",
                        "r2:simple-update:stock"]
-    done = finished_cells(events, retry_failed=False)
+    done = finished_cells(events, results, retry_failed=False)
     assert sorted(done) == sorted(c.key for c in load_spec(spec, results).cells())
     assert all(e["status"] == "ok" for e in done.values())
     # 4 finished runs plus the interrupted one, kept and marked

@@ -5,7 +5,8 @@ event per line, flushed and fsynced before the next step: a crash or Ctrl-C can 
 most the event being written, and a cell counts as done only when its ``run-end`` event
 says so. On restart, cells that ended ``ok`` (or ``failed``, unless retried) are skipped;
 an interrupted cell is run again in a new run directory (the interrupted one is kept,
-marked ``interrupted`` by the run loop).
+marked ``interrupted`` by the run loop). A ``run-end`` names its run directory relative to
+the results directory (``recorded_run``), so the journal reads the same from anywhere.
 """
 
 from __future__ import annotations
@@ -60,10 +61,31 @@ def read_journal(path: Path) -> list[dict[str, Any]]:
     events = []
     for line in path.read_text().splitlines():
         try:
-            events.append(json.loads(line))
+            event = json.loads(line)
         except json.JSONDecodeError:
             continue  # a line cut by a crash: the cell it belonged to is simply redone
+        if isinstance(event, dict):  # every event is an object; anything else is no event
+            events.append(event)
     return events
+
+
+def recorded_run(run_dir: Path, results_dir: Path) -> str:
+    """A run directory as the journal records it: relative to the results directory, so
+    that the journal still finds its runs from another working directory (``pgdyno report
+    --campaign NAME --results-dir DIR``) or once the results directory has moved."""
+    try:
+        return str(Path(run_dir).resolve().relative_to(Path(results_dir).resolve()))
+    except ValueError:  # outside the results directory: only its absolute path names it
+        return str(Path(run_dir).resolve())
+
+
+def run_path(results_dir: Path, recorded: str) -> Path:
+    """The run directory a journal event names. Journals record it relative to the results
+    directory; older ones relative to the working directory the campaign ran in, so such a
+    path is also looked for where every run lives, ``RESULTS/<context>/<run>``."""
+    path = Path(recorded)
+    found = [results_dir / path, results_dir / path.parent.name / path.name, path]
+    return next((p for p in found if p.is_dir()), found[0])
 
 
 def append_event(path: Path, event: dict[str, Any]) -> None:
@@ -74,14 +96,16 @@ def append_event(path: Path, event: dict[str, Any]) -> None:
         os.fsync(fh.fileno())
 
 
-def finished_cells(events: list[dict[str, Any]], retry_failed: bool) -> dict[str, dict]:
+def finished_cells(events: list[dict[str, Any]], results_dir: Path,
+                   retry_failed: bool) -> dict[str, dict]:
     """Cells whose last ``run-end`` is ok (or failed when not retrying), by key."""
     done: dict[str, dict] = {}
     for ev in events:
-        if ev.get("event") != "run-end":
+        if ev.get("event") != "run-end" or not isinstance(ev.get("cell"), str):
             continue
         keep = ev.get("status") == "ok" or (ev.get("status") == "failed" and not retry_failed)
-        if keep and (ev.get("run_dir") is None or Path(ev["run_dir"]).is_dir()):
+        run_dir = ev.get("run_dir")
+        if keep and (run_dir is None or run_path(results_dir, str(run_dir)).is_dir()):
             done[ev["cell"]] = ev
         else:
             done.pop(ev["cell"], None)
@@ -114,11 +138,12 @@ def run_campaign(spec: CampaignSpec, console: Console | None = None,
     if spec.path.is_file():
         # The copy is the campaign as run, minus any DSN password it holds.
         (spec.journal_dir / "campaign.toml").write_text(redact(spec.path.read_text()))
-    done = finished_cells(read_journal(journal), retry_failed)
+    done = finished_cells(read_journal(journal), spec.results_dir, retry_failed)
     cells = spec.cells()
     todo = [c for c in cells if c.key not in done]
     outcome = CampaignOutcome(journal=journal, skipped=[c.key for c in cells if c.key in done])
-    outcome.run_dirs = {k: ev.get("run_dir") for k, ev in done.items() if ev.get("run_dir")}
+    outcome.run_dirs = {k: str(run_path(spec.results_dir, str(ev["run_dir"])))
+                        for k, ev in done.items() if ev.get("run_dir")}
     append_event(journal, {"event": "campaign-start", "cells": len(cells),
                            "to_run": [c.key for c in todo], "skipped": outcome.skipped})
     console.print(f"campaign {spec.name}: {len(cells)} runs, {len(outcome.skipped)} already "
@@ -161,16 +186,17 @@ def _run_cell(spec: CampaignSpec, cell: Cell, journal: Path, outcome: CampaignOu
         with os_settings(spec, cell, opts, journal):
             run_dir, status, reason = _run(opts, role)
     except RunInterrupted as exc:
-        _finish(journal, cell, "interrupted", str(exc), exc.run_dir, started)
+        _finish(journal, cell, "interrupted", str(exc), exc.run_dir, started,
+                spec.results_dir)
         raise
     except PgdynoError as exc:  # a failed run, a server that would not start, a bad value
         status, reason = "failed", str(exc)
         run_dir = exc.run_dir if isinstance(exc, RunError) else None
     except KeyboardInterrupt:  # between the run loop's own handlers (start, stop, report)
-        _finish(journal, cell, "interrupted", "Ctrl-C", None, started)
+        _finish(journal, cell, "interrupted", "Ctrl-C", None, started, spec.results_dir)
         raise RunInterrupted(f"campaign interrupted during {cell.key}; run the same command "
                              "again to resume") from None
-    _finish(journal, cell, status, reason, run_dir, started)
+    _finish(journal, cell, status, reason, run_dir, started, spec.results_dir)
     if status == "ok":
         outcome.ran.append(cell.key)
     else:
@@ -314,7 +340,8 @@ def _provision_event(spec: CampaignSpec, context: str, action: str, code: int, s
 
 
 def _finish(journal: Path, cell: Cell, status: str, reason: str, run_dir: Path | None,
-            started: float) -> None:
+            started: float, results_dir: Path) -> None:
     append_event(journal, {"event": "run-end", "cell": cell.key, "status": status,
-                           "reason": reason, "run_dir": str(run_dir) if run_dir else None,
+                           "reason": reason,
+                           "run_dir": recorded_run(run_dir, results_dir) if run_dir else None,
                            "seconds": round(time.monotonic() - started, 1)})

@@ -2,7 +2,10 @@
 
 Everything here is read from files: the journal says which run each cell made, the runs'
 summaries and manifests give the figures, ``compare_runs`` makes each comparison. Nothing
-is measured or remembered in between, so a rebuild gives the same record.
+is measured or remembered in between, so a rebuild gives the same record. A run that cannot
+be read (a truncated summary.json or manifest.json) is not dropped quietly: it is left out
+of the figures, its cell reads ``damaged`` and the record's ``left_out`` names the file and
+why, which the report's threats to validity say.
 """
 
 from __future__ import annotations
@@ -12,25 +15,28 @@ import json
 import statistics
 from collections import Counter
 from collections.abc import Iterator
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
 from pgdyno.analysis.summary import IterationSummary
 from pgdyno.analysis.telemetry.model import SmartChange
-from pgdyno.campaign.runner import journal_path, read_journal
+from pgdyno.campaign.runner import journal_path, read_journal, run_path
 from pgdyno.campaign.spec import CampaignSpec, Cell
 from pgdyno.compare.core import compare_runs
 from pgdyno.compare.model import Comparison
 from pgdyno.compare.render import write_comparison
 from pgdyno.compare.runs import RunData, load_run
 from pgdyno.config.units import human_bytes
-from pgdyno.errors import PgdynoError
+from pgdyno.errors import PgdynoError, UsageError
 from pgdyno.provision.model import ProvisionPlan
 from pgdyno.results.sweepdir import SweepRecord
 from pgdyno.study import conclusions
 from pgdyno.study.model import (
+    DAMAGED,
     SCHEMA_VERSION,
     CellState,
+    LeftOutRun,
     MetricFigure,
     ProvisionRecord,
     Side,
@@ -48,9 +54,12 @@ def build_study(spec: CampaignSpec, study: StudySpec, out_dir: Path) -> StudyRec
     """The study of ``spec``'s campaign as its journal and runs stand now; each comparison's
     full report is written under ``out_dir`` (``compare-<workload>/``)."""
     events = read_journal(journal_path(spec))
-    cells = _cell_states(spec.cells(), events)
+    cells = _cell_states(spec.cells(), events, spec.results_dir)
     by_key = {c.key: c for c in cells}
-    results = [_workload_result(spec, study, w, by_key, out_dir) for w in spec.workloads]
+    left_out: dict[str, LeftOutRun] = {}
+    results = [_workload_result(spec, study, w, by_key, out_dir, left_out)
+               for w in spec.workloads]
+    _mark_damaged(by_key, list(left_out.values()))
     record = StudyRecord(
         schema_version=SCHEMA_VERSION, name=study.title, campaign=spec.name,
         size=spec.size or "default", question=study.question, title=study.title,
@@ -63,6 +72,7 @@ def build_study(spec: CampaignSpec, study: StudySpec, out_dir: Path) -> StudyRec
     record.validation = _validation(study, record)
     record.smart_phases, record.smart_note = smart_phases(_smart_readings(spec, results))
     record.provision = read_provision_plans(spec.journal_dir)
+    record.left_out = list(left_out.values())
     record.findings = conclusions.findings(record)
     record.threats = conclusions.threats(record)
     return record
@@ -70,10 +80,10 @@ def build_study(spec: CampaignSpec, study: StudySpec, out_dir: Path) -> StudyRec
 
 # ----- cells and runs ---------------------------------------------------------------------------
 
-def _cell_states(cells: list[Cell], events: list[dict]) -> list[CellState]:
+def _cell_states(cells: list[Cell], events: list[dict], results_dir: Path) -> list[CellState]:
     last: dict[str, dict] = {}
     for ev in events:
-        if ev.get("event") == "run-end":
+        if ev.get("event") == "run-end" and isinstance(ev.get("cell"), str):
             last[ev["cell"]] = ev
     out = []
     for cell in cells:
@@ -81,18 +91,31 @@ def _cell_states(cells: list[Cell], events: list[dict]) -> list[CellState]:
         if ev is None:
             out.append(CellState(cell.key, "pending"))
             continue
-        run_dir = ev.get("run_dir")
-        status = ev.get("status", "?")
+        recorded = ev.get("run_dir")
+        run_dir = str(run_path(results_dir, str(recorded))) if recorded else None
+        status = str(ev.get("status", "?"))
         if status == "ok" and (run_dir is None or not Path(run_dir).is_dir()):
             status, ev = "missing", {**ev, "reason": f"its run directory {run_dir} is gone"}
-        out.append(CellState(cell.key, status, ev.get("reason", ""), run_dir))
+        out.append(CellState(cell.key, status, str(ev.get("reason") or ""), run_dir))
     return out
 
 
+def _mark_damaged(cells: dict[str, CellState], left_out: list[LeftOutRun]) -> None:
+    """A cell that ended ok whose run could not be read does not read ``ok``."""
+    for run in left_out:
+        cell = cells.get(run.cell)
+        if cell is not None and cell.status == "ok":
+            cell.status, cell.reason = DAMAGED, run.reason
+
+
+CellRun = tuple[str, Path]
+"""(a cell's key, its run or sweep directory)."""
+
+
 def _ok_dirs(spec: CampaignSpec, workload: str, label: str,
-             cells: dict[str, CellState]) -> list[Path]:
+             cells: dict[str, CellState]) -> list[CellRun]:
     keys = [c.key for c in spec.cells() if c.workload == workload and c.config.label == label]
-    return [Path(cells[k].run_dir) for k in keys
+    return [(k, Path(cells[k].run_dir)) for k in keys
             if cells[k].status == "ok" and cells[k].run_dir]
 
 
@@ -104,21 +127,27 @@ def _labels_run(spec: CampaignSpec, study: StudySpec, workload: str) -> list[str
 
 
 def _workload_result(spec: CampaignSpec, study: StudySpec, workload: str,
-                     cells: dict[str, CellState], out_dir: Path) -> WorkloadResult:
+                     cells: dict[str, CellState], out_dir: Path,
+                     left_out: dict[str, LeftOutRun]) -> WorkloadResult:
+    """One workload's sides and comparisons; every run it cannot read goes to ``left_out``
+    (by directory) instead of silently out of the figures."""
     plugin = registry.get(workload)
     labels = _labels_run(spec, study, workload)
-    dirs = {label: _ok_dirs(spec, workload, label, cells) for label in labels}
+    cell_runs = {label: _ok_dirs(spec, workload, label, cells) for label in labels}
+    reader = RunReader(workload, left_out)
     result = WorkloadResult(workload=workload, description=plugin.description,
                             headline=_headline(plugin), anchor=f"workload-{workload}",
                             sides=[], size_unit=plugin.size_unit,
                             chart_metrics=[_headline(plugin), *plugin.chart_metrics])
-    step_runs = {label: _steps(paths) for label, paths in dirs.items()}
-    sweeps = any(step_runs[label] for label in labels)
+    sweeps = any(_is_sweep(path) for runs in cell_runs.values() for _, path in runs)
     if sweeps:
+        step_runs = {label: reader.steps(runs) for label, runs in cell_runs.items()}
         size = _largest_common(step_runs, labels)
         runs = {label: step_runs[label].get(size, []) for label in labels}
     else:
-        runs = {label: _load(paths) for label, paths in dirs.items()}
+        runs = {label: reader.runs(found) for label, found in cell_runs.items()}
+    dirs = {label: [p for _, p in found if str(p) not in left_out or _is_sweep(p)]
+            for label, found in cell_runs.items()}
     clients = _common_clients([r for rs in runs.values() for r in rs])
     result.sides = [_side(label, [str(p) for p in dirs[label]], runs[label], clients, plugin)
                     for label in labels]
@@ -157,30 +186,60 @@ def _headline(plugin) -> str:  # noqa: ANN001 - a registry plugin
     return next((m.name for m in plugin.metrics if m.headline), plugin.metrics[0].name)
 
 
-def _load(paths: list[Path]) -> list[RunData]:
-    runs = []
-    for path in paths:
-        with contextlib.suppress(PgdynoError, OSError):
-            run = load_run(path)
-            if run.summary is not None:
-                runs.append(run)
-    return runs
+def _is_sweep(path: Path) -> bool:
+    return (path / "sweep.json").is_file()
 
 
-def _steps(paths: list[Path]) -> dict[int, list[RunData]]:
-    """A sweep cell's runs by size (empty when the cells are plain runs)."""
-    out: dict[int, list[RunData]] = {}
-    for path in paths:
-        if not (path / "sweep.json").is_file():
-            continue
-        try:
-            record = SweepRecord.load(path)
-        except PgdynoError:
-            continue
-        for step in record.steps:
-            if step.status == "ok" and step.run:
-                out.setdefault(step.size, []).extend(_load([_step_run_path(path, step.run)]))
-    return out
+def read_study_run(path: Path) -> RunData:
+    """A run as a study uses it, or UsageError naming the file that keeps it out: a damaged
+    or unknown-version manifest.json or summary.json, or no summary.json at all (its report
+    was never built)."""
+    run = load_run(path)
+    if run.summary is None:
+        raise UsageError(f"{path / 'summary.json'}: missing (the run's report was never "
+                         "built); rebuild it with `pgdyno report RUN_DIR`")
+    return run
+
+
+@dataclass
+class RunReader:
+    """Reads one workload's runs; a run it cannot read is recorded in ``left_out`` with the
+    reader's one line, so that the study says which run it left out and why."""
+
+    workload: str
+    left_out: dict[str, LeftOutRun]
+
+    def runs(self, found: list[CellRun]) -> list[RunData]:
+        out = []
+        for key, path in found:
+            try:
+                out.append(read_study_run(path))
+            except (PgdynoError, OSError) as exc:
+                self.leave_out(key, path, exc)
+        return out
+
+    def steps(self, found: list[CellRun]) -> dict[int, list[RunData]]:
+        """Sweep cells' runs by size (plain runs among them are not steps: left aside)."""
+        out: dict[int, list[RunData]] = {}
+        for key, path in found:
+            if not _is_sweep(path):
+                continue
+            try:
+                record = SweepRecord.load(path)
+            except PgdynoError as exc:
+                self.leave_out(key, path, exc)
+                continue
+            for step in record.steps:
+                # A step whose run is left out does not count as measured at its size.
+                if step.status == "ok" and step.run and (
+                        run := self.runs([(key, _step_run_path(path, step.run))])):
+                    out.setdefault(step.size, []).extend(run)
+        return out
+
+    def leave_out(self, key: str, path: Path, exc: Exception) -> None:
+        reason = " ".join(str(exc).split()) or type(exc).__name__  # one line, always
+        self.left_out.setdefault(str(path), LeftOutRun(cell=key, workload=self.workload,
+                                                       run_dir=str(path), reason=reason))
 
 
 def _largest_common(step_runs: dict[str, dict[int, list[RunData]]],

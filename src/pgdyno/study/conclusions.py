@@ -14,7 +14,7 @@ import math
 from pgdyno.campaign.recommendations import HEADROOM  # the context report's share too
 from pgdyno.compare.model import Comparison, MetricComparison
 from pgdyno.compare.stats import FASTER, HIGHER, LOWER, SAME, SLOWER
-from pgdyno.study.model import Finding, Side, StudyRecord, Threat, WorkloadResult
+from pgdyno.study.model import DAMAGED, Finding, Side, StudyRecord, Threat, WorkloadResult
 from pgdyno.workloads import registry
 
 MEASURED_FIGURES = 6
@@ -50,9 +50,12 @@ def findings(record: StudyRecord) -> list[Finding]:
 
 
 def threats(record: StudyRecord) -> list[Threat]:
+    # A damaged cell's threat is its run's, below: that names the file and the run.
     out = [Threat(kind=f"{cell.status}_cell", detail=f"{cell.key}"
                   + (f": {cell.reason}" if cell.reason else ""))
-           for cell in record.cells if cell.status != "ok"]
+           for cell in record.cells if cell.status not in ("ok", DAMAGED)]
+    out += [Threat("left_out_run", run.run_dir, run.workload,
+                   words={"cell": run.cell, "reason": run.reason}) for run in record.left_out]
     for result in record.workloads:
         for side in result.sides:
             out += [Threat("contaminated", line, result.workload) for line in side.contaminated]

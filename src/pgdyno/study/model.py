@@ -158,11 +158,32 @@ class Finding:
 class Threat:
     kind: str
     """failed_cell, interrupted_cell, contaminated, noise, short_window, dataset_fit,
-    single_sample."""
+    single_sample, left_out_run."""
     detail: str
     """The figure or the cell, in words (a cell key, a contamination figure)."""
     workload: str = ""
     values: dict[str, float] = field(default_factory=dict)
+    words: dict[str, str] = field(default_factory=dict)
+    """What the sentence names besides ``detail`` (left_out_run: the run directory in
+    ``detail``, its ``cell`` and the ``reason`` here)."""
+
+
+DAMAGED = "damaged"
+"""A cell's status when it ended ok but a file of its run cannot be read: the run is left
+out of the figures (``StudyRecord.left_out`` says which and why)."""
+
+
+@dataclass
+class LeftOutRun:
+    """A run the study could not read (a truncated summary.json or manifest.json, a missing
+    summary), left out of every figure and comparison rather than silently dropped."""
+
+    cell: str
+    workload: str
+    run_dir: str
+    """The run (or sweep) directory, as the study found it."""
+    reason: str
+    """The reader's one line: the damaged file's path and what is wrong with it."""
 
 
 @dataclass
@@ -237,6 +258,9 @@ class StudyRecord:
     smart_note: str = ""
     """Why the study has no SMART phases (a virtual disk has no SMART log), when it has none."""
     provision: list[ProvisionRecord] = field(default_factory=list)
+    left_out: list[LeftOutRun] = field(default_factory=list)
+    """Runs of cells that ended ok but could not be read, with why (their cells read
+    ``damaged``)."""
 
     def workload(self, name: str) -> WorkloadResult | None:
         return next((w for w in self.workloads if w.workload == name), None)

@@ -20,7 +20,7 @@ from pgdyno.provision.model import AT_TARGET, SKIPPED
 from pgdyno.reports import html
 from pgdyno.reports.document import Document, Section, Table, figure
 from pgdyno.study.conclusions import headline_comparison, projection
-from pgdyno.study.model import Finding, Side, StudyRecord, Threat, WorkloadResult
+from pgdyno.study.model import DAMAGED, Finding, Side, StudyRecord, Threat, WorkloadResult
 from pgdyno.study.plots import study_plots
 
 REPORT_STEM = "study"
@@ -220,6 +220,9 @@ def threat_sentence(t: Threat) -> str:
         "interrupted_cell": f"cell {t.detail} was interrupted; run the study again to finish it.",
         "pending_cell": f"cell {t.detail} has not run yet; run the study again to finish it.",
         "missing_cell": f"cell {t.detail}.",
+        "left_out_run": f"{where}the run {t.detail} (cell {t.words.get('cell', '?')}) is left "
+                        "out of the figures and comparisons: "
+                        f"{t.words.get('reason', 'it could not be read')}.",
         "contaminated": f"{where}other load on the host during {t.detail}.",
         "noise": f"{where}{t.detail} varied by ±{v.get('noise_pct', math.nan):.1f}% between "
                  "iterations: a smaller change cannot be told from noise.",
@@ -255,10 +258,16 @@ def _question(record: StudyRecord) -> Section:
 
 def _summary(record: StudyRecord, images: dict[str, str], out_dir: Path) -> list[Section]:
     lines = [s for f in record.findings if f.summary and (s := sentence(f, record))]
-    failed = [c for c in record.cells if c.status != "ok"]
+    failed = [c for c in record.cells if c.status not in ("ok", DAMAGED)]
     if failed:
         lines.append(f"{len(failed)} of {len(record.cells)} cells did not finish ok "
                      f"({', '.join(c.key for c in failed)}): see [Threats to validity]"
+                     "(#threats).")
+    damaged = [c for c in record.cells if c.status == DAMAGED]
+    if damaged:
+        lines.append(f"{len(damaged)} of {len(record.cells)} cells finished, but a file of "
+                     f"their run cannot be read ({', '.join(c.key for c in damaged)}): left "
+                     "out of the figures and comparisons, see [Threats to validity]"
                      "(#threats).")
     lines = lines or ["No comparison or figure could be made from the runs so far."]
     return [Section(SECTION_TITLES["summary"], anchor="summary",
