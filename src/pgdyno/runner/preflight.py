@@ -21,7 +21,9 @@ from pgdyno.config.units import human_bytes
 from pgdyno.errors import UsageError
 from pgdyno.options import BenchOptions
 from pgdyno.runner.lock import recover
+from pgdyno.runner.prewarm import check_may_prewarm
 from pgdyno.targets import PgInstall, Target, archive
+from pgdyno.targets.dsn import DsnServer
 from pgdyno.targets.osuser import server_user
 from pgdyno.telemetry.catalog import CONNECTION_ROOM_SQL
 from pgdyno.workloads import registry
@@ -35,12 +37,27 @@ def preflight(opts: BenchOptions, install: PgInstall | None) -> None:
     """Bad input the options show before any server is looked at, refused before anything
     is created (``run_bench`` before its run directory, a sweep before its own): an archive
     directory that is a file, on a read-only filesystem or out of the server user's reach,
-    and the workload's own pre-flight (``check_with_target``: a script pgbench refuses,
-    TPROC-H's missing data generator)."""
+    the workload's own pre-flight (``check_with_target``: a script pgbench refuses,
+    TPROC-H's missing data generator), and pg_prewarm for ``--cache prewarmed`` on a --dsn
+    server."""
     spec = archive.spec_of(opts.target)
     if spec.enabled:  # refused with --dsn and --ssh: the server is local, run as server_user()
         archive.check_directory(spec, server_user())
     registry.get(opts.workload).check_with_target(opts, install)
+    check_prewarm(opts, install)
+
+
+def check_prewarm(opts: BenchOptions, install: PgInstall | None) -> None:
+    """``--cache prewarmed`` on a --dsn server: pg_prewarm there, or creatable by the DSN's
+    role, before the dataset is built in the user's database (here, so that a sweep is
+    refused before its directory exists too). A server pgdyno starts is not running yet;
+    its role is its superuser, which may create the extension."""
+    if (opts.cache != "prewarmed" or opts.target.dsn is None or install is None
+            or not registry.get(opts.workload).dataset_tables(opts)):
+        return
+    server = DsnServer(dsn=opts.target.dsn, install=install)
+    server.preflight()  # a server that does not answer: one line naming --dsn
+    check_may_prewarm(server.connection())
 
 
 def check_server(opts: BenchOptions, target: Target) -> None:

@@ -13,7 +13,8 @@ leaves), their indexes first (every transaction walks them), then their heaps an
 in that order until shared_buffers would be full: reading more would only evict what was
 read first. pg_prewarm is created for the occasion in the workload's own schema when the
 database does not have it, and dropped afterwards; a role that cannot create it gets one
-line saying how to install it.
+line saying how to install it, on a --dsn server before anything is created
+(``check_may_prewarm``, from the pre-flight).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from dataclasses import dataclass
 import psycopg
 from psycopg import sql
 
-from pgdyno.errors import RunFailed
+from pgdyno.errors import RunFailed, UsageError
 from pgdyno.targets.connection import ConnectionInfo
 from pgdyno.units import format_bytes
 
@@ -105,6 +106,45 @@ def prewarm(conn: ConnectionInfo, tables: list[str]) -> PrewarmResult:
 
 EXTENSION_SCHEMA_SQL = ("SELECT n.nspname FROM pg_extension e JOIN pg_namespace n "
                         "ON n.oid = e.extnamespace WHERE e.extname = 'pg_prewarm'")
+
+MAY_PREWARM_SQL = """
+SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'pg_prewarm') AS installed,
+       EXISTS (SELECT 1 FROM pg_available_extensions WHERE name = 'pg_prewarm') AS available,
+       (SELECT rolsuper FROM pg_roles WHERE rolname = current_user) AS superuser,
+       COALESCE((SELECT NOT v.superuser
+                        OR (COALESCE((to_jsonb(v) ->> 'trusted')::bool, false)
+                            AND has_database_privilege(current_database(), 'CREATE'))
+                 FROM pg_available_extensions e
+                 JOIN pg_available_extension_versions v
+                   ON v.name = e.name AND v.version = e.default_version
+                 WHERE e.name = 'pg_prewarm'), false) AS may_create,
+       current_user
+"""
+"""Whether this role may use pg_prewarm here without creating anything: it is there, or
+the role may create it (a superuser; or a trusted extension and CREATE on the database).
+``trusted`` is read through to_jsonb because the column exists from PostgreSQL 13 only."""
+
+
+def check_may_prewarm(conn: ConnectionInfo) -> None:
+    """``--cache prewarmed`` on a server pgdyno does not own (``--dsn``): refused before
+    anything is created (a run directory, the dataset in the user's database) when pg_prewarm
+    is neither in the database nor creatable by this role. A server pgdyno starts is its own
+    (pgdyno's role is its superuser), and does not run yet when this is checked."""
+    try:
+        with psycopg.connect(conn.conninfo(), autocommit=True) as db:
+            installed, available, superuser, may_create, role = db.execute(
+                MAY_PREWARM_SQL).fetchone()
+    except psycopg.Error as exc:
+        reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise UsageError(f"--cache prewarmed: cannot check for pg_prewarm on "
+                         f"{conn.describe()} ({reason})") from None
+    if installed or (available and (superuser or may_create)):
+        return
+    why = (f"role {role} may not create it (only a superuser may)" if available else
+           "the server does not have it (PostgreSQL's contrib modules are not installed)")
+    raise UsageError(f"--cache prewarmed: pg_prewarm is not in this database and {why}; "
+                     "install the contrib modules (Debian: postgresql-contrib) and run CREATE "
+                     "EXTENSION pg_prewarm as a superuser, or use --cache warm")
 
 
 def _ensure_extension(db: psycopg.Connection) -> tuple[str, bool]:

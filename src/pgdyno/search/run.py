@@ -244,26 +244,32 @@ def run_search(opts: SearchOptions, console: Console | None = None) -> SearchOut
                                          if target_class(bench.target).is_local else None),
                         os_table=os_knobs.os_knobs(host) if host else None,
                         os_notes=host.notes if host else [])
+    # Check first, create after: the storage and the earlier search are read before the
+    # search's directory (or a study in the storage) exists.
+    place = study_mod.StudyPlace(opts.storage, opts.study_name or name) if opts.storage \
+        else study_mod.StudyPlace()
+    study_mod.check_storage(place)
+    seeds = seed_rows(opts.seed_from, bench, space, hardware, place) if opts.seed_from \
+        else None
     os_run = _os_run(search_dir, bench, host, specs)
     with _nothing_left_applied(os_run, console):
         return _run_search(opts, console, bench, name, search_dir, spec, install, hardware,
-                           space, os_run)
+                           space, os_run, place, seeds)
 
 
 def _run_search(opts: SearchOptions, console: Console, bench: BenchOptions, name: str,
                 search_dir: Path, spec, install, hardware, space: SearchSpace,
-                os_run: OsRun) -> SearchOutcome:
+                os_run: OsRun, place: study_mod.StudyPlace,
+                seeds: tuple[list, str] | None) -> SearchOutcome:
     record = _open_record(search_dir, name, bench, space, spec, opts)
     space = record.space
-    place = study_mod.StudyPlace(opts.storage, opts.study_name or name) if opts.storage \
-        else study_mod.StudyPlace()
     study, created = study_mod.open_or_create(
         search_dir, optuna_direction(spec), opts.seed,
         startup=len(opts.baselines) + space.random_start(), place=place)
     (search_dir / "trials").mkdir(exist_ok=True)
     notes = list(space.notes)
     warm_start(study, created, place, opts, bench, space, install, hardware, notes, console,
-               os_run)
+               os_run, seeds)
     recovered = [] if place.shared else study_mod.recover_interrupted(study)
     if recovered:
         notes.append(f"resumed: trial(s) {', '.join(map(str, recovered))} were interrupted "
@@ -506,9 +512,11 @@ def _trials(opts: SearchOptions, bench: BenchOptions, study, space: SearchSpace,
 
 def warm_start(study, created: bool, place, opts: SearchOptions, bench: BenchOptions,
                space: SearchSpace, install, hardware, notes: list[str],
-               console: Console, os_run: OsRun | None = None) -> None:
+               console: Console, os_run: OsRun | None = None,
+               seeds: tuple[list, str] | None = None) -> None:
     """The baselines queued with their settings as points of the space (OS knobs at the
-    host's values, which they run with); the trials of ``--from`` added as measured points
+    host's values, which they run with); the trials of ``--from`` (``seeds``: its rows and
+    name, read by ``seed_rows`` before anything was created) added as measured points
     (once per study)."""
     points = {}
     host = os_run.host_values() if os_run is not None and os_run.active else {}
@@ -516,8 +524,8 @@ def warm_start(study, created: bool, place, opts: SearchOptions, bench: BenchOpt
         points[label] = space.params_for({**baseline_settings(label, bench, install, hardware),
                                           **host})
     study_mod.queue_baselines(study, points, created, place.shared)
-    if opts.seed_from:
-        earlier, source = seed_rows(opts.seed_from, bench, space, hardware, place)
+    if seeds is not None:
+        earlier, source = seeds
         count = study_mod.seed_from(study, earlier, source, space.params_for,
                                     space.distributions())
         if count:
@@ -551,7 +559,10 @@ def seed_rows(source: str, bench: BenchOptions, space: SearchSpace, hardware,
     if not record_path.exists():
         raise UsageError(f"--from {source}: no search there (no {record_path}); accepted: a "
                          "search's directory or its name under RESULTS/searches")
-    old = read_json_file(record_path, "search record", "")
+    try:
+        old = read_json_file(record_path, "search record", "")
+    except UsageError as exc:
+        raise UsageError(f"--from {source}: {exc}") from None
     try:
         old_space = SearchSpace.from_dict(old["space"])
         old_workload = old["workload"]
@@ -565,15 +576,19 @@ def seed_rows(source: str, bench: BenchOptions, space: SearchSpace, hardware,
             f"of RAM, this search is {bench.workload} on {ram / 2**30:.1f} GiB; accepted: a "
             "search of the same workload on the same hardware")
     study_file = path / study_mod.STUDY_FILE
-    if study_file.exists():
-        earlier = study_mod.open_study(path, "maximize", 0)
-    else:  # an earlier search that kept its study in the shared storage
-        if not place.shared:
-            raise UsageError(f"--from {source}: {path} has no study.db (its study is in a "
-                             "shared storage: give that --storage)")
-        earlier = study_mod.open_study(path, "maximize", 0, place=type(place)(
-            place.url, old.get("name", path.name)))
-    return study_mod.rows(earlier), str(old.get("name", path.name))
+    local = study_file.exists() or study_file.is_symlink()
+    if not local and not place.shared:
+        raise UsageError(f"--from {source}: {path} has no study.db (its study is in a "
+                         "shared storage: give that --storage)")
+    # Read only: an earlier search's study (in its study.db, else in the shared storage
+    # under its name) is never created nor changed by the search it seeds.
+    where = study_mod.StudyPlace() if local \
+        else study_mod.StudyPlace(place.url, str(old.get("name", path.name)))
+    try:
+        earlier = study_mod.earlier_rows(path, where)
+    except UsageError as exc:
+        raise UsageError(f"--from {source}: {exc}") from None
+    return earlier, str(old.get("name", path.name))
 
 
 def _planned(opts: SearchOptions, study) -> int | None:

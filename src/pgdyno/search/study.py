@@ -49,6 +49,8 @@ INTERRUPTED = "interrupted (Ctrl-C or a crash): its settings are run again"
 SURPLUS = "not run: the budget was taken by other workers' trials"
 BASELINES_ATTR = "baselines_queued"
 """Study user attribute set once the baselines are queued (they run once per study)."""
+CONNECT_TIMEOUT_S = 5
+"""How long --storage's server may take to answer the check before the search starts."""
 HEARTBEAT_ENV = "PGDYNO_SEARCH_HEARTBEAT_S"
 HEARTBEAT_S = 10
 """Seconds between a running trial's heartbeats in a shared storage; a trial silent for
@@ -90,18 +92,24 @@ _ADVICE = ("; move it away to start this search afresh (its trials' run director
            "kept), or give another --search-name")
 
 
-def check_study_file(path: Path) -> None:
+def check_study_file(path: Path, advice: str = _ADVICE, need_study: bool = False) -> None:
     """A study file SQLite cannot read (a bad header, a truncated or garbled file) or that
     is not an Optuna study, refused in one line naming it, before anything is written; an
-    absent or empty file is a new study. Opening it as Optuna does (read-write) lets SQLite
-    roll back a transaction a crash left in its journal, as a resumed search needs."""
+    absent or empty file is a new study (``need_study``: refused too, as an earlier search's
+    study that ``--from`` reads must hold one). Opening it as Optuna does (read-write) lets
+    SQLite roll back a transaction a crash left in its journal, as a resumed search needs.
+    ``advice`` ends the line of a damaged file (the way out of it)."""
     if not path.exists() and not path.is_symlink():
+        if need_study:
+            raise UsageError(f"{path}: missing; no search's study there")
         return
     if path.is_dir():
         raise UsageError(f"{path}: a directory is where the search's study (a SQLite "
-                         f"file) should be{_ADVICE}")
+                         f"file) should be{advice}")
     try:
         if path.stat().st_size == 0:
+            if need_study:
+                raise UsageError(f"{path}: empty; no search's study there")
             return
         with contextlib.closing(sqlite3.connect(path)) as conn:
             problems = [r[0] for r in conn.execute("PRAGMA quick_check").fetchall()]
@@ -109,15 +117,15 @@ def check_study_file(path: Path) -> None:
                 "SELECT name FROM sqlite_master WHERE type = 'table'")}
     except sqlite3.DatabaseError as exc:  # "file is not a database", "... is malformed"
         raise UsageError(f"{path}: the search's study is damaged: {_sqlite_words(exc)}"
-                         f"{_ADVICE}") from None
+                         f"{advice}") from None
     except (OSError, sqlite3.Error) as exc:
         raise UsageError(f"{path}: cannot read the search's study ({exc})") from None
     if problems != ["ok"]:
         raise UsageError(f"{path}: the search's study is damaged: SQLite's check says "
-                         f"{'; '.join(problems[:2])}{_ADVICE}")
-    if tables and "studies" not in tables:
+                         f"{'; '.join(problems[:2])}{advice}")
+    if (tables or need_study) and "studies" not in tables:
         raise UsageError(f"{path}: a SQLite database, but not an Optuna study (no table "
-                         f"'studies'){_ADVICE}")
+                         f"'studies'){advice}")
 
 
 def _sqlite_words(exc: sqlite3.Error) -> str:
@@ -145,7 +153,11 @@ class StudyPlace:
         """For messages and the report: the URL without its password."""
         if not self.url:
             return "study.db"
-        return f"study {self.name} in {redact(self.url.replace('+psycopg://', '://', 1))}"
+        return f"study {self.name} in {self.describe_url()}"
+
+    def describe_url(self) -> str:
+        """The storage's URL as the user gave it, without its password."""
+        return redact((self.url or "").replace("+psycopg://", "://", 1))
 
 
 def storage_url(text: str, option: str = "--storage") -> str:
@@ -160,6 +172,50 @@ def storage_url(text: str, option: str = "--storage") -> str:
                          "postgresql://user@host:5432/dbname (the password in ~/.pgpass or "
                          "PGPASSWORD, not on the command line)")
     return "postgresql+psycopg://" + rest
+
+
+def check_storage(place: StudyPlace) -> None:
+    """--storage reachable, with the password it takes, before the search creates anything
+    (its directory, a study in the storage): one line naming the option and the reason."""
+    if not place.shared:
+        return
+    engine = sqlalchemy.create_engine(place.url, connect_args={
+        "connect_timeout": CONNECT_TIMEOUT_S})
+    try:
+        with engine.connect():
+            pass
+    except sqlalchemy.exc.SQLAlchemyError as exc:
+        raise UsageError(f"--storage {place.describe_url()}: cannot connect "
+                         f"({_first_line(exc)})") from None
+    finally:
+        engine.dispose()
+
+
+def earlier_rows(search_dir: Path, place: StudyPlace) -> list[TrialRow]:
+    """The finished trials of an earlier search (``--from``), read without creating
+    anything: neither Optuna's tables nor a study, in its study.db or in a shared storage.
+    A study that is missing, damaged or not there is one line naming it (the caller adds
+    the option)."""
+    if place.shared:
+        url, where = place.url, place.describe()
+    else:
+        check_study_file(search_dir / STUDY_FILE, advice="", need_study=True)
+        url, where = f"sqlite:///{search_dir / STUDY_FILE}", str(search_dir / STUDY_FILE)
+    try:
+        storage = optuna.storages.RDBStorage(url, skip_table_creation=True)
+        return rows(optuna.load_study(study_name=place.name, storage=storage))
+    except KeyError:
+        raise UsageError(f"{where}: no study named {place.name!r} in it") from None
+    except (sqlalchemy.exc.SQLAlchemyError, RuntimeError) as exc:  # RuntimeError: Optuna's
+        raise UsageError(f"{where}: cannot read the search's study "  # schema version
+                         f"({_first_line(exc)})") from None
+
+
+def _first_line(exc: Exception) -> str:
+    """The driver's own reason (psycopg's, SQLite's), first line, without a password."""
+    reason = getattr(exc, "orig", None) or exc
+    text = redact(str(reason)).strip()
+    return text.splitlines()[0] if text else type(reason).__name__
 
 
 def heartbeat_s() -> int:
