@@ -164,6 +164,68 @@ def schedule(pairs: int, design: str, rng: random.Random) -> list[str]:
     return out[:pairs]
 
 
+class Stopper:
+    """When a block comparison stops, and the interval it reports: the looks, kept apart
+    from the processes so that the rule can be checked on its own.
+
+    Without ``precision_pct`` there is one look, after the last pair (the pairs asked, or
+    the last that fits in the budget), spending the whole error rate. With it, a look is
+    due at each of LOOK_FRACTIONS of the budget (at a whole quad of pairs, from
+    MIN_PAIRS_TO_STOP on), spending α t² so far; the comparison stops at the first look
+    whose interval is within ± the precision, or at the last, which spends what is left."""
+
+    def __init__(self, plan: BlockPlan, direction: int = 1) -> None:
+        self.plan, self.direction = plan, direction
+        self.spending = Spending(alpha=1.0 - plan.confidence)
+        self.looks: list[Look] = []
+        self.stop = ""
+
+    def after_pair(self, a: list[float], b: list[float], elapsed: float, *,
+                   last: bool) -> bool:
+        """Look if a look is due after this pair; True when the comparison stops here."""
+        pairs = len(a)
+        if last:
+            look = self.take(a, b, elapsed, 1.0, final=True)
+            self.stop = "pairs done" if self.plan.budget_s is None else "budget spent"
+            if self.narrow_enough(look):
+                self.stop = "precision reached"
+            return True
+        if self.plan.precision_pct is None or pairs < MIN_PAIRS_TO_STOP or pairs % 2:
+            # Pairs are looked at in whole quads, so that both orders weigh the same.
+            return False
+        fraction = (elapsed / self.plan.budget_s if self.plan.budget_s is not None
+                    else pairs / self.plan.pairs)
+        due = [f for f in LOOK_FRACTIONS if f <= fraction + 1e-9]
+        if not due or due[-1] <= self.spending.last_fraction + 1e-9:
+            return False
+        if self.narrow_enough(self.take(a, b, elapsed, due[-1], final=False)):
+            self.stop = "precision reached"
+            return True
+        return False
+
+    def end(self, a: list[float], b: list[float], elapsed: float) -> None:
+        """The budget ran out before the last look was due: it is taken now."""
+        if not self.stop:
+            self.take(a, b, elapsed, 1.0, final=True)
+            self.stop = "budget spent"
+
+    def narrow_enough(self, look: Look) -> bool:
+        if self.plan.precision_pct is None or math.isnan(look.low_pct):
+            return False
+        half = max(look.high_pct - look.change_pct, look.change_pct - look.low_pct)
+        return half <= self.plan.precision_pct
+
+    def take(self, a: list[float], b: list[float], elapsed: float, fraction: float, *,
+             final: bool) -> Look:
+        alpha = self.spending.look(fraction, final=final)
+        est = paired_change(a, b, level=1.0 - alpha, direction=self.direction).change
+        look = Look(pairs=len(a), elapsed_s=round(elapsed, 1), fraction=round(fraction, 3),
+                    alpha=alpha, change_pct=est.change_pct, low_pct=est.low_pct,
+                    high_pct=est.high_pct)
+        self.looks.append(look)
+        return look
+
+
 # ----- the side processes -------------------------------------------------------------
 
 def _side_main(opts: BenchOptions, role: dict[str, Any], conn: Any, log_path: str) -> None:
@@ -239,7 +301,6 @@ class BlockComparison:
             confidence=plan.confidence)
         self.procs: dict[str, _SideProcess] = {}
         self.workdir_root = base.target.workdir / f"compare-{utc_now().replace(':', '')}"
-        self.spending = Spending(alpha=1.0 - plan.confidence)
         self.values: dict[str, list[float]] = {"A": [], "B": []}
 
     # ----- the whole comparison ---------------------------------------------------------
@@ -286,18 +347,9 @@ class BlockComparison:
 
     # ----- the sides ----------------------------------------------------------------------
     def _side_options(self, name: str) -> BenchOptions:
-        side = self.sides[name]
         workdir = self.workdir_root / ("baseline" if name == "A" else "candidate")
-        pg_bin = side.pg_bin or self.base.target.pg_bin
-        target = dataclasses.replace(self.base.target, workdir=workdir, keep=False,
-                                     pg_bin=pg_bin,
-                                     kind="local" if pg_bin else self.base.target.kind)
-        from pgdyno.runner.bench import context_of
-
-        return dataclasses.replace(
-            self.base, config=side.config, sets=(*self.base.sets, *side.sets),
-            target=target, iterations=self._most_blocks(), context=context_of(self.base),
-            show_progress=False)
+        return options_for_side(self.base, self.sides[name], workdir,
+                                iterations=self._most_blocks())
 
     def _most_blocks(self) -> int:
         """Blocks a side may run: the pairs asked, or as many as the budget could hold."""
@@ -405,6 +457,8 @@ class BlockComparison:
     def _measure(self) -> None:
         started = time.monotonic()
         orders = schedule(self._most_blocks(), self.plan.design, self.rng)
+        stopper = Stopper(self.plan, self.direction)
+        a, b = self.values["A"], self.values["B"]
         pair_s: list[float] = []
         for pair, order in enumerate(orders, start=1):
             if self._out_of_budget(time.monotonic() - started, pair_s):
@@ -415,13 +469,18 @@ class BlockComparison:
             pair_s.append(time.monotonic() - t0)
             elapsed = time.monotonic() - started
             self.record.measuring_s = elapsed
-            last = pair == len(orders) or self._out_of_budget(elapsed, pair_s)
-            if self._look(pair, elapsed, last=last):
+            looked = len(stopper.looks)
+            stop = stopper.after_pair(a, b, elapsed, last=pair == len(orders)
+                                      or self._out_of_budget(elapsed, pair_s))
+            for look in stopper.looks[looked:]:
+                self.say(_look_words(look, self.headline))
+            if stop:
                 break
-        if not self.record.stop:  # stopped by the budget before a last look was due
-            self._take_look(len(self.values["A"]), time.monotonic() - started, 1.0,
-                            final=True)
-            self.record.stop = "budget spent"
+        looked = len(stopper.looks)
+        stopper.end(a, b, time.monotonic() - started)
+        for look in stopper.looks[looked:]:
+            self.say(_look_words(look, self.headline))
+        self.record.looks, self.record.stop = stopper.looks, stopper.stop
         self.record.measuring_s = time.monotonic() - started
 
     def _out_of_budget(self, elapsed: float, pair_s: list[float]) -> bool:
@@ -429,52 +488,6 @@ class BlockComparison:
         if self.plan.budget_s is None or not pair_s:
             return False
         return elapsed + statistics.median(pair_s) > self.plan.budget_s
-
-    def _look(self, pairs: int, elapsed: float, *, last: bool) -> bool:
-        """The interval so far, at a planned look or after the last pair; True when the
-        comparison stops here (the interval narrow enough, or nothing left to run)."""
-        if last:
-            look = self._take_look(pairs, elapsed, 1.0, final=True)
-            self.record.stop = ("pairs done" if self.plan.budget_s is None
-                                else "budget spent")
-            if self._narrow_enough(look):
-                self.record.stop = "precision reached"
-            return True
-        if self.plan.precision_pct is None or pairs < MIN_PAIRS_TO_STOP or pairs % 2:
-            # Without a precision to reach there is one look, at the end; pairs are looked
-            # at in whole quads so that both orders weigh the same.
-            return False
-        fraction = self._fraction(pairs, elapsed)
-        due = [f for f in LOOK_FRACTIONS if f <= fraction + 1e-9]
-        if not due or due[-1] <= self.spending.last_fraction + 1e-9:
-            return False
-        look = self._take_look(pairs, elapsed, due[-1], final=False)
-        if self._narrow_enough(look):
-            self.record.stop = "precision reached"
-            return True
-        return False
-
-    def _narrow_enough(self, look: Look) -> bool:
-        if self.plan.precision_pct is None or math.isnan(look.low_pct):
-            return False
-        half = max(look.high_pct - look.change_pct, look.change_pct - look.low_pct)
-        return half <= self.plan.precision_pct
-
-    def _fraction(self, pairs: int, elapsed: float) -> float:
-        if self.plan.budget_s is not None:
-            return elapsed / self.plan.budget_s
-        return pairs / self.plan.pairs
-
-    def _take_look(self, pairs: int, elapsed: float, fraction: float, *, final: bool) -> Look:
-        alpha = self.spending.look(fraction, final=final)
-        est = paired_change(self.values["A"], self.values["B"], level=1.0 - alpha,
-                            direction=self.direction).change
-        look = Look(pairs=pairs, elapsed_s=round(elapsed, 1), fraction=round(fraction, 3),
-                    alpha=alpha, change_pct=est.change_pct, low_pct=est.low_pct,
-                    high_pct=est.high_pct)
-        self.record.looks.append(look)
-        self.say(_look_words(look, self.headline))
-        return look
 
     def _run_pair(self, pair: int, order: str) -> None:
         if order == "A+B":
@@ -515,6 +528,25 @@ def _look_words(look: Look, metric: str) -> str:
     return (f"after {look.pairs} pairs ({look.elapsed_s:.0f} s): {metric} "
             f"{look.change_pct:+.2f}% ({100 * (1 - look.alpha):.2f}% interval "
             f"{look.low_pct:+.2f}% to {look.high_pct:+.2f}%)")
+
+
+def options_for_side(base: BenchOptions, side: Side, workdir: Path | None = None, *,
+                     iterations: int | None = None) -> BenchOptions:
+    """One side's run options: its config, settings and binaries over the common ones; in
+    a block design its own workdir (its cluster) and as many iterations as blocks."""
+    from pgdyno.runner.bench import context_of
+
+    pg_bin = side.pg_bin or base.target.pg_bin
+    kind = base.target.kind
+    if side.pg_bin is not None and kind == "embedded":  # its own binaries: a local server
+        kind = "local"
+    target = dataclasses.replace(base.target, workdir=workdir or base.target.workdir,
+                                 pg_bin=pg_bin, kind=kind,
+                                 keep=False if workdir is not None else base.target.keep)
+    return dataclasses.replace(base, config=side.config, sets=(*base.sets, *side.sets),
+                               target=target, iterations=iterations or base.iterations,
+                               context=context_of(base),
+                               show_progress=base.show_progress if workdir is None else False)
 
 
 # ----- choosing the design --------------------------------------------------------------

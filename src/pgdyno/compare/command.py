@@ -180,6 +180,7 @@ def run_compare(opts: CompareOptions, console: Console,
         b_side = Side(_side_label(opts.candidate, opts.candidate_set, opts.candidate_pg_bin),
                       opts.candidate, opts.candidate_set, opts.candidate_pg_bin)
         chosen, why = _design_for(opts)
+        _check_sides(opts, chosen, (a_side, b_side))  # refused before anything starts
         note(f"design: {chosen} ({why})")
         if chosen == SEQUENTIAL:
             a_runs, b_runs = _run_sequential(opts, a_side, b_side, console, note)
@@ -219,6 +220,25 @@ def _design_for(opts: CompareOptions) -> tuple[str, str]:
     return choose_design(opts.design, opts.bench, workload.needs_server,
                          workload.dataset_bytes(opts.bench),
                          psutil.virtual_memory().available)
+
+
+def _check_sides(opts: CompareOptions, design: str, sides: tuple[Any, Any]) -> None:
+    """What each side would be refused for, found before either starts: too few pairs,
+    a config that does not exist, a setting the server does not know."""
+    from pgdyno.compare.blocks import options_for_side
+    from pgdyno.runner.settings import build_settings
+    from pgdyno.targets import install_for
+    from pgdyno.workloads import registry
+
+    assert opts.bench is not None
+    if opts.pairs < 2:
+        raise UsageError(f"--pairs {opts.pairs}: at least 2 pairs are needed for an interval")
+    workload = registry.get(opts.bench.workload)
+    if not workload.needs_server:
+        return
+    for side in sides:
+        side_opts = options_for_side(opts.bench, side)
+        build_settings(side_opts, workload, install_for(side_opts.target))
 
 
 def _run_sequential(opts: CompareOptions, a_side: Any, b_side: Any, console: Console,

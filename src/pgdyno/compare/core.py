@@ -47,9 +47,10 @@ IO_NOTE = (
 PAIRED_NOTE = (
     "Each value is one block (one iteration of its side's run); block i of A and block i of "
     "B form a pair, measured back to back (or together) under the same conditions of the "
-    "machine. The interval is that of the mean of the pairs' log ratios ln(B/A), with a "
-    "Newey-West variance that allows for neighbouring pairs moving together, at the level "
-    "the comparison's last look could spend (see How this was measured); a row's pair "
+    "machine. The interval is the signed-rank interval of the pairs' log ratios ln(B/A) "
+    "around their Hodges-Lehmann estimate (or, marked on the method, the mean with a "
+    "Newey-West variance), at the level the comparison's last look could spend (see How "
+    "this was measured); a row's pair "
     "missing a value on a side is left out. A verdict other than 'no significant difference' "
     "needs an interval that excludes 0; fewer than 2 pairs gives 'undetermined'. A baseline "
     "mean below {floors} or of 0 is 'too small to compare'. Noise: the spread of one pair's "

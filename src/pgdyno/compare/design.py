@@ -21,13 +21,7 @@ from typing import Any
 
 from pgdyno.compare.blocks import BlockRecord
 from pgdyno.compare.model import DesignSummary
-from pgdyno.compare.paired import (
-    long_run_variance,
-    newey_west_lags,
-    order_check,
-    paired_change,
-    seconds_for_precision,
-)
+from pgdyno.compare.paired import order_check, paired_change, seconds_for_precision
 from pgdyno.compare.runs import RunData
 
 
@@ -36,16 +30,12 @@ def block_design_summary(record: BlockRecord, baseline: RunData,
     """The block design's figures and checks, from its record and the two runs."""
     a, b, a_first = _pairs(record)
     est = paired_change(a, b, level=record.final_level)
-    logs = [math.log(y) - math.log(x) for x, y in zip(a, b, strict=True)
-            if x and y and x > 0 and y > 0 and math.isfinite(x) and math.isfinite(y)]
-    noise = (100.0 * math.sqrt(long_run_variance(logs, newey_west_lags(len(logs))))
-             if len(logs) > 2 else math.nan)
     pair_s = _pair_seconds(record)
     return DesignSummary(
-        design=record.design, why=record.why, level=record.final_level,
+        design=record.design, why=record.why, level=record.final_level, method=est.change.method,
         pairs=len(a), stop=record.stop, pair_seconds=pair_s,
-        autocorrelation=est.autocorrelation, lags=est.lags, noise_pct=noise,
-        seconds_for_1pct=seconds_for_precision(noise, pair_s, 1.0),
+        autocorrelation=est.autocorrelation, lags=est.lags, noise_pct=est.change.noise_pct,
+        seconds_for_1pct=seconds_for_precision(est.half_width_pct, record.measuring_s, 1.0),
         order=order_check(a, b, a_first) if record.design != "duet" else None,
         shared=shared_resources(baseline, candidate), blocks=record)
 

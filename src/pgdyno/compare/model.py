@@ -8,7 +8,7 @@ from typing import Any
 
 from pgdyno.compare.blocks import BlockRecord
 from pgdyno.compare.io_profile import IoProfile
-from pgdyno.compare.paired import PAIRED_LOG, OrderCheck
+from pgdyno.compare.paired import PAIRED_HL, PAIRED_LOG, OrderCheck
 from pgdyno.compare.settings_diff import SettingChange
 from pgdyno.compare.stats import WELCH_LOG
 from pgdyno.units import common_scale, is_rate, unit_factor
@@ -63,7 +63,7 @@ class MetricComparison:
     @property
     def has_ratio_interval(self) -> bool:
         """Whether the row has an interval of the ratio B/A (what the change chart draws)."""
-        return (self.method in (WELCH_LOG, PAIRED_LOG) and math.isfinite(self.ci_low_pct)
+        return (self.method in (WELCH_LOG, PAIRED_LOG, PAIRED_HL) and math.isfinite(self.ci_low_pct)
                 and math.isfinite(self.ci_high_pct))
 
 
@@ -95,6 +95,8 @@ class DesignSummary:
     level: float
     """The confidence level of the rows' intervals (below the overall level when the
     comparison looked more than once: see ``paired``)."""
+    method: str = ""
+    """The headline's interval: ``paired-hl`` or its fallback ``paired-log``."""
     pairs: int = 0
     stop: str = ""
     pair_seconds: float = math.nan
@@ -104,9 +106,11 @@ class DesignSummary:
     lags: int = 0
     """Newey-West lags the interval allowed for."""
     noise_pct: float = math.nan
-    """The headline's long-run spread of one pair's difference, in %."""
+    """The headline's spread of one pair's log ratio, in % (robust: 1.4826 MAD under
+    ``paired-hl``)."""
     seconds_for_1pct: float = math.nan
-    """About how long this design would take here for a ±1% interval on the headline."""
+    """About how long this design would take here for a ±1% interval on the headline: the
+    measuring time scaled by the square of the half-width reached."""
     order: OrderCheck | None = None
     shared: list[str] = field(default_factory=list)
     """What the two sides shared that could favour one (memory, devices), in words."""

@@ -8,13 +8,21 @@ pairs estimates the change (exp(mean d) − 1 is the ratio of geometric means, B
 
 Why the interval is not a plain paired t-interval:
 
-- Neighbouring pairs are not independent: a level that lasts longer than a pair moves both
-  sides alike and cancels, but a jump that falls inside a pair favours one side, and the
-  machine's levels last from seconds to minutes, so consecutive differences can correlate.
-  The variance of the mean is the long-run variance of ``d`` over n: Newey and West's
-  estimate (Bartlett weights up to ``lags`` = ⌊4 (n/100)^(2/9)⌋, at least 1), never taken
-  below the independent-pairs variance, so a negative autocorrelation cannot narrow the
-  interval. Student's t with n − 1 degrees of freedom keeps small samples honest.
+- A machine that jumps between speed levels makes most pairs agree closely and a few,
+  those with a jump inside them, disagree wildly: a mean and its standard deviation are
+  ruled by those few. The estimate is Hodges and Lehmann's (the median of the pairs'
+  Walsh averages) and its interval the one that inverts Wilcoxon's signed-rank test, with
+  the exact distribution of the statistic: both need only that a pair's difference is
+  symmetric about the change, and the randomized order makes it so, since a jump favours
+  whichever side ran second, A or B by the draw. The same draw makes the jumps' share of
+  neighbouring pairs uncorrelated (each pair's sign is its own coin, and the two pairs of a
+  quad have opposite signs, which only makes the interval conservative).
+- Pairs can still move together for other reasons (one side's state building up over
+  blocks). When the pairs' lag-1 autocorrelation is positive beyond chance (above
+  1.96/√n), or too few pairs allow the level asked (the signed-rank interval needs
+  2/2ⁿ ≤ α), the interval is the mean of the log ratios with Newey and West's variance
+  (Bartlett weights up to ⌊4 (n/100)^(2/9)⌋ lags, never below the independent-pairs
+  variance) and Student's t with n − 1 degrees of freedom, and the method says so.
 - Stopping once the interval is narrow enough looks at the data more than once, and every
   look is another chance of a false difference. The error rate α is spent in steps
   (``Spending``): a look at the fraction t of the budget may use α(t² − t_prev²), and the
@@ -30,15 +38,20 @@ Why the interval is not a plain paired t-interval:
 
 from __future__ import annotations
 
+import functools
 import math
 import statistics
 from dataclasses import dataclass
 
+import numpy as np
+
 from pgdyno.analysis.tdist import t_quantile
 from pgdyno.compare.stats import UNDETERMINED, ChangeEstimate, too_small, verdict_for
 
+PAIRED_HL = "paired-hl"
+"""The interval of a paired design: Hodges-Lehmann on the pairs' log ratios, signed-rank."""
 PAIRED_LOG = "paired-log"
-"""The interval of a paired design: mean of per-pair log ratios, Newey-West variance."""
+"""Its fallback: mean of per-pair log ratios, Newey-West variance, Student's t."""
 PAIRED_DIFF = "paired-diff"
 """The same on differences of values, in % of A's mean (a value of 0 or less on a side)."""
 
@@ -113,10 +126,19 @@ def paired_change(baseline: list[float], candidate: list[float], *, level: float
     use_log = min(a) > 0 and min(b) > 0
     d = [math.log(y) - math.log(x) for x, y in pairs] if use_log else [y - x for x, y in pairs]
     n = len(d)
+    rho = lag1_autocorrelation(d)
+    if use_log and not (rho > 1.96 / math.sqrt(n)):
+        robust = hodges_lehmann(d, level)
+        if robust is not None:
+            centre, low, high = robust
+            est = ChangeEstimate(*(100.0 * math.expm1(v) for v in (centre, low, high)),
+                                 robust_spread_pct(d), float(n - 1), PAIRED_HL,
+                                 verdict_for(100.0 * math.expm1(low),
+                                             100.0 * math.expm1(high), direction))
+            return PairedEstimate(est, n, 0, rho, level)
     lags = newey_west_lags(n)
     mean = statistics.fmean(d)
     se = math.sqrt(long_run_variance(d, lags) / n)
-    rho = lag1_autocorrelation(d)
     if se == 0.0 or math.isnan(se):
         est = ChangeEstimate(_pct(mean, use_log, a), nan, nan, 0.0, nan, "none", UNDETERMINED,
                              "no variation between the pairs: an interval cannot be computed")
@@ -130,6 +152,38 @@ def paired_change(baseline: list[float], candidate: list[float], *, level: float
                          PAIRED_LOG if use_log else PAIRED_DIFF,
                          verdict_for(lo_pct, hi_pct, direction))
     return PairedEstimate(est, n, lags, rho, level)
+
+
+@functools.lru_cache(maxsize=256)
+def signed_rank_cdf(n: int) -> tuple[float, ...]:
+    """P(W ≤ w) for w = 0 … n(n+1)/2, W Wilcoxon's signed-rank statistic of n pairs under
+    symmetry about 0: each rank's sign a fair coin."""
+    probs = np.zeros(n * (n + 1) // 2 + 1)
+    probs[0] = 1.0
+    for rank in range(1, n + 1):
+        shifted = np.zeros_like(probs)
+        shifted[rank:] = probs[:-rank]
+        probs = (probs + shifted) / 2.0
+    return tuple(np.cumsum(probs))
+
+
+def hodges_lehmann(d: list[float], level: float) -> tuple[float, float, float] | None:
+    """(estimate, low, high): the median of the Walsh averages (dᵢ + dⱼ)/2, i ≤ j, and the
+    signed-rank interval at ``level`` (the averages between the c-th smallest and the c-th
+    largest, c the largest count with P(W < c) ≤ (1 − level)/2); None when n pairs cannot
+    reach ``level``."""
+    values = np.asarray(d, dtype=float)
+    n = len(values)
+    if n < 2:
+        return None
+    upper = np.triu_indices(n)
+    walsh = np.sort(((values[:, None] + values[None, :]) / 2.0)[upper])
+    cdf = signed_rank_cdf(n)
+    tail = (1.0 - level) / 2.0
+    cut = int(np.searchsorted(np.asarray(cdf), tail, side="right"))  # P(W ≤ cut-1) ≤ tail
+    if cut < 1:
+        return None
+    return float(np.median(walsh)), float(walsh[cut - 1]), float(walsh[len(walsh) - cut])
 
 
 def _pct(value: float, use_log: bool, baseline: list[float]) -> float:
@@ -219,12 +273,17 @@ def order_check(baseline: list[float], candidate: list[float],
     return OrderCheck(len(ab), len(ba), ab_pct, ba_pct, low, high, low <= 0.0 <= high)
 
 
-def seconds_for_precision(noise_pct: float, pair_seconds: float, precision_pct: float,
-                          level: float = 0.95) -> float:
-    """About how long pairs of this noise and length take to give a ±``precision_pct``
-    interval at ``level`` (one look, large-sample t)."""
-    if not (noise_pct > 0 and pair_seconds > 0 and precision_pct > 0):
+def robust_spread_pct(d: list[float]) -> float:
+    """The spread of the pairs' log ratios that a few wild pairs do not rule: 1.4826 times
+    their median absolute deviation (σ for normal data), in %."""
+    centre = statistics.median(d)
+    return 100.0 * 1.4826 * statistics.median(abs(x - centre) for x in d)
+
+
+def seconds_for_precision(half_width_pct: float, seconds: float, precision_pct: float
+                          ) -> float:
+    """About how long the same design would take for a ±``precision_pct`` interval, from
+    the ±``half_width_pct`` it reached in ``seconds`` (a half-width shrinks as 1/√time)."""
+    if not (half_width_pct > 0 and seconds > 0 and precision_pct > 0):
         return math.nan
-    z = t_quantile(0.5 + level / 2.0, 1000)
-    pairs = (z * noise_pct / precision_pct) ** 2
-    return max(2.0, pairs) * pair_seconds
+    return seconds * (half_width_pct / precision_pct) ** 2

@@ -8,8 +8,8 @@ from pathlib import Path
 
 from pgdyno import serde
 from pgdyno.compare.io_profile import IoFigure, IoProfile
-from pgdyno.compare.model import Comparison, MetricComparison, shown_unit
-from pgdyno.compare.paired import PAIRED_DIFF
+from pgdyno.compare.model import Comparison, DesignSummary, MetricComparison, shown_unit
+from pgdyno.compare.paired import PAIRED_DIFF, PAIRED_HL
 from pgdyno.compare.plots import comparison_plots
 from pgdyno.compare.runs import RunData
 from pgdyno.compare.settings_diff import diff_block
@@ -182,15 +182,7 @@ def design_section(cmp: Comparison) -> Section | None:
            (")" if rec.precision_pct is not None else
             (f" (budget {rec.budget_s:.0f} s)" if rec.budget_s is not None else "")))
         + ".")
-    section.paragraphs.append(
-        f"Interval: the mean over the pairs of ln(B/A), with the variance of that mean from "
-        f"Newey and West's estimate ({d.lags} lag(s); the pairs' lag-1 autocorrelation was "
-        f"{_num(d.autocorrelation)}), never below the independent-pairs variance, and "
-        f"Student's t with n − 1 degrees of freedom. The comparison looked at its interval "
-        f"{len(rec.looks)} time(s); the error rate of {100 * (1 - cmp.confidence):.0f}% was "
-        f"spent in steps (α·t² at the fraction t of the budget, the rest at the last look), "
-        f"so the interval reported, at {100 * d.level:.2f}%, holds at "
-        f"{100 * cmp.confidence:.0f}% however early it stopped.")
+    section.paragraphs.append(_interval_words(d, cmp.confidence, len(rec.looks)))
     if rec.looks:
         section.tables.append(Table(
             ["Look", "Pairs", "Elapsed (s)", "α spent", "Change", "Interval"],
@@ -204,11 +196,33 @@ def design_section(cmp: Comparison) -> Section | None:
         checks.append(f"Order inside a pair: {d.order.words}.")
     checks += [f"Shared {line}." for line in d.shared]
     if not math.isnan(d.noise_pct):
-        checks.append(f"Noise: one pair's difference spreads ±{d.noise_pct:.1f}% (long-run); "
-                      f"a ±1% interval would take about {_duration(d.seconds_for_1pct)} of "
-                      "measuring on this machine in this design.")
+        checks.append(f"Noise: one pair's log ratio spreads ±{d.noise_pct:.1f}%; a ±1% "
+                      f"interval would take about {_duration(d.seconds_for_1pct)} of "
+                      "measuring on this machine in this design (the half-width shrinks "
+                      "as 1/√time).")
     section.paragraphs += checks
     return section
+
+
+def _interval_words(d: DesignSummary, confidence: float, looks: int) -> str:
+    rho = f"the pairs' lag-1 autocorrelation was {_num(d.autocorrelation)}"
+    if d.method == PAIRED_HL:
+        how = ("Interval: Hodges and Lehmann's estimate of ln(B/A) (the median of the pairs' "
+               "Walsh averages) with the exact signed-rank interval: it needs only that a "
+               "pair's difference is symmetric about the change, which the randomized order "
+               "gives, and a pair that a jump of the machine's speed fell into weighs no "
+               f"more than any other ({rho})")
+    else:
+        how = ("Interval: the mean over the pairs of ln(B/A), with the variance of that mean "
+               f"from Newey and West's estimate ({d.lags} lag(s); {rho}), never below the "
+               "independent-pairs variance, and Student's t with n − 1 degrees of freedom "
+               "(used instead of the signed-rank interval when the pairs correlate beyond "
+               "chance or are too few for the level)")
+    return (f"{how}. The comparison looked at its interval {looks} time(s); the error rate "
+            f"of {100 * (1 - confidence):.0f}% was spent in steps (α·t² at the fraction t of "
+            f"the budget, the rest at the last look), so the interval reported, at "
+            f"{100 * d.level:.2f}%, holds at {100 * confidence:.0f}% however early it "
+            "stopped.")
 
 
 def _num(value: float) -> str:
