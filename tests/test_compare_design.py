@@ -279,7 +279,7 @@ def test_interleaved_aa_comparison_from_raw_files(tmp_path: Path, workdir: Path)
     done = subprocess.run(
         [*PGDYNO, "compare", "tpcb", "--baseline", "default", "--candidate", "default",
          "--design", "interleaved", "--scale", "1", "--clients", "2", "--duration", "2",
-         "--warmup", "1", "--pairs", "6", "--seed", "42",
+         "--warmup", "1", "--pairs", "6", "--order-seed", "42",
          "--no-telemetry", "--results-dir", str(results), "--workdir", str(workdir),
          "--out", str(out)], capture_output=True, text=True, timeout=400)
     assert done.returncode == 0, done.stderr

@@ -47,15 +47,15 @@ def _bench_help() -> str:
     return "\n\n".join(lines[:2]) + "\n\n" + "\n\n".join(lines[2:])
 
 
-def _bench_command():
-    """``pgdyno bench``: its options are the common table plus every workload's own."""
+def bench_parameters(leave_out: tuple[str, ...] = ()) -> list[inspect.Parameter]:
+    """``pgdyno bench``'s options as keyword parameters of a typer command: the common
+    table plus every workload's own (``compare`` runs its sides with the same ones)."""
     from pgdyno.runner.options import all_options, cli_annotation
-    from pgdyno.workloads import registry
 
-    params = [inspect.Parameter(
-        "workload", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=str,
-        default=typer.Argument(..., help=" | ".join(registry.names())))]
+    params = []
     for opt in all_options():
+        if opt.name in leave_out:
+            continue
         flag = opt.cli_flag
         if opt.type is bool:  # --telemetry/--no-telemetry
             flag = f"{flag}/--no-{flag[2:]}"
@@ -63,6 +63,17 @@ def _bench_command():
             opt.name, inspect.Parameter.KEYWORD_ONLY, annotation=cli_annotation(opt),
             default=typer.Option(list(opt.default) if isinstance(opt.default, tuple)
                                  else opt.default, flag, help=opt.help)))
+    return params
+
+
+def _bench_command():
+    """``pgdyno bench``: its options are the common table plus every workload's own."""
+    from pgdyno.workloads import registry
+
+    params = [inspect.Parameter(
+        "workload", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=str,
+        default=typer.Argument(..., help=" | ".join(registry.names()))),
+        *bench_parameters()]
 
     def bench(**kw: Any) -> None:
         from pgdyno.runner.bench import run_bench

@@ -8,6 +8,7 @@ run_validation, run_scaling_check, build_context...) and prints or writes its re
 
 from __future__ import annotations
 
+import inspect
 from pathlib import Path
 from typing import Any
 
@@ -57,7 +58,7 @@ PROGRESS = _bench_option("progress")
 
 
 def register(app: typer.Typer) -> None:
-    app.command("compare")(compare)
+    app.command("compare")(_compare_command())
     app.command("campaign")(campaign)
     app.command("note")(note)
     app.command("validate")(validate)
@@ -98,7 +99,7 @@ def compare(
     candidate_set: list[str] = typer.Option([], "--candidate-set", help="key=value for B only"),
     pairs: int = typer.Option(3, help="pairs to run: blocks per side (block designs), or "
                                       "runs per side in A B B A order (sequential); with "
-                                      "--precision or --budget, the fewest"),
+                                      "--budget, the fewest"),
     design: str = typer.Option("auto", help="running both sides: auto | interleaved | duet | "
                                             "sequential. interleaved: both servers up, the "
                                             "load alternating in blocks of --warmup + "
@@ -110,8 +111,9 @@ def compare(
                                                     "interval is within ± this, e.g. 2%"),
     budget: str | None = typer.Option(None, help="block designs: the most measuring time, "
                                                  "e.g. 10m (default 10m with --precision)"),
-    seed: int | None = typer.Option(None, help="block designs: the random seed of the "
-                                               "blocks' order (default: drawn and recorded)"),
+    order_seed: int | None = typer.Option(None, help="block designs: the random seed of "
+                                                     "the blocks' order (default: drawn and "
+                                                     "recorded)"),
     baseline_pg_bin: Path | None = typer.Option(None, help="server binaries of A (a block "
                                                            "design): e.g. "
                                                            "/usr/lib/postgresql/15/bin"),
@@ -123,11 +125,7 @@ def compare(
         None, "--at-step", "--at-warehouses",
         help="two sweeps: a dataset size both measured, to look at closely (the warehouse "
              "count of TPROC-C's memory charts; default: the largest both measured)"),
-    scale: int | None = SCALE, clients: str | None = CLIENTS, duration: int = DURATION,
-    warmup: int = WARMUP, iterations: int = ITERATIONS, protocol: str = PROTOCOL,
-    via: str = VIA, results_dir: Path = RESULTS,
-    context: str | None = CONTEXT, set_: list[str] = SET, workdir: Path | None = WORKDIR,
-    pg_bin: Path | None = PG_BIN, telemetry: bool = TELEMETRY, progress: bool = PROGRESS,
+    **bench_args: Any,
 ) -> None:
     """Baseline against candidate: change, interval and verdict for every metric."""
     from pgdyno.compare.command import compare_options, run_compare
@@ -136,11 +134,9 @@ def compare(
     opts = compare_options(
         first, second, baseline=baseline, candidate=candidate, baseline_set=baseline_set,
         candidate_set=candidate_set, pairs=pairs, confidence=confidence, out=out,
-        at_step=at_step, results_dir=results_dir, progress=progress,
-        bench_args=_run_args(scale, clients, duration, warmup, iterations, protocol, via,
-                             results_dir, context, "default", set_, workdir, pg_bin,
-                             telemetry, False),
-        design=design, precision=precision, budget=budget, seed=seed,
+        at_step=at_step, results_dir=Path(bench_args["results_dir"]),
+        progress=bench_args["progress"], bench_args={**bench_args, "progress": False},
+        design=design, precision=precision, budget=budget, seed=order_seed,
         baseline_pg_bin=baseline_pg_bin, candidate_pg_bin=candidate_pg_bin)
     done = run_compare(opts, Console(stderr=True), lambda line: typer.echo(line, err=True))
     if done.sweeps is not None:
@@ -152,6 +148,28 @@ def compare(
     for line in lines:
         typer.echo(line)
     typer.echo(f"report: {done.report}")
+
+
+def _compare_command():
+    """``compare`` with every ``pgdyno bench`` option but --config (each side has its own):
+    running both sides takes the same workload options as a run (--warehouses, --tables)."""
+    from pgdyno.cli.bench_cmds import bench_parameters
+
+    own = [p.replace(kind=inspect.Parameter.KEYWORD_ONLY)
+           if p.kind == inspect.Parameter.VAR_KEYWORD else p
+           for p in inspect.signature(compare).parameters.values()
+           if p.kind != inspect.Parameter.VAR_KEYWORD]
+    params = [*own, *bench_parameters(leave_out=("config",))]
+
+    def command(**kw: Any) -> None:
+        own_names = {p.name for p in own}
+        compare(**{k: v for k, v in kw.items() if k in own_names},
+                **{k: v for k, v in kw.items() if k not in own_names})
+
+    command.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
+    command.__annotations__ = {p.name: p.annotation for p in params} | {"return": None}
+    command.__doc__ = compare.__doc__
+    return command
 
 
 # ----- campaign, note, validate, scaling check --------------------------------------------
