@@ -252,7 +252,7 @@ class TelemetryMetric:
     group: tuple[str, ...] = ()
     """The device group of a device figure (the roles its device holds)."""
     stat: str = ""
-    """The DeviceSummary figure: w_s or r_s."""
+    """The DeviceSummary figure: w_s or r_s, or write_iops_cv (a fraction, shown in %)."""
 
     def value(self, t: TelemetrySummary | None) -> float | None:
         if t is None:
@@ -262,7 +262,17 @@ class TelemetryMetric:
         if self.name == "wal_mb_s":
             return t.wal.bytes_per_s / MIB if t.wal.bytes_per_s is not None else None
         device = role_devices(t).get(self.group)
-        return getattr(device, self.stat).avg if device is not None else None
+        if device is None:
+            return None
+        figure = getattr(device, self.stat)
+        if self.stat.endswith("_cv"):  # None below the IOPS floor: no CV worth comparing
+            return None if figure is None else 100.0 * figure
+        return figure.avg
+
+
+WRITE_CV_SUFFIX = "_write_iops_cv"
+"""The metric name's end of a device's write-IOPS coefficient of variation (σ/μ of its 1 s
+samples, per iteration, in %)."""
 
 
 def _telemetry_metrics(a_its: list[IterationSummary],
@@ -284,6 +294,10 @@ def _telemetry_metrics(a_its: list[IterationSummary],
         out += [TelemetryMetric(f"{group_prefix(key)}_write_iops", f"{where} write IOPS",
                                 "IOPS", key, "w_s"),
                 TelemetryMetric(f"{group_prefix(key)}_read_iops", f"{where} read IOPS",
-                                "IOPS", key, "r_s")]
+                                "IOPS", key, "r_s"),
+                # How bursty the writes were (checkpoint storms), one value an iteration,
+                # so that "burstier" is a verdict with an interval, not two numbers.
+                TelemetryMetric(f"{group_prefix(key)}{WRITE_CV_SUFFIX}",
+                                f"{where} write IOPS CV", "%", key, "write_iops_cv")]
     out.append(TelemetryMetric("wal_mb_s", "WAL written", "MiB/s"))
     return out

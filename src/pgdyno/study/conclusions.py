@@ -189,22 +189,29 @@ def _common_bottleneck(record: StudyRecord) -> list[Finding]:
 
 
 def _write_cv(result: WorkloadResult) -> list[Finding]:
-    """Checkpoint smoothing, read from the write-IOPS coefficient of variation."""
+    """Checkpoint smoothing, read from the write-IOPS coefficient of variation: one value
+    per iteration (or block) on each side, compared like any metric. "Smoother" or
+    "burstier" only when the interval says so; a CV below its floor (writes that are
+    background noise, as in a read-only run) or without an interval makes no finding."""
+    from pgdyno.compare.core import WRITE_CV_SUFFIX
+
     cmp = result.comparison
     if cmp is None:
         return []
-    for profile in cmp.io_profiles:
-        for fig in profile.figures:
-            if fig.label.startswith("Write IOPS CV") and fig.baseline is not None \
-                    and fig.candidate is not None:
-                return [Finding(kind="write_cv", workload=result.workload,
-                                section=result.anchor,
-                                values={"baseline_pct": fig.baseline,
-                                        "candidate_pct": fig.candidate,
-                                        "clients": float(profile.clients)},
-                                words={"device": profile.group, "baseline": cmp.baseline_label,
-                                       "candidate": cmp.candidate_label})]
-    return []
+    clients = cmp.chart_clients()
+    rows = [m for m in cmp.metrics if m.metric.endswith(WRITE_CV_SUFFIX)
+            and m.clients == clients and m.verdict in (*CHANGED, SAME)]
+    if not rows:
+        return []
+    m = max(rows, key=lambda r: r.baseline_mean)  # the device that wrote the most burstily
+    trend = {HIGHER: "burstier", LOWER: "smoother"}.get(m.verdict, "")
+    return [Finding(kind="write_cv", workload=result.workload, section=result.anchor,
+                    values={"baseline_pct": m.baseline_mean, "candidate_pct": m.candidate_mean,
+                            "change_pct": m.change_pct, "low_pct": m.ci_low_pct,
+                            "high_pct": m.ci_high_pct, "clients": float(m.clients)},
+                    words={"device": m.label.removesuffix(" write IOPS CV"),
+                           "baseline": cmp.baseline_label, "candidate": cmp.candidate_label,
+                           "trend": trend})]
 
 
 def _smart(result: WorkloadResult) -> list[Finding]:

@@ -142,12 +142,15 @@ def _common(f: Finding, record: StudyRecord) -> str:
 
 def _write_cv(f: Finding, record: StudyRecord) -> str:
     v, w = f.values, f.words
-    trend = ("smoother" if v["candidate_pct"] < v["baseline_pct"]
-             else "burstier" if v["candidate_pct"] > v["baseline_pct"] else "as steady")
-    return (f"{_what(f, record)}: write IOPS on {w['device']} varied with a coefficient of "
-            f"variation of {v['baseline_pct']:.1f}% ({w['baseline']}) and "
-            f"{v['candidate_pct']:.1f}% ({w['candidate']}): {w['candidate']}'s writes were "
-            f"{trend} (checkpoint flushing spread over time lowers it).")
+    figures = (f"{_what(f, record)}: write IOPS on {w['device']} varied with a coefficient "
+               f"of variation of {v['baseline_pct']:.1f}% ({w['baseline']}) and "
+               f"{v['candidate_pct']:.1f}% ({w['candidate']}), a change of "
+               f"{v['change_pct']:+.1f}% (interval {v['low_pct']:+.1f}% to "
+               f"{v['high_pct']:+.1f}%)")
+    if not w.get("trend"):
+        return (f"{figures}: no significant difference in how bursty the writes were.")
+    return (f"{figures}: {w['candidate']}'s writes were {w['trend']} (checkpoint flushing "
+            "spread over time lowers it).")
 
 
 def _smart(f: Finding, record: StudyRecord) -> str:
