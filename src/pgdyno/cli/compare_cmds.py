@@ -97,9 +97,10 @@ def compare(
     candidate: str | None = typer.Option(None, help="config of B when running"),
     baseline_set: list[str] = typer.Option([], "--baseline-set", help="key=value for A only"),
     candidate_set: list[str] = typer.Option([], "--candidate-set", help="key=value for B only"),
-    pairs: int = typer.Option(3, help="pairs to run: blocks per side (block designs), or "
-                                      "runs per side in A B B A order (sequential); with "
-                                      "--budget, the fewest"),
+    pairs: int | None = typer.Option(None, help="pairs to run: blocks per side (block "
+                                                "designs, default 10), or runs per side in A "
+                                                "B B A order (sequential, default 3); with "
+                                                "--budget, the fewest"),
     design: str = typer.Option("auto", help="running both sides: auto | interleaved | duet | "
                                             "sequential. interleaved: both servers up, the "
                                             "load alternating in blocks of --warmup + "

@@ -13,6 +13,7 @@ from typing import Any
 
 from rich.console import Console
 
+from pgdyno.compare.blocks import SEQUENTIAL
 from pgdyno.compare.model import Comparison
 from pgdyno.compare.stats import DEFAULT_CONFIDENCE
 from pgdyno.errors import UsageError
@@ -33,7 +34,8 @@ class CompareOptions:
     """The configs of each side when running."""
     baseline_set: tuple[str, ...] = ()
     candidate_set: tuple[str, ...] = ()
-    pairs: int = 3
+    pairs: int | None = None
+    """Pairs to run (None: SEQUENTIAL_PAIRS or BLOCK_PAIRS, by design)."""
     confidence: float = DEFAULT_CONFIDENCE
     out: Path | None = None
     """Where the comparison goes (None: under ``results_dir``/comparisons)."""
@@ -62,7 +64,7 @@ class CompareOptions:
 
 def compare_options(first: str, second: str | None, *, baseline: str | None,
                     candidate: str | None, baseline_set: list[str], candidate_set: list[str],
-                    pairs: int, confidence: float, out: Path | None, at_step: int | None,
+                    pairs: int | None, confidence: float, out: Path | None, at_step: int | None,
                     results_dir: Path, progress: bool,
                     bench_args: dict[str, Any], design: str = "auto",
                     precision: str | None = None, budget: str | None = None,
@@ -173,7 +175,7 @@ def run_compare(opts: CompareOptions, console: Console,
     design = None
     target = opts.out
     if opts.bench is not None:
-        from pgdyno.compare.blocks import SEQUENTIAL, Side
+        from pgdyno.compare.blocks import Side
 
         a_side = Side(_side_label(opts.baseline, opts.baseline_set, opts.baseline_pg_bin),
                       opts.baseline, opts.baseline_set, opts.baseline_pg_bin)
@@ -222,6 +224,20 @@ def _design_for(opts: CompareOptions) -> tuple[str, str]:
                          psutil.virtual_memory().available)
 
 
+SEQUENTIAL_PAIRS = 3
+"""Whole runs a side when --pairs is not given (the sequential design)."""
+BLOCK_PAIRS = 10
+"""Pairs of blocks when neither --pairs nor --budget is given: enough for the signed-rank
+interval at 95% (6 is the least) with some room to resolve a few percent."""
+
+
+def pairs_for(opts: CompareOptions, design: str) -> int:
+    """The pairs to run: as asked, else the design's default."""
+    if opts.pairs is not None:
+        return opts.pairs
+    return SEQUENTIAL_PAIRS if design == SEQUENTIAL else BLOCK_PAIRS
+
+
 def _check_sides(opts: CompareOptions, design: str, sides: tuple[Any, Any]) -> None:
     """What each side would be refused for, found before either starts: too few pairs,
     a config that does not exist, a setting the server does not know."""
@@ -231,7 +247,7 @@ def _check_sides(opts: CompareOptions, design: str, sides: tuple[Any, Any]) -> N
     from pgdyno.workloads import registry
 
     assert opts.bench is not None
-    if opts.pairs < 2:
+    if pairs_for(opts, design) < 2:
         raise UsageError(f"--pairs {opts.pairs}: at least 2 pairs are needed for an interval")
     workload = registry.get(opts.bench.workload)
     if not workload.needs_server:
@@ -250,12 +266,12 @@ def _run_sequential(opts: CompareOptions, a_side: Any, b_side: Any, console: Con
     assert opts.bench is not None
     if opts.precision_pct is not None or opts.budget_s is not None:
         note("note: --precision and --budget steer block designs only; the sequential "
-             f"design runs its {opts.pairs} pairs")
+             f"design runs its {pairs_for(opts, SEQUENTIAL)} pairs")
     bench = opts.bench
     if a_side.pg_bin is not None or b_side.pg_bin is not None:
         raise UsageError("compare: --baseline-pg-bin and --candidate-pg-bin need a block "
                          "design (both servers up at once); use --design interleaved")
-    done = run_interleaved(bench, a_side, b_side, opts.pairs, console,
+    done = run_interleaved(bench, a_side, b_side, pairs_for(opts, SEQUENTIAL), console,
                            on_run=lambda side, path: console.print(f"{side}: {path}")
                            if opts.progress else None)
     for msg in done.failed:
@@ -290,7 +306,7 @@ def _run_blocks(opts: CompareOptions, design: str, why: str, a_side: Any, b_side
 
     assert opts.bench is not None
     spec = headline_metric(registry.get(opts.bench.workload).metrics)
-    plan = BlockPlan(design=design, pairs=opts.pairs, budget_s=opts.budget_s,
+    plan = BlockPlan(design=design, pairs=pairs_for(opts, design), budget_s=opts.budget_s,
                      precision_pct=opts.precision_pct, confidence=opts.confidence,
                      seed=opts.seed)
     record = BlockComparison(opts.bench, a_side, b_side, plan, out_dir, spec.name,
