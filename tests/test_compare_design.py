@@ -361,3 +361,22 @@ def test_ctrl_c_stops_both_servers_and_removes_their_clusters(tmp_path: Path,
     statuses = sorted(json.loads(m.read_text())["status"]
                       for m in results.glob("*/tpcb-*/manifest.json"))
     assert statuses == ["interrupted", "interrupted"]
+
+
+def test_an_order_effect_turns_the_headline_verdict_undetermined() -> None:
+    from pgdyno.compare.core import _order_failed, compare_values
+    from pgdyno.compare.model import DesignSummary
+
+    rng = np.random.default_rng(11)
+    first = [i % 2 == 0 for i in range(30)]
+    a = list(1000 * rng.normal(1, 0.01, 30))
+    b = [x * (0.92 if f else 1.0) * rng.normal(1, 0.01) for x, f in zip(a, first, strict=True)]
+    rows = [compare_values(4, "tps", "tx/s", 1, a, b, paired_level=0.95)]
+    assert rows[0].verdict == "slower"  # what the pairs alone would have said
+    design = DesignSummary(design=INTERLEAVED, why="asked for", level=0.95,
+                           order=order_check(a, b, first))
+    notes: list[str] = []
+    _order_failed(rows, "tps", design, notes)
+    assert rows[0].verdict == "undetermined"
+    assert "the order inside a pair mattered" in rows[0].reason
+    assert "--design sequential" in notes[0]

@@ -14,6 +14,8 @@ from pgdyno.compare.settings_diff import settings_diff
 from pgdyno.compare.stats import (
     DEFAULT_CONFIDENCE,
     FLOORS,
+    TOO_SMALL,
+    UNDETERMINED,
     WELCH_DIFF,
     SampleStats,
     estimate_change,
@@ -144,6 +146,8 @@ def compare_runs(baseline: list[RunData], candidate: list[RunData], *,
     detail = (_workload(baseline).compare_detail([r.path for r in baseline],
                                                  [r.path for r in candidate])
               if len(workloads) == 1 else {})
+    if design is not None and design.order is not None and not design.order.holds:
+        _order_failed(metrics, headline_metric(declared).name, design, notes)
     return Comparison(
         schema_version=SCHEMA_VERSION,
         baseline_label=baseline_label or _label(baseline),
@@ -155,6 +159,20 @@ def compare_runs(baseline: list[RunData], candidate: list[RunData], *,
         notes=notes, io_profiles=profiles, headline_metric=headline_metric(declared).name,
         contaminated=_contaminated("A", baseline, common) + _contaminated("B", candidate, common),
         workload_detail=detail, design=design)
+
+
+def _order_failed(metrics: list[MetricComparison], headline: str, design: DesignSummary,
+                  notes: list[str]) -> None:
+    """A block design whose order inside a pair mattered: one side's block changed the
+    next one's, so the pairs do not compare the sides alone. The headline's verdict says
+    so instead of a difference the carry-over may have made."""
+    assert design.order is not None
+    why = (f"the design's assumption did not hold: {design.order.words}; compare with "
+           "--design sequential (whole runs, each with its own server start)")
+    notes.append(why)
+    for m in metrics:
+        if m.metric == headline and m.verdict != TOO_SMALL:
+            m.verdict, m.reason = UNDETERMINED, why
 
 
 def _contaminated(side: str, runs: list[RunData], clients: list[int]) -> list[str]:
