@@ -433,8 +433,11 @@ def test_damaged_telemetry_is_left_out(tpcb_run: Path, tmp_path: Path, file: str
 
 def test_an_eof_error_is_not_taken_for_ctrl_c(tmp_path: Path,
                                               monkeypatch: pytest.MonkeyPatch) -> None:
-    """An EOFError a reader lets out (a bug: every damaged file must be named) ends with its
-    traceback and exit 1, never with "interrupted" and exit 130 as Click's abort would."""
+    """An EOFError a reader lets out (a bug: every damaged file must be named) ends as a bug
+    does, one line and exit 70 with its traceback saved to a file, never with "interrupted"
+    and exit 130 as Click's abort would."""
+    import tempfile
+
     from pgdyno.runner import report
 
     def cut_short(_path: Path) -> Path:
@@ -442,11 +445,15 @@ def test_an_eof_error_is_not_taken_for_ctrl_c(tmp_path: Path,
 
     monkeypatch.setattr(report, "report_target", lambda ref, _results: Path(ref))
     monkeypatch.setattr(report, "rebuild", cut_short)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # where the traceback goes
     out = run_cli_here(["report", str(tmp_path / "run")], tmp_path)
-    assert out.returncode == 1, (out.returncode, out.stderr)
-    assert "interrupted" not in out.stderr
-    assert out.stderr.rstrip().endswith(
-        "EOFError: Compressed file ended before the end-of-stream marker was reached")
+    assert out.returncode == 70, (out.returncode, out.stderr)
+    assert "interrupted" not in out.stderr and "Traceback" not in out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1, out.stderr
+    assert ("EOFError: Compressed file ended before the end-of-stream marker was reached"
+            in out.stderr)
+    saved = next(tmp_path.glob("pgdyno-traceback-*.txt"))
+    assert str(saved) in out.stderr and "EOFError" in saved.read_text()
 
 
 # ----- the search's study (pgdyno tune --search, issue 30) -------------------------------

@@ -40,8 +40,7 @@ def build() -> None:
     except KeyboardInterrupt as exc:
         raise ImportError("initialization failed") from exc
 
-main.app = command
-main.run()
+main.run(command)
 """
 
 

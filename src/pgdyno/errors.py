@@ -1,12 +1,16 @@
 """Errors that pgdyno reports to users as one line and a non-zero exit code.
 
 The CLI maps every ``PgdynoError`` to its ``exit_code`` and prints ``str(error)``
-on one line; anything else is a bug and keeps its traceback.
+on one line; anything else is a bug, reported in one line too, its traceback saved to a
+file (``pgdyno.cli.main``).
 """
 
 from __future__ import annotations
 
-from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the CLI loads this module before its signal handling: nothing heavy
+    from pathlib import Path
 
 
 class PgdynoError(Exception):
@@ -59,3 +63,16 @@ class Terminated(KeyboardInterrupt):
     def __init__(self, signum: int) -> None:
         super().__init__(f"signal {signum}")
         self.signum = signum
+
+
+def interrupted_by(exc: BaseException) -> bool:
+    """``exc`` was caused, directly or down its chain, by a KeyboardInterrupt (a signal that
+    landed inside a C extension's import surfaces as that import's ImportError)."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        if isinstance(current, KeyboardInterrupt):
+            return True
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return False

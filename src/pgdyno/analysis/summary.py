@@ -14,11 +14,13 @@ from pathlib import Path
 
 import numpy as np
 
+from pgdyno import serde
 from pgdyno.analysis.histogram import PERCENTILES, LatencyHistogram
 from pgdyno.analysis.pgbench_log import AGGREGATE, EXACT, HISTOGRAM, LogStats, ScriptStats
 from pgdyno.analysis.sampled import SampledLatency
 from pgdyno.analysis.telemetry import TelemetrySummary
 from pgdyno.analysis.verdict import Verdict
+from pgdyno.errors import UsageError
 from pgdyno.results.manifest import read_versioned
 
 SCHEMA_VERSION = 2
@@ -183,9 +185,16 @@ class RunSummary:
 
 
 def load_summary(path: Path) -> RunSummary:
-    """summary.json, refused with one line when damaged or of an unknown version."""
-    return read_versioned(RunSummary, path, SCHEMA_VERSION, "run summary",
-                          "; rebuild it with `pgdyno report RUN_DIR`")
+    """summary.json, refused with one line when damaged or of an unknown version. Every
+    figure in it was measured: an Infinity is damage (an edit, a bug), refused here before
+    a mean, a comparison or a plot trips on it."""
+    advice = "; rebuild it with `pgdyno report RUN_DIR`"
+    summary = read_versioned(RunSummary, path, SCHEMA_VERSION, "run summary", advice)
+    infinite = serde.first_infinity(summary)
+    if infinite is not None:
+        raise UsageError(f"{path}: damaged run summary ({infinite}: Infinity where a "
+                         f"measured number belongs){advice}")
+    return summary
 
 
 @dataclass

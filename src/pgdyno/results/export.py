@@ -123,12 +123,20 @@ def write_text(path: Path, text: str) -> None:
 
 
 def _atomic(path: Path, write: Any) -> None:
-    """Write beside ``path`` and rename: an interrupted export leaves the old file whole."""
+    """Write beside ``path`` and rename: an interrupted export leaves the old file whole.
+    A device or a pipe (/dev/stdout, a FIFO) is written into instead: a rename would put a
+    regular file in its place (as root, in /dev)."""
     path = Path(path)
     if path.is_dir():
         raise UsageError(f"--output {path}: a directory; give a file name")
     if not path.parent.is_dir():
         raise UsageError(f"--output {path}: no such directory {path.parent}")
+    if path.exists() and not path.is_file():
+        try:
+            write(path)
+        except OSError as exc:
+            raise UsageError(f"--output {path}: {exc.strerror or exc}") from None
+        return
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
     try:
         write(tmp)

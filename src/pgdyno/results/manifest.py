@@ -160,6 +160,8 @@ def from_versioned(cls: type[T], data: Any, version: int, source: Path | str, wh
                          f"(this pgdyno reads {version}){version_advice or advice}")
     try:
         return serde.from_dict(cls, data)
+    except serde.SchemaError as exc:  # its message names the key
+        raise UsageError(f"{source}: damaged {what} ({exc}){advice}") from None
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise UsageError(f"{source}: damaged {what} ({type(exc).__name__}: {exc}){advice}") \
             from None

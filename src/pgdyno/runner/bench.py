@@ -151,6 +151,10 @@ def run_bench(opts: BenchOptions, console: Console | None = None,
         if (target is not None and not target.is_running()
                 and not isinstance(exc.__cause__, ServerStartError)):
             result.reason += f"; server log: {target.log_tail(5)}"
+    except Exception as exc:  # a bug, pgdyno's or a plugin's: the CLI reports it in one line
+        # The run ends as failed, its server stopped, rather than left "running" forever.
+        result.status, result.reason = "failed", f"unexpected error: {type(exc).__name__}: {exc}"
+        raise
     finally:
         try:
             _finish(workload, ctx, manifest, result, index)

@@ -5,23 +5,28 @@ package of its own does (``[project.entry-points."pgdyno.workloads"]``, ``NAME =
 "module:Class"``), so installing such a package is all it takes: ``pgdyno bench NAME``, its
 options, compare, campaigns and sweeps find it here. The order is stable: by each plugin's
 ``rank``, then by name. A plugin that fails to load stops pgdyno with one line naming it,
-its entry point and its package.
+its entry point and its package: one whose import fails or exits, and one that is not a
+``Workload`` or lacks what every run needs (``run_iteration``, ``summarise``), checked when
+the registry loads, before any command starts anything (its options against pgdyno's own:
+``runner.plugin_options``).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
+import typing
 from importlib.metadata import EntryPoint, entry_points
 from typing import Any
 
 from pgdyno import serde
 from pgdyno.config.model import SizingLine
 from pgdyno.config.sizing import Advice, AdviceInputs
-from pgdyno.errors import UsageError
+from pgdyno.errors import UsageError, interrupted_by
 from pgdyno.options import BenchOptions
 from pgdyno.results.manifest import Manifest
 from pgdyno.workloads.base import Workload
+from pgdyno.workloads.metrics import MetricSpec
 
 GROUP = "pgdyno.workloads"
 
@@ -33,6 +38,23 @@ class PluginError(UsageError):
 @functools.cache
 def workloads() -> dict[str, Workload]:
     """Name -> plugin instance, every registered workload, in listing order."""
+    return {name: plugin for name, (plugin, _) in _loaded().items()}
+
+
+def origin(name: str) -> str:
+    """How a one-line error names a registered workload: "NAME (module:Class from PACKAGE
+    VERSION)"."""
+    return _origin(_loaded()[name][1])
+
+
+def is_pgdyno_own(name: str) -> bool:
+    """The workload comes with pgdyno itself (not from a package of its own)."""
+    dist = _loaded()[name][1].dist
+    return dist is not None and dist.name == "pgdyno"
+
+
+@functools.cache
+def _loaded() -> dict[str, tuple[Workload, EntryPoint]]:
     found: dict[str, tuple[Workload, EntryPoint]] = {}
     for ep in entry_points(group=GROUP):
         plugin = _load(ep)
@@ -44,7 +66,7 @@ def workloads() -> dict[str, Workload]:
         raise PluginError(f"no workloads registered in the {GROUP!r} entry-point group: "
                           "pgdyno's own metadata is missing; reinstall it (pip install -e .)")
     ordered = sorted(found.values(), key=lambda pair: (pair[0].rank, pair[0].name))
-    return {plugin.name: plugin for plugin, _ in ordered}
+    return {plugin.name: (plugin, ep) for plugin, ep in ordered}
 
 
 def _load(ep: EntryPoint) -> Workload:
@@ -52,9 +74,14 @@ def _load(ep: EntryPoint) -> Workload:
     try:
         loaded: Any = ep.load()
         plugin = loaded() if isinstance(loaded, type) else loaded
+    except SystemExit as exc:  # sys.exit() in a module ends the import, not pgdyno
+        raise PluginError(f"workload plugin {_origin(ep)} failed to load: it called "
+                          f"sys.exit({exc.code!r}) while being imported") from None
     except Exception as exc:  # any error of a plugin's import is the plugin's
+        if interrupted_by(exc):  # a Ctrl-C that landed inside the import: not the plugin's
+            raise
         raise PluginError(f"workload plugin {_origin(ep)} failed to load: "
-                          f"{type(exc).__name__}: {exc}") from None
+                          f"{type(exc).__name__}: {' '.join(str(exc).split())}") from None
     if not isinstance(plugin, Workload):
         raise PluginError(f"workload plugin {_origin(ep)} is not a pgdyno Workload "
                           "(subclass pgdyno.workloads.base.Workload)")
@@ -62,7 +89,44 @@ def _load(ep: EntryPoint) -> Workload:
         raise PluginError(f"workload plugin {_origin(ep)} names itself "
                           f"{getattr(plugin, 'name', None)!r}; the entry point's name and "
                           "the class's name must be the same")
+    problem = _shape_problem(plugin)
+    if problem is not None:
+        raise PluginError(f"workload plugin {_origin(ep)} {problem}")
     return plugin
+
+
+REQUIRED_HOOKS = ("run_iteration", "summarise")
+"""The hooks whose base versions only raise: without them a run would start its server and
+fail at its first iteration, so a plugin lacking one is refused when it loads."""
+
+
+def _shape_problem(plugin: Workload) -> str | None:
+    """What the core would trip on later in this plugin (None: nothing), checked now so that
+    no command starts a server or a run for it first."""
+    missing = [hook for hook in REQUIRED_HOOKS
+               if getattr(type(plugin), hook, None) is getattr(Workload, hook)]
+    if missing:
+        return (f"has no {' and no '.join(missing)}; accepted: a Workload that defines "
+                f"{' and '.join(REQUIRED_HOOKS)}, or subclasses an engine that does "
+                "(pgdyno.workloads.engine.pgbench.PgbenchWorkload)")
+    if not isinstance(plugin.description, str):
+        return f"has a description of type {type(plugin.description).__name__}, not text"
+    if not isinstance(plugin.rank, int) or isinstance(plugin.rank, bool):
+        return f"has rank {plugin.rank!r}; accepted: an integer"
+    metrics = plugin.metrics
+    if (not isinstance(metrics, tuple | list) or not metrics
+            or not all(isinstance(m, MetricSpec) for m in metrics)):
+        return "declares metrics that are not a non-empty tuple of MetricSpec"
+    if not (isinstance(plugin.options_type, type)
+            and dataclasses.is_dataclass(plugin.options_type)):
+        return (f"has options_type {plugin.options_type!r}; accepted: a dataclass (or "
+                "pgdyno.options.NoOptions)")
+    try:
+        typing.get_type_hints(plugin.options_type)
+    except Exception as exc:  # a hint naming what its module never imported
+        return (f"has options whose type hints cannot be read ({type(exc).__name__}: "
+                f"{exc})")
+    return None
 
 
 def _origin(ep: EntryPoint) -> str:
