@@ -4,7 +4,9 @@ The cluster is built beside its place and renamed into it once pgdyno's configur
 written (targets.clusterdir). A cluster an older pgdyno left without its include line (it
 then started on PostgreSQL's default socket, and every start waited 60 s for it) is rebuilt
 when it holds nothing initdb did not make, and refused in one line otherwise; a build
-directory a killed pgdyno left is removed. Real servers and real `pgdyno bench` runs.
+directory a killed pgdyno left is removed. On an --ssh host the cluster is built and moved
+the same way, a leftover build is removed and an unfinished cluster refused. Real servers
+and real `pgdyno bench` runs.
 """
 
 from __future__ import annotations
@@ -269,3 +271,52 @@ def wait_for_orphaned_initdb(build: Path, timeout_s: float = 30) -> None:
             return
         time.sleep(0.1)
     raise AssertionError(f"initdb still writing {build}")
+
+
+# ----- on an --ssh host ------------------------------------------------------------------
+
+def test_on_an_ssh_host_a_leftover_build_goes_and_a_half_made_cluster_is_refused() -> None:
+    """The same build-then-move on the host (one script): a build directory left there is
+    removed with one line; an unfinished cluster an older pgdyno left is refused in one
+    line (the host's files are the ssh user's to judge), without a start that waits."""
+    from tests.sshhost import ssh_hosts
+
+    results = make_shared_dir("pgdyno-half-ssh-")
+    local = make_shared_dir("pgdyno-half-ssh-work-")
+    with ssh_hosts(1) as (host,):
+        args = ["bench", "select-only", "--ssh", host.destination, "--ssh-config",
+                str(host.config_file), "--scale", "1", *SHORT_RUN, "--results-dir",
+                str(results)]
+        instance = (host.home / ".local/share/pgdyno/instances" /
+                    f"pg{embedded_install().major}-embedded")
+        build = instance / "data.partial-0badc0de"
+        (build / "base").mkdir(parents=True)
+        (build / "PG_VERSION").write_text("18\n")
+        give_to_host_user(host.home, host.user)
+        first = run_cli(args, local, timeout=300)
+        assert first.returncode == 0, first.stderr
+        said = lines_naming(first.stderr, str(build))
+        assert len(said) == 1 and said[0].startswith("pgdyno: removed "), first.stderr
+        data = instance / "data"
+        assert not build.exists() and is_whole(data)
+        conf = data / "postgresql.conf"
+        conf.write_text(conf.read_text().replace(INCLUDE_DIRECTIVE, ""))
+        began = time.monotonic()
+        again = run_cli(args, local, timeout=300)
+        elapsed = time.monotonic() - began
+        assert again.returncode == 2, again.stderr
+        lines = again.stderr.strip().splitlines()
+        assert len(lines) == 1 and str(data) in lines[0], again.stderr
+        assert "left unfinished" in lines[0] and INCLUDE_LINE in lines[0]
+        assert elapsed < QUICK_S
+        assert (data / "PG_VERSION").exists()
+
+
+def give_to_host_user(home: Path, user: str) -> None:
+    """What the test made in the stand-in host's home, as if its user had made it."""
+    import pwd
+
+    entry = pwd.getpwnam(user)
+    for root, dirs, files in os.walk(home / ".local"):
+        for path in [root, *(os.path.join(root, name) for name in dirs + files)]:
+            os.chown(path, entry.pw_uid, entry.pw_gid)

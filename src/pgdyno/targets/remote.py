@@ -7,7 +7,8 @@ ssh user, ``/var/lib/pgdyno`` when it is root)::
 
     install/pg-<version>-<arch>/     the embedded PostgreSQL, copied from this machine
                                      (hosts need no internet and no pip)
-    instances/<name>/data            the cluster (initdb)
+    instances/<name>/data            the cluster (initdb), there only once whole: built
+                                     beside it in data.partial-XXXX and moved in
     instances/<name>/server.log      everything the postmaster prints (pg_ctl -l)
     instances/<name>/sock/           its Unix socket, for pgdyno's own psql on the host
     pgdyno.lock                      one pgdyno at a time per remote workdir (RemoteLock)
@@ -37,6 +38,7 @@ import secrets
 import shlex
 import socket
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -50,6 +52,7 @@ import psycopg
 
 from pgdyno.errors import TargetError, UsageError
 from pgdyno.targets.binaries import PgInstall
+from pgdyno.targets.clusterdir import BUILD_SUFFIX, INCLUDE_LINE
 from pgdyno.targets.connection import ConnectionInfo
 from pgdyno.targets.local import (
     DATABASE,
@@ -260,11 +263,40 @@ class RemoteServer:
         self._check(f"mkdir -p {shlex.quote(self.socket_dir)} && "
                     f"chmod 0700 {shlex.quote(self.instance_dir)}", "creating the workdir")
         self._check_binaries()
-        if self._sh(f"test -f {shlex.quote(self.data_dir)}/PG_VERSION").returncode != 0:
+        if self._cluster_state() == "absent":
             self._initdb()
         else:
             self._check_existing_cluster()
         self.write_settings(self.settings)
+
+    def _cluster_state(self) -> str:
+        """"absent" or "whole", once the build directories an interrupted first start left
+        are removed (said in one line); a cluster it left unfinished is refused in one line.
+
+        The cluster is built beside its place and moved into it whole (``_initdb``); an
+        older pgdyno ran initdb in place, and a Ctrl-C there left a cluster without the
+        include line, which starts but listens where pgdyno never looks."""
+        data = shlex.quote(self.data_dir)
+        builds = f"{shlex.quote(self.data_dir)}{BUILD_SUFFIX}-*"  # the glob left unquoted
+        out = self._check(
+            f'for b in {builds}; do if [ -d "$b" ] && [ ! -L "$b" ]; then echo "$b"; '
+            'rm -rf "$b" || exit 1; fi; done; '
+            f"if [ ! -f {data}/PG_VERSION ]; then echo absent; "
+            f"elif grep -qxF {shlex.quote(INCLUDE_LINE)} {data}/postgresql.conf; "
+            "then echo whole; else echo unfinished; fi", "looking at the cluster")
+        *removed, state = out.splitlines() or [""]
+        if removed:
+            print(f"pgdyno: removed {removed[0]} on {self.transport.destination}, a cluster "
+                  "build left unfinished by an interrupted first start", file=sys.stderr,
+                  flush=True)
+        if state == "unfinished":
+            raise UsageError(
+                f"--remote-workdir {self.workdir}: cluster {self.data_dir} on "
+                f"{self.transport.destination} was left unfinished by an interrupted first "
+                f"start (its postgresql.conf lacks pgdyno's line {INCLUDE_LINE}); add that "
+                "line if the cluster holds data of yours, else remove the directory (and the "
+                "content of its --wal-dir, if any) and run again")
+        return state
 
     def _check_binaries(self) -> None:
         """--pg-bin checked on the host, or the embedded PostgreSQL copied there once."""
@@ -332,17 +364,20 @@ class RemoteServer:
                                  "directory is not empty; accepted: an empty directory (or a "
                                  "missing one, which pgdyno creates)")
         waldir = f" --waldir={shlex.quote(self.wal_dir)}" if self.wal_dir else ""
-        self._check(f"{self._program('initdb')} -D {shlex.quote(self.data_dir)} -U {SUPERUSER}"
-                    " --auth-local=trust --auth-host=scram-sha-256 --encoding=UTF8 --locale=C"
-                    f" --no-instructions{waldir}", "initdb")
         # Every address, password only: clients come over the network (see the module doc).
         hba = ("# Added by pgdyno: clients over the network, with the password pgdyno sets "
                "at each start.\nhost all all 0.0.0.0/0 scram-sha-256\n"
                "host all all ::/0 scram-sha-256\n")
-        data = shlex.quote(self.data_dir)
-        self._check(f"cat >> {data}/pg_hba.conf", "pg_hba.conf", input_text=hba)
-        self._check(f"cat >> {data}/postgresql.conf", "postgresql.conf",
-                    input_text=INCLUDE_DIRECTIVE)
+        # Built beside its place and moved into it once configured, in one script: a lost
+        # connection or a Ctrl-C leaves no cluster or a whole one, and at worst a build
+        # directory that the next start removes (_cluster_state).
+        build = shlex.quote(f"{self.data_dir}{BUILD_SUFFIX}-{secrets.token_hex(4)}")
+        self._check(f"{self._program('initdb')} -D {build} -U {SUPERUSER}"
+                    " --auth-local=trust --auth-host=scram-sha-256 --encoding=UTF8 --locale=C"
+                    f" --no-instructions{waldir} && "
+                    f"printf %s {shlex.quote(hba)} >> {build}/pg_hba.conf && "
+                    f"printf %s {shlex.quote(INCLUDE_DIRECTIVE)} >> {build}/postgresql.conf && "
+                    f"mv -T {build} {shlex.quote(self.data_dir)}", "initdb")
 
     def _check_existing_cluster(self) -> None:
         version = self._check(f"cat {shlex.quote(self.data_dir)}/PG_VERSION", "PG_VERSION")
