@@ -48,8 +48,10 @@ def test_telemetry_metrics_per_iteration() -> None:
                              {"device": "vdb", "roles": ["wal"], "w_s": {"avg": 400.0}}]}
     it = SimpleNamespace(telemetry=TelemetrySummary.from_dict(telemetry))
     values = {m.name: m.value(it.telemetry) for m in _telemetry_metrics([it], [])}
+    # No CV without 1 s samples above the IOPS floor: none is made up.
     assert values == {"cpu_busy_pct": 93.5, "wal_mb_s": 2.0, "data_write_iops": 120.0,
-                      "data_read_iops": 3.0, "wal_write_iops": 400.0, "wal_read_iops": None}
+                      "data_read_iops": 3.0, "wal_write_iops": 400.0, "wal_read_iops": None,
+                      "data_write_iops_cv": None, "wal_write_iops_cv": None}
     assert _telemetry_metrics([SimpleNamespace(telemetry=None)], []) == []
     assert all(m.value(None) is None for m in _telemetry_metrics([it], []))
 
