@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from pgdyno.compare.paired import Spending, paired_change
-from pgdyno.errors import RunFailed, RunInterrupted, UsageError
+from pgdyno.errors import PgdynoError, RunFailed, RunInterrupted, UsageError
 from pgdyno.options import BenchOptions
 from pgdyno.results.rundir import utc_now
 
@@ -251,7 +251,9 @@ def _side_main(opts: BenchOptions, role: dict[str, Any], conn: Any, log_path: st
             message = ("finished", str(exc.run_dir or ""), status, str(exc))
         except KeyboardInterrupt:
             message = ("finished", "", "interrupted", "interrupted before the run started")
-        except Exception as exc:  # refused or broken: the comparison says so in one line
+        except PgdynoError as exc:  # refused (bad input found late): its own line
+            message = ("finished", "", "failed", str(exc))
+        except Exception as exc:  # broken: the comparison says so in one line
             message = ("finished", "", "failed", f"{type(exc).__name__}: {exc}")
         console.print(f"side ended: {message[2]} {message[3]}", markup=False)
     with contextlib.suppress(Exception):
@@ -300,7 +302,9 @@ class BlockComparison:
             budget_s=plan.budget_s, precision_pct=plan.precision_pct,
             confidence=plan.confidence)
         self.procs: dict[str, _SideProcess] = {}
-        self.workdir_root = base.target.workdir / f"compare-{utc_now().replace(':', '')}"
+        # The stamp and this process: two comparisons never share a side's cluster.
+        self.workdir_root = (base.target.workdir
+                             / f"compare-{utc_now().replace(':', '')}-{os.getpid()}")
         self.values: dict[str, list[float]] = {"A": [], "B": []}
 
     # ----- the whole comparison ---------------------------------------------------------
