@@ -1,4 +1,4 @@
-"""How long a drive lasts: the endurance projection of seed 000, from two SMART readings.
+"""How long a drive lasts: the endurance projection, from two SMART readings.
 
 Pure arithmetic on ``SmartReading.to_dict()`` readings (``pgdyno.telemetry.smart``), used by
 every run's drive-health section and by the fio report.

@@ -37,10 +37,9 @@ LOGGED_PER_SECOND = 2_000
 
 What a logged line costs (bench/overhead.py): about 1 µs of pgbench's CPU to write it
 and 0.8 µs of pgdyno's to read it. At 2,000 a second that is 3.5 ms of CPU a second,
-0.18% of a 2-core host; at the 10,000 a second this used to be, 0.9%, nearly the whole
-budget of issue 28 item 5. What 2,000 a second buys: over a
-60 s window, 120,000 sampled latencies, whose p99 lies between the true p98.94 and p99.06
-with 95% confidence (``bound_ranks``); a single second's p99 rests on 20 values above it."""
+0.18% of a 2-core host; at 10,000 a second it would be 0.9%. What 2,000 a second buys:
+over a 60 s window, 120,000 sampled latencies, whose p99 lies between the true p98.94 and
+p99.06 with 95% confidence (``bound_ranks``); a single second's p99 rests on 20 values above it."""
 Z_95 = 1.959964
 BOUND_PERCENTILES = (50.0, 90.0, 99.0)
 SAMPLED = ("a random sample of the transactions (pgbench --sampling-rate; per-iteration "

@@ -1,4 +1,4 @@
-"""The figures of the context report (seed 002, with seed 004's scaling projection).
+"""The figures of the context report (an instance report, with a scaling projection).
 
 ``build_context`` turns a context's runs into a ``ContextReport`` of plain figures, each
 carrying the run it came from: the best config and every config against the baseline
@@ -46,7 +46,7 @@ from pgdyno.workloads.base import headline_of
 
 @dataclass
 class WorkloadRow:
-    """One workload on this hardware (seed 004's executive summary): its best run."""
+    """One workload on this hardware (a row of the executive summary): its best run."""
 
     context: str
     workload: str

@@ -1,4 +1,5 @@
-"""The context report rendered: sections in seed 002's order, as Markdown, HTML and JSON.
+"""The context report rendered: sections in an instance report's order, as Markdown, HTML
+and JSON.
 
 The figures come from :mod:`pgdyno.campaign.context`; this module only lays them out in the
 report model (``pgdyno.reports.document``) that the Markdown and HTML renderers share, as
@@ -149,7 +150,7 @@ def _host_only(rep: ContextReport) -> str:
 
 
 def _hardware_table(rep: ContextReport) -> Table:
-    """Seed 004's opening table: every workload measured on this hardware."""
+    """The opening table: every workload measured on this hardware."""
     rows = [[w.workload, f"{figure(w.headline_value)} {w.headline_unit}",
              fmt(w.qps, 1) if w.qps is not None else "–",
              fmt(w.latency_avg_ms, 3) if w.latency_avg_ms is not None else "–",

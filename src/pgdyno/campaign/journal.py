@@ -1,4 +1,4 @@
-"""The journal of a context, generated from its runs (seed 002's "Benchmark Journal").
+"""The journal of a context, generated from its runs (a "Benchmark Journal").
 
 Every run in start order: what changed since the run before, its headline figures (pooled TPS
 and latency for workloads with per-client rows: pgbench, TPROC-C, cpu; else the workload's

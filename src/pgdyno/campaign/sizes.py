@@ -32,7 +32,7 @@ class MeasuredSize:
 class SizeScaling:
     """TPS against vCPUs measured on several machines with one CPU model, fitted as
     ``tps = coefficient × vcpus ** exponent`` (least squares on the logarithms; exponent 1 is
-    linear scaling, below 1 sub-linear). Seed 004 guessed linear; this is measured."""
+    linear scaling, below 1 sub-linear): measured, not assumed linear."""
 
     points: list[MeasuredSize] = field(default_factory=list)
     """Every machine measured (this one included), fitted or not."""

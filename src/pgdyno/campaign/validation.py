@@ -1,4 +1,4 @@
-"""Validation runs (seed 002): cold cache, warming, warm, and right after a CHECKPOINT.
+"""Validation runs: cold cache, warming, warm, and right after a CHECKPOINT.
 
 One bench run of three iterations on one freshly started server, so that the cache states
 follow each other as they do in production and no restart empties shared_buffers between

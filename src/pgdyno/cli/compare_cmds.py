@@ -290,7 +290,8 @@ def context_report(
     out: Path | None = typer.Option(None, help="output directory (default: the context's "
                                                "folder)"),
 ) -> None:
-    """The context report (seed 002 layout) from every run of a context."""
+    """The context report from every run of a context: configuration matrix, journal,
+    findings, price/performance, scaling projection, limits, recommendations."""
     from pgdyno.campaign.context import build_context
     from pgdyno.campaign.context_report import write_context_report
 

@@ -1,4 +1,4 @@
-"""Seed 000's I/O profile of a comparison: what the disks did on each side, and how steadily.
+"""The I/O profile of a comparison: what the disks did on each side, and how steadily.
 
 Per client count and per device (a device holding both the data directory and the WAL is
 one entry, "data + WAL (vda)"), each side's figures come from the telemetry summaries of its

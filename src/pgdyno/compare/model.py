@@ -131,7 +131,7 @@ class Comparison:
     method_note: str
     notes: list[str] = field(default_factory=list)
     io_profiles: list[IoProfile] = field(default_factory=list)
-    """Seed 000's I/O profile per client count and device (empty without telemetry)."""
+    """The I/O profile per client count and device (empty without telemetry)."""
     headline_metric: str = "tps"
     """The workload's headline figure (tps, nopm, events_per_s): the verdict lines."""
     contaminated: list[str] = field(default_factory=list)

@@ -1,5 +1,5 @@
 """Comparison plots: TPS timelines on one axis, percentile curves, change bars with intervals,
-and write IOPS over time of both sides (seed 000's checkpoint-storm picture)."""
+and write IOPS over time of both sides (the checkpoint-storm picture)."""
 
 from __future__ import annotations
 

@@ -105,7 +105,7 @@ def _why_not_charted(m: MetricComparison) -> str:
 
 
 def io_profile_section(cmp: Comparison, images: dict[str, str]) -> Section | None:
-    """Seed 000's I/O profile: one table per client count and device, then the overlay."""
+    """The I/O profile: one table per client count and device, then the overlay."""
     if not cmp.io_profiles:
         return None
     section = Section("I/O profile", paragraphs=[

@@ -184,7 +184,7 @@ def _normal(specs: SettingSpecs, name: str, value: str) -> float | str:
 
 
 def changes_block(changes: list[SettingChange]) -> str:
-    """The changes as seed 002 prints them: ``name = new   # Was old`` (the journal), the
+    """The changes as a benchmark journal prints them: ``name = new   # Was old`` (the journal), the
     stock value after the old one when neither side runs it (``# Was 1 GB; stock 128 MB``)."""
     if not changes:
         return "# no difference in settings, options or machine"

@@ -2,7 +2,7 @@
 
 ``pgdyno compare SWEEP_A SWEEP_B`` asks the sweeps' workload for the comparison
 (``Workload.compare_sweeps``): by default its headline metric per dataset size, TPROC-C's
-real against ideal NOPM, saturation points and memory charts (seed 003). ``--at-step``
+real against ideal NOPM, saturation points and memory charts. ``--at-step``
 (``--at-warehouses`` too) names the size to look at closely. Every figure comes from the
 sweeps' runs, so nothing is measured here.
 """

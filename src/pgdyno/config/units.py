@@ -159,7 +159,7 @@ def side_text(value: str, stock: str | None, unit: str | None = None) -> str:
 
 
 def setting_with_stock(value: str, stock: str | None, unit: str | None = None) -> str:
-    """A setting beside its stock value, as seed 000's default/tuned tables read:
+    """A setting beside its stock value, as default/tuned tables read:
     "128 MB (stock) → 6 GB"; "100 (stock)" when it runs at the stock value; just "6 GB"
     when the stock value is unknown (a run recorded before pgdyno kept boot_val).
     ``value`` and ``stock`` as pg_settings gives them; ``unit`` for bare numbers."""

@@ -1,7 +1,7 @@
 """The run report's WAL archiving section: the archiver, its lag, and memory over time.
 
 Renders what pgdyno.analysis.archive computed: the archiver's counts and rates, the archive
-command's time per segment, the archive lag over time, and seed 003's memory chart (bytes
+command's time per segment, the archive lag over time, and the memory chart (bytes
 in one binary prefix over seconds, stacked by category, the page cache split by directory).
 """
 

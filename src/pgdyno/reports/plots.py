@@ -144,7 +144,7 @@ def _percentile_curve(summary: RunSummary):
 
 
 def _tps_histogram(summary: RunSummary):
-    """Seed 001's "TPS Histogram": how the per-second TPS of the measured window spread,
+    """The "TPS Histogram": how the per-second TPS of the measured window spread,
     one panel per client count (all its iterations pooled), on one shared TPS axis."""
     per_count = [(c, [v for it in summary.iterations if it.clients == c
                       for v in it.interval_tps]) for c in summary.client_counts]

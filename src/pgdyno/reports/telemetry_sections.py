@@ -76,7 +76,7 @@ def telemetry_plots(summary: TelemetrySummary, plots_dir: Path,
                 out[name] = save_png(fig, plots_dir / f"{name}.png")
         finally:
             plt.close(fig)
-    if summary.archive is not None:  # --archive: the archiver and seed 003's memory chart
+    if summary.archive is not None:  # --archive: the archiver and its memory chart
         from pgdyno.reports.archive_sections import archive_plots
 
         out.update(archive_plots(summary.archive, plots_dir, axis.origin))
@@ -322,7 +322,7 @@ def _whose_cpu(s: TelemetrySummary) -> list[str]:
     u = x.per_unit
     if u is not None:
         # The driver's cost per unit of work as a share of the server's, in its own column
-        # so that it reads beside the two figures it divides (issue 28 item 4's bound).
+        # so that it reads beside the two figures it divides.
         header += [f"CPU ms per {u.unit}", "% of the server's"]
         for row in rows:
             row += [MISSING, MISSING]

@@ -4,7 +4,7 @@ for notebooks and dashboards.
 One record per run, its columns in ``EXPORT_COLUMNS`` order in every format. The settings
 are the server's non-default ones as the index records them (``runner.report.index_row``):
 each in natural units beside its stock value, {"shared_buffers": "128 MB (stock) → 6 GB"}
-(an index written before issue 26 holds pg_settings' raw text until ``pgdyno runs
+(an index written by an older pgdyno holds pg_settings' raw text until ``pgdyno runs
 --reindex``). CSV holds text (an empty cell: no value; settings as a JSON object); JSON is
 a versioned document (``schema_version``, ``runs``); Parquet has typed columns (times as UTC
 timestamps, figures as doubles, settings as JSON text, which every reader can parse) and is

@@ -43,7 +43,7 @@ _MIGRATIONS = (
     ("headline_metric", "ALTER TABLE runs ADD COLUMN headline_metric TEXT"),
     ("headline_unit", "ALTER TABLE runs ADD COLUMN headline_unit TEXT"),
     ("dataset", "ALTER TABLE runs ADD COLUMN dataset TEXT"),
-    # Issue 19: what the shared results database keeps, kept here too.
+    # What the shared results database keeps, kept here too.
     ("host", "ALTER TABLE runs ADD COLUMN host TEXT"),
     ("headline_direction", "ALTER TABLE runs ADD COLUMN headline_direction TEXT"),
     ("verdict", "ALTER TABLE runs ADD COLUMN verdict TEXT"),

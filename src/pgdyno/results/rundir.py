@@ -2,11 +2,27 @@
 
 ::
 
-    manifest.json   environment, settings, commands, status (written at start, updated at end)
-    raw/run.json    the plan and every iteration's record: what the report is rebuilt from
-    raw/<engine>/   per iteration: pgbench logs (gzip) or a program's output, stdout, stderr
-    summary.json    statistics computed from raw/ (rebuildable with `pgdyno report`)
-    report.md, report.html, plots/
+    manifest.json   host, kernel, CPU, RAM, PostgreSQL version, every non-default setting,
+                    the exact command lines, pgdyno version, start and end, status
+                    (written at start, updated at end)
+    raw/run.json    the plan and each iteration's record: what reports are rebuilt from
+    raw/<engine>/c<clients>-i<iteration>/
+                    per iteration: the engine's output, stdout.txt, stderr.txt, telemetry/;
+                    for pgbench:
+                    seconds.csv    per second and script: exact counts (ok, failed,
+                                   skipped, retried, late) and latency sum, sum of
+                                   squares, min, max
+                    latency.hlog   per second and script: an HdrHistogram of the latencies
+                                   (3 significant digits), HdrHistogram's standard log
+                                   format
+                    tx.*.gz        pgbench's per-transaction logs, for iterations of up to
+                                   --tx-logs transactions (default 1,000,000)
+    summary.json    every statistic, recomputed from raw/ by `pgdyno report`
+    report.md, report.html (self-contained, images embedded), plots/*.png
+    notes.md        notes added with `pgdyno note`
+
+Beside the runs, ``results/index.sqlite`` is the index behind ``pgdyno runs`` (or a shared
+PostgreSQL database: ``--results-db``).
 """
 
 from __future__ import annotations

@@ -141,8 +141,8 @@ def start_with_rollback(target: Target, manifest: Manifest, plan: RunPlan) -> No
     """Start the server; if the config stops it from starting, roll back and fail the run.
 
     The server is brought back up with the last settings it started with, so the
-    workdir is left usable, and the manifest and notes say what happened (seed 002's
-    "Run 3 FAILED → rolled back"). An existing server's settings are not pgdyno's: its
+    workdir is left usable, and the manifest and notes say what happened (a benchmark
+    journal's "Run 3 FAILED → rolled back"). An existing server's settings are not pgdyno's: its
     failure to answer is the run's.
     """
     config_name = manifest.config_name
@@ -168,7 +168,7 @@ def start_with_rollback(target: Target, manifest: Manifest, plan: RunPlan) -> No
 
 def dataset_fit(ctx: RunContext) -> dict[str, Any]:
     """How big the prepared database is against shared_buffers and free memory: what the
-    run exercises (seed 001 states it; a default run that silently fits in
+    run exercises (a pgbench report states it; a default run that silently fits in
     shared_buffers measures something else than the user thinks)."""
     if ctx.conn is None or ctx.target is None:
         return {}
@@ -296,7 +296,7 @@ class LiveProgress(Progress):
 def _progress(opts: BenchOptions, console: Console):
     # Rich redraws the bars from a thread of its own, 10 times a second by default, and
     # renders them even where nothing is shown (a log): half a percent of a 2-core host's
-    # CPU during the measured window (issue 28 item 5). Twice a second on a terminal is
+    # CPU during the measured window. Twice a second on a terminal is
     # enough for bars whose figures change once a second, and a log gets no redraws.
     progress = LiveProgress(TextColumn("{task.description}"), BarColumn(),
                             TextColumn("{task.percentage:>3.0f}%"),

@@ -6,7 +6,8 @@ window may measure the filling of the buffer cache as well as the config: a larg
 shared_buffers pays for its first touch of every page inside the window. Prewarming moves
 that cost before the window. (Measured with bench/cold_trials.py on TPC-B scale 50, 20 s
 windows: prewarmed and warm were level for the stock 128 MB and pgtune's 6 GB alike, so it
-is not what ranked issue 29's short trials; on data that must come from disk it can be.)
+is not what ranked a configuration search's short trials, bench/RESULTS.md; on data that
+must come from disk it can be.)
 
 What is read: the dataset's tables (``Workload.dataset_tables``; a partitioned table's
 leaves), their indexes first (every transaction walks them), then their heaps and TOAST,

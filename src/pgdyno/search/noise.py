@@ -20,7 +20,7 @@ autovacuum pass), a cold cache. Pooled over the configs, it says:
   variance 2σ²(1 − ρ) against a lone run's σ². A paired trial costs two runs, so pairing
   makes a trial's figure steadier only when ρ > 0.5.
 
-Issue 29's searches on this project's 2-core VM are why this exists: a config's 20-second
+Searches on a 2-core VM (bench/RESULTS.md) are why this exists: a config's 20-second
 runs spread by ±11% on TPROC-C, so a 5% lead needed about a hundred runs a config.
 """
 
@@ -41,7 +41,7 @@ from pgdyno.workloads.base import headline_of
 CONFIDENCE = 0.95
 POWER = 0.80
 EFFECTS_PCT = (5.0, 10.0)
-"""The leads whose runs per config are stated: issue 29's goals over tuned and pgtune."""
+"""The leads whose runs per config are stated: the leads a search aims for over tuned and pgtune."""
 PAIRING_PAYS_ABOVE = 0.5
 """ρ above which a pair's difference (variance 2σ²(1 − ρ)) is steadier than a lone run."""
 

@@ -50,7 +50,7 @@ MIN_ROUNDS = 2
 MAX_ROUNDS = 4
 """Runs per config at most. The same load in more, shorter runs gives the comparison's
 interval more degrees of freedom, while a run's noise grows only as 1/√window
-(``search.noise``; from issue 29's 20 s runs that rule predicted ±1.9% for the 900 s runs
+(``search.noise``; from a search's 20 s runs that rule predicted ±1.9% for the 900 s runs
 of its TPROC-C validation, which measured ±1.8%): 30 minutes in four runs of 450 s resolve
 about ±4.4% there where two of 900 s resolve ±7.7%. Beyond four, t falls little more."""
 CYCLES = 2

@@ -167,7 +167,7 @@ def _workload_result(spec: CampaignSpec, study: StudySpec, workload: str,
 
 def _sweep_comparison(a: list[Path], b: list[Path], workload: str,
                       out_dir: Path) -> str | None:
-    """The workload's own comparison of the last sweep of each side (seed 003's chart of
+    """The workload's own comparison of the last sweep of each side (the chart of
     real against ideal throughput and its memory summary)."""
     from pgdyno.compare.sweeps import compare_sweeps, is_sweep_dir, write_sweep_comparison
 
@@ -356,7 +356,7 @@ def _smart_readings(spec: CampaignSpec, results: list[WorkloadResult]) -> list[S
 
 def smart_phases(readings: list[SmartReading]) -> tuple[list[SmartPhase], str]:
     """The device's SMART log before the study's first cell and after each workload's last
-    cell (seed 000's phases), or why there is none. One device: the first that reported;
+    cell (a drive report's phases), or why there is none. One device: the first that reported;
     traffic and throttling summed over every reading up to the phase."""
     available = [r for r in readings if r[2].available]
     if not available:

@@ -129,7 +129,7 @@ def _measured(result: WorkloadResult) -> list[Finding]:
 
 
 def _scaling(result: WorkloadResult) -> list[Finding]:
-    """Several client counts: where the headline peaked (seed 001's and 004's scaling)."""
+    """Several client counts: where the headline peaked (scaling with clients)."""
     out = []
     for side in result.sides:
         if len(side.by_clients) < 2:
@@ -147,7 +147,7 @@ def _scaling(result: WorkloadResult) -> list[Finding]:
 
 
 def _latency_range(result: WorkloadResult) -> list[Finding]:
-    """Seed 001's latency range: the lowest and highest latency percentile measured."""
+    """The latency range: the lowest and highest latency percentile measured."""
     out = []
     for side in result.sides:
         pcts = [f for f in side.figures if f.name.startswith("latency_p") and f.unit == "ms"]
@@ -176,7 +176,7 @@ def _bottlenecks(result: WorkloadResult) -> list[Finding]:
 
 
 def _common_bottleneck(record: StudyRecord) -> list[Finding]:
-    """Seed 004's key finding: the same bottleneck on every workload that has one."""
+    """The key finding: the same bottleneck on every workload that has one."""
     verdicts = {(r.workload, s.label): s.bottleneck for r in record.workloads
                 for s in r.sides if s.bottleneck is not None}
     workloads = {w for w, _ in verdicts}
@@ -244,7 +244,7 @@ def _validation(record: StudyRecord) -> list[Finding]:
 def recommendations(record: StudyRecord, found: list[Finding]) -> list[Finding]:
     """What to do, by rule: adopt the candidate when it won every compared headline beyond
     the noise, keep the baseline when it won none, avoid it where it lost; and the headroom
-    each workload's peak leaves (seed 004)."""
+    each workload's peak leaves."""
     heads = [f for f in found if f.kind in ("change", "no_difference", "undetermined")]
     out = []
     better = [f for f in heads if f.words["verdict"] in (FASTER, HIGHER)

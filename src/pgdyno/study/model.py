@@ -24,7 +24,7 @@ RECORD_FILE = "study.json"
 
 @dataclass
 class Validation:
-    """Seed 002's status line: the measured headline against the sizing math's target
+    """The status line: the measured headline against the sizing math's target
     (vCPUs × a per-core figure the file states or a hardware profile holds)."""
 
     workload: str
@@ -188,7 +188,7 @@ class LeftOutRun:
 
 @dataclass
 class SmartPhase:
-    """The device's SMART log at one moment of the study: seed 000's "before fio, after
+    """The device's SMART log at one moment of the study: a drive report's "before fio, after
     OLTP, after analytics" columns. Traffic and throttle counts are the study's own, summed
     from its first reading; temperature, wear and errors are the device's absolute values."""
 
@@ -208,7 +208,7 @@ class SmartPhase:
 
 @dataclass
 class ProvisionRecord:
-    """Seed 002's provisioning plan of one config: what `pgdyno provision plan` would change
+    """The provisioning plan of one config: what `pgdyno provision plan` would change
     on the measured host, read once, before the study's first cell (a rebuild shows the host
     as it was then, not as it is now)."""
 

@@ -69,7 +69,7 @@ def _headline_bars(record: StudyRecord):
 
 def _scaling_all(record: StudyRecord):
     """Every workload's headline by client count on one axis, when they share its unit
-    (seed 001's one chart across TPC-B, simple-update and select-only)."""
+    (one chart across TPC-B, simple-update and select-only)."""
     lines = []
     for result in record.workloads:
         for side in result.sides:

@@ -326,7 +326,7 @@ def _workloads(record: StudyRecord, images: dict[str, str], out_dir: Path) -> li
 
 
 def _smart_phases(record: StudyRecord) -> Section:
-    """Seed 000's drive health table: the device's SMART log before the study and after each
+    """The drive health table: the device's SMART log before the study and after each
     workload, side by side; or why the device gave none."""
     section = Section("Drive health across the study (SMART)", anchor="smart")
     phases = record.smart_phases
@@ -421,7 +421,7 @@ def _workload_sections(result: WorkloadResult, out_dir: Path) -> list[Section]:
 
 
 def _smart_table(result: WorkloadResult) -> Table | None:
-    """SMART of this phase (workload) per side: seed 000's table, or why there is none."""
+    """SMART of this phase (workload) per side: a drive report's table, or why there is none."""
     rows = []
     for side in result.sides:
         v = side.smart
@@ -445,7 +445,7 @@ def _smart_table(result: WorkloadResult) -> Table | None:
 
 
 def _consistency_table(profile, cmp) -> Table:  # noqa: ANN001 - compare's IoProfile
-    """Seed 000's I/O consistency: write IOPS mean, standard deviation and CV per side (a
+    """I/O consistency: write IOPS mean, standard deviation and CV per side (a
     CV near 100% is checkpoint storms: idle, then a flush)."""
     def row(label: str, a: float | None, b: float | None, fmt_: str) -> list[str]:
         return [label, *[fmt_.format(v) if v is not None else "—" for v in (a, b)]]
@@ -546,7 +546,7 @@ def _context(record: StudyRecord, images: dict[str, str], out_dir: Path) -> list
 
 
 def _provision(record: StudyRecord) -> list[Section]:
-    """Seed 002's provisioning plan: per config, the OS and storage steps `pgdyno provision
+    """The provisioning plan: per config, the OS and storage steps `pgdyno provision
     apply` would take on the measured host (read before the first cell, never applied)."""
     out = []
     for rec in record.provision:

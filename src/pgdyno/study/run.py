@@ -57,7 +57,7 @@ CACHE_STATES_FILE = "cache-states.json"
 
 def run_cache_states(spec: CampaignSpec, study: StudySpec, console: Console,
                      show_progress: bool) -> None:
-    """Seed 002's validation runs: one run of the baseline on a fresh server, its iterations
+    """Validation runs: one run of the baseline on a fresh server, its iterations
     read as cold, warming, warm and after-CHECKPOINT states (``campaign.validation``). Its run
     joins the context, whose report (in the study's context section) tables the states. Made
     once: a resumed study keeps it."""
@@ -86,7 +86,7 @@ def run_cache_states(spec: CampaignSpec, study: StudySpec, console: Console,
 
 
 def record_provision_plans(spec: CampaignSpec) -> None:
-    """Seed 002's provisioning plan of each config: what `pgdyno provision plan` would change
+    """The provisioning plan of each config: what `pgdyno provision plan` would change
     on this host for it, read (never applied) before the first cell and kept in the
     campaign's directory. A resumed study keeps the plans of its first start."""
     folder = spec.journal_dir / PROVISION_DIR

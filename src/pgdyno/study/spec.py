@@ -10,7 +10,7 @@
     sections = ["summary", ...]        # optional: which sections the report has (in the
                                        # report's own order); default: all of them
 
-    [study.validate]                   # optional: seed 002's status line
+    [study.validate]                   # optional: a status line
     per_core = 1500                    # the headline per vCPU the sizing math assumes, or
     hardware = "r8g.xlarge"            # a profile whose tps_per_core it takes
     band = [0.7, 0.9]                  # VALIDATED when measured/target is in the band
@@ -38,7 +38,7 @@ SECTIONS = ("summary", "glance", "charts", "workloads", "settings", "context", "
 always come first, the runs' list always last)."""
 DEFAULT_SECTIONS = tuple(s for s in SECTIONS if s != "context")
 """``context`` (each context's report inside the study: configuration matrix, sizing math,
-journal, validation, price/performance, limits; seed 002) only when the file asks."""
+journal, validation, price/performance, limits) only when the file asks."""
 STUDY_KEYS = {"question", "title", "baseline", "candidate", "sections", "validate",
               "cache_states"}
 VALIDATE_KEYS = {"per_core", "hardware", "band", "workload", "side", "metric"}
@@ -63,7 +63,7 @@ class StudySpec:
     sections: tuple[str, ...]
     validate: ValidateSpec | None = None
     cache_states: bool = False
-    """Seed 002's validation runs: cold, warming, warm and after-CHECKPOINT states of the
+    """Validation runs: cold, warming, warm and after-CHECKPOINT states of the
     baseline, measured once after the cells."""
 
 

@@ -48,7 +48,7 @@ class WaitSampler:
     psycopg's cursor (parameters adapted, rows typed, a cursor object) cost 0.30 ms of
     pgdyno's CPU a sample at 80,000 TPS on 2 cores; the statement prepared once per
     connection and run on psycopg's own libpq connection, 0.09 ms: at 10 Hz, 2 ms of CPU a
-    second spared, a tenth of a percent of the host (issue 28 item 5). The parameters and
+    second spared, a tenth of a percent of a 2-core host. The parameters and
     the five columns are text (the last a count), so there is nothing to adapt."""
 
     def __init__(self) -> None:

@@ -1,6 +1,6 @@
 """What a host exposes about its CPU clock, frequency governor, NUMA nodes, the mounts of
-the run's directories and its NVMe links: the environment table's platform rows (seed 000
-lists each of them).
+the run's directories and its NVMe links: the environment table's platform rows (a drive
+qualification report lists each of them).
 
 Everything is read under ``root`` (``/`` on a live host; a recorded tree in tests), and a
 fact the host does not expose stays empty (None, {} or []) instead of being guessed: a VM

@@ -23,7 +23,7 @@ brings everything that differs:
 workload subclasses ``workloads.engine.pgbench.PgbenchWorkload`` and writes little more than
 its dataset and scripts. pgdyno finds workloads through the ``pgdyno.workloads`` entry-point
 group (``workloads.registry``): a workload is a folder here, or a package of its own that
-declares the same entry point (the README's "Adding a workload").
+declares the same entry point (docs/development/adding-a-workload.md).
 """
 
 from __future__ import annotations
@@ -263,7 +263,7 @@ class Workload:
     metrics: ClassVar[tuple[MetricSpec, ...]] = (TPS, *LATENCY_METRICS)
     chart_metrics: ClassVar[tuple[str, ...]] = ()
     """Metrics a study charts as absolute bars beside the headline (TPROC-C: TPM beside
-    NOPM, as seed 000 shows them)."""
+    NOPM, as TPROC-C reports show them)."""
     default_max_tries: ClassVar[int] = 1
     """--max-tries when not given: workloads that expect serialization failures and
     deadlocks (TPROC-C, OLTP) retry them."""

@@ -151,7 +151,7 @@ def cpu_summary(stats: list[procfs.StatSnapshot], ticks: list[HostTick],
 
 # Another job's load is material when it takes more than this share of what the host did
 # and at least this much in absolute terms (a fifth of the busy CPU moved TPS by half in
-# the runs of issue 11; a quarter core is well above the idle host's background).
+# measured runs; a quarter core is well above the idle host's background).
 OTHER_SHARE_PCT = 20.0
 OTHER_MIN_CORES = 0.25
 # Below this the devices' unexplained traffic is housekeeping (journal commits, writeback

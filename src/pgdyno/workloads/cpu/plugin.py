@@ -3,7 +3,7 @@
 Each iteration runs sysbench for warm-up + duration seconds at ``--clients`` threads
 (default: every core), with per-second reports and a latency histogram. Its events/s,
 events/s per core and latency are the run's figures; the per-core figure is what the
-context report projects other instance sizes from (seed 004's CPU benchmark).
+context report projects other instance sizes from.
 """
 
 from __future__ import annotations

@@ -34,7 +34,7 @@ from pgdyno.analysis.pgbench_log import parse_block
 POLL_S = 1.0
 """Each pass costs about a millisecond whatever it reads (the glob, a read and a parse per
 log, the binning): at four passes a second the reader used 4.8 ms of CPU a second to follow
-2,400 sampled lines a second, at one 1.9 ms (issue 28 item 5). A second later on disk is
+2,400 sampled lines a second, at one 1.9 ms. A second later on disk is
 all that the live line gives up."""
 READ_BYTES = 2 << 20
 """60,000 lines: numpy's parsing at full speed, and what one file holds unreleased."""

@@ -1,4 +1,4 @@
-"""``pgdyno bench fio``: the storage baseline (seed 000 §3) and PostgreSQL's own WAL sync test.
+"""``pgdyno bench fio``: the storage baseline and PostgreSQL's own WAL sync test.
 
 - ``jobs``: finding fio, the job set (sequential bandwidth, the queue-depth sweeps, the
   WAL-shaped fdatasync test) and each job's command line;

@@ -1,6 +1,6 @@
 """fio as the engine of ``pgdyno bench fio``: finding it, the job set, each job's command.
 
-The job set follows seed 000 §3 and what a PostgreSQL server asks of its storage:
+The job set measures what a drive qualification reports and a PostgreSQL server asks:
 
 - sequential read and write bandwidth: 1 MiB blocks, ``--jobs`` jobs each on its own
   slice of the test file, queue depth 16 each;

@@ -1,4 +1,4 @@
-"""``pgdyno bench fio``: the storage baseline of seed 000 §3; no server needed.
+"""``pgdyno bench fio``: the storage baseline; no server needed.
 
 Each iteration runs the whole job set (see ``jobs``) on every place: the filesystems of
 ``--data-dir``, ``--wal-dir`` and ``--target-dir`` (the workdir's when none is given), or

@@ -1,4 +1,4 @@
-"""The fio run's report sections: seed 000 §3's tables and plots, the WAL sync tests, the
+"""The fio run's report sections: the storage baseline's tables and plots, the WAL sync tests, the
 kernel's counters against fio's, and drive health with the endurance projection.
 
 Figures come from ``results`` (recomputed from the raw json+ files) and ``smart``; this
@@ -264,7 +264,7 @@ SMART_ROWS = (
 
 
 def smart_section(smart: list[tuple[int, dict]]) -> Section:
-    """Seed 000 §7: each device's SMART before the first iteration and after the last, and
+    """Drive health: each device's SMART before the first iteration and after the last, and
     the endurance projection; one line for a device without SMART."""
     s = Section("Drive health (SMART) and endurance", level=3)
     if not smart or not any(d for _, d in smart):

@@ -1,5 +1,5 @@
 """sysbench's OLTP read-only and read-write transactions on sysbench's schema, as plugins
-whose engine is pgbench (seed 004's second and third benchmarks).
+whose engine is pgbench.
 
 The tables (``sbtest1..N``) are built in the server in parallel and reused; the
 transaction is one pgbench script (``scripts.py``). Besides TPS and latency the run gives

@@ -246,7 +246,7 @@ class ThroughputMetrics(Serialisable):
 
 @dataclass(frozen=True)
 class IdealComparison(Serialisable):
-    """A compliant run against the ideal line (seed 003's "real / ideal")."""
+    """A compliant run against the ideal line ("real / ideal")."""
 
     warehouses: int
     nopm: float

@@ -231,7 +231,7 @@ class Tprocc(PgbenchWorkload):
 
     def build_sweep_report(self, sweep_dir: Path) -> None:
         """Real against ideal NOPM per warehouse count, and where real/ideal drops below
-        90% (seed 003)."""
+        90%."""
         from pgdyno.workloads.tprocc.sweep_report import build_sweep_report
 
         build_sweep_report(sweep_dir)

@@ -1,4 +1,4 @@
-"""TPROC-C figures from a run's raw files, and their report section (seed 000 §4 style).
+"""TPROC-C figures from a run's raw files, and their report section.
 
 NOPM and TPM come from the database snapshots taken at the start and the end of each
 measured window (``window.json``), not from the driver's counts, and NOPM over time from

@@ -25,7 +25,7 @@ sql/transactions.sql), one round trip and one or two meta-commands. The run's NU
 constants C, the warehouse count and the percentages travel as literals in the script.
 NURand(A, x, y) is ``((random(0, A) | random(x, y)) + C) % (y - x + 1) + x`` as before;
 only who draws changed. pgbench drawing them took some fifty expressions and as many
-parameters per New-Order, about 8% of the server's CPU per New-Order (issue 28 item 4).
+parameters per New-Order, about 8% of the server's CPU per New-Order.
 
 Compliant mode (keying_thinking) puts a pgbench sleep for the keying time before the call and
 for the think time after it, so pgbench's latency of such a transaction is keying +

@@ -1,4 +1,4 @@
-"""Sweep against sweep: two TPROC-C ``--warehouses`` sweeps side by side (seed 003).
+"""Sweep against sweep: two TPROC-C ``--warehouses`` sweeps side by side.
 
 ``pgdyno compare SWEEP_A SWEEP_B`` puts both sweeps' real and ideal NOPM on one plot, both
 real/ideal ratios and New-Order p90s per warehouse count in one table, each sweep's

@@ -1,4 +1,4 @@
-"""The report of a TPROC-C warehouse sweep (seed 003's real-vs-ideal tables), from its runs.
+"""The report of a TPROC-C warehouse sweep (real-vs-ideal tables), from its runs.
 
 One row per warehouse count and VU count: NOPM (mean and spread over iterations), TPM,
 and in compliant mode the ideal NOPM, real/ideal, efficiency and the 90th percentile

@@ -1,7 +1,7 @@
 """A query plan's shape in one line, and what changed between two plans of the same query.
 
-Seed 000 saw TPROC-H queries get slower under a tuned config and guessed "likely from plan
-changes". pgdyno keeps every query's ``EXPLAIN (FORMAT JSON)`` and reduces it to what a
+A TPROC-H query that gets slower under a tuned config is easily put down to "likely plan
+changes", unchecked. pgdyno keeps every query's ``EXPLAIN (FORMAT JSON)`` and reduces it to what a
 DBA reads first:
 
 - the join tree with each join's method: ``hash(nested(orders, lineitem), customer)``;

@@ -9,7 +9,7 @@ The comparison: per query, the speedup (A's time over B's) sorted, beside its ch
 (B/A − 1 of the time, the one sign convention of every comparison: ``CHANGE_SIGN``) and the
 one-line change of its plan when the plan shape differs between the two sides; per stream
 (the power stream and each throughput stream), each side's geometric mean, charted A
-against B as seed 000 does.
+against B.
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ def tproch_sections(summary: RunSummary, run_dir: RunDirectory, plan: RunPlan) -
                 if p.get("query_timeout_ms") else "") + ".")
     ran = tuple(p.get("tests") or ("power", "throughput"))
     paragraphs = [intro, NON_AUDITED]
-    if p.get("refresh", True):  # where RF1/RF2's rows come from (issue 28 item 2)
+    if p.get("refresh", True):  # where RF1/RF2's rows come from (pgdyno's generator)
         paragraphs.append(refresh.ROWS_SOURCE)
     tests = Section("TPROC-H: tests", paragraphs=paragraphs, tables=[
         _tests_table(summary, ran)])
@@ -349,7 +349,7 @@ def compare_sections(detail: dict[str, Any], out_dir: Path) -> list[Section]:
 
 
 def _streams_section(rows: list[dict[str, Any]], out_dir: Path) -> list[Section]:
-    """Seed 000's per-stream chart: each stream's geometric mean, A beside B."""
+    """The per-stream chart: each stream's geometric mean, A beside B."""
     if not rows:
         return []
     several = len({r["clients"] for r in rows}) > 1
