@@ -57,6 +57,8 @@ from pgdyno.targets.connection import ConnectionInfo
 from pgdyno.targets.local import LocalServer
 from pgdyno.workloads import dataset
 
+RESULTS = Path(__file__).resolve().parent / "results"
+"""Where the figures are written unless --out says otherwise (ignored by git)."""
 WORKLOADS = {"oltp-read-only": "oltp_read_only", "oltp-read-write": "oltp_read_write"}
 """pgdyno's workload name: sysbench's test of the same transaction."""
 _INTERVAL = re.compile(r"^\[ (\d+)s \] thds: \d+ tps: ([\d.]+)", re.MULTILINE)
@@ -268,7 +270,8 @@ def main() -> None:
                         help="also run pgdyno's pgbench command bare (no pgdyno, no -l) in "
                              "every pair: the script's parity and the harness's cost apart")
     parser.add_argument("--workloads", default=",".join(WORKLOADS))
-    parser.add_argument("--out", type=Path, default=Path("oltp_vs_sysbench.json"))
+    parser.add_argument("--out", type=Path, default=RESULTS / "oltp_vs_sysbench.json",
+                        help="where the figures go (default bench/results/, ignored by git)")
     args = parser.parse_args()
     if shutil.which("sysbench") is None:
         sys.exit("sysbench is not installed (setup.sh installs sysbench 1.0.20)")
@@ -353,6 +356,7 @@ def main() -> None:
             print(f"{workload:<17} {tool:<9} {what} CPU per transaction: median "
                   f"{statistics.median(values):,.1f} µs, {min(values):,.1f} to "
                   f"{max(values):,.1f} ({len(values)} runs)")
+    args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps({
         "schema_version": 1, "bench": "oltp_vs_sysbench", "cpus": os.cpu_count(),
         "settings": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},

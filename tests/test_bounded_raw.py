@@ -25,7 +25,7 @@ WARMUP, DURATION = 1, 3
 PERCENTILES = {"p50": 50, "p75": 75, "p80": 80, "p90": 90, "p95": 95, "p99": 99,
                "p99.9": 99.9}
 HLOG_BYTES_PER_SECOND = 4096
-"""The stated bound of latency.hlog + seconds.csv, per second and script (README)."""
+"""The stated bound of latency.hlog + seconds.csv, per second and script (the docs)."""
 
 
 def _bench(workdir: Path, *extra: str) -> Path:

@@ -1,9 +1,9 @@
 """Imports go one way, and never round in a circle.
 
-The layers are the README's ("Development"), top to bottom: a package imports only from the
-packages below it. Packages on one rank sit side by side and import neither each other nor
-anything above them. Every import counts, at any depth (function-level, TYPE_CHECKING):
-a deferred import is still a dependency.
+The layers (docs/development/layers.md, whose table is built from LAYERS), top to bottom:
+a package imports only from the packages below it. Packages on one rank sit side by side and
+import neither each other nor anything above them. Every import counts, at any depth
+(function-level, TYPE_CHECKING): a deferred import is still a dependency.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ LAYERS = [
     ["results"],
     ["options", "errors", "serde", "redact", "units", "__init__"],
 ]
-"""Top to bottom; the README's layout paragraph says the same."""
+"""Top to bottom; docs/development/layers.md shows this list and says what each holds."""
 RANK = {name: rank for rank, names in enumerate(LAYERS) for name in names}
 
 KNOWN_CIRCLES: list[set[str]] = []

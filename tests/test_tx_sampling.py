@@ -37,7 +37,7 @@ def _nearest_rank(p: float, n: int) -> int:
 
 
 def _ranks(n: int, p: float) -> tuple[int, int]:
-    """The ranks as the README states them, written out here: n·q ∓ 1.96·sqrt(n·q·(1−q)),
+    """The ranks as the documentation states them, written out here: n·q ∓ 1.96·sqrt(n·q·(1−q)),
     outwards to whole ranks (the upper one past the last count below), clipped to 1..n."""
     q = p / 100
     half = 1.959964 * math.sqrt(n * q * (1 - q))

@@ -6,7 +6,7 @@ TPS for pgbench, NOPM for TPROC-C, the geometric mean for TPROC-H), read the way
 is read (``headline_of``). A run whose config does not start, or that fails, is a failed
 trial with its reason; an interrupted one stops the search (Ctrl-C), to be resumed.
 
-The debt penalty (``debt_penalty``; the README and the search report state it). A short
+The debt penalty (``debt_penalty``; the search guide and the search report state it). A short
 window rewards configs that defer work: autovacuum that has not run yet, a checkpoint that
 has not come yet. The run's telemetry records what its window left (``MaintenanceDebt``,
 from ``telemetry/debt.jsonl``), and the optimiser sees the headline reduced by
