@@ -380,3 +380,24 @@ def test_an_order_effect_turns_the_headline_verdict_undetermined() -> None:
     assert rows[0].verdict == "undetermined"
     assert "the order inside a pair mattered" in rows[0].reason
     assert "--design sequential" in notes[0]
+
+
+@pytest.mark.server
+def test_a_duet_starts_both_windows_on_one_cue(tmp_path: Path, workdir: Path) -> None:
+    """Both sides loaded at once: each block's measured window begins at the same moment on
+    both sides (after both CHECKPOINTs), so both see the same seconds of the machine."""
+    out = tmp_path / "cmp"
+    done = subprocess.run(
+        [*PGDYNO, "compare", "tpcb", "--baseline", "default", "--candidate", "default",
+         "--design", "duet", "--scale", "1", "--clients", "2", "--duration", "2",
+         "--warmup", "1", "--pairs", "3", "--no-telemetry", "--results-dir",
+         str(tmp_path / "results"), "--workdir", str(workdir), "--out", str(out)],
+        capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    blocks = json.loads((out / "compare.json").read_text())["design"]["blocks"]
+    assert blocks["orders"] == ["A+B"] * 3
+    origins = [[r["origin_epoch"] for r in json.loads(
+        (Path(run) / "raw" / "run.json").read_text())["records"]]
+        for run in (blocks["baseline_run"], blocks["candidate_run"])]
+    assert len(origins[0]) == len(origins[1]) == 3
+    assert all(abs(a - b) < 0.2 for a, b in zip(*origins, strict=True)), origins

@@ -268,6 +268,8 @@ class _SideProcess:
     conn: Any
     ready: int | None = None
     """The iteration number the side waits to start (None: busy or not yet ready)."""
+    armed: bool = False
+    """Its block is set to load the server and waits for the cue."""
     done: tuple[str, float, dict[str, float]] | None = None
     finished: tuple[str, str, str] | None = None
     """(run directory, status, reason) once the side's run ended."""
@@ -276,6 +278,8 @@ class _SideProcess:
         kind = message[0]
         if kind == "ready":
             self.ready = message[1]
+        elif kind == "armed":
+            self.armed = True
         elif kind == "done":
             self.done = (message[2], time.monotonic(), message[3])
         elif kind == "finished":
@@ -506,11 +510,18 @@ class BlockComparison:
         self._await_ready(procs)
         starts = {}
         for proc in procs:
-            proc.done = None
+            proc.done, proc.armed = None, False
             iteration = (proc.ready or 0) + 1
             starts[proc.name] = (iteration, time.monotonic(), utc_now())
             proc.ready = None
             proc.conn.send("go")
+        # Every side's CHECKPOINT done before any load starts: in a duet both windows
+        # begin on the same cue, whichever side's checkpoint took longer.
+        while any(not p.armed for p in procs):
+            self._check_alive([p for p in procs if not p.armed])
+            self._pump(1.0)
+        for proc in procs:
+            proc.conn.send("fire")
         while any(p.done is None for p in procs):
             self._check_alive([p for p in procs if p.done is None])
             self._pump(1.0)

@@ -31,6 +31,11 @@ class StepGate:
         iterations so far kept as a finished run."""
         return True
 
+    def arm(self, step: Step) -> None:
+        """``step`` is ready to load the server (its CHECKPOINT done, its samplers up);
+        returns when the load may start. Two sides loaded together (a duet) start their
+        windows on the same cue however long each one's CHECKPOINT took."""
+
     def finished(self, step: Step, status: str, metrics: dict[str, float]) -> None:
         """``step`` ended with ``status`` and its figures (empty when it has none)."""
 
@@ -47,7 +52,9 @@ OWN_PACE = StepGate()
 class PipeGate(StepGate):
     """A scheduler in another process decides: ``("ready", n)`` goes out before iteration
     n, and ``"go"``, ``"stop"`` (the run ends here, finished) or ``"abort"`` (it ends as
-    interrupted) comes back; ``("done", n, status, metrics)`` goes out after it."""
+    interrupted) comes back; ``("armed", n)`` goes out once the iteration is set to load
+    the server, and ``"fire"`` (or ``"abort"``) comes back; ``("done", n, status,
+    metrics)`` goes out after it."""
 
     conn: Any
     """One end of a ``multiprocessing.Pipe``."""
@@ -62,6 +69,15 @@ class PipeGate(StepGate):
         if answer not in ("go", "stop"):
             raise KeyboardInterrupt
         return answer == "go"
+
+    def arm(self, step: Step) -> None:
+        try:
+            self.conn.send(("armed", step.number))
+            answer = self.conn.recv()
+        except (EOFError, OSError):
+            raise KeyboardInterrupt from None
+        if answer != "fire":
+            raise KeyboardInterrupt
 
     def finished(self, step: Step, status: str, metrics: dict[str, float]) -> None:
         try:

@@ -91,7 +91,7 @@ def execute(workload: Workload, ctx: RunContext, manifest: Manifest,
                             completed=step.number * per_step)
             if opts.cache == "cold" and step.number > 0 and ctx.target is not None:
                 make_cold(ctx)
-            run_step(workload, ctx, step, progress, overall)
+            run_step(workload, ctx, step, progress, overall, gate)
             if gate.wants_figures:
                 gate.finished(step, ctx.plan.records[-1].status,
                               step_figures(workload, ctx, ctx.plan.records[-1]))
@@ -190,7 +190,7 @@ def make_cold(ctx: RunContext) -> None:
 
 
 def run_step(workload: Workload, ctx: RunContext, step: Step, progress: LiveProgress,
-             overall: Any) -> None:
+             overall: Any, gate: StepGate = OWN_PACE) -> None:
     """One iteration inside its telemetry; its record saved however it ends."""
     opts = ctx.opts
     record = IterationRecord(
@@ -216,6 +216,7 @@ def run_step(workload: Workload, ctx: RunContext, step: Step, progress: LiveProg
             progress.update(task, completed=t, status=text)
             progress.update(overall, completed=step.number * total + min(t, total))
 
+        gate.arm(step)  # the CHECKPOINT done and the samplers up: the load starts on cue
         workload.run_iteration(ctx, step, record, report)
         record.status = "ok"
     except KeyboardInterrupt:
