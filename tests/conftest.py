@@ -14,6 +14,7 @@ import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -22,6 +23,9 @@ from pgdyno.targets.binaries import embedded_install
 from pgdyno.targets.connection import ConnectionInfo
 from pgdyno.targets.local import LocalServer
 from pgdyno.workloads import dataset
+
+if TYPE_CHECKING:
+    from pgdyno.search.space import SearchSpace
 
 SERVER_FIXTURES = frozenset({"server", "fresh_server", "workdir"})
 """Fixtures that start or hold clusters: a test using one, even through another fixture, is
@@ -302,3 +306,16 @@ def wait_for_load(proc, results: Path, timeout: float = 90) -> Path:  # noqa: AN
                 return run
         time.sleep(0.2)
     raise AssertionError("the run did not start its load")
+
+
+def write_search_record(directory: Path, workload: str, space: SearchSpace) -> None:
+    """The search.json of an earlier search, as a search writes it (``--from`` reads it)."""
+    import json
+
+    from pgdyno import serde
+    from pgdyno.search.run import SearchRecord
+
+    record = SearchRecord(name=directory.name, workload=workload, metric="tps", direction=1,
+                          space=space, options={}, allow_unsafe=False,
+                          created_at="2025-01-01T00:00:00Z")
+    (directory / "search.json").write_text(json.dumps(serde.to_dict(record)))

@@ -5,7 +5,6 @@ directory, no dataset in the user's database, and the earlier search --from name
 
 from __future__ import annotations
 
-import json
 import sqlite3
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -20,7 +19,7 @@ from pgdyno.config.setting_specs import snapshot
 from pgdyno.search import study as study_mod
 from pgdyno.search.space import build_space
 from pgdyno.targets.local import LocalServer
-from tests.conftest import SHORT_RUN, run_cli_here, scratch_database
+from tests.conftest import SHORT_RUN, run_cli_here, scratch_database, write_search_record
 
 SEARCH = ["tune", "--search", "tpcb", "--budget", "1", "--search-name", "t", "--scale", "1",
           "--duration", "2", "--clients", "1", "--no-progress"]
@@ -50,8 +49,7 @@ def _earlier(root: Path, workload: str = "tpcb") -> Path:
     directory.mkdir(parents=True)
     space = build_space(detect_profile(), snapshot(18), clients=1, write_heavy=True,
                         knobs=["shared_buffers", "work_mem"])
-    (directory / "search.json").write_text(json.dumps(
-        {"name": "old", "workload": workload, "space": space.to_dict()}))
+    write_search_record(directory, workload, space)
     study = study_mod.open_study(directory, "maximize", 0)
     trial = study.ask()
     space.suggest(trial)
@@ -105,7 +103,7 @@ def _another_workload(study: Path) -> None:
 
 FROM_CASES = [
     ("not-a-search", _no_record, "no search there"),
-    ("record-not-an-object", _record_not_an_object, "not a search record"),
+    ("record-not-an-object", _record_not_an_object, "the search record is a JSON object"),
     ("record-truncated", _record_truncated, "truncated"),
     ("another-workload", _another_workload, "searched tprocc on"),
     ("study-missing", _missing_study, "has no study.db"),

@@ -28,6 +28,7 @@ from pgdyno.analysis.hosttick import CLK_TCK, HostTick, workload_io
 from pgdyno.analysis.summary import IterationSummary, LatencyStats, stability_warnings
 from pgdyno.analysis.telemetry import OTHER_MIN_CORES, OTHER_SHARE_PCT
 from pgdyno.analysis.telemetry.host import cpu_summary, device_summaries
+from pgdyno.analysis.telemetry.meta import CpuMeta
 from tests.conftest import make_shared_dir, postgres_processes, run_cli
 
 # Rounding of per-process ticks (10 ms each) at the window's edges, and the half-interval
@@ -216,7 +217,7 @@ def test_contamination_arithmetic_cpu_and_io() -> None:
               sectors=(40 * mb // 512, 10 * mb // 512), dirty_kb=1024)
     s = t.TelemetrySummary(roles=[t.RoleInfo("data", "/d", "vda")])
     s.cpu = cpu_summary([procfs.parse_proc_stat(x.stat) for x in (a, b)], [a, b],
-                        {"cpu": {"online": 2, "effective_cores": 2}})
+                        CpuMeta(online=2, effective_cores=2.0))
     s.devices = device_summaries([procfs.parse_diskstats(x.diskstats) for x in (a, b)],
                                  [a, b], {"vda": ["data"]})
     c = t.contamination(s, [a, b])
@@ -237,7 +238,7 @@ def test_contamination_arithmetic_cpu_and_io() -> None:
     quiet = _tick(1.0, {"1": 60}, {"1": [40 * mb, 10 * mb]}, 10, user=90, idle=110,
                   sectors=(40 * mb // 512, 10 * mb // 512))
     s.cpu = cpu_summary([procfs.parse_proc_stat(x.stat) for x in (a, quiet)], [a, quiet],
-                        {"cpu": {"online": 2, "effective_cores": 2}})
+                        CpuMeta(online=2, effective_cores=2.0))
     c = t.contamination(s, [a, quiet])
     assert c.other_cores == pytest.approx(0.2) and not c.contaminated and c.finding == ""
     # Without the benchmark's I/O counters (another user's processes, not root) the disks

@@ -525,7 +525,8 @@ def test_damaged_study_is_one_line_naming_it(study_db: Path, tmp_path: Path,
     assert sorted((p, p.stat().st_mtime_ns) for p in tmp_path.rglob("*")) == before
 
 
-@pytest.mark.parametrize("kind", ["truncated", "garbage", "wrong-type", "empty"])
+@pytest.mark.parametrize("kind", ["truncated", "garbage", "wrong-type", "empty",
+                                  "unknown-schema"])
 def test_damaged_search_record_is_one_line_naming_it(tmp_path: Path, kind: str) -> None:
     search_dir = tmp_path / "res" / "searches" / "t"
     search_dir.mkdir(parents=True)

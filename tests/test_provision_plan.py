@@ -103,8 +103,14 @@ def test_state_file_round_trip(tmp_path: Path) -> None:
     back = load_state(Path(state.path))
     assert back.to_dict() == state.to_dict() and back.path == state.path
     (tmp_path / "bad.json").write_text("{")
-    with pytest.raises(UsageError, match="not a readable state file"):
+    with pytest.raises(UsageError, match="bad.json: cannot read the provision state file"):
         load_state(tmp_path / "bad.json")
+    # A newer pgdyno's state file is refused, not misread: a revert from it could restore
+    # the wrong values.
+    (tmp_path / "newer.json").write_text(json.dumps({**state.to_dict(), "schema_version": 2}))
+    with pytest.raises(UsageError, match="newer.json: provision state file schema_version 2 "
+                       "is not supported .a newer pgdyno wrote it"):
+        load_state(tmp_path / "newer.json")
 
 
 def test_journal_events_append_and_read(tmp_path: Path) -> None:
@@ -117,6 +123,16 @@ def test_journal_events_append_and_read(tmp_path: Path) -> None:
     assert [(e.action, e.changed, e.drifted, e.exit_status) for e in events] == [
         ("apply", 3, 0, 0), ("verify", 0, 2, 1)]
     assert json.loads(path.read_text().splitlines()[0])["state_file"] == "/x/state.json"
+    # A line a crash cut short is skipped; an event a newer pgdyno wrote is refused in one
+    # line naming the file and the line, since skipping it would hide an apply.
+    with path.open("a") as out:
+        out.write('{"time": "t", "act\n')
+    assert len(read_events(tmp_path, "r8g.xlarge--tpcb")) == 2
+    with path.open("a") as out:
+        out.write(json.dumps({"schema_version": 2, "action": "apply"}) + "\n")
+    with pytest.raises(UsageError, match=f"{path} line 4: provision event schema_version 2 "
+                       "is not supported"):
+        read_events(tmp_path, "r8g.xlarge--tpcb")
 
 
 def test_mount_options_compare_as_the_kernel_shows_them() -> None:

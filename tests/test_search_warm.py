@@ -5,7 +5,6 @@ playbook checked by ansible-playbook itself)."""
 
 from __future__ import annotations
 
-import json
 import subprocess
 from pathlib import Path
 from types import SimpleNamespace
@@ -25,6 +24,7 @@ from pgdyno.search.run import seed_rows
 from pgdyno.search.space import build_space
 from pgdyno.search.worker import worker_argv
 from pgdyno.workloads import registry
+from tests.conftest import write_search_record
 
 GIB = 2**30
 HW = HardwareProfile(name="t", vcpus=4, ram_bytes=16 * GIB)
@@ -77,8 +77,7 @@ def _earlier(tmp_path: Path, workload: str = "tpcb", ram: int = 16 * GIB) -> Pat
     directory.mkdir(parents=True)
     space = build_space(HardwareProfile(name="t", vcpus=4, ram_bytes=ram), snapshot(18),
                         clients=10, write_heavy=True, knobs=["shared_buffers", "work_mem"])
-    (directory / "search.json").write_text(json.dumps(
-        {"name": "old", "workload": workload, "space": space.to_dict()}))
+    write_search_record(directory, workload, space)
     study = study_mod.open_study(directory, "maximize", 0)
     study_mod.record_baseline(study, "default", "default", SimpleNamespace(
         status="ok", value=50.0, run_dir="r0", reason="", seconds=1.0))

@@ -11,10 +11,9 @@ profiles.py) and the tuning rules build or read these, and this module imports n
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from pgdyno.config.units import GB
-from pgdyno.serde import from_dict, to_dict
+from pgdyno.serde import Serialisable
 
 STORAGE_KINDS = ("nvme", "ssd", "san", "hdd")
 """pgtune's storage classes: local NVMe, SATA/SAS SSD, network/virtual block storage, disk."""
@@ -77,7 +76,7 @@ class Volume:
 
 
 @dataclass
-class HardwareProfile:
+class HardwareProfile(Serialisable):
     """A machine as pgdyno tunes and reports it. Sizes are bytes, bandwidths as named."""
 
     name: str
@@ -150,10 +149,3 @@ class HardwareProfile:
     @property
     def separate_wal(self) -> bool:
         return self.wal is not None
-
-    def to_dict(self) -> dict[str, Any]:
-        return to_dict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> HardwareProfile:
-        return from_dict(cls, data)

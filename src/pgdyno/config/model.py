@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pgdyno.config.hardware import HardwareProfile
-from pgdyno.serde import from_dict, to_dict
+from pgdyno.serde import Serialisable
 
 # (group id, title) in the order of a full configuration matrix.
 GROUPS: tuple[tuple[str, str], ...] = (
@@ -95,7 +95,7 @@ class Setting:
 
 
 @dataclass
-class TuneInputs:
+class TuneInputs(Serialisable):
     """Everything a rule may look at."""
 
     hardware: HardwareProfile
@@ -109,9 +109,6 @@ class TuneInputs:
     advisor: Any = field(default=None, compare=False, metadata={"serialise": False})
     """The workloads' advice and dataset units (``sizing.WorkloadAdvice``; the workload
     registry's): the tuned matrix's benchmark group. Not saved with the plan's inputs."""
-
-    def to_dict(self) -> dict[str, Any]:
-        return to_dict(self)
 
 
 @dataclass
@@ -127,7 +124,7 @@ class SizingLine:
 
 
 @dataclass
-class ConfigPlan:
+class ConfigPlan(Serialisable):
     """A named configuration: its settings, the sizing behind them and what was checked."""
 
     name: str
@@ -153,10 +150,3 @@ class ConfigPlan:
                 self.settings[i] = setting
                 return
         self.settings.append(setting)
-
-    def to_dict(self) -> dict[str, Any]:
-        return to_dict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> ConfigPlan:
-        return from_dict(cls, data)

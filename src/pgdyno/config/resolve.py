@@ -39,14 +39,14 @@ from pgdyno.config.units import human_bytes
 from pgdyno.config.userfile import read_text, read_toml, toml_type
 from pgdyno.config.workloads import classify
 from pgdyno.errors import UsageError
-from pgdyno.serde import from_dict, to_dict
+from pgdyno.serde import Serialisable
 
 NAMED = ("default", "pgtune", "tuned")
 SCHEMA_VERSION = 1
 
 
 @dataclass
-class ResolvedConfig:
+class ResolvedConfig(Serialisable):
     """A config ready to run: PostgreSQL settings in postgresql.conf syntax, and their sources."""
 
     name: str
@@ -61,13 +61,6 @@ class ResolvedConfig:
     """The whole matrix (OS and storage layers included) with the sizing math."""
     warnings: list[str] = field(default_factory=list)
     schema_version: int = SCHEMA_VERSION
-
-    def to_dict(self) -> dict[str, Any]:
-        return to_dict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> ResolvedConfig:
-        return from_dict(cls, data)
 
 
 def resolve_config(name: str, overrides: list[str], *, install: Any | None = None,

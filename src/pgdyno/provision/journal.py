@@ -12,16 +12,16 @@ import os
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 from pgdyno.redact import redact
-from pgdyno.serde import from_dict, to_dict
+from pgdyno.results.manifest import check_version
+from pgdyno.serde import Serialisable
 
 EVENTS_SCHEMA_VERSION = 1
 
 
 @dataclass
-class ProvisionEvent:
+class ProvisionEvent(Serialisable):
     """One apply, verify or revert, as the context journal lists it."""
 
     time: str
@@ -40,9 +40,6 @@ class ProvisionEvent:
     hardware: str = ""
     host: str = ""
     schema_version: int = EVENTS_SCHEMA_VERSION
-
-    def to_dict(self) -> dict[str, Any]:
-        return to_dict(self)
 
 
 def events_path(results_dir: Path, context: str) -> Path:
@@ -71,14 +68,24 @@ def record_event(results_dir: Path, context: str, action: str, *, exit_status: i
 
 
 def read_events(results_dir: Path, context: str) -> list[ProvisionEvent]:
-    """The events of a context, oldest first; a damaged line is skipped, not fatal."""
+    """The events of a context, oldest first; a damaged line is skipped, not fatal (a crash
+    mid-write cuts the last one), but an event of a version this pgdyno does not read is
+    refused in one line, since skipping it would hide an apply or a revert."""
     path = events_path(results_dir, context)
     if not path.exists():
         return []
     out = []
-    for line in path.read_text().splitlines():
+    for number, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
         try:
-            out.append(from_dict(ProvisionEvent, json.loads(line)))
-        except (ValueError, KeyError, TypeError):
+            data = json.loads(line)
+        except ValueError:
+            continue
+        if not isinstance(data, dict) or "schema_version" not in data:
+            continue
+        data = check_version(data, EVENTS_SCHEMA_VERSION, f"{path} line {number}",
+                             "provision event")
+        try:
+            out.append(ProvisionEvent.from_dict(data))
+        except (KeyError, TypeError, ValueError):  # serde.SchemaError is both
             continue
     return out

@@ -10,9 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
-from pgdyno.serde import from_dict, to_dict
+from pgdyno.serde import Serialisable
 
 SCHEMA_VERSION = 1
 
@@ -77,7 +76,7 @@ FILE_KINDS = frozenset({"sysctl.d", "udev", "tmpfiles", "limits", "fstab"})
 
 
 @dataclass
-class ProvisionPlan:
+class ProvisionPlan(Serialisable):
     """Every OS and storage setting of a config as steps, with the live values read."""
 
     config: str
@@ -94,13 +93,6 @@ class ProvisionPlan:
         """Actionable steps in the safe order of PHASES (stable within a phase)."""
         rank = {kind: n for n, kind in enumerate(PHASES)}
         return sorted((s for s in self.steps if s.actionable), key=lambda s: rank[s.kind])
-
-    def to_dict(self) -> dict[str, Any]:
-        return to_dict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> ProvisionPlan:
-        return from_dict(cls, data)
 
 
 @dataclass
@@ -125,7 +117,7 @@ class AppliedStep:
 
 
 @dataclass
-class ProvisionState:
+class ProvisionState(Serialisable):
     """The state file: written before the first change, then before and after each step
     (the write-ahead record: a step is ``started`` on disk before its write is attempted)."""
 
@@ -151,13 +143,6 @@ class ProvisionState:
     def touched(self) -> list[AppliedStep]:
         """Steps that may have changed the machine: done, or started and cut short."""
         return [a for a in self.steps if a.done or a.started]
-
-    def to_dict(self) -> dict[str, Any]:
-        return to_dict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> ProvisionState:
-        return from_dict(cls, data)
 
 
 @dataclass

@@ -21,6 +21,7 @@ from pgdyno import __version__
 from pgdyno.errors import UsageError
 from pgdyno.provision.kinds import handler
 from pgdyno.provision.model import SCHEMA_VERSION, AppliedStep, ProvisionPlan, ProvisionState
+from pgdyno.results.manifest import check_version, read_json_file, read_versioned
 
 STATE_DIR = "provision"
 
@@ -70,22 +71,16 @@ def write_state(state: ProvisionState) -> None:
         os.close(directory)
 
 
+STATE_WHAT = "provision state file"
+
+
 def load_state(path: Path) -> ProvisionState:
-    """A state file, or one line naming it and what is wrong."""
-    try:
-        data = json.loads(Path(path).read_text())
-    except FileNotFoundError:
-        raise UsageError(f"provision revert {path}: no such state file") from None
-    except (OSError, ValueError) as exc:
-        raise UsageError(f"provision revert {path}: not a readable state file ({exc})") from None
-    if not isinstance(data, dict) or data.get("schema_version") != SCHEMA_VERSION \
-            or "steps" not in data:
-        raise UsageError(f"provision revert {path}: not a pgdyno provision state file "
-                         f"(schema_version {SCHEMA_VERSION} expected)")
-    try:
-        state = ProvisionState.from_dict(data)
-    except (KeyError, TypeError, ValueError) as exc:
-        raise UsageError(f"provision revert {path}: damaged state file ({exc})") from None
+    """A state file, or one line naming it and what is wrong (damaged, or of a version this
+    pgdyno does not read)."""
+    path = Path(path)
+    if not path.exists():
+        raise UsageError(f"provision revert {path}: no such state file")
+    state = read_versioned(ProvisionState, path, SCHEMA_VERSION, STATE_WHAT)
     state.path = str(path)
     return state
 
@@ -97,9 +92,14 @@ def latest_state(workdir: Path) -> Path:
                    reverse=True) if directory.is_dir() else []
     for path in files:
         try:
-            status = json.loads(path.read_text()).get("status")
-        except (OSError, ValueError):
+            data = read_json_file(path, STATE_WHAT)
+        except UsageError:
+            continue  # a damaged file records no apply in effect
+        if not isinstance(data, dict):
             continue
+        # A newer pgdyno's file is refused, not passed over: reverting an older apply in
+        # its place would restore values that are no longer the machine's.
+        status = check_version(data, SCHEMA_VERSION, path, STATE_WHAT).get("status")
         if status in ("applied", "applying", "revert incomplete", "rollback incomplete"):
             return path
     raise UsageError(f"provision revert: no applied state file in {directory}; accepted: "

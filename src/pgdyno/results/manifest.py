@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -142,22 +143,58 @@ _JSON_TYPES = {dict: "an object", list: "an array", str: "a string", int: "a num
 T = TypeVar("T")
 
 
-def from_versioned(cls: type[T], data: Any, version: int, source: Path | str, what: str,
-                   advice: str = "", version_advice: str = "") -> T:
-    """``cls`` from a file's JSON, refused in one line when it is not an object, carries
-    another ``schema_version`` or does not fit the dataclass (a damaged file).
-    ``version_advice`` ends the line of a file of another version (else ``advice``)."""
+Upgrade = Callable[[dict[str, Any]], dict[str, Any]]
+"""Turns the JSON of an older version of a file into the current version's shape."""
+
+
+def check_version(data: Any, version: int, source: Path | str, what: str, advice: str = "",
+                  version_advice: str = "", older: Mapping[int | None, Upgrade] | None = None
+                  ) -> dict[str, Any]:
+    """A file's JSON object in the current version's shape, or one line naming the file
+    when it is not an object or carries a ``schema_version`` this pgdyno does not read
+    (unknown, or newer than ``version``). ``older`` maps each earlier version still read to
+    the function that upgrades it (key None: a file from before it carried a version)."""
     if not isinstance(data, dict):
         held = _JSON_TYPES.get(type(data), type(data).__name__)
         raise UsageError(f"{source}: not a pgdyno {what.split()[-1]} (the {what} is a JSON "
                          f"object; this file holds {held}){advice}")
+    older = older or {}
     found = data.get("schema_version")
+    if _is_int(found) and found == version:  # True == 1, but is no version
+        return data
+    if (found is None or _is_int(found)) and found in older:
+        try:
+            return {**older[found](dict(data)), "schema_version": version}
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise UsageError(f"{source}: damaged {what} (schema_version {found}: "
+                             f"{type(exc).__name__}: {exc}){advice}") from None
     if found is None:
         raise UsageError(f"{source}: not a pgdyno {what.split()[-1]} (no schema_version)"
                          f"{advice}")
-    if found != version:
-        raise UsageError(f"{source}: {what} schema_version {found!r} is not supported "
-                         f"(this pgdyno reads {version}){version_advice or advice}")
+    reads = sorted({version, *(v for v in older if v is not None)})
+    newer = _is_int(found) and found > version
+    why = "a newer pgdyno wrote it; " if newer else ""
+    raise UsageError(f"{source}: {what} schema_version {found!r} is not supported ({why}this "
+                     f"pgdyno reads {_versions(reads)}){version_advice or advice}")
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _versions(reads: list[int]) -> str:
+    return str(reads[0]) if len(reads) == 1 else ", ".join(map(str, reads[:-1])) + \
+        f" and {reads[-1]}"
+
+
+def from_versioned(cls: type[T], data: Any, version: int, source: Path | str, what: str,
+                   advice: str = "", version_advice: str = "",
+                   older: Mapping[int | None, Upgrade] | None = None) -> T:
+    """``cls`` from a file's JSON, refused in one line when it is not an object, carries
+    a ``schema_version`` it does not read (``check_version``) or does not fit the
+    dataclass (a damaged file). ``version_advice`` ends the line of a file of another
+    version (else ``advice``); ``older``: the earlier versions still read."""
+    data = check_version(data, version, source, what, advice, version_advice, older)
     try:
         return serde.from_dict(cls, data)
     except serde.SchemaError as exc:  # its message names the key
@@ -167,9 +204,11 @@ def from_versioned(cls: type[T], data: Any, version: int, source: Path | str, wh
             from None
 
 
-def read_versioned(cls: type[T], path: Path, version: int, what: str, advice: str = "") -> T:
+def read_versioned(cls: type[T], path: Path, version: int, what: str, advice: str = "",
+                   older: Mapping[int | None, Upgrade] | None = None) -> T:
     """``from_versioned`` of the JSON file at ``path``: how every versioned file is read."""
-    return from_versioned(cls, read_json_file(path, what, advice), version, path, what, advice)
+    return from_versioned(cls, read_json_file(path, what, advice), version, path, what, advice,
+                          older=older)
 
 
 def load_manifest(run_dir: Path) -> Manifest:

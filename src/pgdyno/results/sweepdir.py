@@ -12,8 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from pgdyno import serde
-from pgdyno.errors import UsageError
-from pgdyno.results.manifest import from_versioned, read_json_file
+from pgdyno.results.manifest import read_versioned
 from pgdyno.results.rundir import write_json_atomic
 
 SWEEP_FILE = "sweep.json"
@@ -52,15 +51,8 @@ class SweepRecord:
 
     @classmethod
     def load(cls, sweep_dir: Path) -> SweepRecord:
-        path = Path(sweep_dir) / SWEEP_FILE
-        data = read_json_file(path, "sweep record")
-        if isinstance(data, dict) and data.get("schema_version") == 1:
-            try:
-                data = _from_v1(data)
-            except (KeyError, TypeError, AttributeError) as exc:
-                raise UsageError(f"{path}: damaged sweep record ({type(exc).__name__}: "
-                                 f"{exc})") from None
-        return from_versioned(cls, data, SCHEMA_VERSION, path, "sweep record")
+        return read_versioned(cls, Path(sweep_dir) / SWEEP_FILE, SCHEMA_VERSION,
+                              "sweep record", older={1: _from_v1})
 
 
 V1_SWEEPS = ("tprocc", "warehouses", ("keying_thinking", "time_scale"))

@@ -26,10 +26,11 @@ from pgdyno.compare.render import write_comparison
 from pgdyno.compare.runs import load_run
 from pgdyno.compare.stats import FASTER, SAME, UNDETERMINED
 from pgdyno.options import BenchOptions
+from pgdyno.results.manifest import read_versioned
 from pgdyno.runner.bench import run_one
 from pgdyno.search.noise import Noise, runs_noise
 from pgdyno.search.select import balanced_order
-from pgdyno.serde import from_dict, to_dict
+from pgdyno.serde import Serialisable
 
 SCHEMA_VERSION = 1
 TARGET_EFFECT_PCT = 5.0
@@ -73,7 +74,7 @@ class Verdict:
 
 
 @dataclass
-class Confirmation:
+class Confirmation(Serialisable):
     """The interleaved runs and what they showed (saved as confirm.json)."""
 
     sides: dict[str, str]
@@ -91,15 +92,6 @@ class Confirmation:
     noise: Noise | None = None
     """The run-to-run noise of the configs' runs, and what it lets the comparison resolve."""
     schema_version: int = SCHEMA_VERSION
-
-    def to_dict(self) -> dict[str, Any]:
-        return to_dict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Confirmation:
-        if data.get("schema_version") != SCHEMA_VERSION:
-            raise ValueError(f"confirm.json schema_version {data.get('schema_version')}")
-        return from_dict(cls, data)
 
     @property
     def winner(self) -> str:
@@ -241,9 +233,10 @@ def recommend(conf: Confirmation) -> tuple[str, str]:
 
 
 def load_confirmation(path: Path) -> Confirmation | None:
-    import json
-
+    """The comparison saved at ``path`` (None: none begun), or one line naming the file when
+    it is damaged or of a version this pgdyno does not read."""
     if not path.exists():
         return None
-    return Confirmation.from_dict(json.loads(path.read_text()))
+    return read_versioned(Confirmation, path, SCHEMA_VERSION, "search comparison",
+                          "; move it away to run the final comparison afresh")
 

@@ -38,7 +38,7 @@ from pgdyno.config.resolve import NAMED, resolve_config
 from pgdyno.config.setting_specs import for_install
 from pgdyno.errors import UsageError
 from pgdyno.options import BenchOptions
-from pgdyno.results.manifest import read_json_file
+from pgdyno.results.manifest import check_version, from_versioned, read_json_file
 from pgdyno.results.names import check_dir_name
 from pgdyno.results.rundir import write_json_atomic, write_text_atomic
 from pgdyno.search import confirm as confirm_mod
@@ -52,7 +52,14 @@ from pgdyno.search.objective import (
     measure,
     optuna_direction,
 )
-from pgdyno.search.select import Candidate, Selection, plan_selection, run_selection
+from pgdyno.search.select import (
+    Candidate,
+    Selection,
+    load_selection,
+    plan_selection,
+    run_selection,
+)
+from pgdyno.search.space import SCHEMA_VERSION as SPACE_VERSION
 from pgdyno.search.space import SearchSpace, build_space
 from pgdyno.search.worker import start_local_workers, wait_for_workers
 from pgdyno.targets import host_hardware, install_for, target_class
@@ -122,6 +129,16 @@ class SearchRecord:
     allow_unsafe: bool
     created_at: str
     schema_version: int = SCHEMA_VERSION
+
+
+def read_record(path: Path, advice: str = "") -> SearchRecord:
+    """search.json, or one line naming it: damaged, or of a version this pgdyno does not
+    read. The space inside carries a version of its own, checked as well."""
+    data = check_version(read_json_file(path, "search record", advice), SCHEMA_VERSION, path,
+                         "search record", advice)
+    if isinstance(data.get("space"), dict):
+        check_version(data["space"], SPACE_VERSION, path, "search space", advice)
+    return from_versioned(SearchRecord, data, SCHEMA_VERSION, path, "search record", advice)
 
 
 @dataclass
@@ -443,17 +460,8 @@ def _open_record(search_dir: Path, name: str, bench: BenchOptions, space: Search
                           options=serde.to_dict(bench), allow_unsafe=opts.allow_unsafe,
                           created_at=utc_now())
     if path.exists():
-        old = read_json_file(path, "search record", _RECORD_ADVICE)
-        if not isinstance(old, dict):
-            raise UsageError(f"{path}: not a pgdyno search record (a JSON object){_RECORD_ADVICE}")
-        if old.get("schema_version") != SCHEMA_VERSION:
-            raise UsageError(f"{path}: schema_version {old.get('schema_version')}; accepted: "
-                             f"{SCHEMA_VERSION}")
-        try:
-            old_space = SearchSpace.from_dict(old["space"])
-        except (KeyError, TypeError, ValueError, AttributeError) as exc:
-            raise UsageError(f"{path}: damaged search record (space: {type(exc).__name__}: "
-                             f"{exc}){_RECORD_ADVICE}") from None
+        old = read_record(path, _RECORD_ADVICE)
+        old_space = old.space
         # The space it began with stays (free disk moves, and TPE needs the same ranges);
         # other knobs or pins make another search.
         if [k.name for k in old_space.knobs] != [k.name for k in space.knobs] or \
@@ -461,7 +469,7 @@ def _open_record(search_dir: Path, name: str, bench: BenchOptions, space: Search
             raise UsageError(f"search {name}: its knobs or pins ({path}) differ from this "
                              "command's; accepted: the same --knobs and --fix, or a new "
                              "--search-name")
-        record.created_at = old.get("created_at", record.created_at)
+        record.created_at = old.created_at
         record.space = old_space
     search_dir.mkdir(parents=True, exist_ok=True)
     write_json_atomic(path, serde.to_dict(record))
@@ -560,15 +568,10 @@ def seed_rows(source: str, bench: BenchOptions, space: SearchSpace, hardware,
         raise UsageError(f"--from {source}: no search there (no {record_path}); accepted: a "
                          "search's directory or its name under RESULTS/searches")
     try:
-        old = read_json_file(record_path, "search record", "")
+        old = read_record(record_path)
     except UsageError as exc:
         raise UsageError(f"--from {source}: {exc}") from None
-    try:
-        old_space = SearchSpace.from_dict(old["space"])
-        old_workload = old["workload"]
-    except (KeyError, TypeError, ValueError, AttributeError) as exc:
-        raise UsageError(f"--from {source}: {record_path}: not a search record "
-                         f"({type(exc).__name__}: {exc})") from None
+    old_space, old_workload = old.space, old.workload
     ram = hardware.ram_bytes
     if old_workload != bench.workload or old_space.ram_bytes != ram:
         raise UsageError(
@@ -583,12 +586,12 @@ def seed_rows(source: str, bench: BenchOptions, space: SearchSpace, hardware,
     # Read only: an earlier search's study (in its study.db, else in the shared storage
     # under its name) is never created nor changed by the search it seeds.
     where = study_mod.StudyPlace() if local \
-        else study_mod.StudyPlace(place.url, str(old.get("name", path.name)))
+        else study_mod.StudyPlace(place.url, old.name or path.name)
     try:
         earlier = study_mod.earlier_rows(path, where)
     except UsageError as exc:
         raise UsageError(f"--from {source}: {exc}") from None
-    return earlier, str(old.get("name", path.name))
+    return earlier, old.name or path.name
 
 
 def _planned(opts: SearchOptions, study) -> int | None:
@@ -666,9 +669,8 @@ def _select(ok_rows: list, search_dir: Path, bench: BenchOptions, opts: SearchOp
             direction: int, role: dict, console: Console, os_run: OsRun,
             os_of: dict[int, dict[str, str]]) -> Selection:
     path = search_dir / "select.json"
-    if path.exists():
-        selection = Selection.from_dict(json.loads(path.read_text()))
-    else:
+    selection = load_selection(path)
+    if selection is None:
         cands = [Candidate(key=str(r.number), label=r.label, config=r.config,
                            values=[r.value], run_dirs=[r.run_dir]) for r in ok_rows]
         selection = plan_selection(cands, opts.top, opts.reruns, direction)

@@ -14,9 +14,10 @@ from __future__ import annotations
 import statistics
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from pathlib import Path
 
-from pgdyno.serde import from_dict, to_dict
+from pgdyno.results.manifest import read_versioned
+from pgdyno.serde import Serialisable
 
 SCHEMA_VERSION = 1
 
@@ -40,7 +41,7 @@ class Candidate:
 
 
 @dataclass
-class Selection:
+class Selection(Serialisable):
     """The leading candidates, their re-runs and the one chosen (saved as select.json)."""
 
     candidates: list[Candidate]
@@ -52,17 +53,17 @@ class Selection:
     direction: int = 1
     schema_version: int = SCHEMA_VERSION
 
-    def to_dict(self) -> dict[str, Any]:
-        return to_dict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Selection:
-        if data.get("schema_version") != SCHEMA_VERSION:
-            raise ValueError(f"select.json schema_version {data.get('schema_version')}")
-        return from_dict(cls, data)
-
     def candidate(self, key: str) -> Candidate:
         return next(c for c in self.candidates if c.key == key)
+
+
+def load_selection(path: Path) -> Selection | None:
+    """The selection saved at ``path`` (None: none begun), or one line naming the file when
+    it is damaged or of a version this pgdyno does not read."""
+    if not path.exists():
+        return None
+    return read_versioned(Selection, path, SCHEMA_VERSION, "search selection",
+                          "; move it away to choose the winner afresh")
 
 
 def leading(candidates: list[Candidate], k: int, direction: int) -> list[Candidate]:

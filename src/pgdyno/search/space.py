@@ -41,7 +41,7 @@ from pgdyno.config.sizing import (
 )
 from pgdyno.config.units import GB, MB, unit_scale
 from pgdyno.errors import UsageError
-from pgdyno.serde import from_dict, to_dict
+from pgdyno.serde import Serialisable
 
 SCHEMA_VERSION = 1
 UNSAFE = ("fsync", "synchronous_commit", "full_page_writes", "wal_level")
@@ -95,7 +95,7 @@ class Knob:
 
 
 @dataclass
-class SearchSpace:
+class SearchSpace(Serialisable):
     """The knobs, the pinned values and the memory budget the knobs were bounded by."""
 
     knobs: list[Knob]
@@ -108,21 +108,13 @@ class SearchSpace:
     allow_unsafe: bool = False
     notes: list[str] = field(default_factory=list)
     schema_version: int = SCHEMA_VERSION
+    """The space's own version inside search.json, checked with the record's when the
+    record is read (``search.run.read_record``)."""
     allow_os_changes: bool = False
 
     @property
     def os_knobs(self) -> list[Knob]:
         return [k for k in self.knobs if k.is_os]
-
-    def to_dict(self) -> dict[str, Any]:
-        return to_dict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> SearchSpace:
-        if data.get("schema_version") != SCHEMA_VERSION:
-            raise UsageError(f"search space schema_version {data.get('schema_version')}; "
-                             f"accepted: {SCHEMA_VERSION}")
-        return from_dict(cls, data)
 
     @property
     def specs(self) -> SettingSpecs:

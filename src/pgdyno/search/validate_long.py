@@ -22,7 +22,6 @@ search's directory, saved after every run, so a stopped search resumes here.
 from __future__ import annotations
 
 import contextlib
-import json
 import math
 import statistics
 from collections.abc import Callable
@@ -36,11 +35,12 @@ from pgdyno.analysis.debt import MaintenanceDebt
 from pgdyno.analysis.summary import load_summary
 from pgdyno.errors import UsageError
 from pgdyno.options import BenchOptions
+from pgdyno.results.manifest import read_versioned
 from pgdyno.search.confirm import Verdict, compare_labels, run_order
 from pgdyno.search.noise import Noise, runs_noise
 from pgdyno.search.objective import run_debt
 from pgdyno.search.select import balanced_order
-from pgdyno.serde import from_dict, to_dict
+from pgdyno.serde import Serialisable
 from pgdyno.workloads import registry
 from pgdyno.workloads.base import headline_metric, headline_of
 
@@ -187,7 +187,7 @@ class SideResult:
 
 
 @dataclass
-class LongValidation:
+class LongValidation(Serialisable):
     """validate.json: the long comparison's plan, runs and verdicts."""
 
     sides: dict[str, str]
@@ -210,24 +210,14 @@ class LongValidation:
     def winner(self) -> str:
         return next(iter(self.sides))
 
-    def to_dict(self) -> dict[str, Any]:
-        return to_dict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> LongValidation:
-        if data.get("schema_version") != SCHEMA_VERSION:
-            raise ValueError(f"{VALIDATE_FILE} schema_version {data.get('schema_version')}")
-        return from_dict(cls, data)
-
 
 def load_validation(path: Path) -> LongValidation | None:
+    """The long validation saved at ``path`` (None: none begun), or one line naming the
+    file when it is damaged or of a version this pgdyno does not read."""
     if not path.exists():
         return None
-    try:
-        return LongValidation.from_dict(json.loads(path.read_text()))
-    except (ValueError, KeyError, TypeError) as exc:
-        raise UsageError(f"{path}: damaged long validation ({exc}); move it away to run the "
-                         "validation afresh") from None
+    return read_versioned(LongValidation, path, SCHEMA_VERSION, "long validation",
+                          "; move it away to run the validation afresh")
 
 
 def cycle_facts(label: str, run_dirs: list[str]) -> CycleFacts | None:

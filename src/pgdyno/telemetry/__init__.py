@@ -12,9 +12,10 @@ hold one object per line; ``t`` is always epoch seconds, ``mono`` the monotonic 
 for interval lengths):
 
 ``meta.json``
-    schema_version, config, CPU capacity (online CPUs, cgroup quota), the data and WAL
-    directories resolved to block devices (top device, chain, physical disks), server
-    version and the settings the analysis needs, error counts per sampler.
+    a ``TelemetryMeta`` (``pgdyno.analysis.telemetry.meta``, its one model, read back by
+    ``read_meta``): schema_version, config, CPU capacity (online CPUs, cgroup quota), the
+    data and WAL directories resolved to block devices (top device, chain, physical disks),
+    server version and the settings the analysis needs, error counts per sampler.
 ``marks.csv``
     ``t,label``: phase marks from ``mark()``.
 ``host_raw.jsonl``

@@ -22,12 +22,24 @@ import threading
 import time
 import traceback
 from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 
 import psycopg
 
+from pgdyno import serde
 from pgdyno.analysis.hosttick import HostTick
+from pgdyno.analysis.telemetry.meta import (
+    META_FILE,
+    META_SCHEMA_VERSION,
+    ClientMeta,
+    CpuMeta,
+    DeviceMeta,
+    HostMeta,
+    ServerMeta,
+    TelemetryConfig,
+    TelemetryMeta,
+)
 from pgdyno.targets.archive import ArchiveSpec
 from pgdyno.targets.connection import ConnectionInfo
 from pgdyno.telemetry import catalog, checkpoints, host, pg, remote, smart
@@ -37,21 +49,10 @@ from pgdyno.telemetry.devices import DeviceResolution, resolve_path
 from pgdyno.telemetry.files import CsvWriter, JsonlWriter
 from pgdyno.telemetry.remote import RemoteHost
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = META_SCHEMA_VERSION
 JOIN_TIMEOUT_S = 5.0
 RECONNECT_BACKOFF_S = 1.0
 MAX_ERRORS_PER_SAMPLER = 200  # a sampler failing every tick must not flood the run directory
-
-
-@dataclass(frozen=True)
-class TelemetryConfig:
-    enabled: bool = True
-    interval_s: float = 1.0
-    """Period of the host samplers and the statistics snapshots."""
-    wait_sample_hz: float = 10.0
-    """Rate of pg_stat_activity sampling; 0 turns wait sampling off."""
-    smart: bool = True
-    """Read SMART before and after the run, when the devices have it."""
 
 
 class TelemetryRecorder:
@@ -80,7 +81,7 @@ class TelemetryRecorder:
         self._stopped = False
         self._lock = threading.Lock()
         self._error_counts: dict[str, int] = {}
-        self._meta: dict = {}
+        self._meta = TelemetryMeta()
         self._errors: JsonlWriter | None = None
         self._marks: CsvWriter | None = None
         self._roles: dict[str, DeviceResolution] = {}
@@ -160,37 +161,34 @@ class TelemetryRecorder:
             except Exception as exc:  # noqa: BLE001 - the samplers still try, and record gaps
                 self.record_error("host", exc)
                 self._roles = {}
-        self._meta = {
-            "schema_version": SCHEMA_VERSION,
-            "started_at": time.time(),
-            "config": asdict(self.config),
-            "host": {"hostname": platform.node(), "kernel": platform.release(),
-                     "machine": platform.machine()},
-            "cpu": asdict(capacity) | {"effective_cores": capacity.effective_cores},
-            "devices": {role: asdict(res) for role, res in self._roles.items()},
-            "server": {"connection": self.conn.describe()} if self.conn else None,
-            "server_log": str(self.server_log) if self.server_log else None,
-            "server_log_offset": self.server_log_offset,
-        }
+        meta = TelemetryMeta(
+            started_at=time.time(), config=self.config,
+            host=HostMeta(platform.node(), platform.release(), platform.machine()),
+            cpu=CpuMeta(**asdict(capacity), effective_cores=capacity.effective_cores),
+            devices={role: DeviceMeta(**asdict(res)) for role, res in self._roles.items()},
+            server=ServerMeta(connection=self.conn.describe()) if self.conn else None,
+            server_log=str(self.server_log) if self.server_log else None,
+            server_log_offset=self.server_log_offset)
         if remote_meta is not None:
             # The host figures are the database host's; this machine is the client.
-            self._meta["client"] = {"host": self._meta["host"], "cpu": self._meta["cpu"]}
-            self._meta["host"] = {k: remote_meta[k] for k in ("hostname", "kernel", "machine")}
-            self._meta["cpu"] = {"online": remote_meta["online_cpus"], "limit_cores": None,
-                                 "source": f"ssh {self.remote.destination}",
-                                 "effective_cores": float(remote_meta["online_cpus"])}
-            self._meta["remote"] = remote_meta
-            self._meta["server_log"] = remote_meta["server_log"]
+            meta.client = ClientMeta(meta.host, meta.cpu)
+            meta.host = HostMeta(remote_meta.hostname, remote_meta.kernel, remote_meta.machine)
+            meta.cpu = CpuMeta(online=remote_meta.online_cpus,
+                               source=f"ssh {self.remote.destination}",
+                               effective_cores=float(remote_meta.online_cpus))
+            meta.remote = remote_meta
+            meta.server_log = remote_meta.server_log
+        self._meta = meta
         self._write_meta()
 
     def _write_meta(self) -> None:
-        tmp = self.out / "meta.json.tmp"
-        tmp.write_text(json.dumps(self._meta, indent=2, default=str))
-        os.replace(tmp, self.out / "meta.json")
+        tmp = self.out / f"{META_FILE}.tmp"
+        tmp.write_text(json.dumps(serde.to_dict(self._meta), indent=2))
+        os.replace(tmp, self.out / META_FILE)
 
     def _finish_meta(self) -> None:
-        self._meta["stopped_at"] = time.time()
-        self._meta["errors"] = dict(self._error_counts)
+        self._meta.stopped_at = time.time()
+        self._meta.errors = dict(self._error_counts)
         self._write_meta()
 
     # ----- what a sampler runs on (telemetry.archiver's samplers too) --------------------
@@ -385,11 +383,11 @@ class TelemetryRecorder:
             writer.close()
 
     def _record_server(self, pgconn: psycopg.Connection, cat: catalog.Catalog) -> None:
-        self._meta["server"].update({
-            "version_num": cat.version_num,
-            "supported": cat.supported(),
-            "settings": pg.read_settings(pgconn),
-        })
+        server = self._meta.server or ServerMeta()  # set at start, as the server is sampled
+        server.version_num = cat.version_num
+        server.supported = cat.supported()
+        server.settings = pg.read_settings(pgconn)
+        self._meta.server = server
         self._write_meta()
 
     # ----- after the run ---------------------------------------------------------------

@@ -24,12 +24,13 @@ import os
 import select
 import subprocess
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 
 from pgdyno import serde
 from pgdyno.analysis import procfs
 from pgdyno.analysis.hosttick import HostTick
+from pgdyno.analysis.telemetry.meta import RemoteFacts, RemoteMeta
 from pgdyno.targets.ssh import SshTransport
 from pgdyno.telemetry import devices, platform_facts, smart
 from pgdyno.telemetry.devices import DeviceResolution
@@ -132,21 +133,6 @@ def parse_frame(frame: str) -> dict[str, str]:
 
 
 # ----- one-off facts ---------------------------------------------------------------------
-
-@dataclass
-class RemoteFacts:
-    """Who and what the database host is, as recorded in the telemetry's meta.json."""
-
-    destination: str
-    user: str = ""
-    hostname: str = ""
-    kernel: str = ""
-    machine: str = ""
-    online_cpus: int = 0
-
-    def to_dict(self) -> dict:
-        return asdict(self)
-
 
 def host_facts(transport: SshTransport) -> RemoteFacts:
     out = transport.check_output("id -un; uname -n; uname -r; uname -m; "
@@ -285,12 +271,13 @@ class RemoteHost:
         """The host's platform facts, with the mounts of the server's directories."""
         return platform_of(self.transport, self.directories)
 
-    def meta(self) -> dict:
+    def meta(self) -> RemoteMeta:
+        """The host as the telemetry's meta.json records it."""
         if self.facts is None:
             self.facts = host_facts(self.transport)
-        return {"via": "ssh", **self.facts.to_dict(),
-                "storage": {role: ident for role, (_res, ident) in self.resolved().items()},
-                "server_log": self.log_path}
+        return RemoteMeta(**asdict(self.facts),
+                          storage={role: ident for role, (_res, ident) in self.resolved().items()},
+                          server_log=self.log_path)
 
     def read_tick(self) -> HostTick:
         """One sample; a dead stream is restarted first (a new master if the old one died),

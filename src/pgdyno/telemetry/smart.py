@@ -9,9 +9,10 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
+from pgdyno.serde import Serialisable
 from pgdyno.telemetry.devices import is_virtual
 
 TOOL_TIMEOUT_S = 15.0
@@ -20,7 +21,7 @@ KELVIN_OFFSET = 273
 
 
 @dataclass
-class SmartReading:
+class SmartReading(Serialisable):
     device: str
     available: bool
     reason: str = ""
@@ -46,9 +47,6 @@ class SmartReading:
     power_on_hours: int | None = None
     raw: dict = field(default_factory=dict)
     """The tool's own JSON, kept so every figure above can be checked."""
-
-    def to_dict(self) -> dict:
-        return asdict(self)
 
 
 def read_smart(device: str) -> SmartReading:

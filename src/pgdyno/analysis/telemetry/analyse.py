@@ -16,8 +16,9 @@ from pgdyno.analysis.telemetry.host import (
     smart_changes,
 )
 from pgdyno.analysis.telemetry.limits import hardware_limits
+from pgdyno.analysis.telemetry.meta import CpuMeta, TelemetryMeta, read_meta
 from pgdyno.analysis.telemetry.model import Mark, RoleInfo, TelemetryGap, TelemetrySummary
-from pgdyno.analysis.telemetry.raw import csv_rows, load_json
+from pgdyno.analysis.telemetry.raw import csv_rows
 from pgdyno.analysis.telemetry.server import checkpoint_log, pg_stats, wait_summary
 from pgdyno.results.capacity import frozen_capacity
 from pgdyno.results.rawfiles import read_jsonl
@@ -32,40 +33,41 @@ def analyse_telemetry(raw_dir: Path, window: tuple[float, float] | None,
     every series on the same time axis as the iteration's TPS."""
     tdir = Path(raw_dir) / "telemetry"
     summary = TelemetrySummary()
-    meta = load_json(tdir / "meta.json")
-    if not meta:
+    meta = read_meta(tdir)
+    if meta is None:
         summary.notes.append(f"no telemetry in {tdir}")
         return summary
     marks = [Mark(float(r["t"]), r["label"]) for r in csv_rows(tdir / "marks.csv", "t", "label")]
-    start = window[0] if window else float(meta.get("started_at", 0.0))
-    end = window[1] if window else float(meta.get("stopped_at") or math.inf)
+    start = window[0] if window else meta.started_at
+    end = window[1] if window else meta.stopped_at or math.inf
     summary.window_start, summary.window_end = (start, end) if window else (None, None)
     summary.marks = marks
     _gaps_and_client(summary, tdir, meta, start, end)
-    summary.errors = {k: int(v) for k, v in (meta.get("errors") or {}).items()}
+    summary.errors = dict(meta.errors)
     if summary.errors:
         summary.notes.append("sampler errors: " + ", ".join(
             f"{k} ×{v}" for k, v in sorted(summary.errors.items())) + " (errors.jsonl)")
-    summary.server_sampled = meta.get("server") is not None
-    server = meta.get("server") or {}
-    summary.server_version_num = server.get("version_num")
-    summary.settings = {k: _setting_text(v) for k, v in (server.get("settings") or {}).items()}
+    summary.server_sampled = meta.server is not None
+    if meta.server is not None:
+        summary.server_version_num = meta.server.version_num
+        summary.settings = {k: _setting_text(v) for k, v in meta.server.settings.items()}
     summary.roles = _roles(meta)
-    interval_s = float((meta.get("config") or {}).get("interval_s", 1.0))
+    interval_s = meta.config.interval_s
 
     ticks = host_ticks(tdir, start, end, interval_s)
     if len(ticks) >= 2:
         summary.duration_s = ticks[-1].t - ticks[0].t
-        host_summaries(summary, ticks, meta)
+        host_summaries(summary, ticks, meta.cpu)
         series_start = min(series_from, start) if series_from is not None else start
         host_series(summary, host_ticks(tdir, series_start, end, interval_s))
     else:
         summary.notes.append("fewer than two host samples in the window")
     if summary.server_sampled:
-        summary.waits, wait_t, wait_aas = wait_summary(tdir, start, end, meta)
+        hz = meta.config.wait_sample_hz
+        summary.waits, wait_t, wait_aas = wait_summary(tdir, start, end, hz)
         summary.series.wait_t, summary.series.wait_aas = wait_t, wait_aas
         if series_from is not None and series_from < start:
-            _, wait_t, wait_aas = wait_summary(tdir, series_from, end, meta)
+            _, wait_t, wait_aas = wait_summary(tdir, series_from, end, hz)
             summary.series.wait_t, summary.series.wait_aas = wait_t, wait_aas
         pg_stats(summary, tdir, start, end, interval_s)
         checkpoint_log(summary, tdir, start, end)
@@ -77,7 +79,7 @@ def analyse_telemetry(raw_dir: Path, window: tuple[float, float] | None,
     return summary
 
 
-def _gaps_and_client(summary: TelemetrySummary, tdir: Path, meta: dict, start: float,
+def _gaps_and_client(summary: TelemetrySummary, tdir: Path, meta: TelemetryMeta, start: float,
                      end: float) -> None:
     """--ssh runs: the telemetry gaps (a lost connection, marked by the sampler) that touch
     the window, as notes too; and the client host's CPU from ``client/host_raw.jsonl``."""
@@ -102,12 +104,11 @@ def _gaps_and_client(summary: TelemetrySummary, tdir: Path, meta: dict, start: f
                              + (f" ({gap.reason})" if gap.reason else ""))
     client_dir = tdir / "client"
     if (client_dir / "host_raw.jsonl").exists():
-        interval_s = float((meta.get("config") or {}).get("interval_s", 1.0))
-        ticks = host_ticks(client_dir, start, end, interval_s)
+        ticks = host_ticks(client_dir, start, end, meta.config.interval_s)
         if len(ticks) >= 2:
             stats = [procfs.parse_proc_stat(t.stat) for t in ticks]
-            summary.client_cpu = cpu_summary(stats, ticks, {"cpu": (meta.get("client") or {})
-                                                            .get("cpu") or {}})
+            summary.client_cpu = cpu_summary(stats, ticks,
+                                             meta.client.cpu if meta.client else CpuMeta())
 
 
 def _setting_text(value: dict | str) -> str:
@@ -117,12 +118,8 @@ def _setting_text(value: dict | str) -> str:
     return str(value)
 
 
-def _roles(meta: dict) -> list[RoleInfo]:
-    out = []
-    for role, res in (meta.get("devices") or {}).items():
-        out.append(RoleInfo(role=role, path=res.get("path", ""), device=res.get("top"),
-                            chain=list(res.get("chain") or []),
-                            physical=list(res.get("physical") or []),
-                            mount_point=res.get("mount_point"), fstype=res.get("fstype"),
-                            error=res.get("error")))
-    return out
+def _roles(meta: TelemetryMeta) -> list[RoleInfo]:
+    return [RoleInfo(role=role, path=res.path, device=res.top, chain=list(res.chain),
+                     physical=list(res.physical), mount_point=res.mount_point,
+                     fstype=res.fstype, error=res.error)
+            for role, res in meta.devices.items()]

@@ -22,6 +22,7 @@ from pgdyno.analysis.hosttick import (
     workload_cores,
     workload_io,
 )
+from pgdyno.analysis.telemetry.meta import CpuMeta
 from pgdyno.analysis.telemetry.model import (
     MB,
     Contamination,
@@ -89,10 +90,10 @@ def host_ticks(tdir: Path, start: float, end: float, interval_s: float) -> list[
     return kept
 
 
-def host_summaries(summary: TelemetrySummary, ticks: list[HostTick], meta: dict) -> None:
+def host_summaries(summary: TelemetrySummary, ticks: list[HostTick], cpu: CpuMeta) -> None:
     stats = [procfs.parse_proc_stat(t.stat) for t in ticks]
     disks = [procfs.parse_diskstats(t.diskstats) for t in ticks]
-    summary.cpu = cpu_summary(stats, ticks, meta)
+    summary.cpu = cpu_summary(stats, ticks, cpu)
     role_of: dict[str, list[str]] = defaultdict(list)
     for info in summary.roles:
         if info.device:
@@ -120,11 +121,10 @@ def host_series(summary: TelemetrySummary, ticks: list[HostTick]) -> None:
 
 
 def cpu_summary(stats: list[procfs.StatSnapshot], ticks: list[HostTick],
-                meta: dict) -> CpuSummary:
-    cpu_meta = meta.get("cpu") or {}
-    out = CpuSummary(samples=len(stats) - 1, online_cpus=int(cpu_meta.get("online") or 0),
-                     limit_cores=cpu_meta.get("limit_cores"),
-                     effective_cores=float(cpu_meta.get("effective_cores") or 0.0))
+                cpu: CpuMeta) -> CpuSummary:
+    """The CPU figures over ``stats``, scaled by the capacity ``cpu`` recorded."""
+    out = CpuSummary(samples=len(stats) - 1, online_cpus=cpu.online,
+                     limit_cores=cpu.limit_cores, effective_cores=cpu.effective_cores)
     intervals = [p for p in (procfs.cpu_percent(a.cpu, b.cpu)
                              for a, b in zip(stats, stats[1:], strict=False)) if p]
     whole = procfs.cpu_percent(stats[0].cpu, stats[-1].cpu)

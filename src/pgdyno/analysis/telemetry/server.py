@@ -36,8 +36,8 @@ def classify_wait(wait_type: str, wait_event: str) -> tuple[str, str]:
 
 
 def wait_summary(tdir: Path, start: float, end: float,
-           meta: dict) -> tuple[WaitSummary, list[float], dict[str, list[float]]]:
-    hz = float((meta.get("config") or {}).get("wait_sample_hz") or 0.0)
+           hz: float) -> tuple[WaitSummary, list[float], dict[str, list[float]]]:
+    """The wait events sampled (at ``hz``) between ``start`` and ``end``."""
     out = WaitSummary(sample_hz=hz)
     client: dict[tuple[str, str], int] = defaultdict(int)
     workers: dict[tuple[str, str], int] = defaultdict(int)
