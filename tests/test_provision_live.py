@@ -19,7 +19,10 @@ from pgdyno.provision.plan import OWNED_FILES
 from pgdyno.provision.system import THP_ENABLED, is_root, mounts, sysctl_path
 from tests.conftest import make_shared_dir, run_cli_here
 
-pytestmark = pytest.mark.skipif(not is_root(), reason="changes kernel settings: root only")
+# It changes the machine (kernel settings, loop devices, mkfs.xfs): out of the quick tier,
+# with the other tests that do real work on the host.
+pytestmark = [pytest.mark.server,
+              pytest.mark.skipif(not is_root(), reason="changes kernel settings: root only")]
 
 SYSCTLS = ("vm.swappiness", "vm.dirty_background_ratio", "vm.dirty_background_bytes",
            "kernel.sched_autogroup_enabled", "vm.nr_hugepages")
