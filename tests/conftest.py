@@ -12,9 +12,9 @@ import shutil
 import signal
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 import pytest
 
@@ -26,6 +26,8 @@ from pgdyno.workloads import dataset
 
 if TYPE_CHECKING:
     from pgdyno.search.space import SearchSpace
+
+T = TypeVar("T")
 
 SERVER_FIXTURES = frozenset({"server", "fresh_server", "workdir"})
 """Fixtures that start or hold clusters: a test using one, even through another fixture, is
@@ -46,8 +48,8 @@ def make_shared_dir(prefix: str) -> Path:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """A developer's shared results database (PGDYNO_RESULTS_DB, issue 19) must not receive
-    the suite's runs: tests that want one give it themselves."""
+    """A developer's shared results database (PGDYNO_RESULTS_DB) must not receive the
+    suite's runs: tests that want one give it themselves."""
     import os
 
     os.environ.pop("PGDYNO_RESULTS_DB", None)
@@ -276,6 +278,38 @@ def scratch_database(server: LocalServer, name: str,
     yield dataset.scoped(server.connection().with_dbname(name), schema)
     with psycopg.connect(admin.conninfo("postgres"), autocommit=True) as conn:
         conn.execute(drop)
+
+
+def foreign_table_refuses_the_load(target: ConnectionInfo, load: Callable[[bool], T]) -> T:
+    """A user's table in the database (``my_accounts``, where a user's tables go) refuses an
+    unforced ``load(force)`` in one line naming it, before pgdyno builds anything in its own
+    schema; forced, the load builds beside it and leaves it as it was. Returns the forced
+    load's result, for each workload's own checks."""
+    import psycopg
+
+    from pgdyno.errors import UsageError
+
+    user = target.in_schema(None)
+    with psycopg.connect(user.conninfo(), autocommit=True) as conn:
+        conn.execute("CREATE TABLE my_accounts (id int)")
+        conn.execute("INSERT INTO my_accounts VALUES (1)")
+    with pytest.raises(UsageError, match="my_accounts") as refused:
+        load(False)
+    assert "\n" not in str(refused.value)
+    assert _tables_in(target, target.search_path) == []
+    result = load(True)
+    assert not result.reused and _tables_in(target, target.search_path)
+    with psycopg.connect(user.conninfo(), autocommit=True) as conn:
+        assert conn.execute("SELECT count(*) FROM public.my_accounts").fetchone() == (1,)
+    return result
+
+
+def _tables_in(target: ConnectionInfo, schema: str | None) -> list[str]:
+    import psycopg
+
+    with psycopg.connect(target.conninfo(), autocommit=True) as conn:
+        return [row[0] for row in conn.execute(
+            "SELECT tablename FROM pg_tables WHERE schemaname = %s", (schema,))]
 
 
 CPU_RUN = ["bench", "cpu", "--clients", "1", "--duration", "1", "--warmup", "1",

@@ -69,21 +69,14 @@ def test_default_sweep_terminal_summary_and_progress(workdir: Path) -> None:
     figures = [float(g.replace(",", "")) for g in shown.groups()]
     expected = [means[peak_clients], means[peak_clients] - half, means[peak_clients] + half]
     assert figures == pytest.approx(expected, abs=0.11), (lines[0], expected)
-    saturation = min(c for c, v in means.items() if v >= 0.95 * means[peak_clients])
-    most = max(means)
-    if peak_clients == most:  # still rising at the most clients tried: by how much, and then?
-        before = max(c for c in means if c < most)
-        levelling = means[before] >= 0.95 * means[most]
-        item, grew = ("levelling off", "grew only") if levelling else ("still rising", "grew")
-        assert (f"{item}: TPS {grew} {100 * (means[most] / means[before] - 1):.1f}% from "
-                f"{before} clients to {most} clients ({means[before]:,.1f} to "
-                f"{means[most]:,.1f} tx/s), the most tried; try up to {2 * most} clients "
-                f"(--clients {most},{2 * most}) to "
-                f"{'confirm the plateau' if levelling else 'find the peak'}") in lines
-    if peak_clients != most or saturation < most:
-        assert f"saturates at {saturation} clients (within 5% of the peak)" in lines
-    else:
-        assert not any(line.startswith("saturates") for line in lines)
+    # Which of the closing lines about the peak a sweep prints (saturates, levelling off,
+    # still rising) depends on the TPS it measured; the rule that picks them is tested with
+    # set figures in test_run_answer. Here, whichever this run printed states its figures.
+    edges = [line for line in lines
+             if line.startswith(("saturates", "levelling off", "still rising"))]
+    assert edges, lines  # a sweep of three counts always says where its peak stands
+    for line in edges:
+        _check_edge_line(line, means, peak_clients)
     p99 = statistics.fmean(it["metrics"]["latency_p99_ms"] for it in summary["iterations"]
                            if it["clients"] == peak_clients)
     assert f"p99 at the peak: {p99:,.2f} ms" in lines
@@ -102,3 +95,30 @@ def test_default_sweep_terminal_summary_and_progress(workdir: Path) -> None:
     assert lines[-2] == f"report: {run / 'report.md'}"
     # The overall bar counts iterations (its last state is printed when it closes).
     assert re.search(r"iteration 6/6 .* 100%", out.stderr), out.stderr[-2000:]
+
+
+SATURATES = re.compile(r"saturates at (\d+) clients \(within 5% of the peak\)")
+RISING = re.compile(r"(levelling off|still rising): TPS grew (?:only )?(-?[\d.]+)% from "
+                    r"(\d+) clients to (\d+) clients \(([\d,.]+) to ([\d,.]+) tx/s\), the "
+                    r"most tried; try up to (\d+) clients \(--clients (\d+),(\d+)\) to "
+                    r"(confirm the plateau|find the peak)")
+
+
+def _check_edge_line(line: str, means: dict[int, float], peak: int) -> None:
+    """A closing line about the peak against the means recomputed from summary.json (each
+    figure within a step of its last digit: the per-iteration TPS there are rounded)."""
+    if (shown := SATURATES.fullmatch(line)) is not None:
+        at = int(shown[1])  # the fewest clients within 5% of the peak
+        assert means[at] >= 0.95 * means[peak] - 0.1, (line, means)
+        assert all(means[c] < 0.95 * means[peak] + 0.1 for c in means if c < at), (line, means)
+        return
+    shown = RISING.fullmatch(line)
+    assert shown, line
+    before, most = int(shown[3]), int(shown[4])
+    assert most == peak == max(means) and before == max(c for c in means if c < most)
+    growth = 100 * (means[most] / means[before] - 1)
+    assert float(shown[2]) == pytest.approx(growth, abs=0.11), (line, means)
+    assert [float(shown[i].replace(",", "")) for i in (5, 6)] == pytest.approx(
+        [means[before], means[most]], abs=0.11)
+    assert [int(shown[i]) for i in (7, 8, 9)] == [2 * most, most, 2 * most]
+    assert (shown[1] == "levelling off") == (shown[10] == "confirm the plateau")

@@ -34,7 +34,7 @@ from pgdyno.workloads.oltp.schema import (
     table_names,
 )
 from pgdyno.workloads.oltp.scripts import OltpScriptOptions, id_draw, script_text
-from tests.conftest import scratch_database
+from tests.conftest import foreign_table_refuses_the_load, scratch_database
 
 pytestmark = pytest.mark.server
 
@@ -188,16 +188,9 @@ def test_one_table_is_split_over_all_connections(scratch_db: ConnectionInfo) -> 
 
 
 def test_foreign_tables_refuse_the_load_unless_forced(scratch_db: ConnectionInfo) -> None:
-    user = scratch_db.in_schema(None)  # the user's own way in: their tables go to public
-    with psycopg.connect(user.conninfo(), autocommit=True) as conn:
-        conn.execute("CREATE TABLE my_accounts (id int)")
-        conn.execute("INSERT INTO my_accounts VALUES (1)")
-    with pytest.raises(UsageError, match="my_accounts"):
-        load(scratch_db, LoadOptions(tables=1, table_size=100))
-    assert _one(scratch_db, "SELECT to_regclass('sbtest1')") == (None,)
-    result = load(scratch_db, LoadOptions(tables=1, table_size=100, force=True))
-    assert not result.reused and _count(scratch_db, "sbtest1") == 100
-    assert _count(user, "my_accounts") == 1
+    foreign_table_refuses_the_load(scratch_db, lambda force: load(
+        scratch_db, LoadOptions(tables=1, table_size=100, force=force)))
+    assert _count(scratch_db, "sbtest1") == 100
 
 
 def test_force_builds_beside_a_users_table_of_our_name(scratch_db: ConnectionInfo) -> None:
