@@ -29,9 +29,10 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
-SERVER_FIXTURES = frozenset({"server", "fresh_server", "workdir"})
-"""Fixtures that start or hold clusters: a test using one, even through another fixture, is
-marked ``server`` so that ``pytest -m "not server"`` leaves it out."""
+SERVER_FIXTURES = frozenset({"server", "fresh_server", "workdir", "tiny_study"})
+"""Fixtures that start or hold clusters, or measure the host (the tiny study's CPU baseline
+runs): a test using one, even through another fixture, is marked ``server`` so that
+``pytest -m "not server"`` leaves it out."""
 
 _SHARED_DIRS: list[Path] = []
 """Every directory make_shared_dir made this session: where test clusters live."""
@@ -181,6 +182,51 @@ def run_cli(args: list[str], env_workdir: Path, timeout: float = 300,
     env = {**os.environ, "PGDYNO_WORKDIR": str(env_workdir), "COLUMNS": "120", **(env or {})}
     return subprocess.run([sys.executable, "-m", "pgdyno", *args], capture_output=True,
                           text=True, env=env, timeout=timeout, **kw)
+
+
+def run_campaign(text: str, root: Path, workdir: Path | None = None, *,
+                 relative: bool = False, timeout: float = 300) -> tuple[Path, str]:
+    """``pgdyno campaign`` of the campaign ``text`` as a user runs it, in a process of its
+    own: the file written as ``root``/campaign.toml, the results under ``root``/results, the
+    clusters in ``workdir`` (default ``root``). ``relative``: run from inside ``root`` with
+    relative paths, as from a project directory. It must succeed; returns (the results
+    directory, what it printed)."""
+    spec, results = root / "campaign.toml", root / "results"
+    spec.write_text(text)
+    paths = (spec.name, results.name) if relative else (str(spec), str(results))
+    out = run_cli(["campaign", paths[0], "--results-dir", paths[1], "--no-progress"],
+                  workdir or root, timeout=timeout, cwd=root if relative else None)
+    assert out.returncode == 0, out.stderr[-3000:]
+    return results, out.stdout
+
+
+TINY_STUDY = """
+[campaign]
+name = "tiny"
+workloads = ["cpu"]
+clients = [1]
+repeat = 2
+[bench]
+duration = 1
+warmup = 0
+iterations = 1
+telemetry = false
+[[config]]
+label = "a"
+[study]
+question = "Is a damaged run named?"
+"""
+"""The cheapest study: two one-second runs of the CPU baseline, no server."""
+
+
+@pytest.fixture(scope="session")
+def tiny_study() -> Path:
+    """TINY_STUDY run once per session, from inside its directory with a relative
+    --results-dir: its directory, holding campaign.toml and results/. A test damages a
+    copy of the results (``shutil.copytree``), never these."""
+    root = make_shared_dir("pgdyno-tiny-study-")
+    run_campaign(TINY_STUDY, root, relative=True, timeout=120)
+    return root
 
 
 SHORT_RUN = ("--clients", "1", "--duration", "1", "--warmup", "0", "--iterations", "1",

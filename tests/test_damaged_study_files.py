@@ -1,9 +1,9 @@
 """A study's runs as files: one that cannot be read is named, never silently dropped, and
 the journal finds its runs from any working directory.
 
-The study here is the cheapest there is: two one-second runs of the CPU baseline (no
-server), run once per module; each test damages a copy of its results directory (which also
-shows that a moved results directory still reads whole)."""
+The study here is the cheapest there is (conftest's ``tiny_study``: two one-second runs of
+the CPU baseline, no server, run once per session); each test damages a copy of its results
+directory (which also shows that a moved results directory still reads whole)."""
 
 from __future__ import annotations
 
@@ -15,46 +15,14 @@ import pytest
 
 from pgdyno.study.build import RunReader
 from pgdyno.study.model import DAMAGED, LeftOutRun, StudyRecord
-from tests.conftest import make_shared_dir, run_cli, run_cli_here
-
-MEASURES = pytest.mark.server
-"""The tests that use the study: the CPU baseline measures the host for a second a run."""
-
-TINY = """
-[campaign]
-name = "tiny"
-workloads = ["cpu"]
-clients = [1]
-repeat = 2
-[bench]
-duration = 1
-warmup = 0
-iterations = 1
-telemetry = false
-[[config]]
-label = "a"
-[study]
-question = "Is a damaged run named?"
-"""
-
-
-@pytest.fixture(scope="module")
-def study_root() -> Path:
-    """A directory holding tiny.toml and results/, the study run from inside it with a
-    relative --results-dir (as a user in their project directory would)."""
-    root = make_shared_dir("pgdyno-damaged-study-")
-    (root / "tiny.toml").write_text(TINY)
-    out = run_cli(["campaign", "tiny.toml", "--results-dir", "results", "--no-progress"],
-                  root, cwd=root, timeout=120)
-    assert out.returncode == 0, out.stderr
-    return root
+from tests.conftest import TINY_STUDY, run_cli_here
 
 
 @pytest.fixture()
-def results(study_root: Path, tmp_path: Path) -> Path:
+def results(tiny_study: Path, tmp_path: Path) -> Path:
     """A copy of the study's results directory, elsewhere: the test's own to damage."""
     copy = tmp_path / "moved" / "results"
-    shutil.copytree(study_root / "results", copy)
+    shutil.copytree(tiny_study / "results", copy)
     return copy
 
 
@@ -84,7 +52,6 @@ def _section(text: str, title: str) -> str:
     return text.split(f"## {title}")[1].split("\n## ")[0]
 
 
-@MEASURES
 def test_the_journal_names_runs_from_the_results_directory(results: Path,
                                                           tmp_path: Path) -> None:
     """Recorded relative to the results directory, so a rebuild from another working
@@ -100,7 +67,6 @@ def test_the_journal_names_runs_from_the_results_directory(results: Path,
     assert record.left_out == [] and "missing" not in _section(text, "Runs")
 
 
-@MEASURES
 def test_an_older_journal_relative_to_the_working_directory_is_found(
         results: Path, tmp_path: Path) -> None:
     """A journal written before runs were recorded relative to the results directory
@@ -119,7 +85,6 @@ def test_an_older_journal_relative_to_the_working_directory_is_found(
     assert [c.status for c in record.cells] == ["ok", "ok"]
 
 
-@MEASURES
 @pytest.mark.parametrize("name", ["summary.json", "manifest.json"])
 def test_a_truncated_file_is_named_in_the_report_and_its_threats(
         results: Path, tmp_path: Path, name: str) -> None:
@@ -144,7 +109,6 @@ def test_a_truncated_file_is_named_in_the_report_and_its_threats(
     assert record.workload("cpu").sides[0].figures[0].n == 1
 
 
-@MEASURES
 def test_a_run_without_its_summary_is_left_out_and_said_so(results: Path,
                                                           tmp_path: Path) -> None:
     gone = _run_dirs(results)[1] / "summary.json"
@@ -157,14 +121,13 @@ def test_a_run_without_its_summary_is_left_out_and_said_so(results: Path,
     assert "pgdyno report RUN_DIR" in _section(text, "Threats to validity")
 
 
-@MEASURES
 def test_the_campaign_command_reports_a_damaged_run_too(results: Path) -> None:
     """The study at the end of `pgdyno campaign FILE` (its cells already done) is built by
     the same code: the damaged run is named there as well."""
     damaged = _run_dirs(results)[1] / "summary.json"
     damaged.write_text('{"schema_version": 1, "iterations": [')
     spec = results.parent / "tiny.toml"
-    spec.write_text(TINY)
+    spec.write_text(TINY_STUDY)
     out = run_cli_here(["campaign", str(spec), "--results-dir", str(results),
                         "--no-progress"], results.parent, cwd=results.parent)
     assert out.returncode == 0, out.stderr
@@ -174,7 +137,6 @@ def test_the_campaign_command_reports_a_damaged_run_too(results: Path) -> None:
     assert str(damaged) in _section(text, "Threats to validity")
 
 
-@MEASURES
 def test_journal_lines_that_are_not_events_are_passed_over(results: Path,
                                                           tmp_path: Path) -> None:
     journal = results / "campaigns" / "tiny" / "journal.jsonl"

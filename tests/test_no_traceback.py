@@ -289,33 +289,19 @@ def test_a_damaged_summary_is_one_line_naming_the_file_and_key(
     assert tree(tmp_path) - before <= {"cwd", "tmp"}
 
 
-@pytest.fixture(scope="module")
-def study(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A study of one cpu cell (a second), run once: its results directory."""
-    root = tmp_path_factory.mktemp("study")
-    (root / "s.toml").write_text(
-        '[campaign]\nname = "s"\nworkloads = ["cpu"]\nclients = [1]\nrepeat = 1\n'
-        '[bench]\nduration = 1\nwarmup = 0\niterations = 1\ntelemetry = false\n'
-        '[[config]]\nlabel = "a"\n[study]\nquestion = "does it hold?"\n')
-    out = pgdyno(["campaign", str(root / "s.toml"), "--results-dir", str(root / "results"),
-                  "--no-progress"], root)
-    assert out.returncode == 0, out.stderr
-    return root / "results"
-
-
 def _summary_of_the_study(results: Path) -> Path:
     return next(results.glob("*--cpu/cpu-*/summary.json"))
 
 
 def _journal_line(text: str):  # noqa: ANN202
     def change(results: Path) -> None:
-        journal = results / "campaigns" / "s" / "journal.jsonl"
+        journal = results / "campaigns" / "tiny" / "journal.jsonl"
         journal.write_text(journal.read_text() + text + "\n")
     return change
 
 
 def _event_without_cell(results: Path) -> None:
-    journal = results / "campaigns" / "s" / "journal.jsonl"
+    journal = results / "campaigns" / "tiny" / "journal.jsonl"
     events = [json.loads(line) for line in journal.read_text().splitlines()]
     for event in events:
         event.pop("cell", None)
@@ -337,14 +323,15 @@ STUDY_DAMAGE = {
 
 @pytest.mark.parametrize("case", list(STUDY_DAMAGE))
 def test_report_campaign_over_damaged_files_never_tracebacks(
-        study: Path, tmp_path: Path, case: str) -> None:
+        tiny_study: Path, tmp_path: Path, case: str) -> None:
     """A rebuild that can go on says in the study which file it left out and why (exit
-    0); one that cannot is one line naming the file (exit 2). Never a traceback."""
+    0); one that cannot is one line naming the file (exit 2). Never a traceback. (The
+    study, conftest's, measures the host: the test is in the server tier.)"""
     damage, file_name, words = STUDY_DAMAGE[case]
     results = tmp_path / "results"
-    shutil.copytree(study, results)
+    shutil.copytree(tiny_study / "results", results)
     damage(results)
-    out = pgdyno(["report", "--campaign", "s", "--results-dir", str(results)], tmp_path)
+    out = pgdyno(["report", "--campaign", "tiny", "--results-dir", str(results)], tmp_path)
     assert "Traceback" not in out.stderr + out.stdout, out.stderr
     if out.returncode == USAGE:
         line = one_line(out, USAGE)
@@ -352,7 +339,7 @@ def test_report_campaign_over_damaged_files_never_tracebacks(
         return
     assert out.returncode == 0, out.stderr
     assert "pgdyno: error" not in out.stderr
-    report = (results / "campaigns" / "s" / "study" / "study.md").read_text()
+    report = (results / "campaigns" / "tiny" / "study" / "study.md").read_text()
     assert words in report
 
 
