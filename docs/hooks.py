@@ -257,6 +257,7 @@ def _dataclasses_in(tp: Any) -> list[type]:
 
 def run_directory_page() -> str:
     from pgdyno.analysis import summary
+    from pgdyno.analysis.telemetry import meta
     from pgdyno.results import manifest, rundir
 
     parts = ["# The run directory\n",
@@ -267,7 +268,9 @@ def run_directory_page() -> str:
              _docstring_text(rundir.__doc__)]
     files = [("manifest.json", manifest.Manifest, manifest.MANIFEST_SCHEMA_VERSION),
              ("raw/run.json", rundir.RunPlan, rundir.PLAN_SCHEMA_VERSION),
-             ("summary.json", summary.RunSummary, summary.SCHEMA_VERSION)]
+             ("summary.json", summary.RunSummary, summary.SCHEMA_VERSION),
+             ("raw/<engine>/c<clients>-i<iteration>/telemetry/meta.json",
+              meta.TelemetryMeta, meta.META_SCHEMA_VERSION)]
     seen: set[type] = set()
     for name, cls, version in files:
         parts.append(f"## `{name}` (schema_version {version})\n")
