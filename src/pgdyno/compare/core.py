@@ -116,7 +116,8 @@ def compare_runs(baseline: list[RunData], candidate: list[RunData], *,
         a_its = _ok_iterations(baseline, clients)
         b_its = _ok_iterations(candidate, clients)
         if paired:
-            a_its, b_its = _paired_iterations(a_its, b_its)
+            a_its, b_its = _paired_iterations(a_its, b_its,
+                                              design.pilot_pairs if design else 0)
         for spec in declared:
             if paired:
                 a, b = _per_iteration(spec.name, a_its, b_its)
@@ -217,12 +218,14 @@ def _values(name: str, a_its: list[IterationSummary], b_its: list[IterationSumma
             [i.metrics[name] for i in b_its if name in i.metrics]), "iteration"
 
 
-def _paired_iterations(a_its: list[IterationSummary], b_its: list[IterationSummary]
+def _paired_iterations(a_its: list[IterationSummary], b_its: list[IterationSummary],
+                       pilot_pairs: int = 0
                        ) -> tuple[list[IterationSummary], list[IterationSummary]]:
-    """The blocks of both sides with the same iteration number (pair i), in order."""
+    """The blocks of both sides with the same iteration number (pair i), in order; the
+    pilot's first pairs left out."""
     by_number = {i.iteration: i for i in b_its}
     both = [(i, by_number[i.iteration]) for i in sorted(a_its, key=lambda i: i.iteration)
-            if i.iteration in by_number]
+            if i.iteration in by_number and i.iteration > pilot_pairs]
     return [x for x, _ in both], [y for _, y in both]
 
 

@@ -37,7 +37,8 @@ def block_design_summary(record: BlockRecord, baseline: RunData,
         autocorrelation=est.autocorrelation, lags=est.lags, noise_pct=est.change.noise_pct,
         seconds_for_1pct=seconds_for_precision(est.half_width_pct, record.measuring_s, 1.0),
         order=order_check(a, b, a_first) if record.design != "duet" else None,
-        shared=shared_resources(baseline, candidate), blocks=record)
+        shared=shared_resources(baseline, candidate), blocks=record,
+        pilot_pairs=record.pilot_pairs)
 
 
 def sequential_summary(why: str, confidence: float) -> DesignSummary:
@@ -48,6 +49,8 @@ def _pairs(record: BlockRecord) -> tuple[list[float], list[float], list[bool]]:
     """Each pair's headline of A and of B (NaN when missing), and whether A ran first."""
     by_pair: dict[int, dict[str, Any]] = {}
     for block in record.blocks:
+        if block.pilot:
+            continue
         entry = by_pair.setdefault(block.pair, {})
         entry[block.side] = block
     a, b, first = [], [], []
@@ -66,7 +69,8 @@ def _pair_seconds(record: BlockRecord) -> float:
     """Median wall time of a pair (its blocks one after the other, or together in a duet)."""
     per_pair: dict[int, list[float]] = {}
     for block in record.blocks:
-        per_pair.setdefault(block.pair, []).append(block.seconds)
+        if not block.pilot:
+            per_pair.setdefault(block.pair, []).append(block.seconds)
     if not per_pair:
         return math.nan
     combine = max if record.design == "duet" else sum

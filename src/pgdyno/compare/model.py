@@ -115,6 +115,9 @@ class DesignSummary:
     shared: list[str] = field(default_factory=list)
     """What the two sides shared that could favour one (memory, devices), in words."""
     blocks: BlockRecord | None = None
+    pilot_pairs: int = 0
+    """The first pairs (iterations 1 to this on both sides), run to choose the design and
+    left out of the rows."""
 
 
 @dataclass
