@@ -37,6 +37,16 @@ class TableMeasure:
 
 
 @dataclass(frozen=True)
+class LinkMeasure:
+    text: str
+    href: str
+    in_cell: bool
+    """Inside a table cell."""
+    target_found: bool
+    """A link within the page (``#id``) leads to an element with that id; other links: True."""
+
+
+@dataclass(frozen=True)
 class PageMeasure:
     """What Chromium rendered of one page, in CSS px."""
 
@@ -49,6 +59,11 @@ class PageMeasure:
     image_sizes_px: list[tuple[str, float, float]]
     """(alt text or tag name, width, height) of every <img> and outermost <svg>."""
     console_errors: list[str]
+    links: list[LinkMeasure]
+    """Every <a href> Chromium rendered."""
+    raw_markdown: list[str]
+    """Text of cells, paragraphs, list items, captions and headings that reads as Markdown's
+    syntax ("[tpcb](#workload-tpcb)", "**ok**"): markup that reached the page as text."""
     tables_in_file: int
     """<table> start tags in the HTML file, counted by a parser, not by the browser."""
     images_in_file: int
@@ -117,12 +132,15 @@ def measure_page(html_path: Path) -> PageMeasure:
         overflowing_cells=data["overflowing_cells"],
         image_sizes_px=[(i["alt"], *i["size"]) for i in data["images"]],
         console_errors=data["console_errors"],
+        links=[LinkMeasure(**link) for link in data["links"]],
+        raw_markdown=data["raw_markdown"],
         tables_in_file=counter.tables, images_in_file=counter.images)
 
 
 def assert_fits(html_path: Path, width: int = WINDOW[0]) -> PageMeasure:
     """``html_path`` renders completely (every table and picture of the file, pictures not
-    empty, no console errors) and nothing on it is wider than ``width`` px."""
+    empty, no console errors, no Markdown syntax left as text, every link within the page
+    leading somewhere) and nothing on it is wider than ``width`` px."""
     page = measure_page(html_path)
     name = html_path.name
     # The window's width, less a vertical scroll bar: else the widths below mean nothing.
@@ -132,6 +150,9 @@ def assert_fits(html_path: Path, width: int = WINDOW[0]) -> PageMeasure:
     empty = [(alt, w, h) for alt, w, h in page.image_sizes_px if not (w > 0 and h > 0)]
     assert not empty, f"{name}: pictures rendered empty: {empty}"
     assert not page.console_errors, f"{name}: {page.console_errors}"
+    assert not page.raw_markdown, f"{name}: Markdown shown as text: {page.raw_markdown}"
+    lost = [link.href for link in page.links if not link.target_found]
+    assert not lost, f"{name}: links to no element of the page: {lost}"
     wide = [(t.label, round(t.width_px)) for t in page.tables if t.width_px > width]
     assert not wide, f"{name}: tables wider than {width} px: {wide}"
     assert not page.overflowing_cells, f"{name}: text sticks out of cells: {page.overflowing_cells}"

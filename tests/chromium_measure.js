@@ -33,6 +33,18 @@
         .map((c) => c.textContent.slice(0, 80)),
       images: all("img, svg").filter((e) => !e.parentElement.closest("svg"))
         .map((e) => ({size: size(e), alt: e.getAttribute("alt") || e.tagName})),
+      // Links as the browser made them, and text that still reads as Markdown's syntax
+      // (a link or stressed words that reached the page as raw text).
+      links: all("a[href]").map((a) => ({
+        text: a.textContent,
+        href: a.getAttribute("href"),
+        in_cell: Boolean(a.closest("td, th")),
+        target_found: !a.getAttribute("href").startsWith("#")
+          || Boolean(document.getElementById(a.getAttribute("href").slice(1))),
+      })),
+      raw_markdown: all("td, th, p, li, caption, figcaption, h1, h2, h3, h4, h5, h6")
+        .filter((e) => /\[[^\]]+\]\([^)\s]+\)|\*\*[^*]+\*\*/.test(e.textContent))
+        .map((e) => e.textContent.slice(0, 80)),
       console_errors: errors,
     };
     const pre = document.createElement("pre");

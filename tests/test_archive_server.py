@@ -217,6 +217,8 @@ def test_a_full_archive_directory_is_failed_archiving(tiny_filesystem: Path,
     assert failed > 0 and int(samples[-1]["archived_count"]) == 0
     a = it["telemetry"]["archive"]
     assert a["failing"] and a["failed"] > 0
-    assert any("WAL archiving failed" in e for e in it["verdict"]["evidence"])
+    archiver = [e for e in it["verdict"]["evidence"] if e["kind"] == "archiver"]
+    assert [e["names"]["finding"] for e in archiver] == a["evidence"]
+    assert any("WAL archiving failed" in e["names"]["finding"] for e in archiver)
     report = (run / "report.md").read_text()
     assert "FAILING" in report and "WAL archiving failed" in report

@@ -138,7 +138,8 @@ def test_compliant_warehouse_sweep_real_vs_ideal_p90_and_nopm_over_time(workdir:
         # The verdict judges the pacing, never the terminals' idle time.
         verdict = it["verdict"]
         assert verdict["primary"] != "client" and "add clients" not in verdict["next_step"]
-        assert any(e.startswith(f"real/ideal {nopm / ideal:.0%}") for e in verdict["evidence"])
+        (pacing,) = [e for e in verdict["evidence"] if e["kind"] == "pacing"]
+        assert math.isclose(pacing["figures"]["real_over_ideal"], nopm / ideal, rel_tol=1e-6)
         if nopm / ideal >= 0.9:
             assert verdict["primary"] == "keeps_up", verdict
 

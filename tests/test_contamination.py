@@ -137,11 +137,12 @@ def _check_against_oracle(summary: dict, oracle: ProcessOracle) -> dict:
     evidence = it["verdict"]["evidence"]
     if it["contaminated"]:
         assert warnings[0]["code"] == "other-load" and c["finding"] in warnings[0]["message"]
-        assert evidence[0].startswith("other load on the host: ") and c["finding"] in evidence[0]
+        assert evidence[0]["kind"] == "other_load"
+        assert evidence[0]["names"]["finding"] == c["finding"]
         assert it["verdict"]["contaminated"]
     else:
         assert all(w["code"] != "other-load" for w in warnings)
-        assert not evidence[0].startswith("other load")
+        assert evidence[0]["kind"] != "other_load"
     return c
 
 

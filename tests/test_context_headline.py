@@ -11,8 +11,7 @@ from pathlib import Path
 import pytest
 
 from pgdyno.compare.model import metric_title
-from pgdyno.compare.render import pct
-from pgdyno.reports.document import figure
+from pgdyno.units import figure, signed_pct
 from tests.conftest import make_shared_dir, run_cli
 
 pytestmark = pytest.mark.server  # the campaign starts PostgreSQL
@@ -106,7 +105,7 @@ def test_journal_shows_each_runs_geometric_mean_and_the_change(campaign: Path,
     for _, _, mean in runs:
         assert f"{LABEL} {figure(mean)} s at 1 clients" in journal
     (_, _, a), (_, _, b) = runs
-    assert (f"{LABEL} change vs run 1: {pct(100 * (b / a - 1))} (lower is better; "
+    assert (f"{LABEL} change vs run 1: {signed_pct(100 * (b / a - 1))} (lower is better; "
             in journal)
     assert "TPS" not in journal
     res = run_cli(["journal", CONTEXT, "--results-dir", str(campaign)], workdir)
@@ -129,7 +128,7 @@ def test_findings_compare_the_headline_and_tps_sections_say_why(campaign: Path) 
     assert "Each config against **stock**" in findings
     title = metric_title(LABEL, "s")
     assert (f"| nohash: {title} | 1 | {figure(runs[0][2])} | {figure(runs[1][2])} | "
-            f"{pct(m['change_pct'])} |") in findings
+            f"{signed_pct(m['change_pct'])} |") in findings
     if m["verdict"] in ("faster", "slower"):
         assert f"nohash is **{m['verdict']}** than stock at 1 clients" in findings
     for title in ("## 7. Price/performance", "## 10. Scaling projection"):

@@ -19,7 +19,7 @@ from pgdyno.campaign.scaling import run_scaling_check
 from pgdyno.campaign.spec import load_spec
 from pgdyno.campaign.validation import run_validation
 from pgdyno.compare.runs import read_notes
-from pgdyno.reports.document import fmt
+from pgdyno.units import rounded
 from tests.conftest import make_shared_dir, postgres_processes, run_cli
 from tests.settings_text import recorded, stock, with_stock
 
@@ -131,10 +131,10 @@ def test_headline_figures_trace_to_summary_json(context: Path) -> None:
     for _label, run, clients, tps, lat, sd, p99, tx, failed in rows:
         summary = json.loads((context / CONTEXT / run / "summary.json").read_text())
         c = next(c for c in summary["per_clients"] if c["clients"] == int(clients))
-        assert tps == fmt(c["tps_mean"], 1)
-        assert lat == fmt(c["latency"]["mean_ms"], 3)
-        assert sd == fmt(c["latency"]["stddev_ms"], 3)
-        assert p99 == fmt(c["latency"]["percentiles_ms"]["p99"], 3)
+        assert tps == rounded(c["tps_mean"], 1)
+        assert lat == rounded(c["latency"]["mean_ms"], 3)
+        assert sd == rounded(c["latency"]["stddev_ms"], 3)
+        assert p99 == rounded(c["latency"]["percentiles_ms"]["p99"], 3)
         assert tx == str(c["transactions"]) and failed == str(c["failed"])
 
 
@@ -149,12 +149,12 @@ def test_validation_and_scaling_figures_trace_to_timelines(context: Path) -> Non
         it = summary["iterations"][it_no - 1]
         points = [p for p in it["timeline"] if first <= p["t_s"] < last]
         assert int(seconds) == len(points)
-        assert tps == fmt(sum(p["tps"] for p in points) / len(points), 1), state
+        assert tps == rounded(sum(p["tps"] for p in points) / len(points), 1), state
     scaling = _table(md, "Measured check")
     assert [r[0] for r in scaling] == ["1", "2"]
     for _cores, tps, run in scaling:
         summary = json.loads((context / CONTEXT / run / "summary.json").read_text())
-        assert tps == fmt(summary["per_clients"][0]["tps_mean"], 1)
+        assert tps == rounded(summary["per_clients"][0]["tps_mean"], 1)
     assert "Scaling efficiency 1→2 cores" in md
 
 
@@ -253,7 +253,7 @@ def test_cpu_baseline_adjusts_the_projection(context: Path) -> None:
     per_core = eps / min(threads, len(os.sched_getaffinity(0)))
     assert report["cpu_baseline"]["events_per_s_per_core"] == pytest.approx(per_core)
     sizing = md[md.index("## 3. Sizing math"):md.index("## 4.")]
-    assert f"{fmt(per_core, 1)} events/s per vCPU ({cpu_run.name})" in sizing
+    assert f"{rounded(per_core, 1)} events/s per vCPU ({cpu_run.name})" in sizing
     from pgdyno.config import load_hardware
 
     xlarge = load_hardware("r8g.xlarge")
@@ -283,7 +283,7 @@ def test_hardware_overview_lists_every_workload(context: Path) -> None:
     cpu_run = next((context / CPU_CONTEXT).glob("cpu-*"))
     summary = json.loads((cpu_run / "summary.json").read_text())
     (it,) = summary["iterations"]
-    assert rows["cpu"][1] == f"{fmt(it['metrics']['events_per_s'], 1)} events/s"
+    assert rows["cpu"][1] == f"{rounded(it['metrics']['events_per_s'], 1)} events/s"
     assert rows["cpu"][4] == "–"  # host-only telemetry: no session verdict
     su = rows["simple-update"]
     run = context / su[6]
@@ -291,6 +291,6 @@ def test_hardware_overview_lists_every_workload(context: Path) -> None:
     clients = int(su[5])
     tps = statistics.fmean(i["metrics"]["tps"] for i in s["iterations"]
                            if i["clients"] == clients and i["status"] == "ok")
-    assert su[1] == f"{fmt(tps, 1)} tx/s"
+    assert su[1] == f"{rounded(tps, 1)} tx/s"
     pooled = next(c for c in s["per_clients"] if c["clients"] == clients)
-    assert su[3] == fmt(pooled["latency"]["mean_ms"], 3)
+    assert su[3] == rounded(pooled["latency"]["mean_ms"], 3)

@@ -25,6 +25,7 @@ from pathlib import Path
 
 import pytest
 
+from pgdyno.analysis.summary import SCHEMA_VERSION as SUMMARY_VERSION
 from pgdyno.results.sweepdir import SCHEMA_VERSION, SweepRecord, SweepStep
 from tests.conftest import cpu_runs, make_shared_dir, run_cli, run_cli_here
 
@@ -318,7 +319,8 @@ def test_ctrl_c_during_report_leaves_old_or_new_files(telemetry_run: Path) -> No
         for path in paths:
             data = path.read_bytes()
             assert data in (old[path], fresh[path]), f"{path}: neither old nor new (delay {delay})"
-        assert json.loads((run / "summary.json").read_text())["schema_version"] == 2
+        assert json.loads((run / "summary.json").read_text())["schema_version"] == \
+            SUMMARY_VERSION
         assert (run / "report.html").read_text().rstrip().endswith("</html>")
         assert not list(run.rglob(".*.tmp")), "a temporary file was left behind"
     assert interrupted, "no attempt was interrupted while it was writing"

@@ -27,6 +27,9 @@ from pathlib import Path
 
 import pytest
 
+from pgdyno import serde
+from pgdyno.analysis.verdict import CAPACITY, Evidence
+from pgdyno.reports.evidence import evidence_text
 from pgdyno.results.capacity import FROZEN_FILE, freeze_into
 
 pytestmark = [pytest.mark.server, pytest.mark.skipif(
@@ -128,4 +131,12 @@ def test_throttled_device_is_storage_bound(slow_xfs: tuple[Path, str], tmp_path:
     assert write["pct_avg"] >= 90
     ranked = [(c["name"], c["score"]) for c in it["verdict"]["ranked"]]
     assert it["verdict"]["primary"] == "storage", ranked
-    assert any("measured" in line for line in it["verdict"]["evidence"])
+    evidence = [serde.from_dict(Evidence, e) for e in it["verdict"]["evidence"]]
+    assert any("measured" in evidence_text(e) for e in evidence)
+    # The evidence's figures are the most used measured limit's, as the telemetry has it.
+    (capacity,) = [e for e in evidence if e.kind == CAPACITY]
+    top = max((x for kind, x in limits.items()
+               if kind in ("read_iops", "write_iops", "iops", "mib_s")),
+              key=lambda x: x["pct_avg"] or 0)
+    assert capacity.figures == {"used": top["used_avg"], "capacity": top["capacity"],
+                                "pct": top["pct_avg"]} and capacity.figures["pct"] >= 90

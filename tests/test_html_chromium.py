@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from pgdyno.reports import html
-from pgdyno.reports.document import Document, Section, Table
-from tests.chromium import WINDOW, assert_fits
+from pgdyno.reports.document import Code, Document, Link, Section, Strong, Table, Text
+from tests.chromium import WINDOW, assert_fits, measure_page
 from tests.conftest import make_shared_dir, run_cli_here
 
 LONG_CONTEXT = "html-fit--a-deliberately-long-context-name-without-any-spaces"
@@ -69,13 +69,14 @@ def _widest_document(long_word: str) -> Document:
                      rows=[["postgresql", "shared_preload_libraries", long_word, "x" * 150,
                             "/var/tmp/" + long_word]])
     sixteen = range(16)
-    markdown = ("| " + " | ".join(f"column_{i}_of_sixteen" for i in sixteen) + " |\n|"
-                + "---:|" * 16 + "\n| " + " | ".join(f"{i * 98765.4321:,.2f} MB/s" for i in sixteen)
-                + " |\n\n| path | n |\n|---|--:|\n| " + long_word * 3 + " | 1 |\n")
+    rates = Table([f"column_{i}_of_sixteen" for i in sixteen],
+                  [[f"{i * 98765.4321:,.2f} MB/s" for i in sixteen]])
+    paths = Table(["path", "n"], [[long_word * 3, "1"]])
     return Document(title="widest " + long_word, sections=[
-        Section("Tables " + long_word, paragraphs=[f"A path: `{long_word}`."],
+        Section("Tables " + long_word, paragraphs=[Text.of("A path: ", Code(long_word), ".")],
                 tables=[numbers, settings]),
-        Section("Markdown tables", markdown=markdown, preformatted=["log " + long_word * 4]),
+        Section("Tables in a section's own order", preformatted=["log " + long_word * 4],
+                body=[rates, paths]),
     ])
 
 
@@ -87,6 +88,25 @@ def test_widest_content_fits_the_window(tmp_path: Path) -> None:
     page = assert_fits(page_path)
     assert len(page.tables) == 4
     assert max(t.width_px for t in page.tables) <= WINDOW[0]
+
+
+def test_a_link_in_a_table_cell_is_a_link_in_the_browser(tmp_path: Path) -> None:
+    """The study page's "At a glance" table: a workload's name leads to its section. In
+    Chromium the cell holds a link to an element that exists, never the Markdown text
+    "[tpcb](#workload-tpcb)"; stressed words are bold, not "**ok**"."""
+    glance = Table(["Workload", "Metric", "Change"],
+                   [[Link("tpcb", "#workload-tpcb"), "TPS", "+1.2%"]])
+    doc = Document("study", [
+        Section("At a glance", tables=[glance], paragraphs=[Text.of("Status ", Strong("ok"))]),
+        Section("tpcb: pgbench's TPC-B-like script", anchor="workload-tpcb",
+                paragraphs=["The workload's own section."])])
+    page_path = tmp_path / "study.html"
+    page_path.write_text(html.render_document(doc, tmp_path))
+    page = measure_page(page_path)
+    assert [(link.text, link.href, link.in_cell, link.target_found) for link in page.links] \
+        == [("tpcb", "#workload-tpcb", True, True)]
+    assert page.raw_markdown == []
+    assert_fits(page_path)
 
 
 @pytest.mark.parametrize("text", [

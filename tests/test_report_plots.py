@@ -166,4 +166,4 @@ def test_partial_last_second_is_dropped_from_the_run_plots(tmp_path: Path,
     assert seen["tps"] == [(START + k + 0.5, v)
                            for k, v in enumerate([500.0, 500.0, 500.0, 520.0, 510.0])]
     assert (tmp_path / "plots" / "c2-i1" / "write_iops_vs_tps.png").exists()
-    assert "plots/c2-i1/write_iops_vs_tps.png" in sections[-1].markdown
+    assert "plots/c2-i1/write_iops_vs_tps.png" in markdown.render_sections(sections)

@@ -74,7 +74,7 @@ def test_plan_and_summary_loaders_check_their_versions(tmp_path: Path) -> None:
     _write(tmp_path / "raw" / "run.json", {"schema_version": PLAN_SCHEMA_VERSION + 1})
     with pytest.raises(UsageError, match="run record schema_version"):
         RunDirectory(tmp_path).load_plan()
-    _write(tmp_path / "summary.json", {"schema_version": SUMMARY_VERSION - 1})
+    _write(tmp_path / "summary.json", {"schema_version": SUMMARY_VERSION + 1})
     with pytest.raises(UsageError, match="summary schema_version"):
         load_summary(tmp_path / "summary.json")
     _write(tmp_path / "summary.json", "{")

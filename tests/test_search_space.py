@@ -181,7 +181,7 @@ def test_setting_importance_ranks_the_setting_that_matters() -> None:
 
     import optuna
 
-    from pgdyno.search.report import setting_importance
+    from pgdyno.search.report_data import setting_importance
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     study = optuna.create_study(direction="maximize", sampler=optuna.samplers.RandomSampler(1))

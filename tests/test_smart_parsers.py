@@ -147,6 +147,7 @@ def test_every_runs_drive_health_section_has_the_projection(tmp_path: Path) -> N
     """A database run's telemetry (smart.json before and after, as the recorder writes it)
     gives the same projection as the arithmetic, rendered in the drive-health section."""
     from pgdyno.analysis.telemetry.host import smart_changes
+    from pgdyno.reports.markdown import render_sections
     from pgdyno.reports.telemetry_sections import _smart_section
     from pgdyno.telemetry.smart import SmartReading
 
@@ -165,5 +166,5 @@ def test_every_runs_drive_health_section_has_the_projection(tmp_path: Path) -> N
     class Summary:  # the section reads only .smart
         smart = [change]
 
-    lines = _smart_section(Summary())  # type: ignore[arg-type]
+    lines = render_sections(_smart_section(Summary())).splitlines()  # type: ignore[arg-type]
     assert f"- nvme0n1: {expected.text}" in lines

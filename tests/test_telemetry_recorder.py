@@ -15,12 +15,19 @@ from pgdyno.analysis import procfs
 from pgdyno.analysis.hosttick import CLK_TCK, HostTick
 from pgdyno.analysis.telemetry import TelemetrySummary, analyse_telemetry
 from pgdyno.analysis.verdict import Verdict, decide_bottleneck
-from pgdyno.reports.telemetry_sections import telemetry_markdown, telemetry_plots
+from pgdyno.reports.markdown import render_sections
+from pgdyno.reports.telemetry_sections import telemetry_plots, telemetry_sections
 from pgdyno.results.rawfiles import read_csv, read_jsonl
 from pgdyno.targets.connection import ConnectionInfo
 from pgdyno.telemetry import TelemetryConfig, TelemetryRecorder, catalog
 from pgdyno.workloads import registry
 from pgdyno.workloads.engine.pgbench import WindowSnapshots
+
+
+def telemetry_markdown(s: TelemetrySummary, verdict: Verdict | None,
+                       plots: dict[str, str]) -> str:
+    """The telemetry sections of one iteration as the run report's Markdown shows them."""
+    return render_sections(telemetry_sections(s, verdict, plots))
 
 
 @pytest.fixture(scope="module")

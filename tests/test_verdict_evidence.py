@@ -1,9 +1,9 @@
 """The verdict's evidence on constructed telemetry: each class names its own wait events,
-other load on the host comes first, and a paced run is judged against its ideal rate."""
+other load on the host comes first, and a paced run is judged against its ideal rate. The
+evidence is read as the figures it holds (``Evidence``); its words, as the report shows
+them, from ``reports.evidence``."""
 
 from __future__ import annotations
-
-import re
 
 import pytest
 
@@ -12,14 +12,21 @@ from pgdyno.analysis.verdict import (
     CHECKPOINT_STORM,
     CLIENT,
     CPU,
+    CPU_USE,
     DATA_READS,
     KEEPS_UP,
     LOCK,
+    OTHER_LOAD,
+    PACED_SESSIONS,
+    PACING,
+    WAIT_SHARE,
     WAL,
+    Evidence,
     Paced,
     Verdict,
     decide_bottleneck,
 )
+from pgdyno.reports.evidence import evidence_text
 
 # The events of issue 11's run, with one of every other class: (class, event, % of time).
 EVENTS = [("LWLock", "WALWrite", 36.0), ("Lock", "transactionid", 30.0),
@@ -31,7 +38,6 @@ OWN = {WAL: {"LWLock:WALWrite", "IO:WalSync"},
        LOCK: {"Lock:transactionid", "LWLock:LockManager"},
        DATA_READS: {"IO:DataFileRead"}, CPU: {"CPU:CPU"}, CLIENT: {"Client:ClientRead"},
        CHECKPOINT_STORM: {"IO:DataFileWrite"}}
-NAMED = re.compile(r"\b([A-Za-z]+:[A-Za-z]+) (\d+)%")
 
 
 def summary(events: list[tuple[str, str, float]] = EVENTS, aas: float = 8.0,
@@ -47,8 +53,9 @@ def summary(events: list[tuple[str, str, float]] = EVENTS, aas: float = 8.0,
     return s
 
 
-def _named(line: str) -> dict[str, int]:
-    return {m.group(1): int(m.group(2)) for m in NAMED.finditer(line)}
+def _named(e: Evidence) -> dict[str, int]:
+    """The wait events a piece of evidence names, with their whole-percent shares."""
+    return {f"{w.wait_class}:{w.event}": round(w.pct) for w in e.waits}
 
 
 def test_each_class_names_its_own_wait_events_only() -> None:
@@ -56,23 +63,29 @@ def test_each_class_names_its_own_wait_events_only() -> None:
     by_name = {c.name: c for c in v.ranked}
     shares = {f"{c}:{e}": round(p) for c, e, p in EVENTS}
     for name, own in OWN.items():
-        lines = [line for line in by_name[name].evidence if _named(line)]
-        named = {k: v for line in lines for k, v in _named(line).items()}
-        # CPU time is one "event": its line gives the share without naming it.
+        named = {k: v for e in by_name[name].evidence for k, v in _named(e).items()}
+        # CPU time is one "event": its evidence gives the share without naming it.
         assert named or name == CPU, (name, by_name[name].evidence)
         # Only this class's events, each with its own share of the sessions' time.
         assert set(named) <= own, (name, named)
         assert all(shares[k] == v for k, v in named.items()), named
-    wal_line = by_name[WAL].evidence[0]
-    assert "LWLock:WALWrite 36%" in wal_line and "transactionid" not in wal_line
-    assert "Lock:transactionid 30%" in by_name[LOCK].evidence[0]
-    assert "WALWrite" not in by_name[LOCK].evidence[0]
+    wal = by_name[WAL].evidence[0]
+    assert wal.kind == WAIT_SHARE and wal.names["class"] == WAL
+    assert _named(wal)["LWLock:WALWrite"] == 36 and "Lock:transactionid" not in _named(wal)
+    assert wal.figures["share"] == pytest.approx((36.0 + 7.0) / 100)
+    lock = by_name[LOCK].evidence[0]
+    assert _named(lock)["Lock:transactionid"] == 30 and "LWLock:WALWrite" not in _named(lock)
+    # The report words the figures it holds.
+    assert "LWLock:WALWrite 36%" in evidence_text(wal)
+    assert evidence_text(wal).startswith("43% of active session time in WAL waits")
 
 
 def test_a_class_without_sampled_events_says_so() -> None:
     v = decide_bottleneck(summary([("CPU", "CPU", 100.0)]), clients=16, cpu_count=2)
     wal = next(c for c in v.ranked if c.name == WAL)
-    assert "(none sampled)" in wal.evidence[0] and "CPU" not in wal.evidence[0]
+    assert wal.evidence[0].waits == [] and wal.evidence[0].figures["share"] == 0
+    words = evidence_text(wal.evidence[0])
+    assert "(none sampled)" in words and "CPU" not in words
 
 
 def test_other_load_is_the_first_evidence() -> None:
@@ -81,12 +94,14 @@ def test_other_load_is_the_first_evidence() -> None:
         contaminated=True, finding="other processes used 0.9 of 2 cores (45% of busy CPU)",
         cpu_attributed=True, host_cores=2, other_cores=0.9, other_share_of_busy_pct=45.0)
     v = decide_bottleneck(s, clients=16, cpu_count=2)
-    assert v.contaminated and v.evidence[0] == (
+    assert v.contaminated and v.evidence[0] == Evidence(OTHER_LOAD, names={
+        "finding": "other processes used 0.9 of 2 cores (45% of busy CPU)"})
+    assert evidence_text(v.evidence[0]) == (
         "other load on the host: other processes used 0.9 of 2 cores (45% of busy CPU); "
         "the figures include its effect")
     assert v.evidence[1:] == next(c for c in v.ranked if c.name == v.primary).evidence
     clean = decide_bottleneck(summary(), clients=16, cpu_count=2)
-    assert not clean.contaminated and not clean.evidence[0].startswith("other load")
+    assert not clean.contaminated and clean.evidence[0].kind != OTHER_LOAD
     assert Verdict.from_dict(v.to_dict()) == v
 
 
@@ -109,10 +124,15 @@ def test_paced_run_that_reaches_its_ideal_keeps_up() -> None:
     v = decide_bottleneck(_idle_terminals(), clients=10, cpu_count=2, paced=paced)
     assert v.primary == KEEPS_UP and "add clients" not in v.next_step
     assert "add warehouses" in v.next_step
-    assert v.evidence[0] == ("real/ideal 99% (NOPM 1,273 of 1,286 ideal): at or above 90%, "
-                             "the server keeps up with the terminals")
+    assert v.evidence[0] == Evidence(PACING, {"real_over_ideal": 0.99, "threshold": 0.9},
+                                     names={"rate": "NOPM 1,273 of 1,286 ideal"})
+    assert evidence_text(v.evidence[0]) == (
+        "real/ideal 99% (NOPM 1,273 of 1,286 ideal): at or above 90%, the server keeps up "
+        "with the terminals")
     client = next(c for c in v.ranked if c.name == CLIENT)
-    assert client.score == 0.0 and "idle by design" in client.evidence[0]
+    assert client.score == 0.0 and client.evidence[0].kind == PACED_SESSIONS
+    assert client.evidence[0].figures == {"aas": 0.07, "sessions": 10.0}
+    assert "idle by design" in evidence_text(client.evidence[0])
     assert v.inputs["real_over_ideal"] == pytest.approx(0.99)
 
 
@@ -122,8 +142,12 @@ def test_paced_run_below_its_ideal_names_the_limiting_resource() -> None:
     paced = Paced(real_over_ideal=0.62, rate="NOPM 797 of 1,286 ideal")
     v = decide_bottleneck(saturated, clients=10, cpu_count=2, paced=paced)
     assert v.primary == CPU, v.ranked
-    assert v.evidence[0].startswith("real/ideal 62% (NOPM 797 of 1,286 ideal): below 90%")
-    assert "CPU" in v.evidence[1]
+    pacing = v.evidence[0]
+    assert pacing.kind == PACING and pacing.figures["real_over_ideal"] == 0.62
+    assert pacing.figures["real_over_ideal"] < pacing.figures["threshold"] == 0.9
+    assert evidence_text(pacing).startswith(
+        "real/ideal 62% (NOPM 797 of 1,286 ideal): below 90%")
+    assert v.evidence[1].kind == CPU_USE and v.evidence[1].figures["busy_pct"] == 98.0
     # Nothing dominant below the ideal: undetermined, never the idle terminals.
     quiet = decide_bottleneck(_idle_terminals(), clients=10, cpu_count=2,
                               paced=Paced(real_over_ideal=0.5))
@@ -133,5 +157,5 @@ def test_paced_run_below_its_ideal_names_the_limiting_resource() -> None:
     s.contamination = t.Contamination(contaminated=True, finding="other processes used 1.0 "
                                       "of 2 cores (60% of busy CPU)")
     v = decide_bottleneck(s, clients=10, cpu_count=2, paced=paced)
-    assert v.evidence[0].startswith("other load on the host")
-    assert v.evidence[1].startswith("real/ideal 62%")
+    assert v.evidence[0].kind == OTHER_LOAD
+    assert v.evidence[1].kind == PACING and v.evidence[1].figures["real_over_ideal"] == 0.62

@@ -11,6 +11,11 @@ largest value, so that numbers in one column compare at a glance.
 
 Latencies and percentiles are milliseconds (:func:`format_ms`); a ratio of two throughputs
 is a percentage (:func:`format_ratio_pct`).
+
+Every other figure a report or the terminal shows goes through the formatters at the end:
+one rule (:func:`decimals`) decides how many decimals a figure's size earns, and a mean
+shown with its deviation (:func:`mean_sd`) gives both the mean's precision, so that
+"2,282 ± 36" is never printed as "2,282 ± 36.487".
 """
 
 from __future__ import annotations
@@ -121,3 +126,66 @@ def format_ms(ms: float | None) -> str:
 def format_ratio_pct(ratio: float | None) -> str:
     """A ratio such as real/ideal throughput as a percentage: 0.981 -> '98.1%'."""
     return MISSING if _missing(ratio) else f"{100 * ratio:.1f}%"
+
+
+# ----- figures --------------------------------------------------------------------------
+
+def decimals(value: float) -> int:
+    """How many decimals a figure of this size shows: 105,234 and 12.5 and 1.25 and 0.125
+    and 0.0093 (a TPROC-H geometric mean of seconds, not "0.0"): about four significant
+    digits, none from 1,000 on, where a decimal is noise beside the thousands."""
+    size = abs(value)
+    return 0 if size >= 1000 else 1 if size >= 10 else 2 if size >= 1 else 3 if size >= 0.01 \
+        else 4
+
+
+def fixed(value: float | None, digits: int = 1) -> str:
+    """``digits`` decimals, thousands separated: 1,234.5 (a column whose decimals its unit
+    decides, such as a telemetry table's)."""
+    return MISSING if _missing(value) else f"{value:,.{digits}f}"
+
+
+def rounded(value: float | None, digits: int = 2) -> str:
+    """``digits`` decimals below 1,000, none from there on: 0.52 ms, 3,838 TPS."""
+    if _missing(value):
+        return MISSING
+    return fixed(value, 0 if abs(value) >= 1000 else digits)
+
+
+def figure(value: float | None) -> str:
+    """A figure with the decimals its size earns (:func:`decimals`)."""
+    return MISSING if _missing(value) else rounded(value, decimals(value))
+
+
+def count(value: float | None) -> str:
+    """A count, thousands separated: 11,515."""
+    return MISSING if _missing(value) else f"{round(value):,}"
+
+
+def alike(reference: float | None, *beside: float | None,
+          digits: int | None = None) -> list[str]:
+    """A figure and those read beside it (its deviation, its median) at one precision, the
+    figure's: ``digits`` decimals below 1,000 when given, else :func:`decimals` of it. A
+    deviation finer than that precision is noise beside the figure it qualifies."""
+    if _missing(reference):
+        shown = digits or 0
+    else:
+        shown = decimals(reference) if digits is None else 0 if abs(reference) >= 1000 \
+            else digits
+    return [fixed(value, shown) for value in (reference, *beside)]
+
+
+def mean_sd(mean: float | None, sd: float | None, digits: int | None = None) -> str:
+    """'2,282 ± 36': a mean and its deviation in one cell, at the mean's precision
+    (:func:`alike`); a missing mean is '–' alone."""
+    return MISSING if _missing(mean) else " ± ".join(alike(mean, sd, digits=digits))
+
+
+def percent(value_pct: float | None, digits: int = 1) -> str:
+    """A value already in percent: 35.5%."""
+    return MISSING if _missing(value_pct) else f"{value_pct:.{digits}f}%"
+
+
+def signed_pct(value_pct: float | None, digits: int = 1) -> str:
+    """A change in percent with its sign: +5.7%, -0.3%."""
+    return MISSING if _missing(value_pct) else f"{value_pct:+.{digits}f}%"

@@ -11,6 +11,7 @@ import math
 import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -23,8 +24,10 @@ from pgdyno.analysis.verdict import Verdict
 from pgdyno.errors import UsageError
 from pgdyno.results.manifest import read_versioned
 
-SCHEMA_VERSION = 2
-"""2: per-iteration ``metrics`` declared by the workload (was: ``extras``)."""
+SCHEMA_VERSION = 3
+"""2: per-iteration ``metrics`` declared by the workload (was: ``extras``). 3: a verdict's
+evidence is typed (``analysis.verdict.Evidence``: its kind, figures and names; was: lines of
+text); a version-2 summary is read without its evidence (``_evidence_was_text``)."""
 HIGH_CV = 0.10
 """TPS varying by more than 10% of its mean between 1 s intervals deserves a look."""
 
@@ -189,12 +192,28 @@ def load_summary(path: Path) -> RunSummary:
     figure in it was measured: an Infinity is damage (an edit, a bug), refused here before
     a mean, a comparison or a plot trips on it."""
     advice = "; rebuild it with `pgdyno report RUN_DIR`"
-    summary = read_versioned(RunSummary, path, SCHEMA_VERSION, "run summary", advice)
+    summary = read_versioned(RunSummary, path, SCHEMA_VERSION, "run summary", advice,
+                             older={2: _evidence_was_text})
     infinite = serde.first_infinity(summary)
     if infinite is not None:
         raise UsageError(f"{path}: damaged run summary ({infinite}: Infinity where a "
                          f"measured number belongs){advice}")
     return summary
+
+
+def _evidence_was_text(data: dict[str, Any]) -> dict[str, Any]:
+    """Version 2 to 3: a verdict's evidence was lines of text, with no figures to read back,
+    so an older summary is read without it; its verdict, scores and inputs stay (what
+    compare, studies and the index read). ``pgdyno report RUN_DIR`` rebuilds the summary
+    from the run's raw files, evidence included."""
+    for it in data.get("iterations") or []:
+        verdict = it.get("verdict") if isinstance(it, dict) else None
+        if isinstance(verdict, dict):
+            verdict["evidence"] = []
+            for candidate in verdict.get("ranked") or []:
+                if isinstance(candidate, dict):
+                    candidate["evidence"] = []
+    return data
 
 
 @dataclass

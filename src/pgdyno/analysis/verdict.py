@@ -46,7 +46,6 @@ from dataclasses import dataclass, field
 
 from pgdyno import serde
 from pgdyno.analysis.telemetry import TelemetrySummary, WaitShare
-from pgdyno.units import format_rate
 
 CPU = "cpu"
 DATA_READS = "data_reads"
@@ -150,12 +149,87 @@ class Paced:
         return self.real_over_ideal >= self.threshold
 
 
+# What a piece of evidence is about: each kind has its figures (``Evidence.figures``) and
+# its names (``Evidence.names``); ``reports.evidence`` words each kind.
+OTHER_LOAD = "other_load"
+"""names ``finding``: other processes on the host (``Contamination.finding``)."""
+ARCHIVER = "archiver"
+"""names ``finding``: an archiver that failed or fell behind (``ArchiveSummary.evidence``)."""
+PACING = "pacing"
+"""figures ``real_over_ideal``, ``threshold``; names ``rate``: a paced run against its ideal."""
+CLIENT_HOST = "client_host"
+"""figures ``client_busy_pct``, ``server_busy_pct``: a saturated client host (--ssh)."""
+CPU_USE = "cpu_use"
+"""figures ``busy_pct``, ``cores``, ``usr_pct``, ``sys_pct``, ``iowait_pct``, ``run_queue``,
+and ``own_pct`` (the benchmark's share of the busy CPU) when known."""
+SESSIONS = "sessions"
+"""figures ``aas``, ``sessions``: average active sessions for the clients."""
+SESSIONS_ACTIVE = "sessions_active"
+"""figures ``aas``, ``sessions``, ``active_share``: how much of the time sessions worked."""
+PACED_SESSIONS = "paced_sessions"
+"""figures ``aas``, ``sessions``: paced terminals, idle by design."""
+WAIT_SHARE = "wait_share"
+"""names ``class`` (a class of this module); figures ``share`` (of the sessions' active
+time), ``aas`` and ``sessions`` beside it for CPU and data reads, ``idle_in_transaction``
+for the client; ``waits``: the class's own top wait events."""
+DEVICE = "device"
+"""names ``role`` and ``device`` (no device: unknown); figures ``util_pct``, ``r_s``,
+``r_await_ms``, ``w_s``, ``w_await_ms``, ``aqu_sz``."""
+CACHE = "cache"
+"""figures ``cache_hit_pct``, ``blocks_read_per_s``."""
+IO_WORKERS = "io_workers"
+"""figures ``busy``: PG18 I/O workers busy on average."""
+WAL_RATE = "wal_rate"
+"""figures ``syncs_per_s``, ``bytes_per_s``."""
+FPI_CREDITED = "fpi_credited"
+"""figures ``fpi_bytes_share``: WAL bytes that are full-page images, credited to the storm."""
+CHECKPOINTS = "checkpoints"
+"""figures ``started``, ``timed``, ``requested``, ``wal_triggered``,
+``too_frequent_warnings``, and ``mean_gap_s`` between WAL-forced ones when known."""
+FULL_PAGE_IMAGES = "full_page_images"
+"""figures ``fpi_ratio`` (of WAL records) and ``fpi_bytes_share``; none when unknown."""
+WRITE_CV = "write_cv"
+"""figures ``cv``: the data device's write IOPS coefficient of variation; none when n/a."""
+CHECKPOINT_WRITES = "checkpoint_writes"
+"""figures ``write_s``, ``sync_s``, ``buffers_checkpoint``, ``buffers_bgwriter``,
+``buffers_backend``."""
+CAPACITY = "capacity"
+"""names ``resource``, ``unit``, ``note``; figures ``used``, ``capacity``, ``pct``: a device
+against the capacity fio measured on it."""
+UTIL = "util"
+"""names ``device``; figures ``util_pct``: %util beside the measured capacity."""
+IO_SHARE = "io_share"
+"""figures ``reads``, ``wal``, ``checkpoint``: shares of active time waiting on I/O."""
+NO_CAPACITY = "no_capacity"
+"""No measured capacity for the run's devices."""
+QUIET = "quiet"
+"""No wait class stands out (a run that keeps up)."""
+NOTHING_DOMINANT = "nothing_dominant"
+"""figures ``min_score``: no class explains that share of the sessions' time."""
+
+
+@dataclass
+class Evidence:
+    """One finding behind a verdict, held as its figures: the report words it
+    (``reports.evidence``), and a test reads the figures, not the words."""
+
+    kind: str
+    """What it is about: one of the kinds above."""
+    figures: dict[str, float] = field(default_factory=dict)
+    """Its numbers, in the units their names say (``_pct`` percent, ``share`` a fraction)."""
+    names: dict[str, str] = field(default_factory=dict)
+    """Its words: a role, a device, a class, another analysis' finding; ``busiest``: the
+    label of the class whose evidence this is, in a run that keeps up (``KEEPS_UP``)."""
+    waits: list[WaitShare] = field(default_factory=list)
+    """A class's own top wait events with their shares of active time."""
+
+
 @dataclass
 class Candidate:
     name: str
     label: str
     score: float
-    evidence: list[str] = field(default_factory=list)
+    evidence: list[Evidence] = field(default_factory=list)
     next_step: str = ""
 
 
@@ -167,13 +241,14 @@ class Verdict:
     label: str
     ranked: list[Candidate] = field(default_factory=list)
     """Every class, best first."""
-    evidence: list[str] = field(default_factory=list)
-    """The primary class's evidence lines."""
+    evidence: list[Evidence] = field(default_factory=list)
+    """The primary class's evidence, after what qualifies every class (other load on the
+    host, the archiver, the pacing, a saturated client host)."""
     next_step: str = ""
     inputs: dict[str, float] = field(default_factory=dict)
     """The figures the scores were computed from, for the report and for audits."""
     contaminated: bool = False
-    """Other load on the host during the window (its figure is the first evidence line)."""
+    """Other load on the host during the window (its finding is the first evidence)."""
 
     def to_dict(self) -> dict:
         return serde.to_dict(self)
@@ -207,10 +282,9 @@ CLASS_EVENTS = {
 }
 
 
-def class_events(events: list[WaitShare], name: str, n: int = 3) -> str:
+def class_events(events: list[WaitShare], name: str, n: int = 3) -> list[WaitShare]:
     """The top ``n`` wait events of one class with their shares of active time."""
-    own = [e for e in events if CLASS_EVENTS[name](e)][:n]
-    return ", ".join(f"{e.wait_class}:{e.event} {e.pct:.0f}%" for e in own) or "none sampled"
+    return [e for e in events if CLASS_EVENTS[name](e)][:n]
 
 
 def _ramp(value: float, low: float, high: float) -> float:
@@ -325,8 +399,7 @@ def decide_bottleneck(summary: TelemetrySummary, clients: int, cpu_count: int,
     scores = {k: round(max(0.0, min(1.0, v)), 4) for k, v in scores.items()}
     evidence = _evidence(summary, x, storm, mean_gap)
     if paced is not None:
-        evidence[CLIENT] = [f"paced terminals: {x.aas:.2f} of {x.sessions:g} sessions active "
-                            "on average, idle by design (keying and think times)"]
+        evidence[CLIENT] = [Evidence(PACED_SESSIONS, {"aas": x.aas, "sessions": x.sessions})]
     ranked = sorted((Candidate(name, LABELS[name], score, evidence[name], NEXT_STEPS[name])
                      for name, score in scores.items()), key=lambda c: -c.score)
     top = ranked[0]
@@ -336,14 +409,12 @@ def decide_bottleneck(summary: TelemetrySummary, clients: int, cpu_count: int,
         inputs["real_over_ideal"] = round(paced.real_over_ideal, 4)
     if paced is not None and paced.keeps_up:
         primary, lines, step = KEEPS_UP, [
-            f"busiest class {top.label}: {top.evidence[0]}" if top.score > 0 else
-            "no wait class stands out"], NEXT_STEPS[KEEPS_UP]
+            _busiest(top) if top.score > 0 else Evidence(QUIET)], NEXT_STEPS[KEEPS_UP]
     elif top.score >= MIN_PRIMARY_SCORE:
         primary, lines, step = top.name, top.evidence, top.next_step
     else:
         primary, lines, step = UNDETERMINED, [
-            "no class explains more than "
-            f"{MIN_PRIMARY_SCORE:.0%} of the sessions' time; see the ranked list"], (
+            Evidence(NOTHING_DOMINANT, {"min_score": MIN_PRIMARY_SCORE})], (
             "Run longer or with more load: the telemetry shows no dominant limit.")
     label = LABELS.get(primary, "no dominant bottleneck")
     bound = client_bound(summary)
@@ -360,15 +431,23 @@ def decide_bottleneck(summary: TelemetrySummary, clients: int, cpu_count: int,
         contaminated=summary.contamination.contaminated)
 
 
+def _busiest(top: Candidate) -> Evidence:
+    """The busiest class's first evidence, named as the busiest class's (a run that keeps
+    up has no bottleneck, only a class that is busier than the others)."""
+    first = top.evidence[0]
+    return Evidence(first.kind, dict(first.figures), {**first.names, "busiest": top.label},
+                    list(first.waits))
+
+
 CLIENT_BOUND_CLIENT_PCT = 90.0
 CLIENT_BOUND_SERVER_PCT = 70.0
 """--ssh: a client host busier than the first while the database host stays below the second
 is "client-bound" (pgbench cannot offer more load; the server could take it)."""
 
 
-def client_bound(summary: TelemetrySummary) -> tuple[float, str] | None:
-    """(client busy %, the evidence line) when the client's CPU is saturated and the
-    server's is not; None otherwise, or without a client series (local runs)."""
+def client_bound(summary: TelemetrySummary) -> tuple[float, Evidence] | None:
+    """(client busy %, the evidence) when the client's CPU is saturated and the server's is
+    not; None otherwise, or without a client series (local runs)."""
     client = summary.client_cpu
     if client is None or client.samples < 1:
         return None
@@ -378,112 +457,106 @@ def client_bound(summary: TelemetrySummary) -> tuple[float, str] | None:
         else (summary.cpu.busy.avg or 0.0)
     if client_busy < CLIENT_BOUND_CLIENT_PCT or server_busy >= CLIENT_BOUND_SERVER_PCT:
         return None
-    return client_busy, (f"client-bound: the client host's CPU was {client_busy:.0f}% busy "
-                         f"while the database host's was {server_busy:.0f}%: the load driver "
-                         "is the limit, not the server")
+    return client_busy, Evidence(CLIENT_HOST, {"client_busy_pct": client_busy,
+                                               "server_busy_pct": server_busy})
 
 
-def _first_evidence(summary: TelemetrySummary, paced: Paced | None) -> list[str]:
+def _first_evidence(summary: TelemetrySummary, paced: Paced | None) -> list[Evidence]:
     """What qualifies every other line: other load on the host, then the pacing."""
     lines = []
     c = summary.contamination
     if c.contaminated:
-        lines.append(f"other load on the host: {c.finding}; the figures include its effect")
+        lines.append(Evidence(OTHER_LOAD, names={"finding": c.finding}))
     if summary.archive is not None:  # --archive: an archiver that failed or fell behind
-        lines.extend(summary.archive.evidence)
+        lines += [Evidence(ARCHIVER, names={"finding": e}) for e in summary.archive.evidence]
     if paced is not None:
-        rate = f" ({paced.rate})" if paced.rate else ""
-        lines.append(
-            f"real/ideal {paced.real_over_ideal:.0%}{rate}: "
-            + (f"at or above {paced.threshold:.0%}, the server keeps up with the terminals"
-               if paced.keeps_up else
-               f"below {paced.threshold:.0%}, the system no longer keeps up with the "
-               "terminals"))
+        lines.append(Evidence(PACING, {"real_over_ideal": paced.real_over_ideal,
+                                       "threshold": paced.threshold},
+                              names={"rate": paced.rate} if paced.rate else {}))
     return lines
 
 
-def _pct(x: float) -> str:
-    return f"{100.0 * x:.0f}%"
-
-
 def _evidence(s: TelemetrySummary, x: _Inputs, storm: bool,
-              mean_gap: float | None) -> dict[str, list[str]]:
+              mean_gap: float | None) -> dict[str, list[Evidence]]:
     data, wal = s.role_device("data"), s.role_device("wal")
-    cpu_line = (f"CPU {x.cpu_busy_pct:.0f}% busy of {x.cores:g} cores "
-                f"(usr {s.cpu.usr.avg or 0:.0f}%, sys {s.cpu.sys.avg or 0:.0f}%, "
-                f"iowait {s.cpu.iowait.avg or 0:.0f}%), run queue {x.run_queue:.1f}")
-    if x.own_cpu_pct >= 0:
-        cpu_line += f", {x.own_cpu_pct:.0f}% of the busy CPU used by the benchmark"
-    aas_line = f"AAS {x.aas:.2f} for {x.sessions:g} clients"
-
-    def dev_line(role: str, dev) -> str:  # noqa: ANN001
-        if dev is None:
-            return f"{role} device unknown"
-        return (f"{role} device {dev.device} {dev.util_pct.avg or 0:.0f}% utilised, "
-                f"r/s {dev.r_s.avg or 0:,.0f} (r_await {dev.r_await_ms.avg or 0:,.2f} ms), "
-                f"w/s {dev.w_s.avg or 0:,.0f} (w_await {dev.w_await_ms.avg or 0:,.2f} ms), "
-                f"aqu-sz {dev.aqu_sz.avg or 0:.2f}")
-
+    cpu = _cpu_use(s, x)
+    sessions = {"aas": x.aas, "sessions": x.sessions}
     ev = s.waits.by_event
+
+    def share(name: str, value: float, **figures: float) -> Evidence:
+        return Evidence(WAIT_SHARE, {"share": value, **figures}, names={"class": name},
+                        waits=class_events(ev, name))
+
     ck = s.checkpoints
-    ck_line = (f"{ck.started} checkpoints started ({ck.timed} timed, {ck.requested} requested, "
-               f"{ck.wal_triggered} forced by WAL volume), {ck.too_frequent_warnings} "
-               "'too frequent' warnings")
-    if mean_gap is not None:
-        ck_line += f", one every {mean_gap:.1f} s"
-    fpi = (f"full-page images {_pct(s.wal.fpi_ratio)} of WAL records, ~{_pct(x.fpi_bytes_share)}"
-           " of WAL bytes" if s.wal.fpi_ratio is not None else "full-page images unknown")
-    cv = (f"data write IOPS CV {_pct(data.write_iops_cv)}"
-          if data is not None and data.write_iops_cv is not None else "data write IOPS CV n/a")
-    workers = (f"io workers busy {s.waits.io_workers_busy_avg:.2f} on average"
-               if s.waits.io_workers else "")
+    data_reads = [share(DATA_READS, x.read_share, **sessions), _device("data", data),
+                  Evidence(CACHE, {"cache_hit_pct": s.database.cache_hit_pct or 0,
+                                   "blocks_read_per_s": s.database.blks_read_per_s or 0})]
+    if s.waits.io_workers:
+        data_reads.append(Evidence(IO_WORKERS, {"busy": s.waits.io_workers_busy_avg}))
     return {
         STORAGE: _storage_evidence(s, x),
-        CPU: [cpu_line, f"{_pct(x.cpu_share)} of active session time on CPU ({aas_line})",
-              dev_line("data", data)],
-        DATA_READS: [f"{_pct(x.read_share)} of active session time waiting on data-file reads "
-                     f"({class_events(ev, DATA_READS)}; {aas_line})", dev_line("data", data),
-                     f"cache hit {s.database.cache_hit_pct or 0:.1f}%, "
-                     f"{s.database.blks_read_per_s or 0:,.0f} blocks read/s"]
-                    + ([workers] if workers else []),
-        WAL: [f"{_pct(x.wal_share)} of active session time in WAL waits "
-              f"({class_events(ev, WAL)})",
-              dev_line("wal", wal),
-              f"{s.wal.syncs_per_s or 0:,.0f} WAL syncs/s, "
-              f"{format_rate(s.wal.bytes_per_s or 0)} of WAL"]
-             + ([f"{_pct(x.fpi_bytes_share)} of WAL bytes are full-page images caused by "
-                 "checkpoints (credited to the checkpoint storm)"] if storm else []),
-        LOCK: [f"{_pct(x.lock_share)} of active session time waiting on locks "
-               f"({class_events(ev, LOCK)})",
-               aas_line, cpu_line],
-        CLIENT: [f"{aas_line}: sessions active {_pct(min(1.0, x.aas / x.sessions))} of the "
-                 "time", cpu_line,
-                 f"{_pct(x.client_share)} of active time in Client waits "
-                 f"({class_events(ev, CLIENT)}), "
-                 f"{s.waits.idle_in_transaction_avg:.2f} sessions idle in transaction"],
-        CHECKPOINT_STORM: [ck_line, fpi, cv,
-                           f"{_pct(x.ckpt_write_share)} of active session time in "
-                           f"checkpoint-related waits ({class_events(ev, CHECKPOINT_STORM)})",
-                           f"checkpoint write {ck.write_s:.1f} s, sync {ck.sync_s:.1f} s; "
-                           f"buffers written by checkpointer {ck.buffers_checkpoint or 0:,.0f}, "
-                           f"bgwriter {ck.buffers_bgwriter or 0:,.0f}, "
-                           f"backends {ck.buffers_backend or 0:,.0f}"],
+        CPU: [cpu, share(CPU, x.cpu_share, **sessions), _device("data", data)],
+        DATA_READS: data_reads,
+        WAL: [share(WAL, x.wal_share), _device("wal", wal),
+              Evidence(WAL_RATE, {"syncs_per_s": s.wal.syncs_per_s or 0,
+                                  "bytes_per_s": s.wal.bytes_per_s or 0})]
+             + ([Evidence(FPI_CREDITED, {"fpi_bytes_share": x.fpi_bytes_share})]
+                if storm else []),
+        LOCK: [share(LOCK, x.lock_share), Evidence(SESSIONS, sessions), cpu],
+        CLIENT: [Evidence(SESSIONS_ACTIVE, {**sessions,
+                                            "active_share": min(1.0, x.aas / x.sessions)}),
+                 cpu, share(CLIENT, x.client_share,
+                            idle_in_transaction=s.waits.idle_in_transaction_avg)],
+        CHECKPOINT_STORM: [
+            Evidence(CHECKPOINTS, {"started": ck.started, "timed": ck.timed,
+                                   "requested": ck.requested, "wal_triggered": ck.wal_triggered,
+                                   "too_frequent_warnings": ck.too_frequent_warnings}
+                     | ({"mean_gap_s": mean_gap} if mean_gap is not None else {})),
+            Evidence(FULL_PAGE_IMAGES, {"fpi_ratio": s.wal.fpi_ratio,
+                                        "fpi_bytes_share": x.fpi_bytes_share}
+                     if s.wal.fpi_ratio is not None else {}),
+            Evidence(WRITE_CV, {"cv": data.write_iops_cv}
+                     if data is not None and data.write_iops_cv is not None else {}),
+            share(CHECKPOINT_STORM, x.ckpt_write_share),
+            Evidence(CHECKPOINT_WRITES, {
+                "write_s": ck.write_s, "sync_s": ck.sync_s,
+                "buffers_checkpoint": ck.buffers_checkpoint or 0,
+                "buffers_bgwriter": ck.buffers_bgwriter or 0,
+                "buffers_backend": ck.buffers_backend or 0})],
     }
 
 
-def _storage_evidence(s: TelemetrySummary, x: _Inputs) -> list[str]:
+def _cpu_use(s: TelemetrySummary, x: _Inputs) -> Evidence:
+    figures = {"busy_pct": x.cpu_busy_pct, "cores": x.cores, "usr_pct": s.cpu.usr.avg or 0,
+               "sys_pct": s.cpu.sys.avg or 0, "iowait_pct": s.cpu.iowait.avg or 0,
+               "run_queue": x.run_queue}
+    if x.own_cpu_pct >= 0:
+        figures["own_pct"] = x.own_cpu_pct
+    return Evidence(CPU_USE, figures)
+
+
+def _device(role: str, dev) -> Evidence:  # noqa: ANN001 - a DeviceSummary or None
+    if dev is None:
+        return Evidence(DEVICE, names={"role": role})
+    return Evidence(DEVICE, {"util_pct": dev.util_pct.avg or 0, "r_s": dev.r_s.avg or 0,
+                             "r_await_ms": dev.r_await_ms.avg or 0, "w_s": dev.w_s.avg or 0,
+                             "w_await_ms": dev.w_await_ms.avg or 0,
+                             "aqu_sz": dev.aqu_sz.avg or 0},
+                    names={"role": role, "device": dev.device})
+
+
+def _storage_evidence(s: TelemetrySummary, x: _Inputs) -> list[Evidence]:
     limits = sorted(_measured_limits(s), key=lambda limit: -(limit.pct_avg or 0))
     if not limits:
-        return ["no measured capacity for the run's devices (run `pgdyno bench fio` first)"]
+        return [Evidence(NO_CAPACITY)]
     top = limits[0]
-    lines = [f"{top.resource}: {top.used_avg:,.0f} of {top.capacity:,.0f} {top.unit} "
-             f"({top.pct_avg:.0f}%), {top.note}"]
+    lines = [Evidence(CAPACITY, {"used": top.used_avg, "capacity": top.capacity,
+                                 "pct": top.pct_avg},
+                      names={"resource": top.resource, "unit": top.unit, "note": top.note})]
     util = next((u for u in s.hardware_limits if u.kind == "util" and u.device == top.device),
                 None)
     if util is not None and util.used_avg is not None:
-        lines.append(f"%util {util.used_avg:.0f}% on {top.device}: the busy-time figure "
-                     "understates a device that serves requests in parallel")
-    lines.append(f"{_pct(x.read_share + x.wal_share + x.ckpt_write_share)} of active session "
-                 f"time waiting on I/O (reads {_pct(x.read_share)}, WAL {_pct(x.wal_share)}, "
-                 f"checkpoint writes {_pct(x.ckpt_write_share)})")
+        lines.append(Evidence(UTIL, {"util_pct": util.used_avg}, names={"device": top.device}))
+    lines.append(Evidence(IO_SHARE, {"reads": x.read_share, "wal": x.wal_share,
+                                     "checkpoint": x.ckpt_write_share}))
     return lines

@@ -30,14 +30,25 @@ from pgdyno.campaign.recommendations import (
     linear_verdict,
 )
 from pgdyno.campaign.scaling import ScalingCheck
-from pgdyno.compare.render import interval, pct, verdict_text
+from pgdyno.compare.render import interval, verdict_text
 from pgdyno.compare.runs import RunData
 from pgdyno.compare.settings_diff import changes_block, settings_diff
 from pgdyno.compare.stats import FASTER, SLOWER
 from pgdyno.config.units import settings_with_stock
 from pgdyno.reports import html
-from pgdyno.reports.document import Document, Section, Table, figure, fmt
+from pgdyno.reports.document import (
+    BulletList,
+    Code,
+    Document,
+    Inline,
+    Paragraph,
+    Section,
+    Strong,
+    Table,
+    Text,
+)
 from pgdyno.results.rundir import write_json_atomic
+from pgdyno.units import figure, rounded, signed_pct
 from pgdyno.workloads import registry
 
 
@@ -53,22 +64,24 @@ def context_document(rep: ContextReport) -> Document:
 def _summary(rep: ContextReport) -> Section:
     s = Section("1. Summary")
     runs_ok = sum(r.status == "ok" for r in rep.runs)
-    s.paragraphs.append(f"Context `{rep.context}`: {len(rep.runs)} runs ({runs_ok} ok), "
-                        f"{rep.runs[0].started_at if rep.runs else '–'} → "
-                        f"{rep.runs[-1].started_at if rep.runs else '–'}.")
+    s.paragraphs.append(Text.of("Context ", Code(rep.context),
+                                f": {len(rep.runs)} runs ({runs_ok} ok), "
+                                f"{rep.runs[0].started_at if rep.runs else '–'} → "
+                                f"{rep.runs[-1].started_at if rep.runs else '–'}."))
     v = rep.validation
     if v is not None and v.state("cold") and v.state("warm"):
         cold, warm = v.state("cold"), v.state("warm")
         s.tables.append(Table(["Metric", "Cold cache", "Warm cache"], [
-            ["TPS", fmt(cold.tps, 1), fmt(warm.tps, 1)],
-            ["Latency avg (ms)", fmt(cold.latency_avg_ms, 3), fmt(warm.latency_avg_ms, 3)],
+            ["TPS", rounded(cold.tps, 1), rounded(warm.tps, 1)],
+            ["Latency avg (ms)", rounded(cold.latency_avg_ms, 3), rounded(warm.latency_avg_ms, 3)],
             ["Transactions", str(cold.transactions), str(warm.transactions)],
             ["Failed", str(cold.failed), str(warm.failed)],
         ], caption=f"Validation run {Path(v.run_dir).name}, {v.clients} clients "
                    "(timeline slices of its summary.json)"))
     else:
-        s.paragraphs.append("No validation run in this context: `pgdyno validate WORKLOAD "
-                            "--context NAME` measures cold and warm cache.")
+        s.paragraphs.append(Text.of("No validation run in this context: ",
+                                    Code("pgdyno validate WORKLOAD --context NAME"),
+                                    " measures cold and warm cache."))
     rows = []
     others: dict[tuple[str, str, str], list[list[str]]] = {}
     """Runs whose headline is not pooled TPS, by (metric, label, unit): a table each."""
@@ -78,9 +91,9 @@ def _summary(rep: ContextReport) -> Section:
             if r.label != label or h is None or r.status != "ok":
                 continue
             if h.is_tps:
-                rows.append([label, r.path.name, str(h.clients), fmt(h.tps, 1),
-                             fmt(h.latency_avg_ms, 3), fmt(h.latency_stddev_ms, 3),
-                             fmt(h.latency_p99_ms, 3), str(h.transactions), str(h.failed)])
+                rows.append([label, r.path.name, str(h.clients), rounded(h.tps, 1),
+                             rounded(h.latency_avg_ms, 3), rounded(h.latency_stddev_ms, 3),
+                             rounded(h.latency_p99_ms, 3), str(h.transactions), str(h.failed)])
             else:
                 n = sum(1 for it in r.iterations(h.clients)
                         if it.status == "ok" and h.metric in it.metrics)
@@ -102,14 +115,15 @@ def _summary(rep: ContextReport) -> Section:
         names = ", ".join(r.path.name for r in rep.best_runs)
         h = rep.best_headline
         if h is None or h.is_tps:
-            result = f"**{fmt(rep.best_tps, 1)} TPS**"
+            result = Text.of(Strong(f"{rounded(rep.best_tps, 1)} TPS"))
         else:
-            result = f"{h.prose_label} **{h.amount(rep.best_value)}** ({h.better})"
-        s.paragraphs.append(
-            f"Best config: **{rep.best.label}**, {result}: the mean of "
+            result = Text.of(f"{h.prose_label} ", Strong(h.amount(rep.best_value)),
+                             f" ({h.better})")
+        s.paragraphs.append(Text.of(
+            "Best config: ", Strong(rep.best.label), ", ", result, ": the mean of "
             f"its {len(rep.best_runs)} run(s) above ({names}); its median run "
             f"{rep.best.path.name} stands for it below. Configs are ranked like with like, "
-            f"over runs of {rep.ranked_on}.")
+            f"over runs of {rep.ranked_on}."))
     s.paragraphs += [f"Note: {n}" for n in rep.notes]
     if rep.hardware_overview:
         s.tables.append(_hardware_table(rep))
@@ -152,8 +166,8 @@ def _host_only(rep: ContextReport) -> str:
 def _hardware_table(rep: ContextReport) -> Table:
     """The opening table: every workload measured on this hardware."""
     rows = [[w.workload, f"{figure(w.headline_value)} {w.headline_unit}",
-             fmt(w.qps, 1) if w.qps is not None else "–",
-             fmt(w.latency_avg_ms, 3) if w.latency_avg_ms is not None else "–",
+             rounded(w.qps, 1) if w.qps is not None else "–",
+             rounded(w.latency_avg_ms, 3) if w.latency_avg_ms is not None else "–",
              w.bottleneck or "–", str(w.clients), f"{w.context}/{Path(w.run).name}"]
             for w in rep.hardware_overview]
     hardware = rep.context.split("--")[0]
@@ -179,8 +193,9 @@ def _config_matrix(rep: ContextReport) -> Section:
         groups: dict[str, list[dict]] = {}
         for setting in plan["settings"]:
             groups.setdefault(setting.get("group", "pg_other"), []).append(setting)
-        s.paragraphs.append(f"Config **{plan.get('name')}** of the best run "
-                            f"({sum(len(v) for v in groups.values())} parameters).")
+        s.paragraphs.append(Text.of("Config ", Strong(str(plan.get("name"))), " of the best "
+                                    f"run ({sum(len(v) for v in groups.values())} "
+                                    "parameters)."))
         for group in [g for g in GROUP_TITLES if g in groups] + \
                 [g for g in groups if g not in GROUP_TITLES]:
             rows = [[x.get("key") or x.get("name"), str(x.get("value")),
@@ -188,9 +203,10 @@ def _config_matrix(rep: ContextReport) -> Section:
             s.tables.append(Table(["Parameter", "Value", "Rationale"], rows,
                                   caption=GROUP_TITLES.get(group, group)))
     else:
-        s.paragraphs.append("The best run used stock PostgreSQL settings (no config plan); "
-                            "the server's non-default settings follow. `pgdyno tune` prints "
-                            "the full matrix for a machine.")
+        s.paragraphs.append(Text.of("The best run used stock PostgreSQL settings (no config "
+                                    "plan); the server's non-default settings follow. ",
+                                    Code("pgdyno tune"), " prints the full matrix for a "
+                                    "machine."))
     if rep.best is not None:
         server = rep.best.manifest.get("server") or {}
         settings = settings_with_stock(server.get("non_default_settings") or {},
@@ -228,20 +244,20 @@ def _sizing(rep: ContextReport) -> Section:
         s.paragraphs.append(f"No TPS per vCPU: {_not_throughput(rep)}.")
     if rep.per_core_tps is not None:
         s.preformatted.append(
-            f"CPU: {fmt(rep.best_tps, 1)} TPS / {rep.host_vcpus} vCPU "
-            f"= {fmt(rep.per_core_tps, 1)} TPS per vCPU (mean of the best config's runs)")
+            f"CPU: {rounded(rep.best_tps, 1)} TPS / {rep.host_vcpus} vCPU "
+            f"= {rounded(rep.per_core_tps, 1)} TPS per vCPU (mean of the best config's runs)")
         s.preformatted.append(
-            f"CPU-bound TPS on this host: {rep.host_vcpus} vCPU x {fmt(rep.per_core_tps, 1)} "
-            f"TPS per vCPU (measured) = {fmt(rep.per_core_tps * (rep.host_vcpus or 0), 1)}")
+            f"CPU-bound TPS on this host: {rep.host_vcpus} vCPU x {rounded(rep.per_core_tps, 1)} "
+            f"TPS per vCPU (measured) = {rounded(rep.per_core_tps * (rep.host_vcpus or 0), 1)}")
     b = rep.cpu_baseline
     if b is not None:
         s.preformatted.append(
             f"CPU baseline: sysbench cpu, {b.threads} threads, primes up to {b.max_prime:,}: "
-            f"{fmt(b.events_per_s_per_core, 1)} events/s per vCPU ({Path(b.run).name})")
+            f"{rounded(b.events_per_s_per_core, 1)} events/s per vCPU ({Path(b.run).name})")
         if rep.per_core_tps is not None:
             s.preformatted.append(
-                f"Cost: {fmt(rep.per_core_tps, 1)} TPS / {fmt(b.events_per_s_per_core, 1)} "
-                f"events/s = {fmt(1000 * rep.per_core_tps / b.events_per_s_per_core, 1)} "
+                f"Cost: {rounded(rep.per_core_tps, 1)} TPS / {rounded(b.events_per_s_per_core, 1)} "
+                f"events/s = {rounded(1000 * rep.per_core_tps / b.events_per_s_per_core, 1)} "
                 "TPS per 1,000 CPU events/s (what a faster core is projected to buy)")
     return s
 
@@ -254,17 +270,18 @@ def _journal(rep: ContextReport) -> Section:
                  f"Run: {e.run}"]
         h = e.headline
         if h is not None and h.is_tps:
-            body.append(f"TPS {fmt(h.tps, 1)} at {h.clients} clients, latency "
-                        f"{fmt(h.latency_avg_ms, 3)} ms (stddev {fmt(h.latency_stddev_ms, 3)})")
+            body.append(f"TPS {rounded(h.tps, 1)} at {h.clients} clients, latency "
+                        f"{rounded(h.latency_avg_ms, 3)} ms "
+                        f"(stddev {rounded(h.latency_stddev_ms, 3)})")
         elif h is not None:
             body.append(f"{h.label} {h.amount()} at {h.clients} clients")
         if e.previous is not None:
             body.append(f"Changes since run {e.previous}:\n{changes_block(e.changes)}")
             if e.change_pct is not None and h is not None and h.is_tps:
-                body.append(f"TPS change vs run {e.previous}: {pct(e.change_pct)} "
+                body.append(f"TPS change vs run {e.previous}: {signed_pct(e.change_pct)} "
                             f"({e.change_verdict or 'no interval'})")
             elif e.change_pct is not None and h is not None:
-                body.append(f"{h.label} change vs run {e.previous}: {pct(e.change_pct)} "
+                body.append(f"{h.label} change vs run {e.previous}: {signed_pct(e.change_pct)} "
                             f"({h.better}; {e.change_verdict or 'no interval'})")
         if e.timeline:
             body.append(f"Timeline (iteration 1, {e.timeline_block_s} s means):\n" + "\n".join(
@@ -289,11 +306,12 @@ def _validation(rep: ContextReport) -> Section:
     s = Section("5. Validation runs")
     v = rep.validation
     if v is None:
-        s.paragraphs.append("None: `pgdyno validate WORKLOAD` runs cold, warming, warm and "
-                            "after-CHECKPOINT states on one server.")
+        s.paragraphs.append(Text.of("None: ", Code("pgdyno validate WORKLOAD"), " runs cold, "
+                                    "warming, warm and after-CHECKPOINT states on one "
+                                    "server."))
         return s
     s.tables.append(Table(["State", "TPS", "Latency avg (ms)", "Seconds", "Slice"], [
-        [st.name, fmt(st.tps, 1), fmt(st.latency_avg_ms, 3), str(st.seconds),
+        [st.name, rounded(st.tps, 1), rounded(st.latency_avg_ms, 3), str(st.seconds),
          f"iteration {st.iteration}, t {st.first_s}–{st.last_s} s: {st.description}"]
         for st in v.states], caption=f"Run {v.run_dir}"))
     s.paragraphs += [f"Note: {n}" for n in v.notes]
@@ -304,40 +322,47 @@ def _validation(rep: ContextReport) -> Section:
 
 
 def _key_findings(rep: ContextReport) -> Section:
+    """Each config against the baseline: a table of every finding, the clear ones in words
+    above it."""
     s = Section("6. Key findings")
     rows = [[f"{f.config}: {m.title}", str(m.clients or "run"), _value(f, m.baseline_mean),
-             _value(f, m.candidate_mean), pct(m.change_pct), interval(m), verdict_text(m)]
-            for f in rep.findings for m in [f.comparison]]
+             _value(f, m.candidate_mean), signed_pct(m.change_pct), interval(m),
+             verdict_text(m)] for f in rep.findings for m in [f.comparison]]
     if rows:
         values = "per-iteration values" if all(f.comparison.sample == "iteration"
                                                for f in rep.findings) else (
             "per-iteration values, or per-stream ones where the workload has streams")
-        s.paragraphs.append(f"Each config against **{rep.baseline_label}** (Welch interval on "
-                            f"{values}, see `pgdyno compare`).")
-        s.tables.append(Table(["Config: metric", "Clients", "Baseline", "Config", "Change",
-                               "Interval", "Verdict"], rows))
+        s.body.append(Paragraph(Text.of(
+            "Each config against ", Strong(rep.baseline_label), f" (Welch interval on "
+            f"{values}, see ", Code("pgdyno compare"), ").")))
     elif _host_only(rep):
-        s.paragraphs.append(f"No configs to compare: {_host_only(rep)}.")
+        s.body.append(Paragraph(f"No configs to compare: {_host_only(rep)}."))
     else:
-        s.paragraphs.append("Only one config was measured: nothing to compare.")
+        s.body.append(Paragraph("Only one config was measured: nothing to compare."))
+    clear: list[Inline] = []
     for f in rep.findings:
         m = f.comparison
         if f.headline and m.verdict in (FASTER, SLOWER):
             what = "TPS" if f.is_tps else f"{prose(m.label)} ({better_words(m.direction)})"
-            s.paragraphs.append(f"- {f.config} is **{m.verdict}** than "
-                                f"{rep.baseline_label} at {m.clients} clients: "
-                                f"{pct(m.change_pct)} {what}, interval {interval(m)}.")
+            clear.append(Text.of(f"{f.config} is ", Strong(m.verdict), f" than "
+                                 f"{rep.baseline_label} at {m.clients} clients: "
+                                 f"{signed_pct(m.change_pct)} {what}, interval {interval(m)}."))
     t = (rep.best.telemetry if rep.best else None) or {}
     busy = ((t.get("cpu") or {}).get("busy") or {}).get("avg")
     if busy is not None:
-        s.paragraphs.append(f"- CPU busy {busy:.0f}% on average during the best run.")
+        clear.append(f"CPU busy {busy:.0f}% on average during the best run.")
+    if clear:
+        s.body.append(BulletList(clear))
+    if rows:
+        s.body.append(Table(["Config: metric", "Clients", "Baseline", "Config", "Change",
+                             "Interval", "Verdict"], rows))
     return s
 
 
 def _value(f: Finding, value: float) -> str:
     """A finding's mean: TPS and latency as ever, other headlines with the decimals their
     size needs (a 0.0093 s geometric mean, not "0.009")."""
-    return fmt(value, 3) if f.is_tps or f.comparison.unit == "ms" else figure(value)
+    return rounded(value, 3) if f.is_tps or f.comparison.unit == "ms" else figure(value)
 
 
 def _price_performance(rep: ContextReport) -> Section:
@@ -349,9 +374,9 @@ def _price_performance(rep: ContextReport) -> Section:
         return s
     rows = []
     for p in rep.prices:
-        rows.append([p.instance, str(p.vcpus), fmt(p.tps, 1), p.tps_basis,
-                     _usd(p.price_month_usd), fmt(p.tps_per_usd, 2), _usd(p.spot_month_usd),
-                     fmt(p.spot_tps_per_usd, 2)])
+        rows.append([p.instance, str(p.vcpus), rounded(p.tps, 1), p.tps_basis,
+                     _usd(p.price_month_usd), rounded(p.tps_per_usd, 2), _usd(p.spot_month_usd),
+                     rounded(p.spot_tps_per_usd, 2)])
     s.tables.append(Table(["Instance", "vCPU", "TPS", "TPS basis", "On-demand $/mo",
                            "TPS per $/mo", "Spot $/mo", "Spot TPS per $/mo"], rows))
     s.paragraphs.append(
@@ -386,13 +411,15 @@ def _against(rep: ContextReport) -> Section:
         s.paragraphs.append(f"{other.context}: no finished run to compare.")
         return s
     changes = settings_diff(other.best.manifest, rep.best.manifest)
-    s.paragraphs.append(f"Best run of `{other.context}` → best run of `{rep.context}`.")
+    s.paragraphs.append(Text.of("Best run of ", Code(other.context), " → best run of ",
+                                Code(rep.context), "."))
     s.tables.append(Table(["Layer", "Setting", other.context, rep.context],
                           [[c.layer, c.name, c.before, c.after] for c in changes]))
     ha, hb = other.best_headline, rep.best_headline
     if ha is None or hb is None or ha.is_tps or hb.is_tps or ha.metric != hb.metric:
         a, b = other.best_tps, rep.best_tps
-        first = ["TPS", fmt(a, 1), fmt(b, 1), f"{b / a:.2f}" if a and b is not None else "–"]
+        first = ["TPS", rounded(a, 1), rounded(b, 1),
+                 f"{b / a:.2f}" if a and b is not None else "–"]
     else:
         a, b = other.best_value, rep.best_value
         first = [f"{hb.label} ({hb.unit}, {hb.better})", figure(a), figure(b),
@@ -414,15 +441,16 @@ def _hardware_limits(rep: ContextReport) -> Section:
         return s
     s.tables.append(Table(
         ["Resource", "Limit", "Basis", "Used avg", "Used peak", "% of limit", "Note"],
-        [[x.get("resource", ""), f"{fmt(x.get('capacity'))} {x.get('unit')}",
-          x.get("basis") or "–", fmt(x.get("used_avg")), fmt(x.get("used_peak")),
-          fmt(x.get("pct_avg"), 1), x.get("note", "")] for x in limits],
-        caption="Basis: measured = the host's fio baseline (`pgdyno bench fio`), catalogue = "
-                "the hardware profile's published figure; – = the resource's own bound"))
+        [[x.get("resource", ""), f"{rounded(x.get('capacity'))} {x.get('unit')}",
+          x.get("basis") or "–", rounded(x.get("used_avg")), rounded(x.get("used_peak")),
+          rounded(x.get("pct_avg"), 1), x.get("note", "")] for x in limits],
+        caption=Text.of("Basis: measured = the host's fio baseline (",
+                        Code("pgdyno bench fio"), "), catalogue = the hardware profile's "
+                        "published figure; – = the resource's own bound")))
     if not any(x.get("basis") == "measured" for x in limits):
-        s.paragraphs.append("The devices' IOPS and bandwidth limits are not measured on this "
-                            "host: `pgdyno bench fio` measures them, and later runs read "
-                            "their figures against them.")
+        s.paragraphs.append(Text.of("The devices' IOPS and bandwidth limits are not measured "
+                                    "on this host: ", Code("pgdyno bench fio"), " measures "
+                                    "them, and later runs read their figures against them."))
     return s
 
 
@@ -435,37 +463,38 @@ def _scaling(rep: ContextReport) -> Section:
         return s
     sizes = rep.size_scaling
     if sizes is not None and sizes.exponent is not None:
-        s.paragraphs.append(
+        s.paragraphs.append(Text.of(
             f"Measured, not assumed: this workload's best config on {len(sizes.fitted)} "
             f"machines with this host's CPU grows as TPS ∝ vCPU^{sizes.exponent:.2f} "
             f"(least squares on the logarithms; 1 would be linear, "
             f"{100 * 2 ** (sizes.exponent - 1):.0f}% of linear per doubling). Sizes not "
             f"measured are projected from the nearest measured size along that curve "
             f"(its exponent capped at 1: growth faster than linear between small machines "
-            f"does not carry on), {_speed_assumption(rep)}; beyond the sizes measured the "
-            "projection is an extrapolation and says so.")
+            "does not carry on), ", _speed_assumption(rep), "; beyond the sizes measured the "
+            "projection is an extrapolation and says so."))
     else:
-        s.paragraphs.append(
+        s.paragraphs.append(Text.of(
             f"Assumption: throughput grows linearly with vCPUs at the measured "
-            f"{fmt(rep.per_core_tps, 1)} TPS per vCPU (best config, {rep.host_vcpus} vCPU), "
-            f"{_speed_assumption(rep)}, and storage and locks that keep up. Lock and WAL "
-            "contention at higher concurrency make real scaling sub-linear.")
+            f"{rounded(rep.per_core_tps, 1)} TPS per vCPU (best config, {rep.host_vcpus} "
+            "vCPU), ", _speed_assumption(rep), ", and storage and locks that keep up. Lock and "
+            "WAL contention at higher concurrency make real scaling sub-linear."))
     if sizes is not None:
         s.tables.append(Table(
             ["Machine", "Context", "vCPU", "CPU", "TPS", "In the fit"],
-            [[m.hardware, m.context, str(m.vcpus), m.cpu_model or "–", fmt(m.tps, 1),
+            [[m.hardware, m.context, str(m.vcpus), m.cpu_model or "–", rounded(m.tps, 1),
               "yes" if m.context in sizes.fitted else "no"] for m in sizes.points],
             caption="The same workload and parameters measured on each machine of the "
                     "results tree (its best config's mean TPS)"))
         s.paragraphs += [f"Note: {n}" for n in sizes.notes]
-    rows = [[p.instance, str(p.vcpus), fmt(p.tps, 1), p.tps_basis] for p in rep.prices]
+    rows = [[p.instance, str(p.vcpus), rounded(p.tps, 1), p.tps_basis] for p in rep.prices]
     s.tables.append(Table(["Instance", "vCPU", "Est. TPS", "Basis"], rows))
     c = rep.scaling
     if c is None:
-        s.paragraphs.append("The assumption was not checked here: `pgdyno scaling-check "
-                            "WORKLOAD` runs the workload with the server on 1 and 2 cores.")
+        s.paragraphs.append(Text.of("The assumption was not checked here: ",
+                                    Code("pgdyno scaling-check WORKLOAD"), " runs the workload "
+                                    "with the server on 1 and 2 cores."))
     else:
-        rows = [[str(n), fmt(t, 1), Path(d).name] for n, t, d in
+        rows = [[str(n), rounded(t, 1), Path(d).name] for n, t, d in
                 zip(c.cores, c.tps, c.run_dirs, strict=True)]
         s.tables.append(Table(["Server cores", "TPS", "Run"], rows,
                               caption=f"Measured check, {c.clients} clients, workload "
@@ -477,17 +506,18 @@ def _scaling(rep: ContextReport) -> Section:
     return s
 
 
-def _speed_assumption(rep: ContextReport) -> str:
+def _speed_assumption(rep: ContextReport) -> Inline:
     b = rep.cpu_baseline
     if b is None:
-        return ("the same CPU speed per core (run `pgdyno bench cpu` in this context to "
-                "adjust for instances whose profile gives their sysbench events/s per core)")
+        return Text.of("the same CPU speed per core (run ", Code("pgdyno bench cpu"), " in "
+                       "this context to adjust for instances whose profile gives their "
+                       "sysbench events/s per core)")
     if b.max_prime != BASELINE_PRIME:
         return (f"the same CPU speed per core (the CPU baseline used primes up to "
                 f"{b.max_prime:,}; profiles give events/s at {BASELINE_PRIME:,}, so no "
                 "adjustment)")
     return (f"a core speed scaled by the instance's sysbench cpu events/s per core over this "
-            f"host's measured {fmt(b.events_per_s_per_core, 1)} where its profile gives one "
+            f"host's measured {rounded(b.events_per_s_per_core, 1)} where its profile gives one "
             "(\"CPU-adjusted\"), else the same speed")
 
 
@@ -496,16 +526,17 @@ _LINEARITY_WORDS = {"holds": "holds here", "fails": "does not hold here",
                     "plausible": "looks plausible", "doubtful": "looks doubtful"}
 
 
-def _efficiency_text(c: ScalingCheck) -> str:
-    text = (f"Scaling efficiency {min(c.cores)}→{max(c.cores)} cores: "
-            f"**{100 * c.efficiency:.0f}%** of linear")
+def _efficiency_text(c: ScalingCheck) -> Text:
+    text = Text.of(f"Scaling efficiency {min(c.cores)}→{max(c.cores)} cores: ",
+                   Strong(f"{100 * c.efficiency:.0f}%"), " of linear")
     words = _LINEARITY_WORDS[linear_verdict(c) or "doubtful"]
     if c.efficiency_low is None:
-        return (text + f" (one run per core count: no interval; the linear assumption "
-                f"{words} here, {100 * LINEAR:.0f}% threshold; `--pairs 3` measures it with "
-                "an interval).")
+        return text + Text.of(f" (one run per core count: no interval; the linear assumption "
+                              f"{words} here, {100 * LINEAR:.0f}% threshold; ",
+                              Code("--pairs 3"), " measures it with an interval).")
     interval_text = f"95% interval {100 * c.efficiency_low:.0f}–{100 * c.efficiency_high:.0f}%"
-    return f"{text} ({interval_text}): the linear assumption {words} ({100 * LINEAR:.0f}%)."
+    return text + (f" ({interval_text}): the linear assumption {words} "
+                   f"({100 * LINEAR:.0f}%).")
 
 
 def _workload_of(rep: ContextReport, run_dir: str) -> str:
@@ -514,23 +545,24 @@ def _workload_of(rep: ContextReport, run_dir: str) -> str:
 
 def _recommendations(rep: ContextReport) -> Section:
     s = Section("11. Recommendations")
-    s.paragraphs += [f"- {_recommendation(r, rep.baseline_label)}" for r in rep.recommendations]
+    s.body.append(BulletList([_recommendation(r, rep.baseline_label)
+                              for r in rep.recommendations]))
     return s
 
 
-def _recommendation(r: Recommendation, baseline: str) -> str:
+def _recommendation(r: Recommendation, baseline: str) -> Inline:
     """One recommendation in words (``pgdyno.campaign.recommendations`` decides them)."""
     f = r.finding
     m = f.comparison if f is not None else None
     if r.kind == USE and f is not None and m is not None:
-        return (f"Use **{r.config}**: {pct(m.change_pct)} {_what(f)} over {baseline} at "
-                f"{m.clients} clients (interval {interval(m)}).")
+        return Text.of("Use ", Strong(r.config), f": {signed_pct(m.change_pct)} {_what(f)} "
+                       f"over {baseline} at {m.clients} clients (interval {interval(m)}).")
     if r.kind == DURABILITY_RISK:
         return (f"But {', '.join(r.settings)}=off trades durability for speed: a crash can "
                 "lose committed transactions" + (" or corrupt data" if r.corrupts else "")
                 + "; use it only where that is acceptable.")
     if r.kind == AVOID and f is not None and m is not None:
-        return (f"Avoid {r.config}: {pct(m.change_pct)} {_what(f)} against {baseline} "
+        return (f"Avoid {r.config}: {signed_pct(m.change_pct)} {_what(f)} against {baseline} "
                 f"(interval {interval(m)}).")
     if r.kind == KEEP:
         return (f"No config beat {baseline} beyond the noise: keep it, or measure "
@@ -538,10 +570,10 @@ def _recommendation(r: Recommendation, baseline: str) -> str:
     if r.kind == FAILED_RUN:
         return f"Do not reuse run {r.run}'s changes ({r.config}): {r.reason}"
     if r.kind == SIZE_HEADROOM:
-        return (f"This size: sustained load under ~{fmt(r.limit_tps, 0)} TPS "
-                f"({100 * (r.share or 0):.0f}% of the best config's mean {fmt(r.tps, 0)}); move "
-                "up a size when the load is above it, or when cold starts must meet the warm "
-                "figure.")
+        return (f"This size: sustained load under ~{rounded(r.limit_tps, 0)} TPS "
+                f"({100 * (r.share or 0):.0f}% of the best config's mean "
+                f"{rounded(r.tps, 0)}); move up a size when the load is above it, or when "
+                "cold starts must meet the warm figure.")
     if r.kind == PREWARM:
         return (f"Cold cache runs at {100 * (r.share or 0):.0f}% of warm: pre-warm after "
                 "restarts (pg_prewarm) or size for the cold figure.")
@@ -549,8 +581,8 @@ def _recommendation(r: Recommendation, baseline: str) -> str:
         return ("Measured scaling looks sub-linear: expect less than the projected TPS on "
                 "larger sizes; measure there before buying.")
     if r.kind == NOISY_SCALING:
-        return ("The scaling check was too noisy to confirm the projection: repeat it "
-                "(`pgdyno scaling-check --pairs 3`) on a quiet machine.")
+        return Text.of("The scaling check was too noisy to confirm the projection: repeat "
+                       "it (", Code("pgdyno scaling-check --pairs 3"), ") on a quiet machine.")
     raise ValueError(f"recommendation {r.kind}: no wording")
 
 

@@ -22,8 +22,8 @@ from pgdyno.compare.runs import RunData
 from pgdyno.compare.settings_diff import SettingChange, settings_diff
 from pgdyno.compare.stats import SLOWER
 from pgdyno.provision.journal import ProvisionEvent
-from pgdyno.reports.document import figure
 from pgdyno.targets.local import NOT_THE_CAUSE  # pgdyno's own connection attempts' FATALs
+from pgdyno.units import figure
 from pgdyno.workloads import registry
 from pgdyno.workloads.base import HIGHER, LOWER, headline_of
 

@@ -131,6 +131,7 @@ def compare(
     """Baseline against candidate: change, interval and verdict for every metric."""
     from pgdyno.compare.command import compare_options, run_compare
     from pgdyno.compare.render import headline
+    from pgdyno.reports.document import plain
 
     opts = compare_options(
         first, second, baseline=baseline, candidate=candidate, baseline_set=baseline_set,
@@ -144,7 +145,7 @@ def compare(
         lines = done.sweeps.summary_lines()
     else:
         assert done.comparison is not None
-        lines = [line.replace("**", "") for line in headline(done.comparison)]
+        lines = [plain(line) for line in headline(done.comparison)]
         lines += [f"contaminated: {line}" for line in done.comparison.contaminated]
     for line in lines:
         typer.echo(line)
@@ -228,7 +229,7 @@ def validate(
 ) -> None:
     """Validation runs: cold cache, warming, warm, after CHECKPOINT, tabulated."""
     from pgdyno.campaign.validation import run_validation
-    from pgdyno.reports.document import fmt
+    from pgdyno.units import rounded
 
     opts = _bench_options(workload, **_run_args(
         scale, clients, duration, warmup, 3, protocol, via, results_dir, context, config, set_,
@@ -236,7 +237,7 @@ def validate(
     result = run_validation(opts, Console(stderr=True))
     typer.echo(f"{'state':<18}{'TPS':>12}{'latency ms':>12}")
     for s in result.states:
-        typer.echo(f"{s.name:<18}{fmt(s.tps, 1):>12}{fmt(s.latency_avg_ms, 3):>12}")
+        typer.echo(f"{s.name:<18}{rounded(s.tps, 1):>12}{rounded(s.latency_avg_ms, 3):>12}")
     for n in result.notes:
         typer.echo(f"note: {n}")
     typer.echo(f"run: {result.run_dir}")

@@ -15,21 +15,26 @@ from pgdyno.compare.runs import RunData
 from pgdyno.compare.settings_diff import diff_block
 from pgdyno.compare.stats import TOO_SMALL, UNDETERMINED, WELCH_DIFF
 from pgdyno.reports import html
-from pgdyno.reports.document import CHANGE_SIGN, Document, Section, Table, fmt
+from pgdyno.reports.document import (
+    CHANGE_SIGN,
+    BulletList,
+    Code,
+    Document,
+    Image,
+    Paragraph,
+    Section,
+    Strong,
+    Table,
+    Text,
+)
 from pgdyno.results.rundir import safe_name, write_json_atomic
-from pgdyno.units import UNITS_NOTE
-
-
-def pct(value: float, digits: int = 1) -> str:
-    if value is None or math.isnan(value):
-        return "–"
-    return f"{value:+.{digits}f}%"
+from pgdyno.units import UNITS_NOTE, mean_sd, rounded, signed_pct
 
 
 def interval(m: MetricComparison) -> str:
     if math.isnan(m.ci_low_pct):
         return "–"
-    return f"[{pct(m.ci_low_pct)}, {pct(m.ci_high_pct)}]"
+    return f"[{signed_pct(m.ci_low_pct)}, {signed_pct(m.ci_high_pct)}]"
 
 
 def verdict_text(m: MetricComparison) -> str:
@@ -41,7 +46,7 @@ def verdict_text(m: MetricComparison) -> str:
     return f"{m.verdict} ({'; '.join(notes)})" if notes else m.verdict
 
 
-def headline(cmp: Comparison) -> list[str]:
+def headline(cmp: Comparison) -> list[Text]:
     """One line per client count for the workload's headline figure: NOPM for TPROC-C
     (measured by the database), TPS for pgbench workloads, events/s for cpu."""
     lines = []
@@ -49,11 +54,11 @@ def headline(cmp: Comparison) -> list[str]:
     for m in cmp.metrics:
         if m.metric != name:
             continue
-        lines.append(f"{m.clients} clients: {m.label or name.upper()} "
-                     f"{fmt(m.baseline_mean, 1)} → "
-                     f"{fmt(m.candidate_mean, 1)}, change {pct(m.change_pct)} "
-                     f"{100 * cmp.confidence:.0f}% interval {interval(m)}: "
-                     f"**{verdict_text(m)}**")
+        lines.append(Text.of(f"{m.clients} clients: {m.label or name.upper()} "
+                             f"{rounded(m.baseline_mean, 1)} → "
+                             f"{rounded(m.candidate_mean, 1)}, change {signed_pct(m.change_pct)} "
+                             f"{100 * cmp.confidence:.0f}% interval {interval(m)}: ",
+                             Strong(verdict_text(m))))
     return lines
 
 
@@ -65,31 +70,34 @@ def metrics_table(cmp: Comparison, clients: int) -> Table:
         _unit, divisor = m.shown_unit()
         rows.append([m.title, _side(m.baseline_mean, m.baseline_stddev, m.baseline_n, divisor),
                      _side(m.candidate_mean, m.candidate_stddev, m.candidate_n, divisor),
-                     pct(m.change_pct), interval(m), verdict_text(m)])
+                     signed_pct(m.change_pct), interval(m), verdict_text(m)])
     label = f"{clients} clients" if clients else "Whole runs (one value per run)"
     return Table(["Metric", "A: mean ± sd (n)", "B: mean ± sd (n)", "Change (B/A − 1)",
                   f"{100 * cmp.confidence:.0f}% interval", "Verdict"], rows, caption=label)
 
 
 def _side(mean: float, sd: float, n: int, divisor: float = 1.0) -> str:
-    """'mean ± sd (n)', in the row's shown unit (``divisor`` from its saved unit)."""
-    return f"{fmt(mean / divisor, 3)} ± {fmt(sd / divisor, 3)} ({n})"
+    """'mean ± sd (n)', in the row's shown unit (``divisor`` from its saved unit), the
+    deviation at the mean's precision."""
+    return f"{mean_sd(mean / divisor, sd / divisor)} ({n})"
 
 
 def change_chart_section(cmp: Comparison, images: dict[str, str]) -> Section:
     """The change chart, and under it the rows it leaves out (no interval of a ratio)."""
     clients = cmp.chart_clients()
     rows = [m for m in cmp.metrics if m.clients in (clients, 0)]
-    left_out = [f"- {m.title}{_at(m, clients)}: {_why_not_charted(m)}"
+    left_out = [f"{m.title}{_at(m, clients)}: {_why_not_charted(m)}"
                 for m in rows if not m.has_ratio_interval]
-    parts = []
+    section = Section("Change per metric", level=3)
     if "change_bars" in images:
-        parts.append(f"![Change per metric with its interval]({images['change_bars']})")
+        section.body.append(Image("Change per metric with its interval", images["change_bars"]))
     else:
-        parts.append("No metric has an interval of a ratio B/A: there is no chart.")
+        section.body.append(Paragraph("No metric has an interval of a ratio B/A: there is no "
+                                      "chart."))
     if left_out:
-        parts.append("Not in the chart (no interval of a ratio B/A):\n\n" + "\n".join(left_out))
-    return Section("Change per metric", level=3, markdown="\n\n".join(parts))
+        section.body += [Paragraph("Not in the chart (no interval of a ratio B/A):"),
+                         BulletList(left_out)]
+    return section
 
 
 def _at(m: MetricComparison, clients: int | None) -> str:
@@ -99,7 +107,7 @@ def _at(m: MetricComparison, clients: int | None) -> str:
 def _why_not_charted(m: MetricComparison) -> str:
     if m.method in (WELCH_DIFF, PAIRED_DIFF):
         return (f"difference of means (a side has a value of 0 or less), change "
-                f"{pct(m.change_pct)}, "
+                f"{signed_pct(m.change_pct)}, "
                 f"interval {interval(m)}, {m.verdict}")
     return verdict_text(m)
 
@@ -146,7 +154,7 @@ def _io_change(f: IoFigure) -> str:
         return f.change_note or "–"
     if f.change_unit == "pts":
         return f"{f.change:+.1f} pts"
-    return pct(f.change)
+    return signed_pct(f.change)
 
 
 def design_section(cmp: Comparison) -> Section | None:
@@ -156,11 +164,12 @@ def design_section(cmp: Comparison) -> Section | None:
         return None
     section = Section("How this was measured")
     if d.blocks is None:
-        section.paragraphs.append(
+        section.paragraphs.append(Text.of(
             f"Design: {d.design} ({d.why}). Each side ran whole runs in A B B A order, one "
             "after the other; the interval treats the runs as independent samples, so a "
             "machine whose speed changes between runs widens it. Where both servers fit on "
-            "the machine at once, `--design interleaved` pairs neighbouring blocks instead.")
+            "the machine at once, ", Code("--design interleaved"),
+            " pairs neighbouring blocks instead."))
         return section
     rec = d.blocks
     order = " ".join(rec.orders)
@@ -187,8 +196,8 @@ def design_section(cmp: Comparison) -> Section | None:
         section.tables.append(Table(
             ["Look", "Pairs", "Elapsed (s)", "α spent", "Change", "Interval"],
             [[str(i), str(look.pairs), f"{look.elapsed_s:,.0f}", f"{100 * look.alpha:.2f}%",
-              pct(look.change_pct, 2),
-              f"[{pct(look.low_pct, 2)}, {pct(look.high_pct, 2)}]"]
+              signed_pct(look.change_pct, 2),
+              f"[{signed_pct(look.low_pct, 2)}, {signed_pct(look.high_pct, 2)}]"]
              for i, look in enumerate(rec.looks, start=1)],
             caption=f"Looks at the {rec.headline_metric} interval"))
     checks = []
@@ -250,10 +259,10 @@ def build_compare_document(cmp: Comparison, images: dict[str, str],
                                              f"B (candidate): {cmp.candidate_label}.",
                                              *headline(cmp)])
     if cmp.contaminated:
-        verdict.paragraphs.append(
-            f"**Contaminated**: {len(cmp.contaminated)} compared iteration(s) ran while other "
-            "processes took a material share of the host, so a difference may be theirs, "
-            "not the configs': " + "; ".join(cmp.contaminated) + ".")
+        verdict.paragraphs.append(Text.of(
+            Strong("Contaminated"), f": {len(cmp.contaminated)} compared iteration(s) ran "
+            "while other processes took a material share of the host, so a difference may be "
+            "theirs, not the configs': " + "; ".join(cmp.contaminated) + "."))
     verdict.paragraphs += [f"Note: {n}" for n in cmp.notes]
     measured = design_section(cmp)
     metrics = Section("Metrics")

@@ -10,7 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from pgdyno.analysis.archive import MIB, ArchiveSummary, MemorySeries
-from pgdyno.units import common_scale, scale_for
+from pgdyno.reports.document import BulletList, Image, Paragraph, Section, Table
+from pgdyno.units import MISSING, common_scale, fixed, scale_for
 
 PLOT_MEMORY = "memory"
 PLOT_ARCHIVE_LAG = "archive_lag"
@@ -98,15 +99,13 @@ def archive_plots(a: ArchiveSummary, plots_dir: Path, origin: float) -> dict[str
     return out
 
 
-def _f(value: float | None, digits: int = 1) -> str:
-    return "–" if value is None else f"{value:,.{digits}f}"
-
-
-def archive_markdown(a: ArchiveSummary, plot_names: dict[str, str]) -> list[str]:
+def archive_sections(a: ArchiveSummary, plot_names: dict[str, str]) -> list[Section]:
+    """"WAL archiving" (the archiver's figures, why it is marked, the lag chart) and under it
+    "Page cache" (the directories' residency at the end, the memory chart)."""
     c = a.commands
     state = ("FAILING" if a.failing else "FELL BEHIND" if a.fell_behind else "kept up")
     rows = [
-        ["method", "", a.method or "–"],
+        ["method", "", a.method or MISSING],
         ["archiver", "", state],
         ["segments archived", "", str(a.archived)],
         ["failed attempts", "", str(a.failed)],
@@ -115,25 +114,24 @@ def archive_markdown(a: ArchiveSummary, plot_names: dict[str, str]) -> list[str]
         ["lag at start / end / max", "segments",
          f"{_n(a.lag_start)} / {_n(a.lag_end)} / {_n(max(a.lag_segments, default=None))}"],
         [".ready files at end", "", _n(a.ready_end)],
-        ["last archived segment", "", a.last_archived_wal or "–"],
-        ["last failed segment", "", a.last_failed_wal or "–"],
+        ["last archived segment", "", a.last_archived_wal or MISSING],
+        ["last failed segment", "", a.last_failed_wal or MISSING],
         ["archive command runs", "", str(c.runs) + (" (" + ", ".join(
             f"{n} {k}" for k, n in sorted(c.outcomes.items())) + ")" if c.outcomes else "")],
         ["archive command p50 / p90 / max", "ms",
-         f"{_f(c.p50_ms)} / {_f(c.p90_ms)} / {_f(c.max_ms)}"],
+         f"{fixed(c.p50_ms)} / {fixed(c.p90_ms)} / {fixed(c.max_ms)}"],
     ]
-    lines = ["## WAL archiving", ""]
-    lines += ["| item | unit | value |", "| --- | --- | ---: |"]
-    lines += [f"| {r[0]} | {r[1]} | {r[2]} |" for r in rows]
-    lines.append("")
-    lines += [f"- {e}" for e in a.evidence] + ([""] if a.evidence else [])
-    lines += ["Lag = segments completely written but not yet archived (the segment being "
-              "written, from pg_current_wal_lsn, less the last archived one, from "
-              "pg_stat_archiver). Command times are pgdyno's archive command's own, one line "
-              "per segment in its log (none for your own COMMAND).", ""]
-    if PLOT_ARCHIVE_LAG in plot_names:
-        lines += [f"![WAL archive lag]({plot_names[PLOT_ARCHIVE_LAG]})", ""]
-    lines += ["### Page cache", ""]
+    archiving = Section("WAL archiving", body=[
+        Table(["item", "unit", "value"], rows), BulletList(list(a.evidence)),
+        Paragraph("Lag = segments completely written but not yet archived (the segment being "
+                  "written, from pg_current_wal_lsn, less the last archived one, from "
+                  "pg_stat_archiver). Command times are pgdyno's archive command's own, one "
+                  "line per segment in its log (none for your own COMMAND)."),
+        *_image(plot_names, PLOT_ARCHIVE_LAG, "WAL archive lag")])
+    return [archiving, _page_cache(a, plot_names)]
+
+
+def _page_cache(a: ArchiveSummary, plot_names: dict[str, str]) -> Section:
     m = a.memory
     at_end: list[tuple[str, float | None]] = [
         (f"page cache: {role}", a.cache_mib.get(role)) for role in ("data", "wal", "archive")]
@@ -143,17 +141,18 @@ def archive_markdown(a: ArchiveSummary, plot_names: dict[str, str]) -> list[str]
         at_end.append((label, values[-1] if values else None))
     in_bytes = [(label, None if mib is None else mib * MIB) for label, mib in at_end]
     scale = common_scale(v for _, v in in_bytes)
-    lines += [f"| item | {scale.unit} at the end |", "| --- | ---: |"]
-    lines += [f"| {label} | {scale.number(v)} |" for label, v in in_bytes]
-    lines.append("")
-    lines.append("Directories' residency by mincore(2) every few seconds"
-                 + (f" ({a.cache_sample_ms:.0f} ms per sample of all three)"
-                    if a.cache_sample_ms is not None else "") + "; the rest from /proc/meminfo "
-                 "every second.")
-    lines.append("")
-    if PLOT_MEMORY in plot_names:
-        lines += [f"![Memory use over time]({plot_names[PLOT_MEMORY]})", ""]
-    return lines
+    return Section("Page cache", level=3, body=[
+        Table(["item", f"{scale.unit} at the end"],
+              [[label, scale.number(v)] for label, v in in_bytes]),
+        Paragraph("Directories' residency by mincore(2) every few seconds"
+                  + (f" ({a.cache_sample_ms:.0f} ms per sample of all three)"
+                     if a.cache_sample_ms is not None else "") + "; the rest from "
+                  "/proc/meminfo every second."),
+        *_image(plot_names, PLOT_MEMORY, "Memory use over time")])
+
+
+def _image(plot_names: dict[str, str], name: str, caption: str) -> list[Image]:
+    return [Image(caption, plot_names[name])] if name in plot_names else []
 
 
 def _rate_row(item: str, bytes_per_s: float | None) -> list[str]:
@@ -163,4 +162,5 @@ def _rate_row(item: str, bytes_per_s: float | None) -> list[str]:
 
 
 def _n(value: int | None) -> str:
-    return "–" if value is None else str(value)
+    """A segment count as the archiver reports it (no thousands separator: a file count)."""
+    return MISSING if value is None else str(value)

@@ -1,7 +1,10 @@
-"""The report as data: sections of paragraphs, tables and images, built once from a summary.
+"""The report as data: sections of typed blocks (paragraphs, bullet lists, tables, images,
+preformatted text) whose words are typed too (plain words, stressed words, code, links),
+and the run report built from a summary.
 
-Markdown and HTML renderers walk the same ``Document``, so the two formats can never
-disagree about a number.
+Markdown (``reports.markdown``) and HTML (``reports.html``) render the same ``Document``,
+each from the data and neither from the other's text, so the two formats can never
+disagree about a number, and a link is a link in both.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from pgdyno.results.load import seconds as load_seconds
 from pgdyno.results.rundir import RunPlan
 from pgdyno.targets import class_of_kind
 from pgdyno.targets.local import BASE_SETTINGS
+from pgdyno.units import alike, count, mean_sd, rounded
 
 PCT_COLUMNS = ("p50", "p75", "p80", "p90", "p95", "p99", "p99.9")
 MISSING = ("", "–", "-", "n/a")
@@ -72,11 +76,83 @@ def quantity(text: str, unit: str) -> str:
     return Quantity(f"{text} {unit}".strip())
 
 
+# ----- inline content: the words of a paragraph, a list item or a table cell -------------
+
+@dataclass(frozen=True)
+class Strong:
+    """Words a sentence stresses: a status, a verdict, the question a study answers."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class Code:
+    """A command, an option or a name as it is typed: ``pgdyno bench fio``."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class Link:
+    """Words that lead elsewhere: ``target`` is ``#anchor`` (a section of the same page) or
+    a path relative to the page's directory."""
+
+    text: str
+    target: str
+
+
+Span = str | Strong | Code | Link
+"""One piece of inline content; a plain ``str`` is words, shown as they are."""
+
+
+@dataclass(frozen=True)
+class Text:
+    """Inline content in order: ``Text.of("Status ", Strong("ok"), ".")``."""
+
+    spans: tuple[Span, ...] = ()
+
+    @classmethod
+    def of(cls, *parts: Inline) -> Text:
+        """The parts in order, a ``Text`` among them opened into its spans."""
+        spans: list[Span] = []
+        for part in parts:
+            spans.extend(part.spans if isinstance(part, Text) else [part])
+        return cls(tuple(s for s in spans if s != ""))
+
+    def plain(self) -> str:
+        return "".join(plain(s) for s in self.spans)
+
+    def __contains__(self, words: str) -> bool:
+        """Whether the text says ``words`` (markup aside), as ``in`` asks of a str."""
+        return words in self.plain()
+
+    def __add__(self, other: Inline) -> Text:
+        return Text.of(self, other)
+
+    def __radd__(self, other: Inline) -> Text:
+        return Text.of(other, self)
+
+
+Inline = Span | Text
+"""What a paragraph, a list item or a table cell holds."""
+
+
+def plain(content: Inline) -> str:
+    """The words alone, without their markup: for the terminal, and to classify a cell."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, Text):
+        return content.plain()
+    return content.text
+
+
+# ----- blocks: what a section holds -----------------------------------------------------
+
 @dataclass
 class Table:
     headers: list[str]
-    rows: list[list[str]]
-    caption: str = ""
+    rows: list[list[Inline]]
+    caption: Inline = ""
 
     def numeric_columns(self) -> list[bool]:
         """Per column: right-align it (numbers) or not (text). Markdown and HTML both ask."""
@@ -84,68 +160,76 @@ class Table:
                 for i in range(len(self.headers))]
 
 
-def is_numeric_cell(cell: str) -> bool:
+def is_numeric_cell(cell: Inline) -> bool:
     """A number, possibly with thousands separators, a unit, %, ±, a range or a peak in
     brackets ("3,838", "12.5 ms", "4 (13)", "3,838 ± 12", "0 / 0 (0)", "15.4%")."""
     if isinstance(cell, Quantity):
         return True
-    text = cell.strip()
+    text = plain(cell).strip()
     if not _NUMBER.search(text):
         return False
     rest = _SEPARATORS.split(_NUMBER.sub(" ", text))
     return all(word.lower() in _MEASURES for word in rest if word)
 
 
-def is_numeric_column(cells: list[str]) -> bool:
+def is_numeric_column(cells: list[Inline]) -> bool:
     """Numeric when every cell that holds a value is a number (missing cells do not count)."""
-    values = [c for c in cells if c.strip() not in MISSING]
+    values = [c for c in cells if plain(c).strip() not in MISSING]
     return bool(values) and all(is_numeric_cell(c) for c in values)
+
+
+@dataclass
+class Paragraph:
+    text: Inline
+
+
+@dataclass
+class BulletList:
+    items: list[Inline]
+
+
+@dataclass
+class Image:
+    caption: str
+    path: str
+    """Relative to the page's directory (the HTML page embeds the file)."""
+
+
+@dataclass
+class Preformatted:
+    text: str
+    """Shown as it is, in a fixed-width font: a log, a diff, a timeline."""
+
+
+Block = Paragraph | BulletList | Table | Image | Preformatted
 
 
 @dataclass
 class Section:
     title: str
     level: int = 2
-    paragraphs: list[str] = field(default_factory=list)
+    paragraphs: list[Inline] = field(default_factory=list)
     tables: list[Table] = field(default_factory=list)
     images: list[tuple[str, str]] = field(default_factory=list)
     """(caption, path relative to the run directory)."""
     preformatted: list[str] = field(default_factory=list)
-    markdown: str = ""
-    """Markdown produced by another module (telemetry sections)."""
     anchor: str = ""
-    """An id other sections link to (``[text](#anchor)``); none when empty."""
+    """An id other sections link to (``Link(text, "#anchor")``); none when empty."""
+    body: list[Block] = field(default_factory=list)
+    """Blocks in an order of their own (words between two tables, a list under a table),
+    shown after the paragraphs, tables and preformatted text, before the images."""
+
+    def blocks(self) -> list[Block]:
+        """Everything the section shows, in order: the one list both renderers walk."""
+        return [*(Paragraph(p) for p in self.paragraphs), *self.tables,
+                *(Preformatted(p) for p in self.preformatted), *self.body,
+                *(Image(caption, path) for caption, path in self.images)]
 
 
 @dataclass
 class Document:
     title: str
     sections: list[Section]
-
-
-def fmt(value: float | None, digits: int = 2) -> str:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "–"
-    if abs(value) >= 1000:
-        return f"{value:,.0f}"
-    return f"{value:.{digits}f}"
-
-
-def figure(value: float | None) -> str:
-    """A headline figure with the decimals its size needs: 105,234 TPS, 12.5 ms, and a
-    TPROC-H geometric mean of 0.0093 s (not "0.0")."""
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "–"
-    size = abs(value)
-    digits = 1 if size >= 10 else 2 if size >= 1 else 3 if size >= 0.01 else 4
-    return fmt(value, digits)
-
-
-def count(value: int | float | None) -> str:
-    """A count, with thousands separators: 11,515."""
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "–"
-    return f"{round(value):,}"
 
 
 @dataclass
@@ -197,9 +281,9 @@ def _answer(run: RunView) -> Section:
     if not run.answer:
         manifest = run.manifest
         why = f": {manifest['reason']}" if manifest.get("reason") else ""
-        return Section("Answer", paragraphs=[
-            f"No headline figure: the run ended **{manifest.get('status', 'unknown')}** "
-            f"before any iteration measured one{why}."])
+        return Section("Answer", paragraphs=[Text.of(
+            "No headline figure: the run ended ", Strong(manifest.get("status", "unknown")),
+            f" before any iteration measured one{why}.")])
     return Section("Answer", tables=[Table(["", "What this run measured"],
                                            [[item, text] for item, text in run.answer])])
 
@@ -226,14 +310,16 @@ def _load(record: LoadRecord) -> Section:
 def _overview(summary: RunSummary, run: RunView, transactions: bool) -> Section:
     manifest = run.manifest
     status = manifest.get("status", "unknown")
-    paras = [f"Status **{status}**, {manifest.get('started_at')} → {manifest.get('ended_at')}."]
+    paras: list[Inline] = [Text.of("Status ", Strong(status), f", {manifest.get('started_at')}"
+                                    f" → {manifest.get('ended_at')}.")]
     if manifest.get("reason"):
         paras.append(f"Reason: {manifest['reason']}")
     paras += [f"Note: {n}" for n in manifest.get("notes", [])]
     if not transactions:
         return Section("Summary", paragraphs=paras)
-    rows = [[count(c.clients), fmt(c.tps_mean, 1), fmt(c.tps_iteration_stddev, 1),
-             fmt(c.latency.mean_ms, 3), fmt(c.latency.percentiles_ms.get("p99"), 3),
+    # A deviation beside its mean at the mean's precision (units.alike), here and below.
+    rows = [[count(c.clients), *alike(c.tps_mean, c.tps_iteration_stddev, digits=1),
+             rounded(c.latency.mean_ms, 3), rounded(c.latency.percentiles_ms.get("p99"), 3),
              count(c.transactions), count(c.failed)] for c in summary.per_clients]
     table = Table(["Clients", "TPS", "TPS stddev (iterations)", "Latency avg (ms)",
                    "p99 (ms)", "Transactions", "Failed"], rows)
@@ -365,8 +451,8 @@ def _without_repeat(source: str) -> str:
 
 
 def _tps(summary: RunSummary, images: dict[str, str]) -> Section:
-    rows = [[count(c.clients), fmt(c.tps_mean, 1), fmt(c.tps_median, 1), fmt(c.tps_stddev, 1),
-             f"{fmt(c.tps_iteration_mean, 1)} ± {fmt(c.tps_iteration_stddev, 1)}",
+    rows = [[count(c.clients), *alike(c.tps_mean, c.tps_median, c.tps_stddev, digits=1),
+             mean_sd(c.tps_iteration_mean, c.tps_iteration_stddev, 1),
              str(c.iterations)] for c in summary.per_clients]
     section = Section("Transactions per second", tables=[Table(
         ["Clients", "Average", "Median", "StdDev", "Mean ± stddev across iterations",
@@ -382,10 +468,10 @@ def _tps(summary: RunSummary, images: dict[str, str]) -> Section:
 
 
 def _latency(summary: RunSummary, images: dict[str, str]) -> Section:
-    basic = [[count(c.clients), fmt(c.latency.mean_ms, 3), fmt(c.latency.median_ms, 3),
-              fmt(c.latency.stddev_ms, 3)] for c in summary.per_clients]
-    pct = [[count(c.clients), *[fmt(c.latency.percentiles_ms.get(k), 3) for k in PCT_COLUMNS],
-            fmt(c.latency.max_ms, 3)] for c in summary.per_clients]
+    basic = [[count(c.clients), rounded(c.latency.mean_ms, 3), rounded(c.latency.median_ms, 3),
+              rounded(c.latency.stddev_ms, 3)] for c in summary.per_clients]
+    pct = [[count(c.clients), *[rounded(c.latency.percentiles_ms.get(k), 3) for k in PCT_COLUMNS],
+            rounded(c.latency.max_ms, 3)] for c in summary.per_clients]
     section = Section("Transaction latency (ms)", tables=[
         Table(["Clients", "Average", "Median", "StdDev"], basic),
         Table(["Clients", "50th", "75th", "80th", "90th", "95th", "99th", "99.9th", "Max"], pct,
@@ -412,7 +498,7 @@ def _sampling_table(summary: RunSummary) -> Table | None:
         for b in s.bounds:
             rows.append([count(it.clients), count(it.iteration), f"{s.sampling_rate:g}",
                          count(s.sampled), count(s.transactions), f"p{b.percentile:g}",
-                         fmt(b.value_ms, 3), fmt(b.low_ms, 3), fmt(b.high_ms, 3)])
+                         rounded(b.value_ms, 3), rounded(b.low_ms, 3), rounded(b.high_ms, 3)])
     if not rows:
         return None
     return Table(["Clients", "Iteration", "Sampling rate", "Sampled", "Transactions",
@@ -427,10 +513,10 @@ def _fixed_rate(summary: RunSummary, opts: BenchOptions) -> Section:
     rows = []
     for c in summary.per_clients:
         lag = c.lag
-        rows.append([count(c.clients), f"{opts.rate_tps:g}", fmt(c.tps_mean, 1),
-                     fmt(lag.mean_ms if lag else None, 3),
-                     fmt(lag.percentiles_ms.get("p99") if lag else None, 3),
-                     fmt(lag.max_ms if lag else None, 3), count(c.skipped),
+        rows.append([count(c.clients), f"{opts.rate_tps:g}", rounded(c.tps_mean, 1),
+                     rounded(lag.mean_ms if lag else None, 3),
+                     rounded(lag.percentiles_ms.get("p99") if lag else None, 3),
+                     rounded(lag.max_ms if lag else None, 3), count(c.skipped),
                      count(sum(it.late for it in summary.iterations
                                if it.clients == c.clients))])
     return Section("Fixed-rate schedule", paragraphs=[
@@ -445,19 +531,20 @@ def _scripts(summary: RunSummary) -> Section:
     for c in summary.per_clients:
         for s in c.scripts:
             rows.append([count(c.clients), s.name, str(s.weight), count(s.transactions),
-                         fmt(s.tps, 1), fmt(s.latency.mean_ms, 3),
-                         fmt(s.latency.percentiles_ms.get("p90"), 3),
-                         fmt(s.latency.percentiles_ms.get("p99"), 3), count(s.failed)])
+                         rounded(s.tps, 1), rounded(s.latency.mean_ms, 3),
+                         rounded(s.latency.percentiles_ms.get("p90"), 3),
+                         rounded(s.latency.percentiles_ms.get("p99"), 3), count(s.failed)])
     return Section("Per script", tables=[Table(
         ["Clients", "Script", "Weight", "Transactions", "TPS", "Latency avg (ms)", "p90 (ms)",
          "p99 (ms)", "Failed"], rows)])
 
 
 def _iterations(summary: RunSummary) -> Section:
-    rows = [[count(it.clients), str(it.iteration), it.status, fmt(it.tps_mean, 1),
-             fmt(it.tps_median, 1), fmt(it.tps_stddev, 1), fmt(it.latency.mean_ms, 3),
-             fmt(it.latency.percentiles_ms.get("p99"), 3), count(it.failed), count(it.retried),
-             fmt(it.pgbench_tps, 1), fmt(it.metrics.get("connection_ms"), 1)]
+    rows = [[count(it.clients), str(it.iteration), it.status,
+             *alike(it.tps_mean, it.tps_median, it.tps_stddev, digits=1),
+             rounded(it.latency.mean_ms, 3),
+             rounded(it.latency.percentiles_ms.get("p99"), 3), count(it.failed), count(it.retried),
+             rounded(it.pgbench_tps, 1), rounded(it.metrics.get("connection_ms"), 1)]
             for it in summary.iterations]
     return Section("Iterations", tables=[Table(
         ["Clients", "Iteration", "Status", "TPS avg", "TPS median", "TPS stddev",

@@ -1,24 +1,35 @@
 """Self-contained HTML rendering of a report ``Document`` (images embedded as data URIs).
 
 Every page pgdyno writes goes through ``write_document`` and its one template, so every
-page shares the stylesheet that makes it fit a 1280 px window.
+page shares the stylesheet that makes it fit a 1280 px window. Each typed block and span
+becomes its element here (a ``Link`` in a table cell is an ``<a>``): the HTML is rendered
+from the document's data, never from the Markdown (``reports.markdown``).
 """
 
 from __future__ import annotations
 
 import base64
 import re
-from html import unescape
+from collections.abc import Callable
 from pathlib import Path
 
 import jinja2
 from markupsafe import Markup, escape
 
-from pgdyno.reports.document import Document
-
-_IMG_SRC = re.compile(r'src="(plots/[^"]+\.png)"')
-_TABLE = re.compile(r"<table>.*?</table>", re.S)
-_TEXT_NODE = re.compile(r">([^<]+)<")
+from pgdyno.reports.document import (
+    Block,
+    BulletList,
+    Code,
+    Document,
+    Image,
+    Inline,
+    Link,
+    Paragraph,
+    Preformatted,
+    Strong,
+    Table,
+    Text,
+)
 
 LONG_WORD_CHARS = 16
 """A word this long (a path, a run name, a setting's value) gets places where it may wrap,
@@ -58,39 +69,80 @@ def breakable(text: object) -> Markup:
     return Markup("".join(out))
 
 
-def _breakable_tables(rendered: str) -> str:
-    """The text of every table in HTML from markdown-it, made ``breakable``."""
-    def table(match: re.Match[str]) -> str:
-        return _TEXT_NODE.sub(lambda m: f">{breakable(unescape(m.group(1)))}<", match.group(0))
-
-    return _TABLE.sub(table, rendered)
-
-
 _ENV = jinja2.Environment(
     loader=jinja2.PackageLoader("pgdyno.reports", "templates"),
     autoescape=jinja2.select_autoescape(["html", "j2"]),
 )
-_ENV.filters["breakable"] = breakable
 
 
 def render_document(doc: Document, base_dir: Path) -> str:
+    """The page of ``doc``; images are read from ``base_dir`` and embedded as data URIs,
+    so the page stands alone."""
     def data_uri(path: str) -> str:
         data = (base_dir / path).read_bytes()
         return "data:image/png;base64," + base64.b64encode(data).decode()
 
-    def markdown_block(text: str) -> str:
-        import markdown_it
+    def block_html(block: Block) -> Markup:
+        return render_block(block, data_uri)
 
-        # Raw HTML stays escaped: report text may quote server log lines.
-        parser = markdown_it.MarkdownIt("commonmark", {"html": False}).enable("table")
-        rendered = _breakable_tables(parser.render(text))
-        # Images referenced by relative path are embedded, so the page stands alone.
-        return _IMG_SRC.sub(lambda m: f'src="{data_uri(m.group(1))}"', rendered)
+    return _ENV.get_template("report.html.j2").render(doc=doc, block_html=block_html)
 
-    # Tables from other modules' Markdown carry their alignment as style="text-align:
-    # right" (markdown-it renders ---:); the Document's tables get class="num".
-    return _ENV.get_template("report.html.j2").render(
-        doc=doc, data_uri=data_uri, markdown_block=markdown_block)
+
+def render_block(block: Block, data_uri: Callable[[str], str]) -> Markup:
+    """One block as HTML; ``data_uri`` turns an image's path into what its src holds."""
+    if isinstance(block, Paragraph):
+        return Markup("<p>{}</p>").format(inline(block.text))
+    if isinstance(block, BulletList):
+        if not block.items:
+            return Markup("")
+        items = Markup("").join(Markup("<li>{}</li>").format(inline(i)) for i in block.items)
+        return Markup("<ul>{}</ul>").format(items)
+    if isinstance(block, Table):
+        return table_html(block)
+    if isinstance(block, Image):
+        return Markup('<figure><img alt="{0}" src="{1}"><figcaption>{0}</figcaption>'
+                      "</figure>").format(block.caption, data_uri(block.path))
+    if isinstance(block, Preformatted):
+        return Markup("<pre>{}</pre>").format(block.text)
+    raise TypeError(f"no HTML for {type(block).__name__}")
+
+
+def inline(content: Inline, wrap: Callable[[str], Markup] = escape) -> Markup:
+    """Inline content as HTML; ``wrap`` escapes the words (``breakable`` in a table, where
+    a long word must be able to wrap)."""
+    if isinstance(content, str):
+        return wrap(content)
+    if isinstance(content, Text):
+        return Markup("").join(inline(span, wrap) for span in content.spans)
+    if isinstance(content, Strong):
+        return Markup("<strong>{}</strong>").format(wrap(content.text))
+    if isinstance(content, Code):
+        return Markup("<code>{}</code>").format(wrap(content.text))
+    if isinstance(content, Link):
+        return Markup('<a href="{}">{}</a>').format(content.target, wrap(content.text))
+    raise TypeError(f"no HTML for {type(content).__name__}")
+
+
+def table_html(table: Table) -> Markup:
+    """A table whose numeric columns carry class="num" (right-aligned: the same per-column
+    decision as the Markdown's ---:); an empty table is left out."""
+    if not table.rows:
+        return Markup("")
+    numeric = table.numeric_columns()
+
+    def cls(i: int) -> Markup:
+        return Markup(' class="num"') if i < len(numeric) and numeric[i] else Markup("")
+
+    head = Markup("").join(Markup("<th{}>{}</th>").format(cls(i), breakable(h))
+                           for i, h in enumerate(table.headers))
+    rows = Markup("\n").join(
+        Markup("<tr>{}</tr>").format(Markup("").join(
+            Markup("<td{}>{}</td>").format(cls(i), inline(cell, breakable))
+            for i, cell in enumerate(row))) for row in table.rows)
+    caption = (Markup("<caption>{}</caption>").format(inline(table.caption, breakable))
+               if table.caption else Markup(""))
+    return Markup("<table>\n{}<thead><tr>{}</tr></thead>\n<tbody>\n{}\n</tbody>\n</table>"
+                  ).format(caption, head, rows)
 
 
 def write_document(doc: Document, out_dir: Path, stem: str = "report") -> Path:

@@ -6,22 +6,14 @@ this module only draws and writes them.
 
 from __future__ import annotations
 
-import re
-
 from pgdyno import serde
 from pgdyno.analysis.summary import IterationSummary, RunSummary
 from pgdyno.reports import html, plots
-from pgdyno.reports.document import (
-    RunView,
-    Section,
-    Table,
-    build_document,
-    clients_words,
-    count,
-    figure,
-)
-from pgdyno.reports.telemetry_sections import telemetry_markdown, telemetry_plots
+from pgdyno.reports.document import RunView, Section, Table, build_document, clients_words
+from pgdyno.reports.evidence import evidence_words
+from pgdyno.reports.telemetry_sections import telemetry_plots, telemetry_sections
 from pgdyno.results.rundir import RunDirectory
+from pgdyno.units import count, figure
 
 
 def write_run_report(summary: RunSummary, run: RunView, run_dir: RunDirectory,
@@ -61,7 +53,8 @@ def telemetry_report_sections(summary: RunSummary, run_dir: RunDirectory,
     for it in observed:
         v = it.verdict
         rows.append([count(it.clients), str(it.iteration), figure(value(it)),
-                     v.label if v else "–", (v.evidence[0] if v and v.evidence else "")])
+                     v.label if v else "–",
+                     evidence_words(v.evidence[0]) if v and v.evidence else ""])
     sections = [Section("Bottleneck verdicts", tables=[Table(
         ["Clients", "Iteration", metric_label, "Verdict", "Main evidence"], rows)])]
     if all(it.verdict is None for it in observed):  # host-only telemetry: no verdicts
@@ -83,11 +76,7 @@ def telemetry_report_sections(summary: RunSummary, run_dir: RunDirectory,
         names = {k: str(v.relative_to(run_dir.path)) for k, v in made.items()}
         sections.append(Section(
             f"Telemetry: {(named or {}).get(it.clients) or clients_words(it.clients)} "
-            f"(iteration {it.iteration}, median {metric_label})",
-            markdown=_demote(telemetry_markdown(it.telemetry, it.verdict, names))))
+            f"(iteration {it.iteration}, median {metric_label})"))
+        # The telemetry's own sections one level under the heading that names the iteration.
+        sections += telemetry_sections(it.telemetry, it.verdict, names, level=3)
     return sections
-
-
-def _demote(text: str) -> str:
-    """Nest another module's Markdown headings one level under the section holding them."""
-    return re.sub(r"^(#{1,5}) ", r"#\1 ", text, flags=re.MULTILINE)

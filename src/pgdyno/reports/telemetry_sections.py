@@ -1,4 +1,5 @@
-"""Telemetry sections of the run report: Markdown text and PNG plots.
+"""Telemetry sections of the run report: typed sections (``reports.document``) and PNG
+plots.
 
 Rendering only: every figure comes from a TelemetrySummary and a Verdict computed
 elsewhere (pgdyno.analysis.telemetry, pgdyno.analysis.verdict).
@@ -13,15 +14,40 @@ from pgdyno.analysis.telemetry import (
     MIN_IOPS_FOR_CV,
     Contamination,
     DeviceSummary,
+    RoleInfo,
     Stat,
     TelemetrySummary,
 )
 from pgdyno.analysis.telemetry.wait_meanings import wait_meaning
 from pgdyno.analysis.verdict import Verdict
-from pgdyno.reports.archive_sections import archive_markdown
-from pgdyno.reports.document import Quantity, Table
-from pgdyno.reports.markdown import table_lines
-from pgdyno.units import KIB, MIB, UNITS_NOTE, ByteScale, common_scale, format_bytes, format_rate
+from pgdyno.reports.archive_sections import archive_sections
+from pgdyno.reports.document import (
+    Block,
+    BulletList,
+    Code,
+    Image,
+    Paragraph,
+    Quantity,
+    Section,
+    Strong,
+    Table,
+    Text,
+)
+from pgdyno.reports.evidence import evidence_words
+from pgdyno.units import (
+    KIB,
+    MIB,
+    MISSING,
+    UNITS_NOTE,
+    ByteScale,
+    common_scale,
+    count,
+    fixed,
+    format_bytes,
+    format_rate,
+    format_ratio_pct,
+    percent,
+)
 
 PLOT_WRITE_IOPS = "write_iops_vs_tps"
 PLOT_TOP_ACTIVITY = "top_activity"
@@ -199,24 +225,11 @@ def _plot_cpu(summary: TelemetrySummary, ax, axis: TimeAxis,  # noqa: ANN001
     return True
 
 
-# ===== Markdown ==========================================================================
-
-MISSING = "–"
-"""A value that was not measured: never followed by a unit ("n/a s" reads like a value)."""
-
-
-def _f(value: float | None, digits: int = 1) -> str:
-    return MISSING if value is None else f"{value:,.{digits}f}"
-
+# ===== sections ==========================================================================
 
 def _u(value: float | None, unit: str, digits: int = 1) -> str:
-    """A value with its unit, or "–" alone."""
-    return MISSING if value is None else f"{value:,.{digits}f} {unit}"
-
-
-def _n(value: float | int | None) -> str:
-    """A count: an integer with thousands separators."""
-    return MISSING if value is None else f"{round(value):,}"
+    """A value with its unit, or "–" alone ("n/a s" reads like a value)."""
+    return MISSING if value is None else f"{fixed(value, digits)} {unit}"
 
 
 def _measured(text: str) -> str:
@@ -225,78 +238,80 @@ def _measured(text: str) -> str:
     return text if text == MISSING else Quantity(text)
 
 
-def _pct(value: float | None) -> str:
-    return MISSING if value is None else f"{100.0 * value:.1f}%"
+def _plot(plot_names: dict[str, str], name: str, alt: str) -> list[Image]:
+    return [Image(alt, plot_names[name])] if name in plot_names else []
 
 
-def _table(header: list[str], rows: list[list[str]]) -> list[str]:
-    # The run report's table rendering: numbers right-aligned, text left, one rule.
-    return table_lines(Table(header, rows))
-
-
-def _plot(plot_names: dict[str, str], name: str, alt: str) -> list[str]:
-    return [f"![{alt}]({plot_names[name]})", ""] if name in plot_names else []
-
-
-def telemetry_markdown(summary: TelemetrySummary, verdict: Verdict | None,
-                       plot_names: dict[str, str]) -> str:
-    parts: list[list[str]] = [
+def telemetry_sections(summary: TelemetrySummary, verdict: Verdict | None,
+                       plot_names: dict[str, str], level: int = 2) -> list[Section]:
+    """The telemetry of one iteration as sections at ``level`` (their own parts one level
+    below): the verdict, CPU, disks, waits, checkpoints and WAL, archiving, memory, limits,
+    drive health; ``plot_names``: plot name -> image path relative to the page. Each part
+    is built at level 2 (its own parts at 3) and moved to ``level`` here."""
+    parts = [
         _verdict_section(verdict) if verdict is not None else [],
         _cpu_section(summary, plot_names),
         _disk_section(summary, plot_names),
         _wait_section(summary, plot_names) if summary.server_sampled else [],
         _checkpoint_section(summary) if summary.server_sampled else [],
-        archive_markdown(summary.archive, plot_names) if summary.archive is not None else [],
+        archive_sections(summary.archive, plot_names) if summary.archive is not None else [],
         _memory_section(summary),
         _limits_section(summary),
         _smart_section(summary),
-        [UNITS_NOTE, ""],
     ]
+    sections = [section for part in parts for section in part]
+    # The units policy closes the figures it applies to, as the last section's last words.
+    sections[-1].body.append(Paragraph(UNITS_NOTE))
     if summary.notes:
-        parts.append(["### Telemetry notes", ""] + [f"- {n}" for n in summary.notes] + [""])
-    return "\n".join(line for part in parts for line in part).rstrip() + "\n"
+        sections.append(Section("Telemetry notes", level=3,
+                                body=[BulletList(list(summary.notes))]))
+    for section in sections:
+        section.level += level - 2
+    return sections
 
 
-def _verdict_section(v: Verdict) -> list[str]:
-    lines = ["## Bottleneck verdict", "", f"**{v.label}**", ""]
-    lines += [f"- {e}" for e in v.evidence]
-    lines += ["", f"Next step: {v.next_step}", ""]
-    rows = [[str(i + 1), c.label, f"{c.score:.2f}", "; ".join(c.evidence[:1])]
+def _verdict_section(v: Verdict) -> list[Section]:
+    rows = [[str(i + 1), c.label, f"{c.score:.2f}",
+             evidence_words(c.evidence[0]) if c.evidence else ""]
             for i, c in enumerate(v.ranked)]
-    return lines + _table(["rank", "class", "score", "first evidence"], rows)
+    return [Section("Bottleneck verdict", body=[
+        Paragraph(Strong(v.label)), BulletList([evidence_words(e) for e in v.evidence]),
+        Paragraph(f"Next step: {v.next_step}"),
+        Table(["rank", "class", "score", "first evidence"], rows)])]
 
 
-def _cpu_section(s: TelemetrySummary, plot_names: dict[str, str]) -> list[str]:
+def _cpu_section(s: TelemetrySummary, plot_names: dict[str, str]) -> list[Section]:
     c = s.cpu
     cap = f"{c.online_cpus} CPUs" + (f", cgroup quota {c.limit_cores:g} cores"
                                      if c.limit_cores else "")
-    lines = ["## CPU breakdown", "", f"{cap}; {c.samples:,} samples of 1 s; averages are over "
-             "the whole window, peaks and p95 over the 1 s samples.", ""]
     rows = []
     for label, stat in (("%usr", c.usr), ("%nice", c.nice), ("%sys", c.sys), ("%soft", c.soft),
                         ("%irq", c.irq), ("%iowait", c.iowait), ("%steal", c.steal),
                         ("%idle", c.idle), ("busy (100 - idle - iowait)", c.busy)):
-        rows.append([label, _f(stat.avg), _f(stat.p95), _f(stat.peak)])
-    rows.append(["run queue (procs_running)", _f(c.run_queue.avg), _f(c.run_queue.p95),
-                 _n(c.run_queue.peak)])
-    return lines + _table(["component", "avg", "p95", "peak"], rows) + _plot(
-        plot_names, PLOT_CPU, "CPU over time") + _whose_cpu(s) + _client_cpu(s)
+        rows.append([label, fixed(stat.avg), fixed(stat.p95), fixed(stat.peak)])
+    rows.append(["run queue (procs_running)", fixed(c.run_queue.avg), fixed(c.run_queue.p95),
+                 count(c.run_queue.peak)])
+    return [Section("CPU breakdown", body=[
+        Paragraph(f"{cap}; {c.samples:,} samples of 1 s; averages are over the whole window, "
+                  "peaks and p95 over the 1 s samples."),
+        Table(["component", "avg", "p95", "peak"], rows),
+        *_plot(plot_names, PLOT_CPU, "CPU over time"), *_whose_cpu(s), *_client_cpu(s)])]
 
 
-def _client_cpu(s: TelemetrySummary) -> list[str]:
+def _client_cpu(s: TelemetrySummary) -> list[Block]:
     """--ssh: the table above is the database host's; the client's CPU is its own series."""
     c = s.client_cpu
     if c is None:
         return []
-    rows = [[label, _f(stat.avg), _f(stat.p95), _f(stat.peak)]
+    rows = [[label, fixed(stat.avg), fixed(stat.p95), fixed(stat.peak)]
             for label, stat in (("%usr", c.usr), ("%sys", c.sys), ("%soft", c.soft),
                                 ("busy (100 - idle - iowait)", c.busy))]
-    return ["", f"The client host (where pgbench ran, {c.online_cpus} CPUs; the table above "
-            "is the database host's, read over SSH):", ""] + _table(
-        ["client CPU", "avg", "p95", "peak"], rows)
+    return [Paragraph(f"The client host (where pgbench ran, {c.online_cpus} CPUs; the table "
+                      "above is the database host's, read over SSH):"),
+            Table(["client CPU", "avg", "p95", "peak"], rows)]
 
 
-def _whose_cpu(s: TelemetrySummary) -> list[str]:
+def _whose_cpu(s: TelemetrySummary) -> list[Block]:
     """Who used the busy CPU: the server, the load driver, pgdyno's own samplers (the
     harness's cost), other processes (contamination); per unit of work too when the
     workload names one (TPROC-C: per New-Order)."""
@@ -304,21 +319,21 @@ def _whose_cpu(s: TelemetrySummary) -> list[str]:
     if not x.cpu_attributed:
         return []
     if x.driver_cores is None:  # recorded before the split
-        rows = [["benchmark (server and client)", _f(x.benchmark_cores - x.sampler_cores, 2)]]
+        rows = [["benchmark (server and client)", fixed(x.benchmark_cores - x.sampler_cores, 2)]]
     else:
-        rows = [["server (postmaster and backends)", _f(x.server_cores, 2)
+        rows = [["server (postmaster and backends)", fixed(x.server_cores, 2)
                  if x.server_cores is not None else "not on this host"],
                 [f"load driver ({', '.join(x.driver_programs) or 'pgbench'})",
-                 _f(x.driver_cores, 3)]]
-    rows.append(["pgdyno (samplers and log reader)", _f(x.sampler_cores, 3)])
+                 fixed(x.driver_cores, 3)]]
+    rows.append(["pgdyno (samplers and log reader)", fixed(x.sampler_cores, 3)])
     if x.sampler_server_cores is not None:
         rows.append(["pgdyno's sessions on the server (its sampling queries)",
-                     _f(x.sampler_server_cores, 3)])
-    rows += [["other processes", _f(x.other_cores, 2)],
-             ["busy in all", _f(x.busy_cores, 2)]]
+                     fixed(x.sampler_server_cores, 3)])
+    rows += [["other processes", fixed(x.other_cores, 2)],
+             ["busy in all", fixed(x.busy_cores, 2)]]
     header = ["process", "cores"]
-    lines = ["", f"Whose CPU, in cores: pgdyno's samplers and log reader used "
-                 f"{1000 * x.sampler_cores:,.0f} ms of CPU per second{_harness(x)}."]
+    words = (f"Whose CPU, in cores: pgdyno's samplers and log reader used "
+             f"{1000 * x.sampler_cores:,.0f} ms of CPU per second{_harness(x)}.")
     u = x.per_unit
     if u is not None:
         # The driver's cost per unit of work as a share of the server's, in its own column
@@ -331,9 +346,9 @@ def _whose_cpu(s: TelemetrySummary) -> list[str]:
             rows[0][3], rows[1][3] = "100.0", f"{u.driver_share_pct:.1f}"
         share = ("" if u.driver_share_pct is None else
                  f" the driver spent {u.driver_share_pct:.1f}% of the server's CPU per {u.unit};")
-        lines[-1] += (f" Per {u.unit}:{share} each side's cores over the "
-                      f"{u.units_per_s:,.1f} {u.unit}s a second of the window.")
-    return lines + [""] + _table(header, rows)
+        words += (f" Per {u.unit}:{share} each side's cores over the "
+                  f"{u.units_per_s:,.1f} {u.unit}s a second of the window.")
+    return [Paragraph(words), Table(header, rows)]
 
 
 def _harness(x: Contamination) -> str:
@@ -352,7 +367,7 @@ def _dev_row(dev: DeviceSummary, roles: str, read: ByteScale, write: ByteScale) 
     def a(stat: Stat, digits: int = 1) -> str:
         if stat.avg is None:
             return MISSING  # one dash, not "– (–)"
-        return f"{_f(stat.avg, digits)} ({_f(stat.peak, digits)})"
+        return f"{fixed(stat.avg, digits)} ({fixed(stat.peak, digits)})"
 
     def rate(stat: Stat, scale: ByteScale) -> str:
         if stat.avg is None:
@@ -375,39 +390,44 @@ def _rate_scale(devices: list[DeviceSummary], attr: str) -> ByteScale:
     return common_scale([_mib(v) for st in stats for v in (st.avg, st.peak)])
 
 
-def _disk_section(s: TelemetrySummary, plot_names: dict[str, str]) -> list[str]:
-    lines = ["## Disk I/O per device and role", ""]
-    for info in s.roles:
-        where = info.device or f"unresolved ({info.error})"
-        chain = " → ".join(info.chain) if len(info.chain) > 1 else ""
-        lines.append(f"- **{info.role}**: `{info.path}` on {where}"
-                     + (f" ({chain})" if chain else "")
-                     + (f", {info.fstype} at {info.mount_point}" if info.fstype else ""))
-    lines.append("")
+def _role_line(info: RoleInfo) -> Text:
+    """"**data**: `/d` on vda (dm-0 → vda), xfs at /d": where a role's directory lives."""
+    where = info.device or f"unresolved ({info.error})"
+    chain = " → ".join(info.chain) if len(info.chain) > 1 else ""
+    return Text.of(Strong(info.role), ": ", Code(info.path), f" on {where}",
+                   f" ({chain})" if chain else "",
+                   f", {info.fstype} at {info.mount_point}" if info.fstype else "")
+
+
+def _disk_section(s: TelemetrySummary, plot_names: dict[str, str]) -> list[Section]:
     read, write = _rate_scale(s.devices, "rmb_s"), _rate_scale(s.devices, "wmb_s")
     header = ["device", "role", "r/s", "w/s", f"read {read.rate_unit}",
               f"write {write.rate_unit}", "r_await ms", "w_await ms", "aqu-sz", "%util"]
     rows = [_dev_row(d, "+".join(d.roles) or "-", read, write) for d in s.devices]
-    lines += ["Average over the window (peak 1 s value in brackets).", ""]
-    lines += _table(header, rows)
+    disk = Section("Disk I/O per device and role", body=[
+        BulletList([_role_line(info) for info in s.roles]),
+        Paragraph("Average over the window (peak 1 s value in brackets)."),
+        Table(header, rows)])
+    plot = _plot(plot_names, PLOT_WRITE_IOPS, "Write IOPS over time vs TPS")
     role_devs = [d for d in s.devices if d.roles]
-    if role_devs:
-        lines += ["### I/O consistency (1 s samples)", ""]
-        # One row per device: a CV column that says "too little activity" is then text on
-        # its own, and the means beside it stay numbers.
-        cv_rows = [[f"{d.device} ({'+'.join(d.roles)})", _f(d.w_s.avg, 0), _f(d.r_s.avg, 0),
-                    _f(d.write_iops_std, 0), _cv(d.write_iops_cv, d.w_s),
-                    _cv(d.read_iops_cv, d.r_s)] for d in role_devs]
-        lines += _table(["device", "write IOPS mean", "read IOPS mean", "write IOPS std dev",
-                         "write IOPS CV", "read IOPS CV"], cv_rows)
-    return lines + _plot(plot_names, PLOT_WRITE_IOPS, "Write IOPS over time vs TPS")
+    if not role_devs:
+        disk.body += plot
+        return [disk]
+    # One row per device: a CV column that says "too little activity" is then text on its
+    # own, and the means beside it stay numbers.
+    cv_rows = [[f"{d.device} ({'+'.join(d.roles)})", fixed(d.w_s.avg, 0), fixed(d.r_s.avg, 0),
+                fixed(d.write_iops_std, 0), _cv(d.write_iops_cv, d.w_s),
+                _cv(d.read_iops_cv, d.r_s)] for d in role_devs]
+    return [disk, Section("I/O consistency (1 s samples)", level=3, body=[
+        Table(["device", "write IOPS mean", "read IOPS mean", "write IOPS std dev",
+               "write IOPS CV", "read IOPS CV"], cv_rows), *plot])]
 
 
 def _cv(cv: float | None, iops: Stat) -> str:
     """The coefficient of variation, or why there is none: analysis leaves it out below
     MIN_IOPS_FOR_CV, where 3 ± 9 IOPS would read "300%" like a checkpoint storm."""
     if cv is not None:
-        return _pct(cv)
+        return format_ratio_pct(cv)
     mean = iops.avg
     if mean is not None and mean < MIN_IOPS_FOR_CV:
         # One decimal near the threshold, so "mean 10 IOPS < 10" cannot be printed.
@@ -416,86 +436,85 @@ def _cv(cv: float | None, iops: Stat) -> str:
     return MISSING
 
 
-def _wait_section(s: TelemetrySummary, plot_names: dict[str, str]) -> list[str]:
+def _wait_section(s: TelemetrySummary, plot_names: dict[str, str]) -> list[Section]:
     w = s.waits
-    lines = ["## Wait events", ""]
     if not w.ticks:
-        return lines + ["No wait-event samples in the window.", ""]
-    lines += [f"{w.ticks:,} samples at {w.sample_hz:g} Hz; average active sessions (AAS) "
-              f"{w.aas:.2f} of {w.connections_avg:.1f} connected client sessions "
-              f"({w.idle_in_transaction_avg:.2f} idle in transaction). Active sessions with "
-              "no wait event are on CPU.", ""]
-    lines += _table(["wait class", "AAS", "% of active time", "meaning"],
-                    [[r.wait_class, _f(r.aas, 2), _f(r.pct), wait_meaning(r.wait_class)]
-                     for r in w.by_class])
-    lines += _table(["wait class", "event", "AAS", "% of active time", "meaning"],
-                    [[r.wait_class, r.event, _f(r.aas, 2), _f(r.pct),
-                      wait_meaning(r.wait_class, r.event)] for r in w.by_event[:15]])
+        return [Section("Wait events", body=[Paragraph("No wait-event samples in the window.")])]
+    body: list[Block] = [
+        Paragraph(f"{w.ticks:,} samples at {w.sample_hz:g} Hz; average active sessions (AAS) "
+                  f"{w.aas:.2f} of {w.connections_avg:.1f} connected client sessions "
+                  f"({w.idle_in_transaction_avg:.2f} idle in transaction). Active sessions "
+                  "with no wait event are on CPU."),
+        Table(["wait class", "AAS", "% of active time", "meaning"],
+              [[r.wait_class, fixed(r.aas, 2), fixed(r.pct), wait_meaning(r.wait_class)]
+               for r in w.by_class]),
+        Table(["wait class", "event", "AAS", "% of active time", "meaning"],
+              [[r.wait_class, r.event, fixed(r.aas, 2), fixed(r.pct),
+                wait_meaning(r.wait_class, r.event)] for r in w.by_event[:15]])]
     if w.io_workers:
-        lines += [f"I/O workers (PG18 io_method = worker) busy {w.io_workers_busy_avg:.2f} "
-                  "on average:", ""]
-        lines += _table(["wait class", "event", "busy workers", "%", "meaning"],
-                        [[r.wait_class, r.event, _f(r.aas, 2), _f(r.pct),
-                          wait_meaning(r.wait_class, r.event)] for r in w.io_workers])
-    return lines + _plot(plot_names, PLOT_TOP_ACTIVITY, "Top activity")
+        body += [Paragraph(f"I/O workers (PG18 io_method = worker) busy "
+                           f"{w.io_workers_busy_avg:.2f} on average:"),
+                 Table(["wait class", "event", "busy workers", "%", "meaning"],
+                       [[r.wait_class, r.event, fixed(r.aas, 2), fixed(r.pct),
+                         wait_meaning(r.wait_class, r.event)] for r in w.io_workers])]
+    return [Section("Wait events",
+                    body=body + _plot(plot_names, PLOT_TOP_ACTIVITY, "Top activity"))]
 
 
-def _checkpoint_section(s: TelemetrySummary) -> list[str]:
+def _checkpoint_section(s: TelemetrySummary) -> list[Section]:
     c, w = s.checkpoints, s.wal
-    lines = ["## Checkpoints and WAL", ""]
     rows = [
-        ["checkpoints started (server log)", _n(c.started)],
+        ["checkpoints started (server log)", count(c.started)],
         ["timed / requested (of which forced by WAL volume)",
-         f"{_n(c.timed)} / {_n(c.requested)} ({_n(c.wal_triggered)})"],
+         f"{count(c.timed)} / {count(c.requested)} ({count(c.wal_triggered)})"],
         ["timed / requested (statistics views)",
-         f"{_n(c.stats_timed)} / {_n(c.stats_requested)}"],
-        ["'checkpoints are occurring too frequently' warnings", _n(c.too_frequent_warnings)],
+         f"{count(c.stats_timed)} / {count(c.stats_requested)}"],
+        ["'checkpoints are occurring too frequently' warnings", count(c.too_frequent_warnings)],
         ["shortest interval between checkpoints", _u(c.min_interval_s, "s")],
         ["checkpoint write / sync time (log)", f"{_u(c.write_s, 's', 2)} / "
                                                f"{_u(c.sync_s, 's', 2)}"],
         ["checkpoint write / sync time (views)",
          f"{_u(c.write_time_ms, 'ms', 0)} / {_u(c.sync_time_ms, 'ms', 0)}"],
         ["buffers written by checkpointer / bgwriter / backends",
-         f"{_n(c.buffers_checkpoint)} / {_n(c.buffers_bgwriter)} / "
-         f"{_n(c.buffers_backend)}"],
-        ["bgwriter stops (maxwritten_clean)", _n(c.maxwritten_clean)],
+         f"{count(c.buffers_checkpoint)} / {count(c.buffers_bgwriter)} / "
+         f"{count(c.buffers_backend)}"],
+        ["bgwriter stops (maxwritten_clean)", count(c.maxwritten_clean)],
         ["WAL written per second", _measured(format_rate(w.bytes_per_s))],
-        ["WAL records / full-page images", f"{_n(w.records)} / {_n(w.fpi)}"],
-        ["full-page-image ratio (FPI ÷ records)", _pct(w.fpi_ratio)],
-        ["WAL writes / syncs", f"{_n(w.writes)} / {_n(w.syncs)}"],
+        ["WAL records / full-page images", f"{count(w.records)} / {count(w.fpi)}"],
+        ["full-page-image ratio (FPI ÷ records)", format_ratio_pct(w.fpi_ratio)],
+        ["WAL writes / syncs", f"{count(w.writes)} / {count(w.syncs)}"],
         # The caveat goes with the label: a value cell holds values only.
         ["WAL write / sync time" + (" (track_wal_io_timing off: not timed)"
                                     if s.settings.get("track_wal_io_timing") == "off" else ""),
          f"{_u(w.write_time_ms, 'ms', 0)} / {_u(w.sync_time_ms, 'ms', 0)}"],
-        ["WAL buffers full", _n(w.buffers_full)],
+        ["WAL buffers full", count(w.buffers_full)],
     ]
-    lines += _table(["metric", "value"], rows)
     d = s.database
-    lines += _table(["database", "value"], [
-        ["commits / s", _f(d.commits_per_s)], ["rollbacks / s", _f(d.rollbacks_per_s)],
-        ["shared-buffer hit ratio", _pct_value(d.cache_hit_pct, 2)],
-        ["blocks read / s", _f(d.blks_read_per_s, 0)],
+    body: list[Block] = [Table(["metric", "value"], rows), Table(["database", "value"], [
+        ["commits / s", fixed(d.commits_per_s)], ["rollbacks / s", fixed(d.rollbacks_per_s)],
+        ["shared-buffer hit ratio", percent(d.cache_hit_pct, 2)],
+        ["blocks read / s", fixed(d.blks_read_per_s, 0)],
         ["temp files written", _measured(format_bytes(d.temp_bytes))],
-        ["deadlocks", _n(d.deadlocks)],
-        ["active time ÷ wall (server-side AAS)", _f(d.active_time_aas, 2)],
-    ])
+        ["deadlocks", count(d.deadlocks)],
+        ["active time ÷ wall (server-side AAS)", fixed(d.active_time_aas, 2)],
+    ])]
     if s.io:
         read = common_scale(r.read_bytes for r in s.io)
         write = common_scale(r.write_bytes for r in s.io)
-        lines += ["pg_stat_io over the window (summed over contexts):", ""]
-        lines += _table(
+        body += [Paragraph("pg_stat_io over the window (summed over contexts):"), Table(
             ["backend type", "object", "reads", f"read {read.unit}", "writes",
              f"written {write.unit}", "extends", "fsyncs", "hits"],
-            [[r.backend_type, r.object, _n(r.reads), read.number(r.read_bytes),
-              _n(r.writes), write.number(r.write_bytes), _n(r.extends), _n(r.fsyncs),
-              _n(r.hits)] for r in s.io])
-    return lines
+            [[r.backend_type, r.object, count(r.reads), read.number(r.read_bytes),
+              count(r.writes), write.number(r.write_bytes), count(r.extends), count(r.fsyncs),
+              count(r.hits)] for r in s.io])]
+    return [Section("Checkpoints and WAL", body=body)]
 
 
-def _memory_section(s: TelemetrySummary) -> list[str]:
+def _memory_section(s: TelemetrySummary) -> list[Section]:
     m = s.memory
     if not m.samples:
         return []
+
     def as_bytes(kb: float | None) -> float | None:
         return None if kb is None else kb * KIB  # /proc/meminfo's "kB" are KiB
 
@@ -506,20 +525,20 @@ def _memory_section(s: TelemetrySummary) -> list[str]:
         avg, peak = as_bytes(st.avg), as_bytes(st.peak)
         scale = common_scale([avg, peak])
         rows.append([label, scale.unit, scale.number(avg), scale.number(peak)])
-    rows.append(["huge pages in use", "pages", _n(m.hugepages_used.avg),
-                 _n(m.hugepages_used.peak)])
-    return ["## Memory", ""] + _table(["item", "unit", "avg", "peak"], rows)
+    rows.append(["huge pages in use", "pages", count(m.hugepages_used.avg),
+                 count(m.hugepages_used.peak)])
+    return [Section("Memory", body=[Table(["item", "unit", "avg", "peak"], rows)])]
 
 
-def _limits_section(s: TelemetrySummary) -> list[str]:
+def _limits_section(s: TelemetrySummary) -> list[Section]:
     if not s.hardware_limits:
         return []
     rows = [[h.resource, h.unit, _limit(h.capacity, h.unit, capacity=True),
-             _limit(h.used_avg, h.unit), _limit(h.used_peak, h.unit), _pct_value(h.pct_avg),
+             _limit(h.used_avg, h.unit), _limit(h.used_peak, h.unit), percent(h.pct_avg),
              h.note] for h in s.hardware_limits]
-    return ["## Hardware limits", ""] + _table(
+    return [Section("Hardware limits", body=[Table(
         ["resource", "unit", "capacity", "used (avg)", "used (peak)", "% of capacity", "note"],
-        rows)
+        rows)])]
 
 
 def _limit(value: float | None, unit: str, capacity: bool = False) -> str:
@@ -528,19 +547,12 @@ def _limit(value: float | None, unit: str, capacity: bool = False) -> str:
     if value is None:
         return MISSING
     whole = abs(value - round(value)) < 1e-9
-    if unit in COUNT_UNITS:
-        return _n(value) if whole else _f(value, 1)
-    if capacity:
-        return _n(value) if whole else _f(value, 1)
-    return _f(value, 2)
+    if unit in COUNT_UNITS or capacity:
+        return count(value) if whole else fixed(value, 1)
+    return fixed(value, 2)
 
 
-def _pct_value(value: float | None, digits: int = 1) -> str:
-    """A value already in percent: 35.5%."""
-    return MISSING if value is None else f"{value:.{digits}f}%"
-
-
-def _smart_section(s: TelemetrySummary) -> list[str]:
+def _smart_section(s: TelemetrySummary) -> list[Section]:
     if not s.smart:
         return []
     reads = common_scale(d.read_bytes for d in s.smart if d.available)
@@ -550,15 +562,16 @@ def _smart_section(s: TelemetrySummary) -> list[str]:
         if not d.available:
             rows.append([d.device, f"not available: {d.reason}", "", "", "", ""])
             continue
-        rows.append([d.device, f"{_f(d.temperature_before_c, 0)} → "
-                     f"{_f(d.temperature_after_c, 0)} °C",
+        rows.append([d.device, f"{fixed(d.temperature_before_c, 0)} → "
+                     f"{fixed(d.temperature_after_c, 0)} °C",
                      reads.number(d.read_bytes or 0), writes.number(d.written_bytes or 0),
-                     f"{_f(d.percent_used_before, 0)} → {_f(d.percent_used_after, 0)}"
+                     f"{fixed(d.percent_used_before, 0)} → {fixed(d.percent_used_after, 0)}"
                      + ("%" if d.percent_used_after is not None else ""),
-                     f"{_n(d.media_errors_after)} / {_n(d.throttle_events)}"])
-    endurance = [f"- {d.device}: {d.endurance}" for d in s.smart if d.endurance]
-    return ["## Drive health (SMART, before → after)", ""] + _table(
+                     f"{count(d.media_errors_after)} / {count(d.throttle_events)}"])
+    section = Section("Drive health (SMART, before → after)", body=[Table(
         ["device", "temperature", f"host reads {reads.unit}", f"host writes {writes.unit}",
-         "percentage used",
-         "media errors / throttle events"], rows) + (["", "Endurance:", "", *endurance]
-                                                     if endurance else [])
+         "percentage used", "media errors / throttle events"], rows)])
+    endurance = [f"{d.device}: {d.endurance}" for d in s.smart if d.endurance]
+    if endurance:
+        section.body += [Paragraph("Endurance:"), BulletList(endurance)]
+    return [section]

@@ -23,8 +23,9 @@ from typing import Any
 from pgdyno.analysis.summary import IterationSummary, RunSummary
 from pgdyno.analysis.tdist import mean_interval
 from pgdyno.config.units import human_bytes
-from pgdyno.reports.document import clients_words, figure
+from pgdyno.reports.document import clients_words
 from pgdyno.results.load import LoadRecord, load_lines, record_of
+from pgdyno.units import figure
 from pgdyno.workloads.base import LOWER, Headline
 
 SATURATION = 0.95

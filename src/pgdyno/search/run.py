@@ -758,7 +758,8 @@ def write_winner_formats(search_dir: Path, winner_file: Path, bench: BenchOption
 
 def _finish(outcome: SearchOutcome, study, record: SearchRecord, selection, conf,
             search_dir: Path, opts: SearchOptions, install, hardware) -> None:
-    from pgdyno.search.report import build_search_report, write_search_report
+    from pgdyno.search.report import write_search_report
+    from pgdyno.search.report_data import build_search_report
 
     if outcome.winner_file:
         try:

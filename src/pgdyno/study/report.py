@@ -12,16 +12,28 @@ import math
 from pathlib import Path
 
 from pgdyno.compare.model import MetricComparison
-from pgdyno.compare.render import interval, io_table, metrics_table, pct, verdict_text
+from pgdyno.compare.render import interval, io_table, metrics_table, verdict_text
 from pgdyno.compare.stats import FASTER, HIGHER, LOWER, SLOWER
 from pgdyno.config.units import human_bytes
 from pgdyno.errors import PgdynoError
 from pgdyno.provision.model import AT_TARGET, SKIPPED
 from pgdyno.reports import html
-from pgdyno.reports.document import Document, Section, Table, figure
+from pgdyno.reports.document import (
+    BulletList,
+    Code,
+    Document,
+    Inline,
+    Link,
+    Section,
+    Strong,
+    Table,
+    Text,
+    plain,
+)
 from pgdyno.study.conclusions import headline_comparison, projection
 from pgdyno.study.model import DAMAGED, Finding, Side, StudyRecord, Threat, WorkloadResult
 from pgdyno.study.plots import study_plots
+from pgdyno.units import figure, signed_pct
 
 REPORT_STEM = "study"
 SECTION_TITLES = {"summary": "Executive summary", "glance": "At a glance",
@@ -51,11 +63,13 @@ def build_document(record: StudyRecord, images: dict[str, str], out_dir: Path) -
 
 # ----- sentences ---------------------------------------------------------------------------------
 
-def sentence(f: Finding, record: StudyRecord) -> str:
+def sentence(f: Finding, record: StudyRecord) -> Text | None:
     """One finding in words, with its figure, its interval where one exists, and a link
-    to the section it comes from."""
+    to the section it comes from; None for a finding the report does not word."""
     text = _WORDS[f.kind](f, record) if f.kind in _WORDS else ""
-    return f"{text} ([{_where(f, record)}](#{f.section}))" if text else ""
+    if not plain(text):
+        return None
+    return Text.of(text, " (", Link(_where(f, record), f"#{f.section}"), ")")
 
 
 def _what(f: Finding, record: StudyRecord) -> str:
@@ -77,7 +91,7 @@ def _interval(f: Finding) -> str:
     if "ci_low_pct" not in v:
         return "no interval (too few samples)"
     level = f"{100 * v.get('confidence', 0.95):.0f}%"
-    return f"{level} interval {pct(v['ci_low_pct'])} to {pct(v['ci_high_pct'])}"
+    return f"{level} interval {signed_pct(v['ci_low_pct'])} to {signed_pct(v['ci_high_pct'])}"
 
 
 def _change(f: Finding, record: StudyRecord) -> str:
@@ -87,7 +101,7 @@ def _change(f: Finding, record: StudyRecord) -> str:
     verb = moved.get(w["verdict"], "changed")
     return (f"{_what(f, record)}{where}: {w['candidate']} {verb} {w['metric']} from "
             f"{_num(v['baseline'], w['unit'])} ({w['baseline']}) to "
-            f"{_num(v['candidate'], w['unit'])}, {pct(v['change_pct'])} "
+            f"{_num(v['candidate'], w['unit'])}, {signed_pct(v['change_pct'])} "
             f"({_interval(f)}): {w['verdict']}.")
 
 
@@ -96,7 +110,8 @@ def _no_difference(f: Finding, record: StudyRecord) -> str:
     where = f" at {w['size_unit']} {v['size']:.0f}" if "size" in v else ""
     return (f"{_what(f, record)}{where}: {w['metric']} {_num(v['baseline'], w['unit'])} "
             f"({w['baseline']}) against {_num(v['candidate'], w['unit'])} ({w['candidate']}), "
-            f"{pct(v.get('change_pct', math.nan))} ({_interval(f)}): no significant difference.")
+            f"{signed_pct(v.get('change_pct', math.nan))} ({_interval(f)}): no significant "
+            "difference.")
 
 
 def _undetermined(f: Finding, record: StudyRecord) -> str:
@@ -167,13 +182,14 @@ def _smart(f: Finding, record: StudyRecord) -> str:
     return f"SMART during {_what(f, record)} ({w['config']}): {', '.join(parts)}."
 
 
-def _validation(f: Finding, record: StudyRecord) -> str:
+def _validation(f: Finding, record: StudyRecord) -> Text:
     v, w = f.values, f.words
-    return (f"Status: **{w['status']}**: {_what(f, record)} ({w['side']}) measured "
-            f"{_num(v['measured'])} {w['metric']}, {100 * v['ratio']:.0f}% of the sizing "
-            f"math's target of {_num(v['target'])} ({v['vcpus']:.0f} vCPUs × "
-            f"{_num(v['per_core'])} per core, from {w['source']}); the band is "
-            f"{100 * v['band_low']:.0f}–{100 * v['band_high']:.0f}%.")
+    return Text.of(
+        "Status: ", Strong(w["status"]), f": {_what(f, record)} ({w['side']}) measured "
+        f"{_num(v['measured'])} {w['metric']}, {100 * v['ratio']:.0f}% of the sizing "
+        f"math's target of {_num(v['target'])} ({v['vcpus']:.0f} vCPUs × "
+        f"{_num(v['per_core'])} per core, from {w['source']}); the band is "
+        f"{100 * v['band_low']:.0f}–{100 * v['band_high']:.0f}%.")
 
 
 def _adopt(f: Finding, record: StudyRecord) -> str:
@@ -192,7 +208,7 @@ def _keep(f: Finding, record: StudyRecord) -> str:
 def _avoid(f: Finding, record: StudyRecord) -> str:
     w = f.words
     return (f"Recommendation: not {w['candidate']} for {_what(f, record)}: {w['metric']} "
-            f"{pct(f.values['change_pct'])} ({_interval(f)}).")
+            f"{signed_pct(f.values['change_pct'])} ({_interval(f)}).")
 
 
 def _headroom(f: Finding, record: StudyRecord) -> str:
@@ -249,9 +265,10 @@ def _question(record: StudyRecord) -> Section:
     ok = sum(c.status == "ok" for c in record.cells)
     wall = (f"; the runs took {record.wall_seconds / 60:.1f} min"
             if record.wall_seconds else "")
-    status = [sentence(f, record) for f in record.findings if f.kind == "validation"]
+    status = [s for f in record.findings if f.kind == "validation"
+              and (s := sentence(f, record)) is not None]
     return Section("Question", anchor="question", paragraphs=[
-        f"**{record.question}**", *status,
+        Strong(record.question), *status,
         f"Hardware: {record.hardware}.",
         f"Campaign {record.campaign} at size {record.size}, {record.started_at[:19]} to "
         f"{record.ended_at[:19]} UTC: {ok} of {cells} cells ok{wall}. Baseline: "
@@ -260,21 +277,21 @@ def _question(record: StudyRecord) -> Section:
 
 
 def _summary(record: StudyRecord, images: dict[str, str], out_dir: Path) -> list[Section]:
-    lines = [s for f in record.findings if f.summary and (s := sentence(f, record))]
+    lines: list[Inline] = [s for f in record.findings if f.summary
+                           and (s := sentence(f, record)) is not None]
+    threats = Link(SECTION_TITLES["threats"], "#threats")
     failed = [c for c in record.cells if c.status not in ("ok", DAMAGED)]
     if failed:
-        lines.append(f"{len(failed)} of {len(record.cells)} cells did not finish ok "
-                     f"({', '.join(c.key for c in failed)}): see [Threats to validity]"
-                     "(#threats).")
+        lines.append(Text.of(f"{len(failed)} of {len(record.cells)} cells did not finish ok "
+                             f"({', '.join(c.key for c in failed)}): see ", threats, "."))
     damaged = [c for c in record.cells if c.status == DAMAGED]
     if damaged:
-        lines.append(f"{len(damaged)} of {len(record.cells)} cells finished, but a file of "
-                     f"their run cannot be read ({', '.join(c.key for c in damaged)}): left "
-                     "out of the figures and comparisons, see [Threats to validity]"
-                     "(#threats).")
+        lines.append(Text.of(
+            f"{len(damaged)} of {len(record.cells)} cells finished, but a file of their run "
+            f"cannot be read ({', '.join(c.key for c in damaged)}): left out of the figures "
+            "and comparisons, see ", threats, "."))
     lines = lines or ["No comparison or figure could be made from the runs so far."]
-    return [Section(SECTION_TITLES["summary"], anchor="summary",
-                    paragraphs=[f"- {line}" for line in lines])]
+    return [Section(SECTION_TITLES["summary"], anchor="summary", body=[BulletList(lines)])]
 
 
 def _glance(record: StudyRecord, images: dict[str, str], out_dir: Path) -> list[Section]:
@@ -287,20 +304,22 @@ def _glance(record: StudyRecord, images: dict[str, str], out_dir: Path) -> list[
     return [Section(SECTION_TITLES["glance"], anchor="glance", tables=[table])]
 
 
-def _glance_row(result: WorkloadResult, record: StudyRecord) -> list[str]:
+def _glance_row(result: WorkloadResult, record: StudyRecord) -> list[Inline]:
     m = headline_comparison(result)
     bottlenecks = " → ".join(s.bottleneck or "—" for s in result.sides)
+    # The workload's name leads to its own section below (a link in both formats).
+    name = Link(result.workload, f"#{result.anchor}")
     if m is not None:
-        return [f"[{result.workload}](#{result.anchor})", m.title,
-                _num(m.baseline_mean), _num(m.candidate_mean), pct(m.change_pct),
+        return [name, m.title,
+                _num(m.baseline_mean), _num(m.candidate_mean), signed_pct(m.change_pct),
                 interval(m), verdict_text(m), bottlenecks]
     side = result.sides[0] if result.sides else None
     fig = side.figure(result.headline) if side else None
     if fig is None:
-        return [f"[{result.workload}](#{result.anchor})", result.headline, "—", "—", "—",
+        return [name, result.headline, "—", "—", "—",
                 "—", "not measured", bottlenecks]
     value = f"{_num(fig.mean)} ({side.label})"
-    return [f"[{result.workload}](#{result.anchor})", f"{fig.label} ({fig.unit})", value,
+    return [name, f"{fig.label} ({fig.unit})", value,
             "—", "—", "—", "one config", bottlenecks]
 
 
@@ -376,17 +395,16 @@ def _workload(result: WorkloadResult, images: dict[str, str], out_dir: Path) -> 
     if result.steps:
         section.tables.append(_steps_table(result))
     if result.sweep_compare_dir:
-        section.paragraphs.append(
-            f"The sweeps side by side: [{result.sweep_compare_dir}/compare.md]"
-            f"({result.sweep_compare_dir}/compare.md).")
+        page = f"{result.sweep_compare_dir}/compare.md"
+        section.paragraphs.append(Text.of("The sweeps side by side: ", Link(page, page), "."))
         for png in sorted((out_dir / result.sweep_compare_dir / "plots").glob("*.png")):
             caption = png.stem.replace("_", " ").replace("-", " ")
             section.images.append((f"{result.workload} sweeps: {caption}",
                                    str(png.relative_to(out_dir))))
     sections = [section]
     if result.compare_dir:
-        section.paragraphs.append(f"The whole comparison: [{result.compare_dir}/compare.md]"
-                                  f"({result.compare_dir}/compare.md).")
+        page = f"{result.compare_dir}/compare.md"
+        section.paragraphs.append(Text.of("The whole comparison: ", Link(page, page), "."))
         own = _workload_sections(result, out_dir)
         shown = {path for s in own for _, path in s.images}
         for png in sorted((out_dir / result.compare_dir / "plots").glob("*.png")):
@@ -498,7 +516,7 @@ def _steps_table(result: WorkloadResult) -> Table:
         if m is None:
             continue
         rows.append([str(step.size), _num(m.baseline_mean), _num(m.candidate_mean),
-                     pct(m.change_pct), interval(m), verdict_text(m)])
+                     signed_pct(m.change_pct), interval(m), verdict_text(m)])
     a = result.sides[0].label if result.sides else "A"
     b = result.sides[1].label if len(result.sides) > 1 else "B"
     return Table([result.size_unit.capitalize() or "Size", a, b, "Change", "Interval",
@@ -535,8 +553,8 @@ def _context(record: StudyRecord, images: dict[str, str], out_dir: Path) -> list
         except (PgdynoError, OSError, ValueError) as exc:
             out[0].paragraphs.append(f"{context}: no context report ({exc}).")
             continue
-        out[0].paragraphs.append(f"{context}: [{folder.name}/context-report.md]"
-                                 f"({folder.name}/context-report.md).")
+        page = f"{folder.name}/context-report.md"
+        out[0].paragraphs.append(Text.of(f"{context}: ", Link(page, page), "."))
         for section in doc.sections:
             section.level = 3
             section.title = f"{context}: {section.title}"
@@ -560,21 +578,22 @@ def _provision(record: StudyRecord) -> list[Section]:
                                       "setting: the host stays as it is.")
         else:
             todo = [s for s in plan.steps if s.actionable]
-            section.paragraphs.append(
+            section.paragraphs.append(Text.of(
                 f"On {plan.host} (hardware {plan.hardware}), read {plan.created}: "
                 f"{len(todo)} to change, "
                 f"{sum(1 for s in plan.steps if s.status == AT_TARGET)} already at target, "
                 f"{sum(1 for s in plan.steps if s.status == SKIPPED)} not planned here (no "
-                "device named, or not this host's to change). "
-                "`pgdyno provision apply --config "
-                f"{rec.config} --yes` applies it with a state file; `pgdyno provision "
-                "revert` undoes it.")
+                "device named, or not this host's to change). ",
+                Code(f"pgdyno provision apply --config {rec.config} --yes"),
+                " applies it with a state file; ", Code("pgdyno provision revert"),
+                " undoes it."))
             section.tables.append(Table(
                 ["Setting", "Kind", "Now", "Planned", "Status", "Rationale"],
                 [[s.target or ",".join(s.keys), s.kind, (s.current or "–").splitlines()[0],
                   s.shown_value, s.status, s.rationale] for s in plan.ordered()
                  + [s for s in plan.steps if not s.actionable]],
-                caption=f"What `pgdyno provision plan --config {rec.config}` would change"))
+                caption=Text.of("What ", Code(f"pgdyno provision plan --config {rec.config}"),
+                                " would change")))
             section.paragraphs += [f"Warning: {w}" for w in plan.warnings]
         out.append(section)
     return out
@@ -596,21 +615,25 @@ RECOMMENDING = ("adopt", "keep", "avoid", "headroom")
 
 def _conclusions(record: StudyRecord, images: dict[str, str], out_dir: Path) -> list[Section]:
     lines = [s for f in record.findings if f.kind not in RECOMMENDING
-             and (s := sentence(f, record))]
-    section = Section(SECTION_TITLES["conclusions"], anchor="conclusions",
-                      paragraphs=[f"- {line}" for line in lines]
-                      or ["No conclusion: nothing was measured."])
-    recs = Section("Recommendations", level=3, anchor="recommendations", paragraphs=[
-        f"- {s}" for f in record.findings if f.kind in RECOMMENDING
-        and (s := sentence(f, record))])
-    out = [section] + ([recs] if recs.paragraphs else [])
+             and (s := sentence(f, record)) is not None]
+    section = Section(SECTION_TITLES["conclusions"], anchor="conclusions")
+    if lines:
+        section.body.append(BulletList(lines))
+    else:
+        section.paragraphs.append("No conclusion: nothing was measured.")
+    recs = [s for f in record.findings if f.kind in RECOMMENDING
+            and (s := sentence(f, record)) is not None]
+    out = [section]
+    if recs:
+        out.append(Section("Recommendations", level=3, anchor="recommendations",
+                           body=[BulletList(recs)]))
     table = _projection_table(record)
     if table is not None:
         out.append(Section("Scaling projection", level=3, anchor="projection", paragraphs=[
-            "Each workload's peak per vCPU on this machine, times other sizes: a linear "
-            "upper bound (locks, WAL and memory bandwidth do not grow with cores; "
-            "`pgdyno report --context` fits the real curve once other sizes are measured)."],
-            tables=[table]))
+            Text.of("Each workload's peak per vCPU on this machine, times other sizes: a "
+                    "linear upper bound (locks, WAL and memory bandwidth do not grow with "
+                    "cores; ", Code("pgdyno report --context"), " fits the real curve once "
+                    "other sizes are measured).")], tables=[table]))
     return out
 
 
@@ -628,10 +651,13 @@ def _projection_table(record: StudyRecord) -> Table | None:
 
 def _threats(record: StudyRecord, images: dict[str, str], out_dir: Path) -> list[Section]:
     lines = [threat_sentence(t) for t in record.threats]
-    return [Section(SECTION_TITLES["threats"], anchor="threats",
-                    paragraphs=[f"- {line}" for line in lines]
-                    or ["None found: every cell finished, no iteration was contaminated, "
-                        "the intervals are narrow and the windows long."])]
+    section = Section(SECTION_TITLES["threats"], anchor="threats")
+    if lines:
+        section.body.append(BulletList(lines))
+    else:
+        section.paragraphs.append("None found: every cell finished, no iteration was "
+                                  "contaminated, the intervals are narrow and the windows long.")
+    return [section]
 
 
 def _runs(record: StudyRecord) -> Section:

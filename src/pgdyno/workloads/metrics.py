@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pgdyno.reports.document import figure, quantity
+from pgdyno.reports.document import quantity
+from pgdyno.units import figure
 
 HIGHER, LOWER = 1, -1
 """Metric directions: higher is better (throughput) or lower is better (latency)."""

@@ -19,9 +19,10 @@ from pgdyno import serde
 from pgdyno.analysis.summary import load_summary
 from pgdyno.errors import UsageError
 from pgdyno.reports import html
-from pgdyno.reports.document import Document, Section, Table, fmt
+from pgdyno.reports.document import Code, Document, Section, Table, Text
 from pgdyno.results.rundir import write_json_atomic
 from pgdyno.results.sweepdir import SweepRecord
+from pgdyno.units import rounded
 from pgdyno.workloads.metrics import MetricSpec, headline_metric
 
 SCHEMA_VERSION = 1
@@ -109,7 +110,7 @@ def sweep_document(summary: SweepHeadlines, record: SweepRecord,
         f"Best {summary.label} {spec.cell(best.mean)} at {best.size} {summary.size_unit} "
         f"and {_clients(best.clients)}." if best is not None
         else "No size finished; see the runs' reports."])
-    rows = [[str(p.size), str(p.clients), spec.cell(p.mean), fmt(p.stddev),
+    rows = [[str(p.size), str(p.clients), spec.cell(p.mean), rounded(p.stddev),
              str(p.iterations), p.status, f"../{p.run}/report.md" if p.run else "–"]
             for p in summary.points]
     table = Section(f"{summary.label} by {summary.size_unit}", tables=[Table(
@@ -223,10 +224,10 @@ def comparison_document(cmp: HeadlineSweepComparison, images: dict[str, str]) ->
             for size, clients, a, b in cmp.rows()]
     section = Section("Sweeps", paragraphs=[
         f"A: {cmp.a.label}. B: {cmp.b.label}.",
-        f"{cmp.label} is each run's mean over its finished iterations "
-        f"({'higher' if cmp.direction >= 0 else 'lower'} is better); B vs A is the relative "
-        "change of the means (the runs' own comparison, `pgdyno compare RUN_A RUN_B`, gives "
-        "intervals)."],
+        Text.of(f"{cmp.label} is each run's mean over its finished iterations "
+                f"({'higher' if cmp.direction >= 0 else 'lower'} is better); B vs A is the "
+                "relative change of the means (the runs' own comparison, ",
+                Code("pgdyno compare RUN_A RUN_B"), ", gives intervals).")],
         tables=[Table([cmp.size_unit.capitalize(), "Clients", f"{cmp.label} A",
                        f"{cmp.label} B", "B vs A"], rows)])
     if "overlay" in images:

@@ -31,7 +31,7 @@ from pgdyno.analysis.summary import (
     stability_warnings,
 )
 from pgdyno.errors import RunFailed
-from pgdyno.reports.document import Section, Table, fmt
+from pgdyno.reports.document import Section, Table
 from pgdyno.reports.plots import plt, save_figure, series_style
 from pgdyno.results.rundir import (
     IterationRecord,
@@ -40,6 +40,7 @@ from pgdyno.results.rundir import (
     read_window_start,
     write_window_start,
 )
+from pgdyno.units import alike, rounded
 from pgdyno.workloads.base import (
     HIGHER,
     LOWER,
@@ -185,14 +186,17 @@ class Cpu(Workload):
         for c in summary.per_clients:
             its = [i for i in summary.iterations if i.clients == c.clients]
             per_core = [i.metrics[PER_CORE] for i in its]
-            rows.append([str(c.clients), str(c.iterations), fmt(c.tps_iteration_mean, 1),
-                         fmt(c.tps_iteration_stddev, 1), fmt(statistics.fmean(per_core), 1),
-                         fmt(c.latency.mean_ms, 3), fmt(c.latency.percentiles_ms.get("p95"), 3),
-                         fmt(c.latency.percentiles_ms.get("p99"), 3), fmt(c.latency.max_ms, 3)])
-        per_it = [[str(i.clients), str(i.iteration), i.status, fmt(i.tps_mean, 1),
-                   fmt(i.metrics[PER_CORE], 1), f"{i.transactions:,}",
-                   fmt(i.latency.mean_ms, 3), fmt(i.metrics["latency_p95_ms"], 3),
-                   fmt(i.latency.max_ms, 3)] for i in summary.iterations]
+            # The deviation at its mean's precision, in the column beside it.
+            rows.append([str(c.clients), str(c.iterations),
+                         *alike(c.tps_iteration_mean, c.tps_iteration_stddev, digits=1),
+                         rounded(statistics.fmean(per_core), 1), rounded(c.latency.mean_ms, 3),
+                         rounded(c.latency.percentiles_ms.get("p95"), 3),
+                         rounded(c.latency.percentiles_ms.get("p99"), 3),
+                         rounded(c.latency.max_ms, 3)])
+        per_it = [[str(i.clients), str(i.iteration), i.status, rounded(i.tps_mean, 1),
+                   rounded(i.metrics[PER_CORE], 1), f"{i.transactions:,}",
+                   rounded(i.latency.mean_ms, 3), rounded(i.metrics["latency_p95_ms"], 3),
+                   rounded(i.latency.max_ms, 3)] for i in summary.iterations]
         section = Section("CPU baseline (sysbench cpu)", paragraphs=[
             f"Each event finds the primes up to {opts.workload_options.max_prime:,} "
             f"(sysbench {plan.parameters.get('sysbench_version')}); {cores} cores usable. "

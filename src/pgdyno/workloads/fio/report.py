@@ -15,10 +15,19 @@ from pathlib import Path
 
 from pgdyno.analysis.endurance import endurance_projection
 from pgdyno.options import BenchOptions
-from pgdyno.reports.document import Section, Table, count, fmt
+from pgdyno.reports.document import Section, Table
 from pgdyno.reports.plots import plt, save_figure
 from pgdyno.results.rundir import RunDirectory, RunPlan
-from pgdyno.units import MIB, UNITS_NOTE, common_scale, format_bytes, number
+from pgdyno.units import (
+    MIB,
+    UNITS_NOTE,
+    common_scale,
+    count,
+    format_bytes,
+    mean_sd,
+    number,
+    rounded,
+)
 from pgdyno.workloads.fio.fsync import ONE_WRITE
 from pgdyno.workloads.fio.jobs import MIX_READ_PCT, QD32, SEQ_DEPTH
 from pgdyno.workloads.fio.metrics import iteration_metrics
@@ -109,7 +118,8 @@ def _lat(side_job: JobResult | None) -> list[str]:
     lat = side_job.main.latency if side_job and side_job.main else None
     if lat is None:
         return ["–"] * 4
-    return [fmt(lat.avg_us, 1), fmt(lat.p50_us, 1), fmt(lat.p99_us, 1), fmt(lat.p99_9_us, 1)]
+    return [rounded(lat.avg_us, 1), rounded(lat.p50_us, 1), rounded(lat.p99_us, 1),
+            rounded(lat.p99_9_us, 1)]
 
 
 def _depth(job: JobResult) -> str:
@@ -153,7 +163,7 @@ def _sweep_table(p: PlaceResult) -> Table:
             mark = " (peak)" if job is not None and peak is not None and job is peak else ""
             row.append(count(job.iops) + mark if job else "–")
             if kind != "randrw":
-                row.append(fmt(job.main.latency.p99_us, 1)
+                row.append(rounded(job.main.latency.p99_us, 1)
                            if job and job.main and job.main.latency else "–")
         rows.append(row)
     return Table(["Depth", "Read IOPS", "Read p99 (µs)", "Write IOPS", "Write p99 (µs)",
@@ -171,10 +181,10 @@ def _wal_table(p: PlaceResult) -> Table | None:
     for j in wal:
         w = j.write
         rows.append([str(j.numjobs), count(j.iops),
-                     fmt(w.latency.avg_us, 1) if w and w.latency else "–",
-                     fmt(j.sync.avg_us, 1) if j.sync else "–",
-                     fmt(j.sync.p99_us, 1) if j.sync else "–",
-                     fmt(j.sync.p99_9_us, 1) if j.sync else "–"])
+                     rounded(w.latency.avg_us, 1) if w and w.latency else "–",
+                     rounded(j.sync.avg_us, 1) if j.sync else "–",
+                     rounded(j.sync.p99_us, 1) if j.sync else "–",
+                     rounded(j.sync.p99_9_us, 1) if j.sync else "–"])
     return Table(["Jobs", "Writes + fdatasync /s", "Write avg (µs)", "fdatasync avg (µs)",
                   "fdatasync p99 (µs)", "fdatasync p99.9 (µs)"], rows,
                  caption="WAL-shaped test: 8 KiB sequential writes, fdatasync after each")
@@ -184,7 +194,7 @@ def _fsync_table(p: PlaceResult) -> Table | None:
     if p.fsync is None:
         return None
     group = p.fsync.group(ONE_WRITE)
-    rows = [[r.name, fmt(r.ops_per_s, 1) if r.ops_per_s is not None else "n/a",
+    rows = [[r.name, rounded(r.ops_per_s, 1) if r.ops_per_s is not None else "n/a",
              str(r.usecs_per_op) if r.usecs_per_op is not None else "–"]
             for r in (group.rows if group else [])]
     return Table(["wal_sync_method", "ops/s", "µs/op"], rows,
@@ -209,15 +219,15 @@ def _per_iteration(its: list[FioIteration]) -> Section:
         labels.append(label)
 
     def shown(k: str, value: float | None) -> str:
-        return fmt(None if value is None else value / divisors[k], 1)
+        return rounded(None if value is None else value / divisors[k], 1)
 
     rows = [[str(n + 1), *[shown(k, m.get(k)) for k, _ in keys]] for n, m in enumerate(metrics)]
     means = []
     for k, _ in keys:
         values = [m[k] for m in metrics if k in m]
         sd = statistics.stdev(values) if len(values) > 1 else math.nan
-        means.append(f"{shown(k, statistics.fmean(values))} ± {shown(k, sd)}" if values
-                     else "–")
+        means.append(mean_sd(statistics.fmean(values) / divisors[k], sd / divisors[k], 1)
+                     if values else "–")
     rows.append(["mean ± sd", *means])
     return Section("fio iterations", level=3, tables=[Table(
         ["Iteration", *labels], rows,
@@ -242,9 +252,9 @@ def _kernel_section(it: FioIteration) -> Section:
     if off:
         s.tables.append(Table(
             ["Place", "Job", "Basis", "fio", "Kernel", "Difference", "Kernel r/s", "Kernel w/s"],
-            [[j.place, j.name, j.kernel.basis, fmt(j.kernel.fio_value, 1),
-              fmt(j.kernel.kernel_value, 1), f"{j.kernel.diff_pct:+.1f}%",
-              fmt(j.kernel.r_s, 1), fmt(j.kernel.w_s, 1)] for j in off],
+            [[j.place, j.name, j.kernel.basis, rounded(j.kernel.fio_value, 1),
+              rounded(j.kernel.kernel_value, 1), f"{j.kernel.diff_pct:+.1f}%",
+              rounded(j.kernel.r_s, 1), rounded(j.kernel.w_s, 1)] for j in off],
             caption=f"Jobs where the kernel's figure differs from fio's by more than "
                     f"{AGREEMENT_PCT:g}%"))
     return s
@@ -282,7 +292,7 @@ def smart_section(smart: list[tuple[int, dict]]) -> Section:
                                 f"{(a or b).get('reason') or 'no reading'}.")
             continue
         rows = [_smart_row(label, key, b, a) for label, key in SMART_ROWS]
-        rows[0][2] += f" (peak {fmt(_peak_temp(smart, device), 0)})"
+        rows[0][2] += f" (peak {rounded(_peak_temp(smart, device), 0)})"
         s.tables.append(Table(["SMART metric", "Before", "After"], rows,
                               caption=f"{device} ({a.get('reason')})"))
         proj = endurance_projection(b, a, elapsed_h)
@@ -302,7 +312,7 @@ def _smart_value(key: str, reading: dict) -> str:
     value = reading.get(key)
     if value is None:
         return "–"
-    return fmt(float(value), 0) if isinstance(value, float) else count(value)
+    return rounded(float(value), 0) if isinstance(value, float) else count(value)
 
 
 def _peak_temp(smart: list[tuple[int, dict]], device: str) -> float | None:

@@ -15,9 +15,10 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from pgdyno.analysis.summary import RunSummary
-from pgdyno.reports.document import Section, Table, fmt
+from pgdyno.reports.document import Section, Table
 from pgdyno.results import load
 from pgdyno.results.rundir import RunDirectory, RunPlan
+from pgdyno.units import rounded
 from pgdyno.workloads import bulkload
 from pgdyno.workloads.base import (
     HIGHER,
@@ -143,13 +144,13 @@ class Oltp(PgbenchWorkload):
         for c in summary.per_clients:
             its = [i for i in summary.iterations if i.clients == c.clients]
             qps = statistics.fmean(i.metrics["qps"] for i in its)
-            rows.append([str(c.clients), fmt(c.tps_mean, 1), fmt(qps, 0),
+            rows.append([str(c.clients), rounded(c.tps_mean, 1), rounded(qps, 0),
                          f"{counts['read'] * c.transactions:,}",
                          f"{counts['write'] * c.transactions:,}",
                          f"{counts['other'] * c.transactions:,}",
-                         f"{c.retried:,}", fmt(c.latency.mean_ms, 3),
-                         fmt(c.latency.percentiles_ms.get("p95"), 3),
-                         fmt(c.latency.percentiles_ms.get("p99"), 3)])
+                         f"{c.retried:,}", rounded(c.latency.mean_ms, 3),
+                         rounded(c.latency.percentiles_ms.get("p95"), 3),
+                         rounded(c.latency.percentiles_ms.get("p99"), 3)])
         return [Section(f"sysbench-style {self.name}", paragraphs=[
             f"{plan.parameters.get('tables')} tables × {plan.parameters.get('table_size'):,} "
             f"rows, ids drawn {plan.parameters.get('rand')}, ranges of "

@@ -22,11 +22,11 @@ from pgdyno.analysis.debt import read_debt_readings
 from pgdyno.analysis.histogram import LatencyHistogram
 from pgdyno.analysis.summary import RunSummary
 from pgdyno.errors import UsageError
-from pgdyno.reports.document import Section, Table, fmt
+from pgdyno.reports.document import Section, Table
 from pgdyno.reports.plots import plt, save_figure, series_style
 from pgdyno.results.manifest import read_json_file
 from pgdyno.results.rundir import RunPlan
-from pgdyno.units import format_ms, format_ratio_pct
+from pgdyno.units import format_ms, format_ratio_pct, rounded
 from pgdyno.workloads import tprocc
 from pgdyno.workloads.tprocc import Snapshot, response
 
@@ -213,13 +213,13 @@ def _headline_table(summary: RunSummary, windows: IterationWindows, plan: RunPla
                      None)
         stats = {s.transaction: s for s in pooled_response_stats(
             [v for (c, _), v in sorted(windows.items()) if c == clients])}
-        rows.append([str(clients), fmt(statistics.fmean(nopms), 0),
-                     fmt(statistics.stdev(nopms) if len(nopms) > 1 else None, 0),
-                     fmt(ideal, 0),
+        rows.append([str(clients), rounded(statistics.fmean(nopms), 0),
+                     rounded(statistics.stdev(nopms) if len(nopms) > 1 else None, 0),
+                     rounded(ideal, 0),
                      format_ratio_pct(statistics.fmean(ratios) if ratios else None),
                      *[format_ms(stats[t].p90_ms) if t in stats else "–"
                        for t in tprocc.TRANSACTIONS],
-                     fmt(statistics.fmean(it.metrics["tpm"] for it in its), 0), str(len(its))])
+                     rounded(statistics.fmean(it.metrics["tpm"] for it in its), 0), str(len(its))])
     return Table(["Terminals", "NOPM", "NOPM stddev", "Ideal NOPM", "Real/ideal",
                   *[f"p90 {SHORT[t]} ms" for t in tprocc.TRANSACTIONS], "TPM", "Iterations"],
                  rows, caption="Result: NOPM against the ideal, and the 90th percentile "
@@ -238,8 +238,8 @@ def _pooled_table(summary: RunSummary) -> Table:
         if its:
             nopms = [it.metrics["nopm"] for it in its]
             sd = statistics.stdev(nopms) if len(nopms) > 1 else math.nan
-            rows.append([str(clients), fmt(statistics.fmean(nopms), 0), fmt(sd, 0),
-                         fmt(statistics.fmean(it.metrics["tpm"] for it in its), 0),
+            rows.append([str(clients), rounded(statistics.fmean(nopms), 0), rounded(sd, 0),
+                         rounded(statistics.fmean(it.metrics["tpm"] for it in its), 0),
                          str(len(nopms))])
     return Table(["VUs", "NOPM mean", "NOPM stddev", "TPM mean", "Iterations"], rows)
 
@@ -252,12 +252,13 @@ def _iteration_table(summary: RunSummary, paced: bool) -> Table:
     rows = []
     for it in summary.iterations:
         e = it.metrics
-        row = [str(it.clients), str(it.iteration), fmt(e.get("nopm"), 0), fmt(e.get("tpm"), 0)]
+        row = [str(it.clients), str(it.iteration), rounded(e.get("nopm"), 0),
+               rounded(e.get("tpm"), 0)]
         if paced:
             row += [format_ratio_pct(e.get("real_vs_ideal")),
-                    fmt(100 * e["efficiency"] if "efficiency" in e else None, 1),
+                    rounded(100 * e["efficiency"] if "efficiency" in e else None, 1),
                     format_ms(e.get("latency_avg_ms")), format_ms(e.get("latency_p99_ms"))]
-        rows.append(row + [fmt(e.get("window_s"), 1)])
+        rows.append(row + [rounded(e.get("window_s"), 1)])
     return Table(headers + ["Window (s)"], rows, caption="Per iteration")
 
 
@@ -285,8 +286,8 @@ def _interval_tables(windows: IterationWindows, summary: RunSummary,
         mean = statistics.fmean(values)
         cv = statistics.stdev(values) / mean if mean else math.nan
         rows.append([str(clients), str(iteration), str(len(values)),
-                     fmt(min(values), 0), fmt(statistics.median(values), 0),
-                     fmt(max(values), 0), fmt(100 * cv, 1)])
+                     rounded(min(values), 0), rounded(statistics.median(values), 0),
+                     rounded(max(values), 0), rounded(100 * cv, 1)])
     if not rows:
         return []
     return [Table(["VUs", "Iteration", "Intervals", "Min NOPM", "Median NOPM", "Max NOPM",

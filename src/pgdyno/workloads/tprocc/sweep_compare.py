@@ -20,11 +20,11 @@ from pgdyno.analysis.archive import MemorySeries
 from pgdyno.analysis.summary import load_summary
 from pgdyno.errors import UsageError
 from pgdyno.reports import html
-from pgdyno.reports.document import Document, Section, Table, fmt
+from pgdyno.reports.document import Document, Section, Table
 from pgdyno.results.manifest import load_manifest
 from pgdyno.results.rundir import write_json_atomic
 from pgdyno.results.sweepdir import SweepRecord
-from pgdyno.units import format_ms, format_ratio_pct
+from pgdyno.units import format_ms, format_ratio_pct, rounded
 from pgdyno.workloads.tprocc.sweep_report import SweepRow, SweepSummary, summarise_sweep
 
 SCHEMA_VERSION = 1
@@ -149,8 +149,8 @@ def table_rows(cmp: SweepComparison) -> list[list[str]]:
     out = []
     for w in cmp.warehouses:
         a, b = cmp.a.rows.get(w, SideRow()), cmp.b.rows.get(w, SideRow())
-        out.append([str(w), fmt(a.ideal_nopm or b.ideal_nopm, 1), fmt(a.nopm, 1),
-                    fmt(b.nopm, 1), format_ratio_pct(a.real_vs_ideal),
+        out.append([str(w), rounded(a.ideal_nopm or b.ideal_nopm, 1), rounded(a.nopm, 1),
+                    rounded(b.nopm, 1), format_ratio_pct(a.real_vs_ideal),
                     format_ratio_pct(b.real_vs_ideal), format_ms(a.p90_new_order_ms),
                     format_ms(b.p90_new_order_ms)])
     return out

@@ -19,12 +19,12 @@ from matplotlib.ticker import MaxNLocator
 
 from pgdyno import serde
 from pgdyno.reports import html
-from pgdyno.reports.document import Document, Section, Table, fmt
+from pgdyno.reports.document import Document, Section, Table
 from pgdyno.reports.plots import plt, save_figure
 from pgdyno.results.manifest import load_manifest
 from pgdyno.results.rundir import RunDirectory, write_json_atomic
 from pgdyno.results.sweepdir import SweepRecord
-from pgdyno.units import format_ms, format_ratio_pct
+from pgdyno.units import alike, format_ms, format_ratio_pct, rounded
 from pgdyno.workloads import tprocc
 from pgdyno.workloads.tprocc.report import (
     iteration_windows,
@@ -171,11 +171,12 @@ def sweep_document(summary: SweepSummary, record: SweepRecord,
     headers += ["Consistency", "Status", "Run"]
     rows = []
     for r in summary.rows:
-        row = [str(r.warehouses), str(r.clients), fmt(r.nopm_mean, 1), fmt(r.nopm_stddev, 1),
-               fmt(r.tpm_mean, 0)]
+        # The deviation at its mean's precision, in the column beside it.
+        row = [str(r.warehouses), str(r.clients), *alike(r.nopm_mean, r.nopm_stddev, digits=1),
+               rounded(r.tpm_mean, 0)]
         if compliant:
-            row += [fmt(r.ideal_nopm, 1), format_ratio_pct(r.real_vs_ideal),
-                    fmt(100 * r.efficiency if r.efficiency is not None else None, 1),
+            row += [rounded(r.ideal_nopm, 1), format_ratio_pct(r.real_vs_ideal),
+                    rounded(100 * r.efficiency if r.efficiency is not None else None, 1),
                     *[format_ms(r.p90_ms.get(t)) for t in types]]
         row += [r.consistency, r.status, f"../{r.run}/report.md" if r.run else "–"]
         rows.append(row)

@@ -20,9 +20,10 @@ from pathlib import Path
 from typing import Any
 
 from pgdyno.analysis.summary import IterationSummary, RunSummary
-from pgdyno.reports.document import CHANGE_SIGN, Section, Table, change_text, count, fmt
+from pgdyno.reports.document import CHANGE_SIGN, Section, Strong, Table, Text, change_text
 from pgdyno.reports.plots import plt, save_figure
 from pgdyno.results.rundir import RunDirectory, RunPlan
+from pgdyno.units import count, rounded
 from pgdyno.workloads.tproch import queries, refresh, streams
 from pgdyno.workloads.tproch.metrics import geomean, iteration_figures, streams_words
 from pgdyno.workloads.tproch.plans import PlanShape, describe_change, most_common, shape_of
@@ -61,9 +62,9 @@ def tproch_sections(summary: RunSummary, run_dir: RunDirectory, plan: RunPlan) -
         section = Section(f"TPROC-H: iteration {it.iteration}, "
                           f"{streams_words(ran, it.clients)}", level=3)
         if figures.missing:
-            section.paragraphs.append(
-                f"**{len(figures.missing)} queries missing** from the geometric means: "
-                + ", ".join(figures.missing) + ".")
+            section.paragraphs.append(Text.of(
+                Strong(f"{len(figures.missing)} queries missing"), " from the geometric means: "
+                + ", ".join(figures.missing) + "."))
         section.tables += [_streams_table(figures), _queries_table(timings),
                            _refresh_table(streams.read_refresh(it_dir)),
                            _plans_table(it_dir, timings)]
@@ -90,10 +91,11 @@ def _tests_table(summary: RunSummary, ran: tuple[str, ...]) -> Table:
     for it in summary.iterations:
         m = it.metrics
         rows.append([_streams_cell(ran, it.clients), str(it.iteration),
-                     fmt(m.get("geomean_s"), 3),
-                     fmt(m.get("power_test_s"), 1), fmt(m.get("throughput_test_s"), 1),
-                     fmt(m.get("power_at_sf"), 1), fmt(m.get("throughput_at_sf"), 1),
-                     fmt(m.get("qphh_at_sf"), 1), fmt(m.get("rf1_s"), 3), fmt(m.get("rf2_s"), 3),
+                     rounded(m.get("geomean_s"), 3),
+                     rounded(m.get("power_test_s"), 1), rounded(m.get("throughput_test_s"), 1),
+                     rounded(m.get("power_at_sf"), 1), rounded(m.get("throughput_at_sf"), 1),
+                     rounded(m.get("qphh_at_sf"), 1), rounded(m.get("rf1_s"), 3),
+                     rounded(m.get("rf2_s"), 3),
                      count(m.get("queries_missing", 0))])
     return Table(["Streams run", "Iteration", "Geomean (s)", "Power test (s)",
                   "Throughput test (s)", "Power@SF", "Throughput@SF", "QphH@SF",
@@ -113,8 +115,8 @@ def _streams_cell(ran: tuple[str, ...], clients: int) -> str:
 def _streams_table(figures) -> Table:
     return Table(["Test", "Stream", "Queries", "Missing", "Geomean (s)", "Total (s)"],
                  [[s.test, str(s.stream), str(s.queries_ok),
-                   ", ".join(f"Q{q}" for q in s.missing) or "–", fmt(s.geomean_s, 3),
-                   fmt(s.total_s, 2)] for s in figures.streams])
+                   ", ".join(f"Q{q}" for q in s.missing) or "–", rounded(s.geomean_s, 3),
+                   rounded(s.total_s, 2)] for s in figures.streams])
 
 
 def _queries_table(timings: list[streams.QueryTiming]) -> Table:
@@ -125,7 +127,7 @@ def _queries_table(timings: list[streams.QueryTiming]) -> Table:
         cells = []
         for test, stream in keys:
             t = by.get((test, stream, q))
-            cells.append("–" if t is None else fmt(t.seconds, 3) if t.status == streams.OK
+            cells.append("–" if t is None else rounded(t.seconds, 3) if t.status == streams.OK
                          else t.status)
         power = by.get(("power", 0, q)) or next((t for t in timings if t.query == q), None)
         rows.append([f"Q{q}", queries.QUERY_NAMES[q], *cells,
@@ -138,7 +140,7 @@ def _queries_table(timings: list[streams.QueryTiming]) -> Table:
 
 def _refresh_table(refreshes: list[streams.RefreshTiming]) -> Table:
     return Table(["Test", "Pair", "Function", "Seconds", "Rows", "Status"],
-                 [[r.test, str(r.pair), r.function, fmt(r.seconds, 3), count(r.rows), r.status]
+                 [[r.test, str(r.pair), r.function, rounded(r.seconds, 3), count(r.rows), r.status]
                   for r in refreshes], caption="Refresh functions, each one transaction")
 
 
@@ -328,7 +330,7 @@ def compare_sections(detail: dict[str, Any], out_dir: Path) -> list[Section]:
         "Speedup = A's time / B's time (above 1: B is faster); change = B/A − 1 of the time "
         "(+: B took longer). Each side's time is the geometric mean over every stream and "
         "iteration that ran the query. Geometric mean of the speedups: "
-        f"{fmt(detail.get('geomean_speedup'), 3)}×"
+        f"{rounded(detail.get('geomean_speedup'), 3)}×"
         + (f", a change of {change_text(overall, -1)} in the per-query times"
            if overall is not None and not math.isnan(overall) else "") + ". "
         f"{len(changed)} of {len(rows)} queries changed plan shape"
@@ -336,8 +338,8 @@ def compare_sections(detail: dict[str, Any], out_dir: Path) -> list[Section]:
                             for r in changed) if changed else "") + ".", CHANGE_SIGN],
         tables=[Table(["Query", "Name", "A (s)", "B (s)", "Change (B/A − 1)", "Speedup",
                        "Plan change (A → B)"],
-                      [[f"Q{r['query']}", r["name"], fmt(r["baseline_s"], 3),
-                        fmt(r["candidate_s"], 3),
+                      [[f"Q{r['query']}", r["name"], rounded(r["baseline_s"], 3),
+                        rounded(r["candidate_s"], 3),
                         change_text(r.get("change_pct", _change_pct(r["baseline_s"],
                                                                     r["candidate_s"])), -1),
                         f"{r['speedup']:.3f}×", r["plan_change"] or "same shape"]
@@ -355,7 +357,8 @@ def _streams_section(rows: list[dict[str, Any]], out_dir: Path) -> list[Section]
     several = len({r["clients"] for r in rows}) > 1
     table = Table(["Stream", "A geomean (s)", "B geomean (s)", "Change (B/A − 1)",
                    "Queries A / B"],
-                  [[stream_label(r, several), fmt(r["baseline_s"], 3), fmt(r["candidate_s"], 3),
+                  [[stream_label(r, several), rounded(r["baseline_s"], 3),
+                    rounded(r["candidate_s"], 3),
                     change_text(r["change_pct"], -1), f"{r['baseline_n']} / {r['candidate_n']}"]
                    for r in rows],
                   caption="Each stream's geometric mean over every query it finished, every "
