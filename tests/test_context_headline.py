@@ -12,7 +12,7 @@ import pytest
 
 from pgdyno.compare.model import metric_title
 from pgdyno.units import figure, signed_pct
-from tests.conftest import make_shared_dir, run_cli
+from tests.conftest import make_shared_dir, run_campaign, run_cli
 
 pytestmark = pytest.mark.server  # the campaign starts PostgreSQL
 
@@ -44,13 +44,8 @@ LABEL = "Geometric mean of query times"
 
 @pytest.fixture(scope="module")
 def campaign(workdir: Path) -> Path:
-    results = make_shared_dir("pgdyno-headline-")
-    spec = results / "headline.toml"
-    spec.write_text(CAMPAIGN)
-    res = run_cli(["campaign", str(spec), "--results-dir", str(results), "--no-progress"],
-                  workdir)
-    assert res.returncode == 0, res.stderr
-    assert "ran 2, skipped 0" in res.stdout, res.stdout
+    results, printed = run_campaign(CAMPAIGN, make_shared_dir("pgdyno-headline-"), workdir)
+    assert "ran 2, skipped 0" in printed, printed
     res = run_cli(["report", "--context", CONTEXT, "--results-dir", str(results)], workdir)
     assert res.returncode == 0, res.stderr
     return results
