@@ -17,6 +17,7 @@ from typer.testing import CliRunner
 
 from pgdyno.compare.core import compare_runs
 from pgdyno.compare.interleave import Side, abba_order, run_interleaved
+from pgdyno.compare.model import SCHEMA_VERSION
 from pgdyno.compare.runs import load_run
 from pgdyno.compare.stats import SAME, SLOWER, verdict_for
 from pgdyno.runner.options import build_options
@@ -134,7 +135,7 @@ def test_compare_cli_writes_report_with_changes_first(session, server) -> None:
     for name in ("tps_timelines", "percentile_curves", "change_bars"):
         assert (out / "plots" / f"{name}.png").read_bytes()[:4] == b"\x89PNG"
     saved = json.loads((out / "compare.json").read_text())
-    assert saved["schema_version"] == 2
+    assert saved["schema_version"] == SCHEMA_VERSION
     assert any(m["metric"] == "latency_p99_ms" for m in saved["metrics"])
     assert "<img" in (out / "compare.html").read_text()
 

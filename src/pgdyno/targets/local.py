@@ -331,7 +331,7 @@ class LocalServer:
         if self.wal_dir is not None:
             cmd.append(f"--waldir={self.wal_dir}")
         try:
-            result = self._run_as_server(cmd)
+            result = self._run_initdb(cmd)
             if result.returncode != 0:
                 raise TargetError(f"initdb failed: {_last_lines(result.stdout + result.stderr)}")
             self._configure_build(build)
@@ -339,6 +339,20 @@ class LocalServer:
         except BaseException:
             discard_quietly(build)
             raise
+
+    def _run_initdb(self, cmd: list[str]) -> subprocess.CompletedProcess:
+        """initdb in a session of its own: interrupted, it is stopped with the bootstrap
+        server it runs (its own child, which would go on writing into the build while the
+        build is removed) before the build goes."""
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                env=self.user.env(), cwd="/", start_new_session=True,
+                                **self.user.popen_kwargs())
+        try:
+            out, err = proc.communicate()
+        except BaseException:
+            _kill_group(proc)
+            raise
+        return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
 
     def _configure_build(self, build: Path) -> None:
         """The include line, synced (initdb has synced its own files), and a first include
@@ -581,6 +595,22 @@ def drop_page_cache() -> str:
         return ""
     except OSError as exc:
         return f"the OS page cache was not dropped ({exc.strerror}; dropping needs root)"
+
+
+def _kill_group(proc: subprocess.Popen, wait_s: float = 10.0) -> None:
+    """SIGKILL to every process of the session ``proc`` leads, and wait until none is left
+    (``proc`` reaped first: a zombie still counts as a member)."""
+    pgid = proc.pid
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signal.SIGKILL)
+    proc.wait()
+    deadline = time.monotonic() + wait_s
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(pgid, 0)
+        except (ProcessLookupError, PermissionError):
+            return
+        time.sleep(0.02)
 
 
 def _free_port() -> int:
