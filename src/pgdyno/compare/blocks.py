@@ -308,6 +308,9 @@ class BlockComparison:
         self.headline, self.direction = headline, direction
         seed = plan.seed if plan.seed is not None else random.SystemRandom().randrange(2**31)
         self.rng = random.Random(seed)
+        # Which side of a duet hears each cue first, drawn apart from the blocks' order:
+        # a side always told first would always start its CHECKPOINT and its load first.
+        self.cue_rng = random.Random(seed + 1)
         self.record = BlockRecord(
             schema_version=BLOCK_SCHEMA_VERSION, design=plan.design, why=why, seed=seed,
             block_s=base.duration_s, warmup_s=base.warmup_s, headline_metric=headline,
@@ -546,6 +549,7 @@ class BlockComparison:
     def _run_blocks(self, pair: int, names: list[str], position: int) -> None:
         """Start the named sides' next blocks together and wait for them to end."""
         procs = [self.procs[n] for n in names]
+        self.cue_rng.shuffle(procs)
         self._await_ready(procs)
         starts = {}
         for proc in procs:
