@@ -200,7 +200,13 @@ def test_compliant_warehouse_sweep_real_vs_ideal_p90_and_nopm_over_time(workdir:
         assert "| Terminals | NOPM | NOPM stddev | Ideal NOPM | Real/ideal | p90 NO ms |" in md
 
     md = (sweep_dir / "report.md").read_text()
-    assert "Real/ideal stays at or above 90% up to 2 warehouses" in md
+    # The headline follows the measured ratios (a slow second on a shared host can put one
+    # step under 90%): the first count under 90%, or none.
+    under = [row["warehouses"] for row in sweep["rows"] if row["real_vs_ideal"] < 0.9]
+    if under:
+        assert f"Real/ideal drops below 90% at {min(under)} warehouses" in md
+    else:
+        assert "Real/ideal stays at or above 90% up to 2 warehouses" in md
     # Real/ideal as a percentage and p90 in ms, the forms the sweep comparison uses too.
     assert f"| {100 * sweep['rows'][1]['real_vs_ideal']:.1f}% |" in md
     p90 = sweep["rows"][1]["p90_ms"]["new_order"]

@@ -24,6 +24,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
+from pgdyno.cli import signals
 from pgdyno.errors import PgdynoError, RunInterrupted, UsageError
 from pgdyno.results.index import RunRow, run_manifests
 from pgdyno.results.names import check_dir_name
@@ -155,6 +156,12 @@ def _interrupted(message: str, path: Path | None = None) -> Iterator[None]:
         yield
     except KeyboardInterrupt:
         raise RunInterrupted(message, path) from None
+    except Exception as exc:
+        # A signal that lands inside a C extension can surface as the extension's own error
+        # with the KeyboardInterrupt dropped (matplotlib's Agg: "Invalid bounding box").
+        if signals.first_signal() is None:
+            raise
+        raise RunInterrupted(message, path) from exc
 
 
 def runs(

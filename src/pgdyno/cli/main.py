@@ -96,11 +96,14 @@ def _ending(exc: BaseException) -> tuple[str | None, int]:
     cli = _cli_ending(exc)
     if cli is not None:
         return cli
-    # A signal that lands inside a C extension's import surfaces as that import's failure
-    # (matplotlib's Agg backend: "ImportError: initialization failed"), with the
-    # KeyboardInterrupt as its cause: still an interruption.
-    if signals.first_signal() is not None and interrupted_by(exc):
-        return "interrupted", signals.exit_code()
+    # A signal that lands inside a C extension surfaces as the extension's own error: with
+    # the KeyboardInterrupt as its cause (matplotlib's Agg import: "initialization
+    # failed"), or with it dropped (Agg drawing: "Invalid bounding box"). Either way the
+    # command was interrupted; an error not chained to the signal keeps its traceback.
+    if signals.first_signal() is not None:
+        if interrupted_by(exc):
+            return "interrupted", signals.exit_code()
+        return f"interrupted ({_unexpected_after_signal(exc)})", signals.exit_code()
     if isinstance(exc, OSError) and exc.filename is not None:
         return _os_line(exc), USAGE
     return _unexpected(exc), UNEXPECTED
@@ -151,6 +154,15 @@ def _too_long(name: str) -> str:
         return (f"its part {longest[:20]}... is {len(os.fsencode(longest))} bytes long; "
                 "most file systems take at most 255")
     return f"the path is {len(os.fsencode(name))} bytes long; Linux takes at most 4096"
+
+
+def _unexpected_after_signal(exc: BaseException) -> str:
+    """What was raised after the signal, and where its traceback went."""
+    from pgdyno.cli import crash
+
+    saved, _ = crash.save_traceback(exc, sys.argv)
+    then = f"then {type(exc).__name__}: {exc}"
+    return then + (f"; its traceback is in {saved}" if saved is not None else "")
 
 
 def _unexpected(exc: BaseException) -> str:
