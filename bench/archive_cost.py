@@ -11,23 +11,22 @@ per segment. This measures, per segment (median and p90 of N runs, wall clock, i
   16 MB segment from a warm page cache into an empty archive directory (each run's copy is
   removed before the next, outside the timing).
 
-    .venv/bin/python bench/archive_cost.py [--segments 20] [--dir /var/tmp] [--json FILE]
+    .venv/bin/python bench/archive_cost.py [--segments 20] [--dir /var/tmp] [--output FILE]
 
-Run it on a quiet machine: the copies are fsynced, so the figures include the device.
+Run it on a quiet machine: the copies are fsynced, so the figures include the device. The
+segment and the archive live in a scratch directory under --dir, removed at the end.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
-import time
 from pathlib import Path
+
+from harness import ResultWriter, Stopwatch, new_parser, run, scratch
 
 from pgdyno.targets.archive import LOG_NAME, SCRIPT, SCRIPT_NAME
 
@@ -42,20 +41,24 @@ def timed(cmd: list[str], cleanup: list[Path], runs: int) -> list[float]:
     for _ in range(runs):
         for path in cleanup:
             path.unlink(missing_ok=True)
-        began = time.perf_counter()
-        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
-        out.append((time.perf_counter() - began) * 1000)
+        with Stopwatch() as watch:
+            subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+        out.append(watch.seconds * 1000)
     return out
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--segments", type=int, default=20)
-    parser.add_argument("--dir", type=Path, default=Path("/var/tmp"))
-    parser.add_argument("--json", type=Path)
-    args = parser.parse_args()
-    root = Path(tempfile.mkdtemp(prefix="pgdyno-archive-cost-", dir=args.dir))
-    try:
+def build_parser() -> argparse.ArgumentParser:
+    parser = new_parser(__doc__, "--json")
+    parser.add_argument("--segments", type=int, default=20, help="runs of each case")
+    parser.add_argument("--dir", type=Path, default=Path("/var/tmp"),
+                        help="where the segment and the archive are written")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    writer = ResultWriter("archive_cost", args)
+    with scratch("archive-cost", args.dir) as root:
         src = root / "000000010000000000000001"
         src.write_bytes(os.urandom(SEGMENT_BYTES))
         archive = root / "archive"
@@ -83,12 +86,9 @@ def main() -> None:
         print(f"{'per 16 MB segment':<{width}}  {'median ms':>10}  {'p90 ms':>8}")
         for name, r in rows.items():
             print(f"{name:<{width}}  {r['median_ms']:>10.1f}  {r['p90_ms']:>8.1f}")
-        if args.json:
-            args.json.write_text(json.dumps({"schema_version": 1, "segment_bytes": SEGMENT_BYTES,
-                                             "dir": str(args.dir), "cases": rows}, indent=2))
-    finally:
-        shutil.rmtree(root, ignore_errors=True)
+    writer.finish({"segment_bytes": SEGMENT_BYTES, "cases": rows})
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    run(main)
