@@ -13,7 +13,8 @@ prewarming.
     python bench/cold_trials.py --results-dir /var/tmp/cold \\
         --workload tpcb --scale 50 --clients 8 --configs default,pgtune --rounds 2
 
-The dataset is built (or reused) by the first run in pgdyno's default workdir.
+The dataset is built (or reused) by the first run in pgdyno's default workdir; the runs
+are kept under --results-dir (default /var/tmp/pgdyno-bench/cold_trials).
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ import statistics
 import subprocess
 import sys
 from pathlib import Path
+
+from harness import ResultWriter, alternate, kept_dir, new_parser, run
 
 MODES = ("warm", "prewarmed")
 
@@ -43,9 +46,11 @@ def one_run(args: argparse.Namespace, config: str, cache: str) -> float:
     return float(it["metrics"]["nopm" if args.workload == "tprocc" else "tps"])
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--results-dir", type=Path, default=Path("results-cold"))
+def build_parser() -> argparse.ArgumentParser:
+    parser = new_parser(__doc__)
+    parser.add_argument("--results-dir", type=Path, default=None,
+                        help="where the runs are kept (default /var/tmp/pgdyno-bench/"
+                             "cold_trials)")
     parser.add_argument("--workload", default="tpcb")
     parser.add_argument("--scale", default="50", help="tpcb: --scale; tprocc: --warehouses")
     parser.add_argument("--clients", type=int, default=8)
@@ -53,25 +58,38 @@ def main() -> None:
     parser.add_argument("--warmup", type=int, default=5)
     parser.add_argument("--configs", default="default,pgtune")
     parser.add_argument("--rounds", type=int, default=2)
-    args = parser.parse_args()
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    args.results_dir = args.results_dir or kept_dir("cold_trials")
+    writer = ResultWriter("cold_trials", args)
     args.workload_args = (["--warehouses", args.scale] if args.workload == "tprocc"
                           else ["--scale", args.scale])
     conditions = list(itertools.product(args.configs.split(","), MODES))
     values: dict[tuple[str, str], list[float]] = {c: [] for c in conditions}
+    runs = []
     for r in range(args.rounds):
-        for config, cache in conditions if r % 2 == 0 else reversed(conditions):
+        for config, cache in alternate(conditions, r):
             value = one_run(args, config, cache)
             values[(config, cache)].append(value)
-            print(json.dumps({"round": r + 1, "config": config, "cache": cache,
-                              "value": round(value, 1)}), flush=True)
+            runs.append({"round": r + 1, "config": config, "cache": cache,
+                         "value": round(value, 1)})
+            print(json.dumps(runs[-1]), flush=True)
+            writer.write({"runs": runs})
     print(f"\n{'config':<10} {'cache':<10} {'median':>10} {'best':>10}  runs")
     for (config, cache), vs in values.items():
         print(f"{config:<10} {cache:<10} {statistics.median(vs):>10,.0f} {max(vs):>10,.0f}  "
               + ", ".join(f"{v:,.0f}" for v in vs))
+    ratios = {}
     for config in args.configs.split(","):
         warm, pre = (statistics.median(values[(config, m)]) for m in MODES)
+        ratios[config] = pre / warm
         print(f"{config}: prewarmed / warm = {pre / warm:.3f}")
+    writer.finish({"runs": runs, "prewarmed_over_warm_median": ratios})
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    run(main)
