@@ -10,13 +10,17 @@ is the precision the design reaches in that time on this machine.
 - sequential: whole runs A B B A ... of --seq-duration s after --seq-warmup s, as many
   pairs as fit in the same budget (at least 2).
 
-Every comparison's figures are appended as one JSON line to --out (default
-bench/results/compare_designs.jsonl); the table at the end is recomputed from that file.
+Every comparison's figures are a row of the result file (--output, default under
+bench/results/), written again as each comparison ends; the table at the end covers this
+invocation's rows and those of earlier result files given with --also. The servers'
+clusters and the comparisons' runs are kept under /var/tmp/pgdyno-bench/compare_designs
+(--workdir, --results-dir), so later invocations reuse the dataset.
 
 Usage:
     python bench/compare_designs.py --workload tpcb --scale 10 --clients 4 \\
         --designs interleaved,sequential --budget 600 --repeats 1
-    python bench/compare_designs.py --designs interleaved --budget 120 --repeats 12
+    python bench/compare_designs.py --designs interleaved --budget 120 --repeats 12 \\
+        --also bench/results/compare_designs-20261127T101500Z.json
 """
 
 from __future__ import annotations
@@ -24,15 +28,13 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import platform
 import statistics
 import subprocess
 import sys
-import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from harness import ROOT, ResultWriter, Stopwatch, alternate, kept_dir, load_result, new_parser, run
 
 
 def compare_args(args: argparse.Namespace, design: str, out: Path) -> list[str]:
@@ -56,12 +58,11 @@ def one(args: argparse.Namespace, design: str, number: int) -> dict:
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     out = args.results_dir / "bench-compare-designs" / f"{design}-{stamp}-{number}"
     cmd = compare_args(args, design, out)
-    started = time.monotonic()
-    done = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
-    wall = time.monotonic() - started
+    with Stopwatch() as watch:
+        done = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
     row = {"design": design, "workload": args.workload, "budget_s": args.budget,
-           "wall_s": round(wall, 1), "returncode": done.returncode,
-           "command": " ".join(cmd[2:]), "started_at": stamp, "host": platform.node()}
+           "wall_s": round(watch.seconds, 1), "returncode": done.returncode,
+           "command": " ".join(cmd[2:]), "started_at": stamp}
     if done.returncode != 0:
         row["error"] = done.stderr.strip().splitlines()[-1:] or ["?"]
         return row
@@ -97,8 +98,17 @@ def table(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def earlier_rows(path: Path) -> list[dict]:
+    """The comparisons of an earlier result file of this script."""
+    result = load_result(path)
+    if result.bench != "compare_designs" or "rows" not in result.figures:
+        sys.exit(f"--also {path}: a result of bench/{result.bench}.py, not of "
+                 "bench/compare_designs.py")
+    return result.figures["rows"]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = new_parser(__doc__, "--out")
     parser.add_argument("--workload", default="tpcb")
     parser.add_argument("--scale", type=int, default=10)
     parser.add_argument("--clients", type=int, default=4)
@@ -111,29 +121,40 @@ def main() -> None:
     parser.add_argument("--seq-warmup", type=int, default=5)
     parser.add_argument("--seq-overhead", type=float, default=7.0,
                         help="seconds a sequential run spends starting and stopping")
-    parser.add_argument("--workdir", type=Path, default=Path("/var/tmp/pgdyno-bench-work"))
-    parser.add_argument("--results-dir", type=Path,
-                        default=Path("/var/tmp/pgdyno-bench-results"))
-    parser.add_argument("--out", type=Path, default=ROOT / "bench/results/compare_designs.jsonl")
+    parser.add_argument("--workdir", type=Path, default=None,
+                        help="the servers' clusters (default /var/tmp/pgdyno-bench/"
+                             "compare_designs/work, kept: the dataset is reused)")
+    parser.add_argument("--results-dir", type=Path, default=None,
+                        help="the comparisons' runs (default /var/tmp/pgdyno-bench/"
+                             "compare_designs/results)")
+    parser.add_argument("--also", type=Path, nargs="*", default=[], metavar="FILE",
+                        help="earlier result files of this script whose rows join the table")
     parser.add_argument("workload_args", nargs="*", help="more options for every compare "
                         "(after --), e.g. -- --warehouses 4")
-    args = parser.parse_args()
-    args.out.parent.mkdir(parents=True, exist_ok=True)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    args.workdir = args.workdir or kept_dir("compare_designs") / "work"
+    args.results_dir = args.results_dir or kept_dir("compare_designs") / "results"
+    earlier = [row for path in args.also for row in earlier_rows(path)]
+    writer = ResultWriter("compare_designs", args)
     designs = args.designs.split(",")
+    rows: list[dict] = []
     for number in range(1, args.repeats + 1):
         # Designs alternate inside each repeat (and swap order every other), so the
         # machine's slow drift does not favour one design's figures.
-        order = designs if number % 2 else designs[::-1]
-        for design in order:
-            row = one(args, design, number)
-            with args.out.open("a") as fh:
-                fh.write(json.dumps(row) + "\n")
-            print(json.dumps({k: row.get(k) for k in ("design", "wall_s", "change_pct",
-                                                      "low_pct", "high_pct", "pairs",
-                                                      "stop", "error")}), flush=True)
-    rows = [json.loads(line) for line in args.out.read_text().splitlines() if line.strip()]
-    print(table([r for r in rows if r["workload"] == args.workload]))
+        for design in alternate(designs, number - 1):
+            rows.append(one(args, design, number))
+            writer.write({"rows": rows})
+            print(json.dumps({k: rows[-1].get(k) for k in ("design", "wall_s", "change_pct",
+                                                           "low_pct", "high_pct", "pairs",
+                                                           "stop", "error")}), flush=True)
+    print(table([r for r in earlier + rows if r["workload"] == args.workload]))
+    writer.finish({"rows": rows})
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    run(main)
