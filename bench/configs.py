@@ -5,7 +5,8 @@ than the stock 128MB shared_buffers. For each workload every server gets its con
 settings for that workload and a restart, then a warm-up; the timed runs alternate between
 the configs, rotating the order each iteration so drift and noise from other users of the
 machine spread evenly. TPS comes from pgbench's summary, p99 latency from its
-per-transaction log. Results go to a JSON file; ratios are printed.
+per-transaction log. The figures go to the result file (--output); ratios are printed.
+The servers' clusters stay in --workdir (default /var/tmp/pgdyno-bench/configs).
 
     python bench/configs.py --scale 50 --duration 30 --iterations 3 --clients 8
 """
@@ -21,6 +22,8 @@ import subprocess
 import tempfile
 import time
 from pathlib import Path
+
+from harness import ResultWriter, kept_dir, new_parser, rotate, run
 
 from pgdyno.config import resolve_config
 from pgdyno.config.detect import detect_profile
@@ -41,8 +44,9 @@ def pgbench(srv: LocalServer, args: list[str], cwd: Path | None = None) -> str:
     return out.stdout
 
 
-def timed_run(srv: LocalServer, workload: str, clients: int, duration: int) -> dict:
-    logdir = Path(tempfile.mkdtemp(prefix="pgdyno-bench-"))
+def timed_run(srv: LocalServer, workload: str, clients: int, duration: int,
+              workdir: Path) -> dict:
+    logdir = Path(tempfile.mkdtemp(prefix="tx-logs-", dir=workdir))
     try:
         out = pgbench(srv, [*WORKLOADS[workload], "-c", str(clients), "-j", "2", "-T",
                             str(duration), "-M", "prepared", "-n", "-l",
@@ -61,26 +65,29 @@ def timed_run(srv: LocalServer, workload: str, clients: int, duration: int) -> d
     return {"tps": tps, "p99_ms": p99, "transactions": len(latencies)}
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def build_parser() -> argparse.ArgumentParser:
+    parser = new_parser(__doc__, "--out")
     parser.add_argument("--scale", type=int, default=50, help="pgbench scale (~15.7 MB each)")
     parser.add_argument("--duration", type=int, default=30, help="seconds per timed run")
     parser.add_argument("--warmup", type=int, default=10, help="seconds of warm-up per config")
     parser.add_argument("--iterations", type=int, default=3)
     parser.add_argument("--clients", type=int, default=8)
-    parser.add_argument("--workdir", type=Path, default=Path("/var/tmp/pgdyno-bench-configs"))
-    parser.add_argument("--out", type=Path, default=Path("bench/configs-results.json"))
-    args = parser.parse_args()
+    parser.add_argument("--workdir", type=Path, default=None,
+                        help="the servers' clusters (default /var/tmp/pgdyno-bench/configs)")
+    return parser
 
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    args.workdir = args.workdir or kept_dir("configs")
     args.workdir.mkdir(parents=True, exist_ok=True)
     args.workdir.chmod(0o755)
+    writer = ResultWriter("configs", args)
     install = embedded_install()
     hardware = detect_profile(args.workdir)
     servers = {name: LocalServer(install=install, workdir=args.workdir, name=f"cfg-{name}")
                for name in CONFIGS}
-    results: dict = {"hardware": hardware.to_dict(), "args": {k: str(v) for k, v in
-                                                               vars(args).items()},
-                     "runs": [], "settings": {}}
+    results: dict = {"hardware": hardware.to_dict(), "runs": [], "settings": {}}
     try:
         for name, srv in servers.items():
             srv.prepare()
@@ -98,20 +105,22 @@ def main() -> None:
                 pgbench(srv, ["-S", "-c", str(args.clients), "-j", "2", "-T", str(args.warmup),
                               "-n"])  # warm the caches alike for every config
             for iteration in range(args.iterations):
-                order = CONFIGS[iteration % 3:] + CONFIGS[:iteration % 3]
-                for name in order:
-                    run = timed_run(servers[name], workload, args.clients, args.duration)
-                    run.update(workload=workload, config=name, iteration=iteration,
-                               finished_at=time.time())
-                    results["runs"].append(run)
-                    print(f"{workload:12s} it{iteration} {name:8s} tps {run['tps']:9.1f} "
-                          f"p99 {run['p99_ms']:7.2f} ms", flush=True)
+                for name in rotate(CONFIGS, iteration):
+                    run_ = timed_run(servers[name], workload, args.clients, args.duration,
+                                     args.workdir)
+                    run_.update(workload=workload, config=name, iteration=iteration,
+                                finished_at=time.time())
+                    results["runs"].append(run_)
+                    writer.write(results)
+                    print(f"{workload:12s} it{iteration} {name:8s} tps {run_['tps']:9.1f} "
+                          f"p99 {run_['p99_ms']:7.2f} ms", flush=True)
     finally:
         for srv in servers.values():
             srv.stop()
     results["summary"] = summarise(results["runs"])
-    args.out.write_text(json.dumps(results, indent=2))
     print(json.dumps(results["summary"], indent=2))
+    writer.finish(results)
+    return 0
 
 
 def summarise(runs: list[dict]) -> dict:
@@ -133,4 +142,4 @@ def summarise(runs: list[dict]) -> dict:
 
 
 if __name__ == "__main__":
-    main()
+    run(main)
