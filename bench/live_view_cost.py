@@ -19,12 +19,13 @@ import argparse
 import json
 import os
 import re
-import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
+
+from harness import ResultWriter, alternate, new_parser, run, scratch
 
 from pgdyno.runner.live import LIVE_LOG_ENV, LIVE_LOG_NAME
 
@@ -69,36 +70,45 @@ def one_run(root: Path, workdir: Path, live: bool, args: argparse.Namespace
     return measured["cpu_s"], view
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--pairs", type=int, default=5)
-    ap.add_argument("--seconds", type=int, default=20)
-    ap.add_argument("--clients", type=int, default=4)
-    ap.add_argument("--scale", type=int, default=10)
-    args = ap.parse_args()
-    root = Path(tempfile.mkdtemp(prefix="pgdyno-live-cost-", dir="/var/tmp"))
-    root.chmod(0o755)  # the server user enters the workdir under it
-    workdir = root / "work"
-    try:
+def build_parser() -> argparse.ArgumentParser:
+    parser = new_parser(__doc__)
+    parser.add_argument("--pairs", type=int, default=5)
+    parser.add_argument("--seconds", type=int, default=20)
+    parser.add_argument("--clients", type=int, default=4)
+    parser.add_argument("--scale", type=int, default=10)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    writer = ResultWriter("live_view_cost", args)
+    pairs = []
+    with scratch("live-view-cost") as root:
+        workdir = root / "work"
         one_run(root, workdir, False, args)  # the dataset built once, outside the pairs
         diffs, views = [], []
         print("pair  with view (s CPU)  without (s CPU)  difference  view thread (s CPU)")
         for pair in range(args.pairs):
-            order = (True, False) if pair % 2 == 0 else (False, True)
-            cpu = {}
-            for live in order:
-                cpu[live], view = one_run(root, workdir, live, args)
-                if live and view is not None:
-                    views.append(view)
+            cpu, view = {}, None
+            for live in alternate((True, False), pair):
+                cpu[live], seen = one_run(root, workdir, live, args)
+                if live and seen is not None:
+                    view = seen
+                    views.append(seen)
             diffs.append(cpu[True] - cpu[False])
+            pairs.append({"pair": pair + 1, "with_view_cpu_s": cpu[True],
+                          "without_cpu_s": cpu[False], "view_thread_cpu_s": view})
+            writer.write({"pairs": pairs})
             print(f"{pair + 1:>4}  {cpu[True]:>17.3f}  {cpu[False]:>15.3f}  "
                   f"{diffs[-1]:>10.3f}  {views[-1] if views else float('nan'):>19.3f}")
-        view_share = 100 * statistics.median(views) / args.seconds if views else float("nan")
-        print(f"median difference {statistics.median(diffs):.3f} s CPU over "
-              f"{args.seconds} s runs; the view's thread: {view_share:.2f}% of a core")
-    finally:
-        shutil.rmtree(root, ignore_errors=True)
+    view_share = 100 * statistics.median(views) / args.seconds if views else None
+    print(f"median difference {statistics.median(diffs):.3f} s CPU over "
+          f"{args.seconds} s runs; the view's thread: "
+          f"{'–' if view_share is None else f'{view_share:.2f}'}% of a core")
+    writer.finish({"pairs": pairs, "median_difference_cpu_s": statistics.median(diffs),
+                   "view_thread_pct_of_a_core": view_share})
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    run(main)
