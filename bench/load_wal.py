@@ -19,14 +19,13 @@ from __future__ import annotations
 import argparse
 import json
 import shlex
-import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 import psycopg
+from harness import ResultWriter, alternate, new_parser, run, scratch
 
 from pgdyno.targets.binaries import embedded_install
 from pgdyno.targets.local import LocalServer
@@ -35,10 +34,8 @@ MODES = ("minimal", "configured")
 
 
 def one_run(workload: str, size_args: list[str], mode: str) -> dict:
-    work = Path(tempfile.mkdtemp(prefix="pgdyno-loadwal-", dir="/var/tmp"))
-    work.chmod(0o755)
-    results = work / "results"
-    try:
+    with scratch("load-wal") as work:
+        results = work / "results"
         cmd = [sys.executable, "-m", "pgdyno", "bench", workload, *size_args, "--load-wal", mode,
                "--clients", "1", "--duration", "1", "--warmup", "0", "--iterations", "1",
                "--no-telemetry", "--no-progress", "--results-dir", str(results),
@@ -49,8 +46,6 @@ def one_run(workload: str, size_args: list[str], mode: str) -> dict:
         return {"mode": mode, "seconds": record["seconds"],
                 "phases": {p["phase"]: p["seconds"] for p in record["phases"]},
                 "settings": record.get("settings", {}), "wal_mb": cluster_wal_mb(work / "w")}
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
 
 
 def cluster_wal_mb(workdir: Path) -> float:
@@ -63,20 +58,25 @@ def cluster_wal_mb(workdir: Path) -> float:
         srv.stop()
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def build_parser() -> argparse.ArgumentParser:
+    parser = new_parser(__doc__, "--out")
     parser.add_argument("--workload", default="tpcb")
     parser.add_argument("--size", default="--scale 100",
                         help="the workload's size options, as on the command line")
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--out", type=Path, default=Path("load_wal.json"))
-    args = parser.parse_args()
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    writer = ResultWriter("load_wal", args)
     runs = []
     for r in range(args.rounds):
-        for mode in (MODES if r % 2 == 0 else MODES[::-1]):
-            run = {"round": r + 1, **one_run(args.workload, shlex.split(args.size), mode)}
-            runs.append(run)
-            print(json.dumps(run), flush=True)
+        for mode in alternate(MODES, r):
+            run_ = {"round": r + 1, **one_run(args.workload, shlex.split(args.size), mode)}
+            runs.append(run_)
+            writer.write({"runs": runs})
+            print(json.dumps(run_), flush=True)
     print(f"\n{'mode':<12}{'n':>3}{'median s':>10}{'best s':>8}  median phases (s)"
           f"{'':<20}{'WAL MB':>9}")
     medians = {}
@@ -90,9 +90,9 @@ def main() -> None:
               f"{min(r['seconds'] for r in mine):>8.2f}  {text:<37}"
               f"{statistics.median(r['wal_mb'] for r in mine):>9,.0f}")
     print(f"minimal / configured, medians: {medians['minimal'] / medians['configured']:.3f}")
-    args.out.write_text(json.dumps({"workload": args.workload, "size": args.size,
-                                    "runs": runs, "medians": medians}, indent=2))
+    writer.finish({"runs": runs, "medians": medians})
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    run(main)
