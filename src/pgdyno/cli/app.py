@@ -52,11 +52,19 @@ def pgdyno_app() -> typer.Typer:
     """The app with every command; a plugin that cannot be loaded, or whose options clash
     with another's, raises its one-line ``PluginError`` here (nothing is cached then, so
     the next call tries again)."""
-    from pgdyno.cli import bench_cmds, compare_cmds, config_cmds, fleet_cmds, provision_cmds
+    from pgdyno.cli import (
+        bench_cmds,
+        compare_cmds,
+        config_cmds,
+        fleet_cmds,
+        history_cmds,
+        provision_cmds,
+    )
     from pgdyno.runner.plugin_options import check_plugin_options
 
     check_plugin_options()
     app = _new_app()
-    for module in (bench_cmds, config_cmds, compare_cmds, provision_cmds, fleet_cmds):
+    for module in (bench_cmds, config_cmds, compare_cmds, provision_cmds, fleet_cmds,
+                   history_cmds):
         module.register(app)
     return app
