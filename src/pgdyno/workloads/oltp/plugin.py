@@ -32,7 +32,7 @@ from pgdyno.workloads.base import (
 )
 from pgdyno.workloads.checks import check_positive
 from pgdyno.workloads.engine.pgbench import PgbenchWorkload, ScriptSpec
-from pgdyno.workloads.oltp import schema, scripts
+from pgdyno.workloads.oltp import restore, schema, scripts
 
 ROW_BYTES = 250
 """Heap tuple (about 200 bytes with char(120) and char(60)) plus its share of two btrees."""
@@ -80,6 +80,30 @@ class Oltp(PgbenchWorkload):
                                          table_size=o.table_size, range_size=o.range_size,
                                          rand_type=o.rand_type)
 
+    def id_options(self, o: Any) -> scripts.OltpScriptOptions:
+        """Tables, table size and id distribution of the script (for its description)."""
+        return self.script_options(o)
+
+    def script_text(self, o: Any, clients: int) -> str:
+        """The pgbench script of one transaction (``clients``: the client count it runs
+        at, for scripts that depend on it)."""
+        return scripts.script_text(self.script_options(o))
+
+    def statement_counts(self) -> dict[str, int]:
+        """Statements per transaction as sysbench counts them: read, write, other, total."""
+        return scripts.statement_counts(self.read_write)
+
+    def parameters(self, o: Any) -> dict[str, Any]:
+        """The run's own parameters besides tables, table size and ids."""
+        return {"range_size": o.range_size}
+
+    def shape_words(self, plan: RunPlan) -> str:
+        """What the report says about the statements' shape after the id distribution."""
+        return f", ranges of {plan.parameters.get('range_size')} rows"
+
+    def prepare_tables(self, ctx: RunContext) -> None:
+        """Anything the transaction needs on the tables beyond the build (none here)."""
+
     def dataset_bytes(self, opts: BenchOptions) -> int | None:
         o = opts.workload_options
         return o.tables * o.table_size * ROW_BYTES
@@ -106,28 +130,30 @@ class Oltp(PgbenchWorkload):
             result = schema.load(ctx.conn, schema.LoadOptions(
                 tables=o.tables, table_size=o.table_size, workers=o.load_workers,
                 force=ctx.opts.force, checkpoint_at_end=spacing.closing_checkpoint), on_load)
-        script_opts = self.script_options(o)
+        restored = restore.restore_rows(ctx.conn, o.tables, o.table_size)
+        self.prepare_tables(ctx)
         path = ctx.run_dir.raw / "scripts" / f"{self.name}.pgbench"
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(scripts.script_text(script_opts))
+        path.write_text(self.script_text(o, ctx.opts.clients[0]))
         return Prepared(
             scripts=[ScriptSpec(name=self.name, path=path)],
             dataset={"kind": "oltp", "tables": o.tables, "table_size": o.table_size,
                      "reused": result.reused, "build_seconds": round(result.seconds, 3),
                      "rows_per_s": round(result.rows / result.seconds) if result.seconds
                      else None, "phase_seconds": result.phase_seconds,
+                     "restored_rows": {"removed": restored.removed, "added": restored.added},
                      load.RECORD_KEY: spacing.stamp(result.load_record()).to_dict()},
             parameters={"tables": o.tables, "table_size": o.table_size,
-                        "range_size": o.range_size, "rand": scripts.rand_description(
-                            script_opts), "statements": scripts.statement_counts(
-                            self.read_write)})
+                        **self.parameters(o),
+                        "rand": scripts.rand_description(self.id_options(o)),
+                        "statements": self.statement_counts()})
 
     def summarise(self, run_dir: RunDirectory, plan: RunPlan, opts: BenchOptions,
                   status: str, cpu_count: int = 1) -> RunSummary:
         """pgbench's figures, and sysbench's query rates: statements per transaction ×
         transactions (only committed transactions count, as in sysbench)."""
         summary = super().summarise(run_dir, plan, opts, status, cpu_count)
-        counts = scripts.statement_counts(self.read_write)
+        counts = self.statement_counts()
         for it in summary.iterations:
             it.metrics.update({
                 "qps": counts["total"] * it.tps_mean,
@@ -139,7 +165,7 @@ class Oltp(PgbenchWorkload):
 
     def report_sections(self, summary: RunSummary, run_dir: RunDirectory, plan: RunPlan,
                         opts: BenchOptions) -> list[Section]:
-        counts = plan.parameters.get("statements") or scripts.statement_counts(self.read_write)
+        counts = plan.parameters.get("statements") or self.statement_counts()
         rows = []
         for c in summary.per_clients:
             its = [i for i in summary.iterations if i.clients == c.clients]
@@ -153,13 +179,12 @@ class Oltp(PgbenchWorkload):
                          rounded(c.latency.percentiles_ms.get("p99"), 3)])
         return [Section(f"sysbench-style {self.name}", paragraphs=[
             f"{plan.parameters.get('tables')} tables × {plan.parameters.get('table_size'):,} "
-            f"rows, ids drawn {plan.parameters.get('rand')}, ranges of "
-            f"{plan.parameters.get('range_size')} rows. One transaction is "
-            f"{counts['total']} statements: {counts['read']} reads, {counts['write']} "
-            f"writes, {counts['other']} other (BEGIN, COMMIT), as sysbench counts them; "
-            "QPS = statements per transaction × TPS. Retried: transactions that hit a "
-            "deadlock or serialization failure and were retried (sysbench's ignored "
-            "errors)."],
+            f"rows, ids drawn {plan.parameters.get('rand')}{self.shape_words(plan)}. One "
+            f"transaction is {counts['total']} statement(s): {counts['read']} reads, "
+            f"{counts['write']} writes, {counts['other']} other (BEGIN, COMMIT), as sysbench "
+            "counts them; QPS = statements per transaction × TPS. Retried: transactions "
+            "that hit a deadlock or serialization failure and were retried (sysbench's "
+            "ignored errors)."],
             tables=[Table(["Clients", "TPS", "QPS", "Queries read", "Queries written",
                            "Queries other", "Retried", "Latency avg (ms)", "p95 (ms)",
                            "p99 (ms)"], rows)])]

@@ -137,7 +137,7 @@ def script_text(opts: OltpScriptOptions) -> str:
         f"{counts['other']} other",
         "BEGIN;",
     ]
-    lines += _point_selects(opts)
+    lines += point_selects(opts)
     lines += _range(opts, "simple range", "SELECT c FROM {t} WHERE id BETWEEN {range}")
     lines += _range(opts, "sum range", "SELECT SUM(k) FROM {t} WHERE id BETWEEN {range}")
     lines += _range(opts, "order range",
@@ -152,41 +152,53 @@ def script_text(opts: OltpScriptOptions) -> str:
 
 # ----- statement groups -------------------------------------------------------------------
 
-def _point_selects(opts: OltpScriptOptions) -> list[str]:
-    lines = ["-- point selects: one table for the whole group", *_table_draw(opts)]
+def point_selects(opts: OltpScriptOptions) -> list[str]:
+    lines = ["-- point selects: one table for the whole group", *table_draw(opts)]
     for _ in range(opts.point_selects):
         lines += id_draw(opts, "id")
-        lines += _on_table(opts, "SELECT c FROM {t} WHERE id = :id;")
+        lines += on_table(opts, "SELECT c FROM {t} WHERE id = :id;")
     return lines
 
 
 def _range(opts: OltpScriptOptions, title: str, template: str) -> list[str]:
     statement = template.replace("{range}", ":id_start AND :id_end") + ";"
-    return [f"-- {title}", *_table_draw(opts), *id_draw(opts, "id_start"),
+    return [f"-- {title}", *table_draw(opts), *id_draw(opts, "id_start"),
             f"\\set id_end :id_start + {opts.range_size - 1}",
-            *_on_table(opts, statement)]
+            *on_table(opts, statement)]
 
 
 def _writes(opts: OltpScriptOptions) -> list[str]:
-    lines = ["-- index update", *_table_draw(opts), *id_draw(opts, "id"),
-             *_on_table(opts, "UPDATE {t} SET k = k + 1 WHERE id = :id;")]
-    lines += ["-- non-index update: a fresh c value", *_table_draw(opts), *id_draw(opts, "id"),
-              *_on_table(opts, f"UPDATE {{t}} SET c = {C_VALUE_SQL} WHERE id = :id;")]
-    lines += ["-- delete and re-insert one id (same table), with a fresh k, c and pad;",
-              "-- ON CONFLICT: a concurrent client may have re-inserted it first",
-              *_table_draw(opts), *id_draw(opts, "id"), *id_draw(opts, "k"),
-              *_on_table(opts, "DELETE FROM {t} WHERE id = :id;"),
-              *_on_table(opts, f"INSERT INTO {{t}} (id, k, c, pad) VALUES (:id, :k, "
-                               f"{C_VALUE_SQL}, {PAD_VALUE_SQL}) ON CONFLICT (id) DO NOTHING;")]
-    return lines
+    return [*index_update(opts), *non_index_update(opts), *delete_insert(opts)]
 
 
-def _table_draw(opts: OltpScriptOptions) -> list[str]:
+def index_update(opts: OltpScriptOptions) -> list[str]:
+    """execute_index_updates(): one table, one id, k = k + 1."""
+    return ["-- index update", *table_draw(opts), *id_draw(opts, "id"),
+            *on_table(opts, "UPDATE {t} SET k = k + 1 WHERE id = :id;")]
+
+
+def non_index_update(opts: OltpScriptOptions) -> list[str]:
+    """execute_non_index_updates(): one table, one id, a fresh c value."""
+    return ["-- non-index update: a fresh c value", *table_draw(opts), *id_draw(opts, "id"),
+            *on_table(opts, f"UPDATE {{t}} SET c = {C_VALUE_SQL} WHERE id = :id;")]
+
+
+def delete_insert(opts: OltpScriptOptions) -> list[str]:
+    """execute_delete_inserts(): delete one id and insert it again on the same table."""
+    return ["-- delete and re-insert one id (same table), with a fresh k, c and pad;",
+            "-- ON CONFLICT: a concurrent client may have re-inserted it first",
+            *table_draw(opts), *id_draw(opts, "id"), *id_draw(opts, "k"),
+            *on_table(opts, "DELETE FROM {t} WHERE id = :id;"),
+            *on_table(opts, f"INSERT INTO {{t}} (id, k, c, pad) VALUES (:id, :k, "
+                            f"{C_VALUE_SQL}, {PAD_VALUE_SQL}) ON CONFLICT (id) DO NOTHING;")]
+
+
+def table_draw(opts: OltpScriptOptions) -> list[str]:
     """get_table_num(): uniform over the tables (nothing to draw with one table)."""
     return [] if opts.tables == 1 else [f"\\set tnum random(1, {opts.tables})"]
 
 
-def _on_table(opts: OltpScriptOptions, statement: str) -> list[str]:
+def on_table(opts: OltpScriptOptions, statement: str) -> list[str]:
     """``statement`` on table ``tnum``: one \\if branch per table, exactly one runs."""
     tables = table_names(opts.tables)
     if len(tables) == 1:
