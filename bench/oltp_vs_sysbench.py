@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import re
 import resource
@@ -45,20 +44,17 @@ import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
-import psutil
+from harness import ResultWriter, alternate, new_parser, ratio_interval, run, scratch
+from harness import process_tree_cpu_s as server_cpu_s
 
-from pgdyno.analysis.tdist import t_quantile
 from pgdyno.targets.binaries import embedded_install
 from pgdyno.targets.connection import ConnectionInfo
 from pgdyno.targets.local import LocalServer
 from pgdyno.workloads import dataset
 
-RESULTS = Path(__file__).resolve().parent / "results"
-"""Where the figures are written unless --out says otherwise (ignored by git)."""
 WORKLOADS = {"oltp-read-only": "oltp_read_only", "oltp-read-write": "oltp_read_write"}
 """pgdyno's workload name: sysbench's test of the same transaction."""
 _INTERVAL = re.compile(r"^\[ (\d+)s \] thds: \d+ tps: ([\d.]+)", re.MULTILINE)
@@ -84,36 +80,9 @@ accounting of the finished process. On 2 cores the driver shares the CPUs with t
 server, so a heavier driver costs the server throughput."""
 
 
-def ratio_interval(ratios: list[float], confidence: float = 0.95
-                   ) -> tuple[float, float | None, float | None]:
-    """(geometric mean, low, high) of pair ratios: the mean of their logarithms with a
-    t-interval, back to a ratio (no interval from fewer than two pairs)."""
-    logs = [math.log(r) for r in ratios]
-    mean = statistics.fmean(logs)
-    if len(logs) < 2:
-        return math.exp(mean), None, None
-    half = (t_quantile((1 + confidence) / 2, len(logs) - 1)
-            * statistics.stdev(logs) / math.sqrt(len(logs)))
-    return math.exp(mean), math.exp(mean - half), math.exp(mean + half)
-
-
 def _interval_text(ratios: list[float]) -> str:
     mean, low, high = ratio_interval(ratios)
     return f"{mean:.3f}" + (f" [{low:.3f}, {high:.3f}]" if low is not None else "")
-
-
-def server_cpu_s(postmaster: int) -> float:
-    """CPU seconds of the server so far: the postmaster, its reaped children, and every
-    live process under it (the kernel's accounting, psutil's reading of /proc)."""
-    root = psutil.Process(postmaster)
-    total = sum(root.cpu_times()[:4])  # user, system, children_user, children_system
-    for child in root.children(recursive=True):
-        try:
-            times = child.cpu_times()
-        except psutil.NoSuchProcess:  # exited meanwhile: counted once it is reaped
-            continue
-        total += times.user + times.system
-    return total
 
 
 def _record_server(tool: str, workload: str, postmaster: int, before: float,
@@ -160,8 +129,8 @@ BARE_COMMANDS: dict[str, list[str]] = {}
 
 def remember_command(workload: str, results: Path) -> None:
     """Keep the pgbench command of pgdyno's run of ``workload`` under ``results``."""
-    run = json.loads(next(results.glob("*/*/raw/run.json")).read_text())
-    BARE_COMMANDS[workload] = run["records"][0]["command"]
+    plan = json.loads(next(results.glob("*/*/raw/run.json")).read_text())
+    BARE_COMMANDS[workload] = plan["records"][0]["command"]
 
 
 def bare_command(command: list[str], seconds: int) -> list[str]:
@@ -249,11 +218,57 @@ def _tools(pair: int, threads_also: int | None, bare_also: bool) -> list[str]:
     pgdyno at --threads-also and bare pgbench between them."""
     tools = ["pgdyno", *([f"pgdyno-t{threads_also}"] if threads_also else []),
              *(["bare"] if bare_also else []), "sysbench"]
-    return tools if pair % 2 else list(reversed(tools))
+    return alternate(tools, pair - 1)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def measure_pairs(args: argparse.Namespace, workloads: list[str], server: LocalServer,
+                  work: Path, pairs: list[dict], writer: ResultWriter) -> None:
+    """Every pair's runs, appended to ``pairs`` (and to the result file) as each ends."""
+    conn = server.connection()
+    # pgdyno builds and records the tables once; every later run reuses them. A short
+    # run of each workload also leaves its pgbench command, for --bare-also.
+    for workload in workloads:
+        run_pgdyno(workload, conn, args, work / f"build-{workload}", duration=1, warmup=0)
+        remember_command(workload, work / f"build-{workload}")
+    DRIVER_US.clear()  # the builds' 1 s runs are not measurements
+    SERVER_US.clear()
+    for pair in range(1, args.pairs + 1):
+        for workload in alternate(workloads, pair - 1):
+            tps = {}
+            for tool in _tools(pair, args.threads_also, args.bare_also):
+                if tool == "sysbench":
+                    tps[tool] = run_sysbench(workload, conn, args, server.pid)
+                elif tool == "bare":
+                    tps[tool] = run_bare(workload, args, server.pid)
+                else:
+                    threads = args.threads_also if tool != "pgdyno" else None
+                    tps[tool] = run_pgdyno(workload, conn, args,
+                                           work / f"p{pair}-{workload}-{tool}",
+                                           args.duration, args.warmup, threads, tool)
+            row = {"pair": pair, "workload": workload, "pgdyno_tps": tps["pgdyno"],
+                   "sysbench_tps": tps["sysbench"],
+                   "ratio": tps["pgdyno"] / tps["sysbench"]}
+            line = (f"pair {pair} {workload:<16} pgdyno {tps['pgdyno']:>10,.1f} tps  "
+                    f"sysbench {tps['sysbench']:>10,.1f} tps  ratio {row['ratio']:.3f}")
+            if args.threads_also:
+                other = tps[f"pgdyno-t{args.threads_also}"]
+                row |= {"pgdyno_threads_also_tps": other,
+                        "ratio_threads_also": other / tps["sysbench"]}
+                line += (f"  pgdyno --threads {args.threads_also} {other:>10,.1f} tps "
+                         f"ratio {row['ratio_threads_also']:.3f}")
+            if args.bare_also:
+                row |= {"bare_tps": tps["bare"], "ratio_bare": tps["bare"] / tps["sysbench"],
+                        "ratio_pgdyno_bare": tps["pgdyno"] / tps["bare"]}
+                line += (f"  bare pgbench {tps['bare']:>10,.1f} tps ratio "
+                         f"{row['ratio_bare']:.3f} "
+                         f"(pgdyno/bare {row['ratio_pgdyno_bare']:.3f})")
+            pairs.append(row)
+            writer.write({"pairs": pairs})
+            print(line, flush=True)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = new_parser(__doc__, "--out")
     parser.add_argument("--pairs", type=int, default=5)
     parser.add_argument("--duration", type=int, default=30)
     parser.add_argument("--warmup", type=int, default=5)
@@ -270,9 +285,11 @@ def main() -> None:
                         help="also run pgdyno's pgbench command bare (no pgdyno, no -l) in "
                              "every pair: the script's parity and the harness's cost apart")
     parser.add_argument("--workloads", default=",".join(WORKLOADS))
-    parser.add_argument("--out", type=Path, default=RESULTS / "oltp_vs_sysbench.json",
-                        help="where the figures go (default bench/results/, ignored by git)")
-    args = parser.parse_args()
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
     if shutil.which("sysbench") is None:
         sys.exit("sysbench is not installed (setup.sh installs sysbench 1.0.20)")
     workloads = args.workloads.split(",")
@@ -280,57 +297,16 @@ def main() -> None:
     if unknown:
         sys.exit(f"--workloads {','.join(unknown)}: expected some of {', '.join(WORKLOADS)}")
 
-    work = Path(tempfile.mkdtemp(prefix="pgdyno-oltp-sysbench-", dir="/var/tmp"))
-    work.chmod(0o755)
-    server = LocalServer(install=embedded_install(), workdir=work, name="oltp")
-    server.prepare()
-    server.start()
+    writer = ResultWriter("oltp_vs_sysbench", args)
     pairs: list[dict] = []
-    try:
-        conn = server.connection()
-        # pgdyno builds and records the tables once; every later run reuses them. A short
-        # run of each workload also leaves its pgbench command, for --bare-also.
-        for workload in workloads:
-            run_pgdyno(workload, conn, args, work / f"build-{workload}", duration=1, warmup=0)
-            remember_command(workload, work / f"build-{workload}")
-        DRIVER_US.clear()  # the builds' 1 s runs are not measurements
-        SERVER_US.clear()
-        for pair in range(1, args.pairs + 1):
-            order = workloads if pair % 2 else list(reversed(workloads))
-            for workload in order:
-                tps = {}
-                for tool in _tools(pair, args.threads_also, args.bare_also):
-                    if tool == "sysbench":
-                        tps[tool] = run_sysbench(workload, conn, args, server.pid)
-                    elif tool == "bare":
-                        tps[tool] = run_bare(workload, args, server.pid)
-                    else:
-                        threads = args.threads_also if tool != "pgdyno" else None
-                        tps[tool] = run_pgdyno(workload, conn, args,
-                                               work / f"p{pair}-{workload}-{tool}",
-                                               args.duration, args.warmup, threads, tool)
-                row = {"pair": pair, "workload": workload, "pgdyno_tps": tps["pgdyno"],
-                       "sysbench_tps": tps["sysbench"],
-                       "ratio": tps["pgdyno"] / tps["sysbench"]}
-                line = (f"pair {pair} {workload:<16} pgdyno {tps['pgdyno']:>10,.1f} tps  "
-                        f"sysbench {tps['sysbench']:>10,.1f} tps  ratio {row['ratio']:.3f}")
-                if args.threads_also:
-                    other = tps[f"pgdyno-t{args.threads_also}"]
-                    row |= {"pgdyno_threads_also_tps": other,
-                            "ratio_threads_also": other / tps["sysbench"]}
-                    line += (f"  pgdyno --threads {args.threads_also} {other:>10,.1f} tps "
-                             f"ratio {row['ratio_threads_also']:.3f}")
-                if args.bare_also:
-                    row |= {"bare_tps": tps["bare"], "ratio_bare": tps["bare"] / tps["sysbench"],
-                            "ratio_pgdyno_bare": tps["pgdyno"] / tps["bare"]}
-                    line += (f"  bare pgbench {tps['bare']:>10,.1f} tps ratio "
-                             f"{row['ratio_bare']:.3f} "
-                             f"(pgdyno/bare {row['ratio_pgdyno_bare']:.3f})")
-                pairs.append(row)
-                print(line, flush=True)
-    finally:
-        server.stop()
-        shutil.rmtree(work, ignore_errors=True)
+    with scratch("oltp-sysbench") as work:
+        server = LocalServer(install=embedded_install(), workdir=work, name="oltp")
+        server.prepare()
+        server.start()
+        try:
+            measure_pairs(args, workloads, server, work, pairs, writer)
+        finally:
+            server.stop()
     summary = []
     print(f"\n{'workload':<21}{'pairs':>6}{'median ratio':>14}{'best-of-N ratio':>17}"
           f"{'best TPS':>11}{'over best TPS':>15}  geometric mean [95% interval]")
@@ -356,17 +332,14 @@ def main() -> None:
             print(f"{workload:<17} {tool:<9} {what} CPU per transaction: median "
                   f"{statistics.median(values):,.1f} µs, {min(values):,.1f} to "
                   f"{max(values):,.1f} ({len(values)} runs)")
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps({
-        "schema_version": 1, "bench": "oltp_vs_sysbench", "cpus": os.cpu_count(),
-        "settings": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
+    writer.finish({
         "pairs": pairs, "summary": summary,
         "driver_cpu_us_per_tx": {f"{tool} {workload}": values
                                  for (tool, workload), values in DRIVER_US.items()},
         "server_cpu_us_per_tx": {f"{tool} {workload}": values
-                                 for (tool, workload), values in SERVER_US.items()}},
-        indent=2) + "\n")
+                                 for (tool, workload), values in SERVER_US.items()}})
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    run(main)
