@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
+from pathlib import Path
 from typing import Any
 
 from pgdyno.errors import UsageError
@@ -83,8 +84,9 @@ class DetectionSettings:
     min_segment: int = 3
     """The fewest runs a level must hold for: a shorter segment is an outlier, not a
     level."""
-    window: int = 50
-    """Otava's sliding window, in runs."""
+    window: int = 20
+    """Otava's sliding window, in runs: short enough to hold at most one or two changes (a
+    change followed by one back past its old level, in one window, can hide both)."""
 
 
 @dataclass
@@ -175,6 +177,14 @@ class HistoryReport:
             if change is not None:
                 found.append((series, change))
         return found
+
+
+def load_history(path: Path) -> HistoryReport:
+    """``history.json`` read back (a newer or damaged one refused in one line)."""
+    from pgdyno.results.manifest import read_versioned
+
+    return read_versioned(HistoryReport, path, HISTORY_SCHEMA_VERSION, "history record",
+                          "; run `pgdyno history` again to rewrite it")
 
 
 # ----- reading the series -----------------------------------------------------------------

@@ -46,7 +46,7 @@ def history(
                                      "point must reach"),
     min_segment: int = typer.Option(3, "--min-segment", help="the fewest runs a level must "
                                     "hold for: a shorter one is an outlier, not a change"),
-    window: int = typer.Option(50, "--window", help="runs in the change-point method's "
+    window: int = typer.Option(20, "--window", help="runs in the change-point method's "
                                "sliding window"),
 ) -> None:
     """Watch each series of runs over time: print it, plot it with its change points
