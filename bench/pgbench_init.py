@@ -1,7 +1,8 @@
 """pgbench dataset init speed: pgdyno against bare `pgbench -i` and PostgreSQL's own COPY.
 
 One embedded PostgreSQL 18 server (stock configuration, or wal_level minimal with
---wal-level minimal, as pgdyno's own builds run) in its own workdir under /var/tmp.
+--wal-level minimal, as pgdyno's own builds run) in a scratch directory under /var/tmp,
+removed at the end.
 For each --sizes entry (a dataset size, turned into a pgbench scale as `pgdyno bench
 --dataset-size` does), --rounds rounds of these conditions, interleaved (the order reversed
 every other round, as this VM's speed jumps between two levels):
@@ -32,7 +33,7 @@ Usage (a size needs about 1.15 x itself + 2 GiB free disk, checked before starti
 needs 13.5 GiB, 30GB 36.5 GiB):
 
     python bench/pgbench_init.py --sizes 1GB,5GB,10GB --rounds 2
-    python bench/pgbench_init.py --sizes 30GB --rounds 1          # issue 28 item 3
+    python bench/pgbench_init.py --sizes 30GB --rounds 1          # a 30 GB build
     python bench/pgbench_init.py --sizes 30GB --rounds 1 --wal-level minimal \
         --conditions "pgdyno,COPY FREEZE file"
     python bench/pgbench_init.py --sizes 100MB --rounds 2        # a quick check
@@ -42,13 +43,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import resource
-import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -56,8 +53,20 @@ from pathlib import Path
 
 import psutil
 import psycopg
+from harness import (
+    ResultWriter,
+    alternate,
+    children_cpu_s,
+    line_fit,
+    new_parser,
+    process_tree_cpu_s,
+    require_free,
+    run,
+    scratch,
+    wait_for_children,
+)
 
-from pgdyno.config.units import human_bytes, parse_size
+from pgdyno.config.units import parse_size
 from pgdyno.targets.binaries import embedded_install
 from pgdyno.targets.connection import ConnectionInfo
 from pgdyno.targets.local import LocalServer
@@ -117,18 +126,8 @@ class Server:
     def cpu_seconds(self) -> float:
         """The postmaster's, its reaped children's and its live children's CPU seconds,
         once every backend of the last condition has exited and been reaped."""
-        deadline = time.monotonic() + 10
-        while len(self.postmaster.children()) > self.background and time.monotonic() < deadline:
-            time.sleep(0.05)
-        times = self.postmaster.cpu_times()
-        total = times.user + times.system + times.children_user + times.children_system
-        for child in self.postmaster.children():
-            try:
-                child_times = child.cpu_times()
-            except psutil.Error:
-                continue
-            total += child_times.user + child_times.system
-        return total
+        wait_for_children(self.postmaster.pid, self.background)
+        return process_tree_cpu_s(self.postmaster.pid)
 
     def execute(self, *statements: str) -> None:
         with psycopg.connect(self.conn.conninfo(), autocommit=True) as db:
@@ -137,9 +136,8 @@ class Server:
 
 
 def client_cpu_seconds() -> float:
-    own = resource.getrusage(resource.RUSAGE_SELF)
-    children = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+    """This process's CPU seconds (every thread) and its reaped children's (pgbench)."""
+    return time.process_time() + children_cpu_s()
 
 
 def drop_all(server: Server) -> None:
@@ -225,12 +223,9 @@ def disk_needed(size_bytes: int, scale: int) -> int:
 
 def check_disk(work: Path, sizes: list[tuple[str, int]]) -> None:
     """Refuse before starting when the biggest size cannot fit on the disk."""
-    free = shutil.disk_usage(work).free
     for text, size_bytes in sizes:
         need = disk_needed(size_bytes, max(1, round(size_bytes / BYTES_PER_SCALE)))
-        if free < need:
-            sys.exit(f"--sizes {text}: needs about {human_bytes(need)} free in {work.parent} "
-                     f"(dataset, WAL, sort files), {human_bytes(free)} is free")
+        require_free(work, need, f"--sizes {text} (dataset, WAL, sort files)")
 
 
 def summary_rows(results: list[Measure]) -> list[dict]:
@@ -292,58 +287,60 @@ def projections(rows: list[dict], project_bytes: int) -> list[dict]:
         points = [(r["rows"], r["seconds_median"]) for r in rows if r["condition"] == condition]
         if len(points) < 2:
             continue
-        fit = statistics.linear_regression([p[0] for p in points], [p[1] for p in points])
+        fit = line_fit([p[0] for p in points], [p[1] for p in points])
+        if fit is None:  # one size measured twice
+            continue
         rows_then = scale * (ACCOUNTS_PER_SCALE if condition == "COPY FREEZE file"
                              else ROWS_PER_SCALE)
-        seconds = fit.intercept + fit.slope * rows_then
+        seconds = fit.at(rows_then)
         out.append({"condition": condition, "scale": scale, "rows": rows_then,
                     "intercept_s": fit.intercept, "seconds_per_million_rows": fit.slope * 1e6,
-                    "projected_seconds": seconds, "projected_rows_per_s": rows_then / seconds})
+                    "r2": fit.r2, "projected_seconds": seconds,
+                    "projected_rows_per_s": rows_then / seconds})
     return out
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def build_parser() -> argparse.ArgumentParser:
+    parser = new_parser(__doc__, "--out")
     parser.add_argument("--sizes", default="1GB,5GB,10GB")
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--project", default="30GB",
                         help="the dataset size whose time the fit projects")
-    parser.add_argument("--out", type=Path, default=Path("pgbench_init.json"))
     parser.add_argument("--wal-level", choices=("replica", "minimal"), default="replica",
                         help="the server's wal_level for every condition (minimal: as "
                              "pgdyno's own builds run, --load-wal minimal)")
     parser.add_argument("--conditions", default=",".join(CONDITIONS),
                         help="a subset of: " + ", ".join(CONDITIONS))
-    args = parser.parse_args()
+    parser.add_argument("--workdir", type=Path, default=Path("/var/tmp"),
+                        help="where the server's scratch directory goes")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
     sizes = [(text, parse_size(text)) for text in args.sizes.split(",")]
     conditions = tuple(c.strip() for c in args.conditions.split(","))
     if unknown := [c for c in conditions if c not in CONDITIONS]:
         sys.exit(f"--conditions {unknown[0]!r}: accepted: {', '.join(CONDITIONS)}")
-
-    work = Path(tempfile.mkdtemp(prefix="pgdyno-pgbench-init-", dir="/var/tmp"))
-    work.chmod(0o755)
-    try:
-        check_disk(work, sizes)
-    except SystemExit:
-        work.rmdir()
-        raise
-    server = Server(work, MINIMAL_WAL if args.wal_level == "minimal" else None)
+    check_disk(args.workdir, sizes)
+    writer = ResultWriter("pgbench_init", args)
     results: list[Measure] = []
-    try:
-        for size, size_bytes in sizes:
-            scale = max(1, round(size_bytes / BYTES_PER_SCALE))
-            for round_no in range(1, args.rounds + 1):
-                order = conditions if round_no % 2 else tuple(reversed(conditions))
-                for condition in order:
-                    m = measure(server, condition, size, scale, round_no, work)
-                    results.append(m)
-                    print(json.dumps({**asdict(m), "rows_per_s": round(m.rows_per_s),
-                                      "data_rows_per_s": round(m.data_rows_per_s)}),
-                          flush=True)
-        drop_all(server)
-    finally:
-        server.local.stop()
-        shutil.rmtree(work, ignore_errors=True)
+    with scratch("pgbench-init", args.workdir) as work:
+        server = Server(work, MINIMAL_WAL if args.wal_level == "minimal" else None)
+        try:
+            for size, size_bytes in sizes:
+                scale = max(1, round(size_bytes / BYTES_PER_SCALE))
+                for round_no in range(1, args.rounds + 1):
+                    for condition in alternate(conditions, round_no - 1):
+                        m = measure(server, condition, size, scale, round_no, work)
+                        results.append(m)
+                        writer.write({"runs": [asdict(r) for r in results]})
+                        print(json.dumps({**asdict(m), "rows_per_s": round(m.rows_per_s),
+                                          "data_rows_per_s": round(m.data_rows_per_s)}),
+                              flush=True)
+            drop_all(server)
+        finally:
+            server.local.stop()
     rows = summary_rows(results)
     print_summary(rows)
     projected = projections(rows, parse_size(args.project))
@@ -356,11 +353,10 @@ def main() -> None:
               f"{p['projected_seconds']:,.0f} s, {p['projected_rows_per_s']:,.0f} rows/s "
               f"(fit over {len(sizes)} sizes, {p['seconds_per_million_rows']:.2f} s per "
               "million rows; projected, not measured)")
-    args.out.write_text(json.dumps({
-        "schema_version": 1, "bench": "pgbench_init", "cpus": os.cpu_count(),
-        "runs": [asdict(m) for m in results],
-        "summary": rows, "projections": projected}, indent=2) + "\n")
+    writer.finish({"runs": [asdict(m) for m in results], "summary": rows,
+                   "projections": projected})
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    run(main)
