@@ -136,9 +136,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    earlier = [row for path in args.also for row in earlier_rows(path)]
     args.workdir = args.workdir or kept_dir("compare_designs") / "work"
     args.results_dir = args.results_dir or kept_dir("compare_designs") / "results"
-    earlier = [row for path in args.also for row in earlier_rows(path)]
     writer = ResultWriter("compare_designs", args)
     designs = args.designs.split(",")
     rows: list[dict] = []
