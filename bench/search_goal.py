@@ -1,7 +1,7 @@
-"""The goal of issue 29, measured: does the winner of `pgdyno tune --search` hold over a
-long window? The validated winner must be at least 1.10x pgtune and at least 1.05x tuned,
-each with a significant verdict (95% interval above zero), over a 30-minute interleaved
-validation, in at most 20 trials.
+"""Does the winner of `pgdyno tune --search` hold over a long window? The goal measured: the
+validated winner at least 1.10x pgtune and at least 1.05x tuned, each with a significant
+verdict (95% interval above zero), over a 30-minute interleaved validation, in at most 20
+trials.
 
 Two searches, each ending with its short interleaved comparison and then the long-window
 validation of the winner against pgtune and tuned:
@@ -23,7 +23,9 @@ and, to check that it works at all (minutes):
 It prints each search's convergence (trial, config, raw figure, debt penalty, penalised
 figure, best so far), the short comparison's verdicts, the long validation's verdicts
 against the goal, and the debt each config left at the end of its last long run, all read
-back from the search directory; `--json FILE` keeps them.
+back from the search directory, and writes them to the result file (--output). The
+searches stay under --results-dir (default /var/tmp/pgdyno-bench/search_goal), in
+searches/goal-tpcb and searches/goal-tprocc, for bench/search_noise.py to read.
 """
 
 from __future__ import annotations
@@ -32,9 +34,10 @@ import argparse
 import json
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
+
+from harness import ResultWriter, Stopwatch, kept_dir, new_parser, run
 
 SEARCHES = {
     # name: (workload and its options, quick variant)
@@ -48,10 +51,10 @@ GOALS = {"pgtune": 10.0, "tuned": 5.0}
 
 
 def search_name(name: str, quick: bool) -> str:
-    return f"goal29-{name}{'-quick' if quick else ''}"
+    return f"goal-{name}{'-quick' if quick else ''}"
 
 
-def run(name: str, args: argparse.Namespace) -> tuple[Path, float]:
+def run_search(name: str, args: argparse.Namespace) -> tuple[Path, float]:
     full, quick = SEARCHES[name]
     workload = quick if args.quick else full
     timing = (["--duration", "3", "--warmup", "1", "--budget", "5", "--top", "2",
@@ -64,10 +67,9 @@ def run(name: str, args: argparse.Namespace) -> tuple[Path, float]:
            "--search-name", search_name(name, args.quick),
            "--results-dir", str(args.results_dir), "--no-progress"]
     print("$", " ".join(cmd), flush=True)
-    start = time.monotonic()
-    subprocess.run(cmd, check=True)
-    return args.results_dir / "searches" / search_name(name, args.quick), \
-        time.monotonic() - start
+    with Stopwatch() as watch:
+        subprocess.run(cmd, check=True)
+    return args.results_dir / "searches" / search_name(name, args.quick), watch.seconds
 
 
 def convergence_table(search_dir: Path) -> list[str]:
@@ -138,24 +140,32 @@ def report(name: str, search_dir: Path, seconds: float) -> dict[str, Any]:
     return out
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--results-dir", type=Path, default=Path("results-goal"))
+def build_parser() -> argparse.ArgumentParser:
+    parser = new_parser(__doc__, "--json")
+    parser.add_argument("--results-dir", type=Path, default=None,
+                        help="where the searches are kept (default /var/tmp/pgdyno-bench/"
+                             "search_goal)")
     parser.add_argument("--budget", type=int, default=20)
     parser.add_argument("--duration", type=int, default=20)
     parser.add_argument("--warmup", type=int, default=5)
     parser.add_argument("--validate", default="30m")
     parser.add_argument("--quick", action="store_true", help="tiny data, 5 trials: a check")
     parser.add_argument("--only", choices=sorted(SEARCHES))
-    parser.add_argument("--json", type=Path, help="write the figures here")
-    args = parser.parse_args()
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    args.results_dir = args.results_dir or kept_dir("search_goal")
+    writer = ResultWriter("search_goal", args)
     results = []
     for name in [args.only] if args.only else list(SEARCHES):
-        search_dir, seconds = run(name, args)
+        search_dir, seconds = run_search(name, args)
         results.append(report(name, search_dir, seconds))
-    if args.json:
-        args.json.write_text(json.dumps(results, indent=2))
+        writer.write({"searches": results})
+    writer.finish({"searches": results})
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    run(main)
