@@ -7,9 +7,9 @@ pooled SD of ln(headline)), the lead its comparison resolves, the runs per confi
 runs' noise points to, and the 1/√window rule's prediction for the long runs against what
 they measured.
 
-Usage:
-    python bench/search_noise.py /var/tmp/goal/searches/goal29-tpcb \
-        /var/tmp/goal/searches/goal29-tprocc
+Usage (the searches bench/search_goal.py keeps):
+    python bench/search_noise.py /var/tmp/pgdyno-bench/search_goal/searches/goal-tpcb \
+        /var/tmp/pgdyno-bench/search_goal/searches/goal-tprocc
 """
 
 from __future__ import annotations
@@ -18,6 +18,9 @@ import argparse
 import json
 from pathlib import Path
 
+from harness import ResultWriter, new_parser, run
+
+from pgdyno import serde
 from pgdyno.search.noise import runs_noise, search_noise
 
 
@@ -28,10 +31,16 @@ def step_noise(search_dir: Path, name: str, window_s: float, workload: str):
     return runs_noise(json.loads(path.read_text())["runs"], workload, window_s)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def build_parser() -> argparse.ArgumentParser:
+    parser = new_parser(__doc__)
     parser.add_argument("search_dirs", nargs="+", type=Path)
-    args = parser.parse_args()
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    writer = ResultWriter("search_noise", args)
+    figures = []
     print(f"{'search':<16}{'step':<18}{'window s':>9}{'configs×runs':>14}{'noise':>8}"
           f"{'resolves':>10}{'n for 5%':>10}{'n for 10%':>11}{'rho':>7}")
     for search_dir in args.search_dirs:
@@ -52,6 +61,8 @@ def main() -> None:
                   f"{n.resolution_pct:>9.1f}%{n.runs_needed['5']:>10,}"
                   f"{n.runs_needed['10']:>11,}{rho:>7}")
         both = search_noise(short, long)
+        figures.append({"search": str(search_dir), "short": serde.to_dict(short),
+                        "long": serde.to_dict(long), "both": serde.to_dict(both)})
         if both is not None and both.trial_window_s is not None:
             print(f"{search_dir.name}: trials of {both.trial_window_s:,.0f} s would rank two "
                   "configs 5% apart one-on-one")
@@ -60,5 +71,9 @@ def main() -> None:
                   f"at {long.window_s:,.0f} s; measured {long.sd_pct:.1f}%")
 
 
+    writer.finish({"searches": figures})
+    return 0
+
+
 if __name__ == "__main__":
-    main()
+    run(main)
