@@ -188,7 +188,7 @@ def test_report_rebuilds_a_damaged_summary(pristine: Path, tmp_path: Path, kind:
     run = _runs(results)[1]
     written = (run / "summary.json").read_bytes()
     DAMAGE[kind](run / "summary.json")
-    out = run_cli(["report", str(run)], tmp_path)
+    out = run_cli_here(["report", str(run)], tmp_path)
     assert out.returncode == 0, out.stderr
     assert (run / "summary.json").read_bytes() == written
 
@@ -197,7 +197,7 @@ def test_runs_without_an_index_offers_to_build_it(pristine: Path, tmp_path: Path
     results = tmp_path / "results"
     shutil.copytree(pristine, results)
     (results / "index.sqlite").unlink()
-    out = run_cli(["runs", "--results-dir", str(results)], tmp_path)
+    out = run_cli_here(["runs", "--results-dir", str(results)], tmp_path)
     assert out.returncode == 0, out.stderr
     assert out.stderr.strip().splitlines() == [
         f"note: no index of runs at {results / 'index.sqlite'}; `pgdyno runs --reindex` "
@@ -212,8 +212,9 @@ def telemetry_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     so rebuilding it takes a few seconds."""
     root = tmp_path_factory.mktemp("interrupt")
     results = root / "results"
-    out = run_cli(["bench", "cpu", "--clients", "1,2", "--duration", "1", "--warmup", "1",
-                   "--iterations", "1", "--no-progress", "--results-dir", str(results)], root)
+    out = run_cli_here(["bench", "cpu", "--clients", "1,2", "--duration", "1", "--warmup",
+                        "1", "--iterations", "1", "--no-progress", "--results-dir",
+                        str(results)], root)
     assert out.returncode == 0, out.stderr
     (run,) = (p.parent for p in results.glob("*/cpu-*/manifest.json"))
     return run
@@ -256,7 +257,7 @@ def test_report_rewrites_every_file_by_rename(telemetry_run: Path) -> None:
     half-written; a file renamed into place leaves the old inode whole. A hard link to
     every file before the rebuild must still hold the old bytes after it."""
     run = telemetry_run
-    out = run_cli(["report", str(run)], run.parents[2])
+    out = run_cli_here(["report", str(run)], run.parents[2])
     assert out.returncode == 0, out.stderr
     fresh = {p: p.read_bytes() for p in _written(run)}
     assert len(fresh) >= 5  # report.md/.html, summary.json, the events plot, 2 CPU plots
@@ -265,7 +266,7 @@ def test_report_rewrites_every_file_by_rename(telemetry_run: Path) -> None:
     links.mkdir()
     for i, path in enumerate(old):
         os.link(path, links / str(i))
-    out = run_cli(["report", str(run)], run.parents[2])
+    out = run_cli_here(["report", str(run)], run.parents[2])
     assert out.returncode == 0, out.stderr
     for i, (path, data) in enumerate(old.items()):
         assert (links / str(i)).read_bytes() == data, f"{path} was rewritten in place"
@@ -332,9 +333,9 @@ def test_ctrl_c_during_report_leaves_old_or_new_files(telemetry_run: Path) -> No
 def tpcb_run(workdir: Path) -> Path:
     """A real pgbench run with its per-transaction log kept (and host telemetry)."""
     results = make_shared_dir("pgdyno-corpus-raw-")
-    out = run_cli(["bench", "tpcb", "--scale", "1", "--clients", "1", "--duration", "2",
-                   "--warmup", "0", "--iterations", "1", "--no-progress",
-                   "--results-dir", str(results)], workdir)
+    out = run_cli_here(["bench", "tpcb", "--scale", "1", "--clients", "1", "--duration",
+                        "2", "--warmup", "0", "--iterations", "1", "--no-progress",
+                        "--results-dir", str(results)], workdir)
     assert out.returncode == 0, out.stderr
     (run,) = (p.parent for p in results.glob("*/tpcb-*/manifest.json"))
     return run

@@ -1,13 +1,18 @@
 """No traceback, ever: hostile input ends in one line on stderr with a known exit code.
 
-Each class of input pgdyno once answered with a traceback, run through the command line in
-a subprocess as a user would: damaged result files (a string or Infinity where a number
-belongs, a journal line that is no event), names and paths the file system refuses,
-output to a full device, broken workload plugins (no ``run_iteration``, an option that
-takes a built-in option's name, ``sys.exit()`` or an error at import), a Ctrl-C in the
-first half second, and an error nobody foresaw (exit 70, its traceback saved to a file).
-Each asserts the exit code, the one line, no "Traceback" anywhere, and that nothing was
-created beyond what the command may create. None needs a PostgreSQL server.
+Each class of input pgdyno once answered with a traceback, run through the command line as
+a user would: damaged result files (a string or Infinity where a number belongs, a journal
+line that is no event), names and paths the file system refuses, output to a full device,
+broken workload plugins (no ``run_iteration``, an option that takes a built-in option's
+name, ``sys.exit()`` or an error at import), a Ctrl-C in the first half second, and an
+error nobody foresaw (exit 70, its traceback saved to a file). Each asserts the exit code,
+the one line, no "Traceback" anywhere, and that nothing was created beyond what the command
+may create. None needs a PostgreSQL server.
+
+What needs a process of its own runs as ``python -m pgdyno`` in a subprocess: a plugin on
+the path, a signal, a device as standard output, the temporary directory of a saved
+traceback. Damaged files and refused names run through the CLI's entry point in this
+process (``run_cli_here``), with the same working, work and temporary directories.
 """
 
 from __future__ import annotations
@@ -19,11 +24,14 @@ import signal
 import stat
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
 
 import pytest
+
+from tests.conftest import run_cli_here
 
 USAGE, UNEXPECTED, INTERRUPTED = 2, 70, 130
 QUICK_CPU = ["--clients", "1", "--duration", "1", "--warmup", "0", "--iterations", "1",
@@ -52,6 +60,21 @@ def pgdyno(args: list[str], tmp_path: Path, site: Path | None = None,
     return subprocess.run([sys.executable, "-m", "pgdyno", *args], cwd=cwd,
                           env=_env(tmp_path, site), stdout=stdout, stderr=subprocess.PIPE,
                           text=True, timeout=timeout)
+
+
+def here(args: list[str], tmp_path: Path) -> subprocess.CompletedProcess:
+    """``pgdyno ARGS`` through the CLI's entry point in this process, from the same working
+    directory and with the same workdir and temporary directory as ``pgdyno``, so that a
+    file the command leaves in any of them is seen by the tests' snapshots."""
+    cwd, tmp = tmp_path / "cwd", tmp_path / "tmp"
+    cwd.mkdir(exist_ok=True)
+    tmp.mkdir(exist_ok=True)
+    saved = tempfile.tempdir
+    tempfile.tempdir = str(tmp)  # read once per process: $TMPDIR alone would not move it
+    try:
+        return run_cli_here(args, tmp_path / "wd", cwd=cwd, env={"TMPDIR": str(tmp)})
+    finally:
+        tempfile.tempdir = saved
 
 
 def one_line(out: subprocess.CompletedProcess, code: int) -> str:
@@ -229,8 +252,8 @@ def two_runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Two real `pgdyno bench cpu` runs (no server, a second each), under results/."""
     root = tmp_path_factory.mktemp("runs")
     for _ in range(2):
-        out = pgdyno(["bench", "cpu", *QUICK_CPU, "--results-dir", str(root / "results")],
-                     root)
+        out = here(["bench", "cpu", *QUICK_CPU, "--results-dir", str(root / "results")],
+                   root)
         assert out.returncode == 0, out.stderr
     return root / "results"
 
@@ -282,8 +305,8 @@ def test_a_damaged_summary_is_one_line_naming_the_file_and_key(
     a, b = sorted(results.glob("*/cpu-*"))
     _edit(a / "summary.json", change)
     before = tree(tmp_path)
-    line = one_line(pgdyno(["compare", str(a), str(b), "--out", str(tmp_path / "cmp")],
-                           tmp_path), USAGE)
+    line = one_line(here(["compare", str(a), str(b), "--out", str(tmp_path / "cmp")],
+                         tmp_path), USAGE)
     assert line.startswith(f"pgdyno: error: {a / 'summary.json'}: damaged run summary ({key}")
     assert words in line, line
     assert tree(tmp_path) - before <= {"cwd", "tmp"}
@@ -331,7 +354,7 @@ def test_report_campaign_over_damaged_files_never_tracebacks(
     results = tmp_path / "results"
     shutil.copytree(tiny_study / "results", results)
     damage(results)
-    out = pgdyno(["report", "--campaign", "tiny", "--results-dir", str(results)], tmp_path)
+    out = here(["report", "--campaign", "tiny", "--results-dir", str(results)], tmp_path)
     assert "Traceback" not in out.stderr + out.stdout, out.stderr
     if out.returncode == USAGE:
         line = one_line(out, USAGE)
@@ -355,7 +378,7 @@ LONG = "x" * 300
 ])
 def test_a_name_too_long_is_one_line_naming_it(tmp_path: Path, args: list[str]) -> None:
     before = tree(tmp_path)
-    line = one_line(pgdyno(args, tmp_path), USAGE)
+    line = one_line(here(args, tmp_path), USAGE)
     assert LONG[:60] in line, line
     assert tree(tmp_path) - before <= {"cwd", "tmp"}
 
@@ -396,8 +419,8 @@ def test_an_export_into_a_pipe_keeps_the_pipe(two_runs: Path, tmp_path: Path) ->
     got: list[str] = []
     reader = threading.Thread(target=lambda: got.append(fifo.read_text()), daemon=True)
     reader.start()
-    out = pgdyno(["runs", "--results-dir", str(two_runs), "--format", "csv", "--output",
-                  str(fifo)], tmp_path)
+    out = here(["runs", "--results-dir", str(two_runs), "--format", "csv", "--output",
+                str(fifo)], tmp_path)
     reader.join(30)
     assert out.returncode == 0, out.stderr
     assert stat.S_ISFIFO(fifo.stat().st_mode)
