@@ -13,7 +13,9 @@ seconds, and where the server runs on this machine its CPU seconds (the postmast
 every backend, exited ones included) and the WAL it wrote; then it fits seconds = fixed +
 per_warehouse x W by least squares and projects W = 1,000 and 10,000 (time, warehouses per
 minute, and per core), and fits the server's CPU seconds the same way (the figure that does
-not depend on what else the machine runs). Everything is also written to --out.
+not depend on what else the machine runs). Everything is also written to the result file
+(--output). The embedded server's cluster is in a scratch directory under --workdir
+(default /var/tmp), removed at the end.
 
     python bench/tprocc_load.py        # W = 10, 50, 100: 4 to 7 min, 14 GB free in /var/tmp
     python bench/tprocc_load.py --warehouses 2,5 --dsn postgresql://user@host/db
@@ -22,11 +24,9 @@ not depend on what else the machine runs). Everything is also written to --out.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
-import shutil
-import statistics
 import sys
-import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
@@ -34,8 +34,16 @@ from pathlib import Path
 
 import psutil
 import psycopg
+from harness import (
+    ResultWriter,
+    line_fit,
+    new_parser,
+    process_tree_cpu_s,
+    require_free,
+    run,
+    scratch,
+)
 
-from pgdyno.errors import PgdynoError
 from pgdyno.targets.binaries import embedded_install
 from pgdyno.targets.connection import ConnectionInfo
 from pgdyno.targets.dsn import dsn_connection
@@ -101,14 +109,7 @@ class ServerMeter:
         if self.postmaster is None:
             return None
         time.sleep(0.5)  # let the postmaster reap the loader's closed connections
-        t = self.postmaster.cpu_times()
-        total = t.user + t.system + t.children_user + t.children_system
-        for child in self.postmaster.children():
-            try:
-                total += sum(child.cpu_times()[:2])
-            except psutil.Error:
-                continue
-        return total
+        return process_tree_cpu_s(self.postmaster.pid)
 
     def wal_lsn(self) -> int:
         return int(self.conn.execute(
@@ -155,14 +156,6 @@ class PhaseMeter:
         self.phase, self._cpu_at, self._wal_at, self._client_at = phase, cpu, wal, client
 
 
-def fit(sizes: list[int], seconds: list[float]) -> tuple[float, float] | None:
-    """Least squares seconds = fixed + per_warehouse x W (None: fewer than two sizes)."""
-    if len(set(sizes)) < 2:
-        return None
-    line = statistics.linear_regression(sizes, seconds)
-    return line.intercept, line.slope
-
-
 def measure(target: ConnectionInfo, warehouses: int, args: argparse.Namespace,
             server: LocalServer | None) -> dict:
     meter = ServerMeter(target)
@@ -204,23 +197,25 @@ def measure(target: ConnectionInfo, warehouses: int, args: argparse.Namespace,
 
 
 def projection(rows: list[dict], cores: int) -> dict | None:
-    line = fit([r["warehouses"] for r in rows], [r["seconds"] for r in rows])
+    line = line_fit([r["warehouses"] for r in rows], [r["seconds"] for r in rows])
     if line is None:
         return None
-    fixed, per_warehouse = line
+    fixed, per_warehouse = line.intercept, line.slope
     projected = {}
     for w in PROJECT_AT:
-        seconds = fixed + per_warehouse * w
+        seconds = line.at(w)
         projected[str(w)] = {"seconds": round(seconds), "minutes": round(seconds / 60, 1),
                              "warehouses_per_minute": round(w / seconds * 60, 1),
                              "warehouses_per_minute_per_core": round(w / seconds * 60 / cores, 1)}
     cpu = [(r["warehouses"], r["server_cpu_s_total"]) for r in rows
            if r["server_cpu_s_total"] is not None]
-    cpu_line = fit([w for w, _ in cpu], [c for _, c in cpu]) if len(cpu) == len(rows) else None
+    cpu_line = (line_fit([w for w, _ in cpu], [c for _, c in cpu]) if len(cpu) == len(rows)
+                else None)
     return {"fixed_s": round(fixed, 2), "per_warehouse_s": round(per_warehouse, 4),
-            "cores": cores, "projected": projected,
-            "server_cpu_fixed_s": None if cpu_line is None else round(cpu_line[0], 2),
-            "server_cpu_per_warehouse_s": None if cpu_line is None else round(cpu_line[1], 3)}
+            "r2": round(line.r2, 4), "cores": cores, "projected": projected,
+            "server_cpu_fixed_s": None if cpu_line is None else round(cpu_line.intercept, 2),
+            "server_cpu_per_warehouse_s": (None if cpu_line is None
+                                           else round(cpu_line.slope, 3))}
 
 
 def _print_phases(row: dict) -> None:
@@ -248,12 +243,8 @@ def _print_projection(fitted: dict) -> None:
 
 def _check_room(workdir: Path, warehouses: int) -> None:
     """Each size replaces the last: the largest one must fit, with its WAL."""
-    needed = warehouses * BYTES_PER_WAREHOUSE + WAL_ROOM
-    free = shutil.disk_usage(workdir).free
-    if free < needed:
-        sys.exit(f"tprocc_load: W={warehouses} needs about {needed / 2**30:.0f} GB in "
-                 f"{workdir}, which has {free / 2**30:.0f} GB free; choose another --workdir "
-                 "or smaller --warehouses")
+    require_free(workdir, warehouses * BYTES_PER_WAREHOUSE + WAL_ROOM,
+                 f"W={warehouses} (--warehouses; --workdir elsewhere)")
 
 
 def _restart_with_load_wal(server: LocalServer, target: ConnectionInfo) -> ConnectionInfo:
@@ -266,8 +257,8 @@ def _restart_with_load_wal(server: LocalServer, target: ConnectionInfo) -> Conne
     return server.connection()
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def build_parser() -> argparse.ArgumentParser:
+    parser = new_parser(__doc__, "--out")
     parser.add_argument("--warehouses", default="10,50,100")
     parser.add_argument("--workers", type=int, default=None)
     parser.add_argument("--partitions", type=int, default=None)
@@ -286,21 +277,36 @@ def main() -> None:
                              "(wal_level minimal, wal_buffers 64 MB and wal_writer_delay "
                              "10 ms, by a restart, as "
                              "pgdyno bench loads on its own servers) or configured (stock)")
-    parser.add_argument("--out", type=Path, default=Path("tprocc_load.json"))
-    args = parser.parse_args()
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
     sizes = [int(w) for w in args.warehouses.split(",")]
     if not args.dsn:
         _check_room(args.workdir, max(sizes))
+    writer = ResultWriter("tprocc_load", args)
+    results: list[dict] = []
+    with (contextlib.nullcontext() if args.dsn else scratch("tprocc-load", args.workdir)
+          ) as workdir:
+        measure_sizes(args, sizes, workdir, results, writer)
+    fitted = projection(results, default_workers())
+    if fitted is not None:
+        _print_projection(fitted)
+        print(json.dumps({"fit": fitted}), flush=True)
+    writer.finish({"target": "dsn" if args.dsn else "embedded", "results": results,
+                   "fit": fitted})
+    return 0
 
+
+def measure_sizes(args: argparse.Namespace, sizes: list[int], workdir: Path | None,
+                  results: list[dict], writer: ResultWriter) -> None:
+    """Each size loaded in turn into the --dsn server, or an embedded one in ``workdir``."""
     server = None
-    workdir = None
     if args.dsn:
         target = dsn_connection(args.dsn)
     else:
-        workdir = Path(tempfile.mkdtemp(prefix="pgdyno-tprocc-load-", dir=args.workdir))
-        workdir.chmod(0o755)
         server = LocalServer(install=embedded_install(), workdir=workdir, name="load")
-    results = []
     try:
         if server is not None:
             server.prepare()
@@ -313,22 +319,11 @@ def main() -> None:
             print(json.dumps(row), flush=True)
             _print_phases(row)
             results.append(row)
+            writer.write({"results": results})
     finally:
         if server is not None:
             server.stop()
-        if workdir is not None:
-            shutil.rmtree(workdir, ignore_errors=True)
-    fitted = projection(results, default_workers())
-    if fitted is not None:
-        _print_projection(fitted)
-        print(json.dumps({"fit": fitted}), flush=True)
-    args.out.write_text(json.dumps({"schema_version": 2, "bench": "tprocc_load",
-                                    "target": "dsn" if args.dsn else "embedded",
-                                    "results": results, "fit": fitted}, indent=2) + "\n")
 
 
 if __name__ == "__main__":
-    try:
-        main()
-    except PgdynoError as exc:
-        sys.exit(f"tprocc_load: {exc}")
+    run(main)
