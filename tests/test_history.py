@@ -191,12 +191,14 @@ def test_fail_on_regression_exit_codes(planted) -> None:
     failed, _ = history(results, "--metric", "headline", "--fail-on-regression",
                         f"{drop - 2:.1f}")
     assert failed.returncode == 3, failed.stderr
-    (line,) = [x for x in failed.stderr.splitlines() if x.startswith("regression: ")]
+    (line,) = [x for x in failed.stdout.splitlines() if x.startswith("regression: ")]
     assert row(13, 0, 0).run_id in line and f"{drop:.1f}% worse" in line
+    assert failed.stderr.splitlines() == [
+        f"pgdyno: regression: 1 series worse by more than {drop - 2:.1f}% (exit 3)"]
     passed, _ = history(results, "--metric", "headline", "--fail-on-regression",
                         f"{drop + 2:.1f}")
     assert passed.returncode == 0, passed.stderr
-    assert "regression" not in passed.stderr
+    assert "regression" not in passed.stdout + passed.stderr
     # Without the option a regression is shown, never an exit code.
     assert history(results, "--metric", "headline")[0].returncode == 0
 

@@ -76,6 +76,8 @@ def history(
         return
     found = report.regressions(fail_on_regression)
     for series, change in found:
-        typer.echo(regression_line(series, change, fail_on_regression), err=True)
+        typer.echo(regression_line(series, change, fail_on_regression))
     if found:
+        typer.echo(f"pgdyno: regression: {len(found)} series worse by more than "
+                   f"{fail_on_regression:g}% (exit {REGRESSION})", err=True)
         raise typer.Exit(REGRESSION)

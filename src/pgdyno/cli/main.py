@@ -6,6 +6,8 @@ Whatever happens, pgdyno ends with at most one line on stderr, never a traceback
 - 1: a run or a step that failed after it started (``PgdynoError``);
 - 2: bad input: an option, a file, a key, a name, a plugin, or a file or device pgdyno
   cannot read or write (a full disk, a name too long), each named in the line;
+- 3: ``pgdyno history --fail-on-regression`` found a series whose newest level is worse
+  than the one before by more than its threshold (``cli.history_cmds.REGRESSION``);
 - 70 (``UNEXPECTED``, sysexits' EX_SOFTWARE): an error nobody foresaw, a bug in pgdyno or
   in a plugin: the line names it and where it was raised, and the file in the temporary
   directory (``$TMPDIR``, else /tmp) its full traceback was saved to;
