@@ -3,11 +3,11 @@
 Each scale factor is loaded from scratch (rebuild; the previous size's tables are dropped
 first, so the disk holds one size at a time) with the default number of loader
 connections (one per core) unless --workers says otherwise, into one embedded PostgreSQL
-18 with the stock configuration started in its own workdir (under /var/tmp unless
---workdir says otherwise). ``--wal-level minimal`` starts it with wal_level = minimal
-and max_wal_senders = 0, as a user may for a server pgdyno owns (``--set``): the loader's
-COPYs into tables truncated in their own transaction and its index builds then write no
-WAL at all.
+18 with the stock configuration started in a scratch directory (under /var/tmp unless
+--workdir says otherwise), removed at the end. ``--wal-level minimal`` starts it with
+wal_level = minimal and max_wal_senders = 0, as a user may for a server pgdyno owns
+(``--set``): the loader's COPYs into tables truncated in their own transaction and its
+index builds then write no WAL at all.
 
 Per round and size it prints one JSON line: each phase's wall seconds (data, keys,
 vacuum), and each phase's CPU seconds of the server (the postmaster, its live backends
@@ -15,7 +15,7 @@ and its exited ones, read at the phase boundaries), of the generators (tpchgen-c
 process's reaped children) and of this process (the loader relaying the generators'
 output into COPY); then the WAL written and the database's size. Then it fits
 seconds = fixed + per_sf x SF by least squares, for the whole load and for each phase,
-and projects SF 30 and 100. Everything is also written to --out.
+and projects SF 30 and 100. Everything is also written to the result file (--output).
 
 Before loading it refuses, in one line, a filesystem without room for the largest size
 (DISK_BYTES_PER_SF x SF plus a margin).
@@ -32,16 +32,23 @@ from __future__ import annotations
 
 import argparse
 import json
-import resource
-import shutil
-import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 import psutil
 import psycopg
+from harness import (
+    ResultWriter,
+    children_cpu_s,
+    line_fit,
+    new_parser,
+    process_tree_cpu_s,
+    require_free,
+    run,
+    scratch,
+    wait_for_children,
+)
 
 from pgdyno.targets.binaries import embedded_install
 from pgdyno.targets.connection import ConnectionInfo
@@ -90,19 +97,9 @@ class CpuMeter:
                                                  "loader": {}}
         self.last = self._now()
 
-    def _server(self) -> float:
-        total = cpu_of(self.postmaster, children=True)
-        for child in self.postmaster.children():
-            try:
-                total += cpu_of(child, children=False)
-            except psutil.Error:
-                continue
-        return total
-
     def _now(self) -> dict[str, float]:
-        usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-        return {"postgres": self._server(), "generators": usage.ru_utime + usage.ru_stime,
-                "loader": cpu_of(self.me, children=False)}
+        return {"postgres": process_tree_cpu_s(self.postmaster.pid),
+                "generators": children_cpu_s(), "loader": cpu_of(self.me, children=False)}
 
     def progress(self, report: LoadProgress) -> None:
         if report.phase != self.phase:
@@ -112,19 +109,13 @@ class CpuMeter:
 
     def _take(self) -> None:
         if self.phase == STAGES[-1]:
-            self._wait_for_exits()
+            # Once the load is over, until its backends are reaped (their CPU is then in
+            # the postmaster's children times; an exited one not yet reaped shows none).
+            wait_for_children(self.postmaster.pid, self.idle_children, timeout_s=5.0)
         now = self._now()
         for who, value in now.items():
             self.cpu[who][self.phase] = round(value - self.last[who], 2)
         self.last = now
-
-    def _wait_for_exits(self, timeout_s: float = 5.0) -> None:
-        """Once the load is over, until its backends are reaped (their CPU is then in the
-        postmaster's children times; an exited one not yet reaped shows none)."""
-        deadline = time.monotonic() + timeout_s
-        while (len(self.postmaster.children()) > self.idle_children
-               and time.monotonic() < deadline):
-            time.sleep(0.05)
 
     def close(self) -> dict[str, dict[str, float]]:
         return self.cpu
@@ -142,25 +133,18 @@ def wal_lsn(conn: psycopg.Connection) -> int:
 
 
 def check_room(workdir: Path, largest_sf: float) -> None:
-    """One line and exit 2 when the filesystem of ``workdir`` cannot hold the largest size."""
-    need = DISK_BYTES_PER_SF * largest_sf + DISK_MARGIN_BYTES
-    free = shutil.disk_usage(workdir).free
-    if free < need:
-        sys.exit(f"tproch_load: SF {largest_sf:g} needs about {need / 1e9:.1f} GB free in "
-                 f"{workdir}; its filesystem has {free / 1e9:.1f} GB (--workdir elsewhere, "
-                 "or smaller --scale-factors)")
+    """One line and exit 1 when the filesystem of ``workdir`` cannot hold the largest size."""
+    require_free(workdir, int(DISK_BYTES_PER_SF * largest_sf + DISK_MARGIN_BYTES),
+                 f"SF {largest_sf:g} (--scale-factors; --workdir elsewhere)")
 
 
 def fit_line(xs: list[float], ys: list[float]) -> dict[str, float] | None:
     """Least squares y = fixed + per_sf x SF; None with fewer than two distinct sizes."""
-    if len(set(xs)) < 2:
+    line = line_fit(xs, ys)
+    if line is None:
         return None
-    slope, fixed = statistics.linear_regression(xs, ys)
-    mean_y = statistics.fmean(ys)
-    residual = sum((y - fixed - slope * x) ** 2 for x, y in zip(xs, ys, strict=True))
-    total = sum((y - mean_y) ** 2 for y in ys)
-    return {"fixed_s": round(fixed, 2), "per_sf_s": round(slope, 2),
-            "r2": round(1 - residual / total, 4) if total else 1.0}
+    return {"fixed_s": round(line.intercept, 2), "per_sf_s": round(line.slope, 2),
+            "r2": round(line.r2, 4)}
 
 
 def scaling(rows: list[dict]) -> dict:
@@ -207,8 +191,8 @@ def load_one(target: ConnectionInfo, sf: float,
     }
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def build_parser() -> argparse.ArgumentParser:
+    parser = new_parser(__doc__, "--out")
     parser.add_argument("--scale-factors", default="1,5,10",
                         help="comma-separated scale factors, loaded in this order")
     parser.add_argument("--workers", type=int, default=None)
@@ -220,8 +204,11 @@ def main() -> None:
                         default=LoadOptions.max_parallel_maintenance_workers,
                         help="max_parallel_maintenance_workers of the key builds")
     parser.add_argument("--workdir", type=Path, default=Path("/var/tmp"))
-    parser.add_argument("--out", type=Path, default=Path("tproch_load.json"))
-    args = parser.parse_args()
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
     try:
         sizes = [float(s) for s in args.scale_factors.split(",") if s.strip()]
     except ValueError:
@@ -234,30 +221,30 @@ def main() -> None:
     args.workdir.mkdir(parents=True, exist_ok=True)
     check_room(args.workdir, max(sizes))
 
-    workdir = Path(tempfile.mkdtemp(prefix="pgdyno-tproch-load-", dir=args.workdir))
-    workdir.chmod(0o755)
+    writer = ResultWriter("tproch_load", args)
     settings = ({"wal_level": "minimal", "max_wal_senders": "0"}
                 if args.wal_level == "minimal" else {})
-    server = LocalServer(install=embedded_install(), workdir=workdir, name="load",
-                         settings=settings)
-    rows = []
-    try:
-        server.prepare()
-        server.start()
-        target = server.connection()
-        for round_no in range(1, args.rounds + 1):
-            for sf in sizes:
-                row = load_one(target, sf, args, round_no)
-                print(json.dumps(row), flush=True)
-                rows.append(row)
-    finally:
-        server.stop()
-        shutil.rmtree(workdir, ignore_errors=True)
+    rows: list[dict] = []
+    with scratch("tproch-load", args.workdir) as workdir:
+        server = LocalServer(install=embedded_install(), workdir=workdir, name="load",
+                             settings=settings)
+        try:
+            server.prepare()
+            server.start()
+            target = server.connection()
+            for round_no in range(1, args.rounds + 1):
+                for sf in sizes:
+                    row = load_one(target, sf, args, round_no)
+                    print(json.dumps(row), flush=True)
+                    rows.append(row)
+                    writer.write({"results": rows})
+        finally:
+            server.stop()
     summary = scaling(rows)
     print(json.dumps(summary), flush=True)
-    args.out.write_text(json.dumps({"schema_version": 2, "bench": "tproch_load",
-                                    "results": rows, "scaling": summary}, indent=2) + "\n")
+    writer.finish({"results": rows, "scaling": summary})
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    run(main)
