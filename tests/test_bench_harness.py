@@ -38,6 +38,7 @@ import harness  # noqa: E402
 def load_script(path: Path) -> ModuleType:
     spec = importlib.util.spec_from_file_location(f"bench_script_{path.stem}", path)
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up while defined
     spec.loader.exec_module(module)
     return module
 
