@@ -255,8 +255,9 @@ def test_each_series_is_watched_apart_and_selected_by_its_keys(tmp_path: Path) -
     assert only.returncode == 3
     assert [s.key.config for s in load_history(only_dir.parent.parent / "one" /
                                                "history.json").series] == ["tuned"]
-    none, _ = history(results, "--workload", "tproch")
+    none, _ = history(results, "--workload", "tproch", "--output", str(tmp_path / "none"))
     assert none.returncode == 0 and "no finished run" in none.stderr
+    assert not (tmp_path / "none").exists()
 
 
 def test_the_page_shows_every_series_with_its_plot(planted) -> None:

@@ -67,9 +67,11 @@ def _headlines(results: Path, run_ids: list[str]) -> list[float]:
 
 
 def test_a_real_slower_config_is_flagged_at_its_first_run(real: RealSeries) -> None:
-    # Six runs are few for a t-test: a p-value of 0.01 instead of the default 0.001.
+    # Six runs are few for a t-test: at a p-value of 0.05 (not the default 0.001) the change
+    # holds while the fast runs' spread stays below 60% of their mean (about 30% on this
+    # machine under other engineers' test suites, 1:2 between two of its runs).
     args = ["history", "--results-dir", str(real.results), "--workload", "tpcb", "--metric",
-            "headline", "--max-pvalue", "0.01", "--fail-on-regression", "50"]
+            "headline", "--max-pvalue", "0.05", "--fail-on-regression", "50"]
     local = run_cli_here(args, real.results)
     assert local.returncode == 3, local.stdout + local.stderr
     report = load_history(real.results / "history" / "history.json")

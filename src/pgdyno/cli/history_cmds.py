@@ -69,8 +69,9 @@ def history(
     report = watch(open_index(results_dir, results_db_dsn(results_db)), selection, settings)
     for line in terminal_report(report):
         typer.echo(line)
-    if not report.series:
+    if not report.series:  # no page either: nothing to show, and no folder made for it
         typer.echo(f"note: no finished run in {report.store} matches the selection", err=True)
+        return
     typer.echo(f"html:   {write_history(report, output or results_dir / 'history')}")
     if fail_on_regression is None:
         return

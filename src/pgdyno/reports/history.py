@@ -151,8 +151,10 @@ def plot_series(series: SeriesHistory, path: Path) -> Path:
         ax.annotate(f"{names[change.run_id]}\n{figure(change.before)} → "
                     f"{figure(change.after)} {series.unit}\n{change.change_pct:+.1f}% "
                     f"({judgement(change, series)}), p={p_text(change.p_value)}",
-                    xy=(when, change.after), xytext=(6, 6), textcoords="offset points",
-                    fontsize=7, color=colour,
+                    # Near the top, staggered: clear of the levels' lines and of each other.
+                    xy=(when, 0.97 - 0.17 * (number % 3)), xycoords=("data", "axes fraction"),
+                    xytext=(4, 0), textcoords="offset points", va="top", fontsize=7,
+                    color=colour,
                     bbox={"facecolor": "white", "alpha": 0.85, "edgecolor": "none"})
     locator = mdates.AutoDateLocator()
     ax.xaxis.set_major_locator(locator)
