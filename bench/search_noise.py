@@ -62,7 +62,9 @@ def main(argv: list[str] | None = None) -> int:
                   f"{n.runs_needed['10']:>11,}{rho:>7}")
         both = search_noise(short, long)
         figures.append({"search": str(search_dir), "short": serde.to_dict(short),
-                        "long": serde.to_dict(long), "both": serde.to_dict(both)})
+                        "long": serde.to_dict(long),
+                        "trial_window_s": both.trial_window_s if both else None,
+                        "long_predicted_sd_pct": both.long_predicted_sd_pct if both else None})
         if both is not None and both.trial_window_s is not None:
             print(f"{search_dir.name}: trials of {both.trial_window_s:,.0f} s would rank two "
                   "configs 5% apart one-on-one")
