@@ -291,3 +291,41 @@ def test_the_record_is_versioned(planted, tmp_path: Path) -> None:
     newer.write_text(json.dumps(data))
     with pytest.raises(UsageError, match="is not supported .a newer pgdyno wrote it"):
         load_history(newer)
+
+
+def test_the_plot_marks_each_change_with_its_run_levels_and_p_value(tmp_path: Path) -> None:
+    """The figure's own artists, read back: labelled axes with the metric's unit, one dashed
+    line at each change run's start, its label naming the run, both levels, the change and
+    the p-value; each level a line over its runs at the mean of the values written."""
+    import matplotlib.dates as mdates
+
+    from pgdyno.reports.history import history_figure
+    from pgdyno.reports.plots import plt
+
+    tps = noisy(30, LEVEL_TPS, NOISE_TPS, seed=91)
+    tps[10:] *= 1.20
+    tps[20:] *= 0.75
+    results = write_index(tmp_path, [row(i, t, LEVEL_P99) for i, t in enumerate(tps)])
+    _, out_dir = history(results, "--metric", "headline")
+    (series,) = load_history(out_dir / "history.json").series
+    fig = history_figure(series)
+    try:
+        (ax,) = fig.axes
+        assert ax.get_xlabel() == "run start (UTC)"
+        assert ax.get_ylabel() == "TPS (transactions/s)"
+        dashed = [line for line in ax.get_lines() if line.get_linestyle() == "--"]
+        starts = [mdates.date2num(START + timedelta(days=i)) for i in (10, 20)]
+        drawn = [mdates.date2num(line.get_xdata()[0]) for line in dashed]
+        assert drawn == pytest.approx(starts)
+        labels = [t.get_text() for t in ax.texts]
+        for index, label, (before, after) in zip((10, 20), labels, [
+                (tps[:10], tps[10:20]), (tps[10:20], tps[20:])], strict=True):
+            change = (statistics.fmean(after) / statistics.fmean(before) - 1) * 100
+            assert row(index, 0, 0).run_id.split("/")[1] in label
+            assert f"{statistics.fmean(before):,.0f} → {statistics.fmean(after):,.0f}" in label
+            assert f"{change:+.1f}%" in label and "p=" in label
+        levels = [segments.get_segments()[0] for segments in ax.collections]
+        means = [statistics.fmean(part) for part in (tps[:10], tps[10:20], tps[20:])]
+        assert [segment[0][1] for segment in levels] == pytest.approx(means)
+    finally:
+        plt.close(fig)

@@ -128,13 +128,20 @@ def regression_line(series: SeriesHistory, change: ChangePoint, threshold_pct: f
 # ----- the plot ---------------------------------------------------------------------------
 
 def plot_series(series: SeriesHistory, path: Path) -> Path:
+    """``history_figure`` as a PNG at ``path``."""
+    from pgdyno.reports.plots import save_figure
+
+    return save_figure(history_figure(series), path)
+
+
+def history_figure(series: SeriesHistory):  # noqa: ANN201 - a matplotlib Figure
     """The series over time: each run a point, each level a horizontal line over its runs,
     each change point a dashed line labelled with its run, levels, change and p-value."""
     import matplotlib.dates as mdates
 
-    from pgdyno.reports.plots import plt, save_figure
+    from pgdyno.reports.plots import plt
 
-    times = [_time(p.started_at) for p in series.points]
+    times = [run_time(p.started_at) for p in series.points]
     values = [p.value for p in series.points]
     fig, ax = plt.subplots(figsize=(10, 4.5))
     ax.plot(times, values, marker="o", markersize=4, linewidth=0.8, color="#4c72b0",
@@ -164,10 +171,11 @@ def plot_series(series: SeriesHistory, path: Path) -> Path:
     ax.set_ylim(bottom=0)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7, loc="lower left")
-    return save_figure(fig, path)
+    return fig
 
 
-def _time(text: str) -> datetime:
+def run_time(text: str) -> datetime:
+    """The index's UTC start time as the plot's x (naive UTC, as matplotlib's dates take)."""
     when = datetime.fromisoformat(text)
     return (when if when.tzinfo else when.replace(tzinfo=UTC)).astimezone(UTC).replace(
         tzinfo=None)
