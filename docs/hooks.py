@@ -299,6 +299,8 @@ def campaign_page() -> str:
                  ["`[[config]]`", ", ".join(f"`{k}`" for k in sorted(spec.CONFIG_KEYS))],
                  ["`[size.NAME]`", ", ".join(f"`{k}`" for k in sorted(
                      spec.SIZE_CAMPAIGN_KEYS)) + ", and a table `[size.NAME.bench]`"],
+                 ["`[size.NAME.study]`", ", ".join(f"`{k}`" for k in sorted(
+                     spec.SIZE_STUDY_KEYS))],
                  ["`[study]`", ", ".join(f"`{k}`" for k in sorted(study.STUDY_KEYS))],
                  ["`[study.validate]`", ", ".join(f"`{k}`"
                                                   for k in sorted(study.VALIDATE_KEYS))],

@@ -25,6 +25,7 @@ from pgdyno.study.report import SECTION_TITLES
 from pgdyno.study.spec import study_of
 from tests.chromium import assert_fits
 from tests.conftest import make_shared_dir, run_cli
+from tests.test_compare_design import _by_hand, _hl_by_hand
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 STUDIES = ["drive-qualification", "storage-pgbench", "instance-report", "wal-archiving",
@@ -168,8 +169,38 @@ def test_example_study_report_has_every_section(quick_studies, name: str) -> Non
     assert 1 <= len(sentences) <= 7
     assert all("](#" in line for line in sentences)  # each links to its section
     assert all(c.status == "ok" for c in record.cells), record.cells
+    _check_designs(record, text, name)
     if name in ("drive-qualification", "instance-report"):  # the widest: fio, context
         assert_fits(folder / "study.html")  # headless Chromium: no table over 1280 px
+
+
+BLOCK_STUDIES = {"drive-qualification": 3, "wal-archiving": 3}
+"""The examples whose two sides run as block comparisons at the quick size: their pairs."""
+
+
+def _check_designs(record: StudyRecord, text: str, name: str) -> None:
+    """Each compared workload (each sweep step) says how it was measured: in blocks with
+    both servers up for the examples that ask for it, with as many blocks a side as pairs
+    (one run a side); else in whole runs with the reason the journal gave."""
+    compared = [r for r in record.workloads if r.comparison is not None]
+    assert compared or len({c.key.split(":")[2] for c in record.cells}) == 1
+    for result in compared:
+        cmps = [result.comparison] + [step.comparison for step in result.steps]
+        for cmp in cmps:
+            design = cmp.design
+            if name not in BLOCK_STUDIES:
+                assert design is None or design.blocks is None
+                continue
+            assert design is not None and design.design == "interleaved", design
+            assert design.pairs == BLOCK_STUDIES[name] and design.blocks.stop == "pairs done"
+            assert len(cmp.baseline_runs) == len(cmp.candidate_runs) == 1
+            for run in (*cmp.baseline_runs, *cmp.candidate_runs):
+                summary = json.loads((Path(run) / "summary.json").read_text())
+                assert len(summary["iterations"]) == design.pairs
+        if name in BLOCK_STUDIES:
+            assert "Measured with both servers up at once" in text
+    if name == "instance-report":  # a cold cache: whole runs, and the reason why
+        assert "Measured in whole runs, one side after the other (auto: --cache cold" in text
 
 
 def _iteration_values(run_dirs: list[str], metric: str, clients: int) -> list[float]:
@@ -202,10 +233,22 @@ def test_conclusions_recomputed_from_the_runs(quick_studies, name: str) -> None:
         ys = _iteration_values(b.runs, metric, clients)
         assert f.values["baseline"] == pytest.approx(statistics.fmean(xs), rel=1e-9)
         assert f.values["candidate"] == pytest.approx(statistics.fmean(ys), rel=1e-9)
-        if "ci_low_pct" in f.values:
+        design = result.comparison.design if result.comparison else None
+        if "ci_low_pct" in f.values and design is not None and design.blocks is not None:
+            # Pairs of blocks: iteration i of each side's run is pair i, compared as a
+            # paired difference of logs (signed-rank, or the marked fallback).
+            row = next(m for m in result.comparison.metrics if m.metric == metric
+                       and m.clients == clients)
+            by_hand = _hl_by_hand if row.method == "paired-hl" else _by_hand
+            change, low, high = by_hand(xs, ys, design.level)
+            assert f.values["change_pct"] == pytest.approx(change, abs=1e-6)
+            assert (f.values["ci_low_pct"], f.values["ci_high_pct"]) == pytest.approx(
+                (low, high), abs=1e-6)
+        elif "ci_low_pct" in f.values:
             geo = math.exp(statistics.fmean(map(math.log, ys))
                            - statistics.fmean(map(math.log, xs)))
             assert f.values["change_pct"] == pytest.approx(100 * (geo - 1), abs=1e-6)
+        if "ci_low_pct" in f.values:
             low, high = f.values["ci_low_pct"], f.values["ci_high_pct"]
             assert low <= f.values["change_pct"] <= high
             if low > 0 or high < 0:

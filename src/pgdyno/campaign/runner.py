@@ -30,6 +30,14 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
+from pgdyno.campaign.pairs import (
+    DESIGN_EVENT,
+    PairDesign,
+    PairedWorkload,
+    PairResult,
+    paired_workloads,
+    run_paired,
+)
 from pgdyno.campaign.spec import CampaignSpec, Cell
 from pgdyno.errors import PgdynoError, RunError, RunInterrupted, UsageError
 from pgdyno.options import BenchOptions
@@ -49,6 +57,8 @@ class CampaignOutcome:
     failed: list[str] = field(default_factory=list)
     run_dirs: dict[str, str] = field(default_factory=dict)
     journal: Path | None = None
+    paired_workloads: list[str] = field(default_factory=list)
+    """Workloads measured as block comparisons (their cells all ran in one go)."""
 
 
 def journal_path(spec: CampaignSpec) -> Path:
@@ -129,7 +139,11 @@ def estimate_seconds(spec: CampaignSpec, cells: list[Cell]) -> float:
 
 def run_campaign(spec: CampaignSpec, console: Console | None = None,
                  show_progress: bool = True, retry_failed: bool = False,
-                 allow_os_changes: bool = False) -> CampaignOutcome:
+                 allow_os_changes: bool = False,
+                 pairs: PairDesign | None = None) -> CampaignOutcome:
+    """Every cell not done yet, in the campaign's order. With ``pairs`` (a study's two
+    sides), each workload both sides run is one block comparison where it can be
+    (``campaign.pairs``), the rest runs cell by cell."""
     console = console or Console(stderr=True)
     journal = journal_path(spec)
     check_os_changes(spec, allow_os_changes)
@@ -152,10 +166,24 @@ def run_campaign(spec: CampaignSpec, console: Console | None = None,
     progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                         TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
                         console=console, disable=not show_progress)
+    paired, sequential = (paired_workloads(spec, pairs, todo) if pairs is not None
+                          else ({}, {}))
+    for workload, why in sequential.items():
+        append_event(journal, {"event": DESIGN_EVENT, "workload": workload,
+                               "design": "sequential", "why": why})
     with progress:
         task = progress.add_task("campaign", total=len(cells), completed=len(outcome.skipped))
         try:
+            pair_of = {key: group for group in paired.values() for key in group.keys}
             for cell in todo:
+                group = pair_of.get(cell.key)
+                if group is not None and group.workload in outcome.paired_workloads:
+                    continue  # measured in its workload's blocks
+                if group is not None:
+                    progress.update(task, description=f"{cell.workload}: both sides in blocks")
+                    _run_pair(spec, pairs, group, journal, outcome, console)
+                    progress.advance(task, len([c for c in todo if c.key in group.keys]))
+                    continue
                 progress.update(task, description=f"{cell.key}")
                 _run_cell(spec, cell, journal, outcome, console)
                 progress.advance(task)
@@ -169,6 +197,52 @@ def run_campaign(spec: CampaignSpec, console: Console | None = None,
     append_event(journal, {"event": "campaign-end", "ran": outcome.ran,
                            "failed": outcome.failed})
     return outcome
+
+
+def _run_pair(spec: CampaignSpec, plan: PairDesign | None, group: PairedWorkload,
+              journal: Path, outcome: CampaignOutcome, console: Console) -> None:
+    """A workload's two sides as one block comparison; each cell's run-end says how it
+    ended (the later repetitions' cells: measured in these blocks)."""
+    assert plan is not None
+    outcome.paired_workloads.append(group.workload)
+    for cell in (group.baseline, group.candidate):
+        append_event(journal, {"event": "run-start", "cell": cell.key})
+    started = time.monotonic()
+    sides = (group.baseline, group.candidate)
+    try:
+        result = run_paired(spec, plan, group, lambda ev: append_event(journal, ev), console)
+    except RunInterrupted as exc:
+        for cell in sides:
+            _finish(journal, cell, "interrupted", str(exc), None, started, spec.results_dir)
+        raise
+    except KeyboardInterrupt:
+        for cell in sides:
+            _finish(journal, cell, "interrupted", "Ctrl-C", None, started, spec.results_dir)
+        raise RunInterrupted(f"campaign interrupted during {group.workload}'s blocks; run "
+                             "the same command again to resume") from None
+    except PgdynoError as exc:
+        result = PairResult("failed", str(exc), None, None)
+    for cell, run_dir in zip(sides, (result.baseline_dir, result.candidate_dir),
+                             strict=True):
+        _finish(journal, cell, result.status, result.reason, run_dir, started,
+                spec.results_dir, shared_time=cell is not group.baseline)
+        _tally(outcome, cell, result.status, result.reason, run_dir, console)
+    for cell in group.covered:
+        _finish(journal, cell, result.status,
+                f"measured in the blocks of {group.baseline.key} and {group.candidate.key}",
+                None, started, spec.results_dir, shared_time=True)
+        (outcome.ran if result.status == "ok" else outcome.failed).append(cell.key)
+
+
+def _tally(outcome: CampaignOutcome, cell: Cell, status: str, reason: str,
+           run_dir: Path | None, console: Console) -> None:
+    if status == "ok":
+        outcome.ran.append(cell.key)
+    else:
+        outcome.failed.append(cell.key)
+        console.print(f"[red]{cell.key} failed:[/red] {reason}")
+    if run_dir is not None:
+        outcome.run_dirs[cell.key] = str(run_dir)
 
 
 def _run_cell(spec: CampaignSpec, cell: Cell, journal: Path, outcome: CampaignOutcome,
@@ -197,13 +271,7 @@ def _run_cell(spec: CampaignSpec, cell: Cell, journal: Path, outcome: CampaignOu
         raise RunInterrupted(f"campaign interrupted during {cell.key}; run the same command "
                              "again to resume") from None
     _finish(journal, cell, status, reason, run_dir, started, spec.results_dir)
-    if status == "ok":
-        outcome.ran.append(cell.key)
-    else:
-        outcome.failed.append(cell.key)
-        console.print(f"[red]{cell.key} failed:[/red] {reason}")
-    if run_dir is not None:
-        outcome.run_dirs[cell.key] = str(run_dir)
+    _tally(outcome, cell, status, reason, run_dir, console)
 
 
 def _run(opts: BenchOptions, role: dict[str, Any]) -> tuple[Path, str, str]:
@@ -340,8 +408,12 @@ def _provision_event(spec: CampaignSpec, context: str, action: str, code: int, s
 
 
 def _finish(journal: Path, cell: Cell, status: str, reason: str, run_dir: Path | None,
-            started: float, results_dir: Path) -> None:
-    append_event(journal, {"event": "run-end", "cell": cell.key, "status": status,
-                           "reason": reason,
-                           "run_dir": recorded_run(run_dir, results_dir) if run_dir else None,
-                           "seconds": round(time.monotonic() - started, 1)})
+            started: float, results_dir: Path, shared_time: bool = False) -> None:
+    """The cell's run-end event. ``shared_time``: its seconds are another cell's too (the
+    sides of one block comparison), so that a sum of the cells' time counts them once."""
+    event = {"event": "run-end", "cell": cell.key, "status": status, "reason": reason,
+             "run_dir": recorded_run(run_dir, results_dir) if run_dir else None,
+             "seconds": round(time.monotonic() - started, 1)}
+    if shared_time:
+        event["shared_time"] = True
+    append_event(journal, event)

@@ -196,6 +196,8 @@ def load_spec(path: Path, results_dir: Path | None = None,
                       if isinstance(raw_bench[w], dict)}
     bench = _bench(raw_bench, path, "[bench]")
     study = _study_table(data.get("study"), path)
+    if size is not None and study is not None:
+        study.update(_size_study(data, size, path))
     configs = [_config(c, path, study is not None)
                for c in data.get("config", [{"label": "default"}])]
     labels = [c.label for c in configs]
@@ -228,11 +230,12 @@ def _apply_size(data: dict[str, Any], camp: dict[str, Any], bench: dict[str, Any
                          f"{', '.join(names) or 'none (this file has no [size.NAME] table)'}")
     table = dict(sizes[size])
     extra = table.pop("bench", {})
+    table.pop("study", None)  # read by _size_study
     bad = set(table) - SIZE_CAMPAIGN_KEYS
     if bad or not isinstance(extra, dict):
         raise UsageError(f"campaign {path}: [size.{size}] {', '.join(sorted(bad)) or 'bench'} "
-                         f"not accepted; accepted: {', '.join(sorted(SIZE_CAMPAIGN_KEYS))} "
-                         f"and a table [size.{size}.bench]")
+                         f"not accepted; accepted: {', '.join(sorted(SIZE_CAMPAIGN_KEYS))}, "
+                         f"a table [size.{size}.bench] and a table [size.{size}.study]")
     merged = dict(bench)
     for key, value in extra.items():
         if isinstance(value, dict) and isinstance(merged.get(key), dict):
@@ -240,6 +243,20 @@ def _apply_size(data: dict[str, Any], camp: dict[str, Any], bench: dict[str, Any
         else:
             merged[key] = value
     return {**camp, **table}, merged
+
+
+SIZE_STUDY_KEYS = {"design", "pairs", "budget", "precision"}
+"""What a [size.NAME.study] may change in [study]: how the sides are compared."""
+
+
+def _size_study(data: dict[str, Any], size: str, path: Path) -> dict[str, Any]:
+    """``[size.SIZE.study]``: the comparison's design keys at this size."""
+    table = data["size"][size].get("study", {})
+    if not isinstance(table, dict) or set(table) - SIZE_STUDY_KEYS:
+        bad = sorted(set(table) - SIZE_STUDY_KEYS) if isinstance(table, dict) else ["study"]
+        raise UsageError(f"campaign {path}: [size.{size}.study] {', '.join(bad)} not "
+                         f"accepted; accepted: {', '.join(sorted(SIZE_STUDY_KEYS))}")
+    return dict(table)
 
 
 def _workload_bench(tables: dict[str, Any], path: Path) -> dict[str, dict[str, Any]]:

@@ -68,6 +68,12 @@ class Side:
     sets: tuple[str, ...] = ()
     pg_bin: Path | None = None
     """The side's own server binaries (None: the run's --pg-bin, or the embedded one)."""
+    options: BenchOptions | None = None
+    """The side's whole run options (a campaign's cell, whose config may change any bench
+    option): taken as they are instead of the common options with ``config`` and ``sets``
+    over them."""
+    role: tuple[tuple[str, Any], ...] = ()
+    """What the side's run records of its origin in its manifest (a campaign's cell)."""
 
 
 @dataclass(frozen=True)
@@ -386,7 +392,8 @@ class BlockComparison:
         for name in ("A", "B"):
             side = self.sides[name]
             parent, child = ctx.Pipe()
-            role = {"label": side.label, "compare_side": name, "design": self.plan.design}
+            role = {**dict(side.role), "label": side.label, "compare_side": name,
+                    "design": self.plan.design}
             opts = self._side_options(name)
             self.record.side_workdirs.append(str(opts.target.workdir))
             log = self.out_dir / f"side-{name}.log"
@@ -595,17 +602,41 @@ def options_for_side(base: BenchOptions, side: Side, workdir: Path | None = None
     a block design its own workdir (its cluster) and as many iterations as blocks."""
     from pgdyno.runner.bench import context_of
 
+    if side.options is not None:  # a campaign's cell: its options are the side's own
+        base, config, sets = side.options, side.options.config, side.options.sets
+    else:
+        config, sets = side.config, (*base.sets, *side.sets)
     pg_bin = side.pg_bin or base.target.pg_bin
     kind = base.target.kind
     if side.pg_bin is not None and kind == "embedded":  # its own binaries: a local server
         kind = "local"
     target = dataclasses.replace(base.target, workdir=workdir or base.target.workdir,
                                  pg_bin=pg_bin, kind=kind,
+                                 archive_dir=_side_archive_dir(base, workdir),
                                  keep=False if workdir is not None else base.target.keep)
-    return dataclasses.replace(base, config=side.config, sets=(*base.sets, *side.sets),
+    return dataclasses.replace(base, config=config, sets=sets,
                                target=target, iterations=iterations or base.iterations,
                                context=context_of(base),
                                show_progress=base.show_progress if workdir is None else False)
+
+
+def _side_archive_dir(base: BenchOptions, workdir: Path | None) -> Path | None:
+    """Where a side archives its WAL: the archive directory pgdyno would make in the
+    workdir (no --archive-dir given) moves into the side's own workdir, so that the two
+    servers never write one directory; one the user named stays as named (and blocks
+    the block designs, ``_block_blockers``)."""
+    given = base.target.archive_dir
+    if workdir is None or given is None or not _is_default_archive_dir(base):
+        return given
+    return (Path(workdir) / "archive").absolute()
+
+
+def _is_default_archive_dir(opts: BenchOptions) -> bool:
+    """The archive directory is the one pgdyno makes inside the workdir (no --archive-dir
+    given: ``targets.archive.parse_archive``)."""
+    given = opts.target.archive_dir
+    return given is not None and opts.target.workdir is not None and (
+        Path(given) == (Path(opts.target.workdir) / "archive").absolute())
 
 
 def pilot_choice(spread: dict[str, tuple[float, float]]) -> tuple[str, str]:
@@ -661,9 +692,13 @@ def _block_blockers(opts: BenchOptions, needs_server: bool, dataset_bytes: int |
     if opts.cache == "cold":
         out.append("--cache cold drops the OS page cache, which the other side's blocks "
                    "would lose too")
-    if opts.target.archive != "off":
-        out.append("--archive keeps one archive directory per workdir; two servers would "
-                   "share its device")
+    if opts.target.archive not in ("off", "buffered", "direct"):
+        out.append("--archive runs a command of yours, which both servers would run into "
+                   "the same place")
+    elif opts.target.archive != "off" and not _is_default_archive_dir(opts):
+        out.append(f"--archive-dir {opts.target.archive_dir} is one directory, which both "
+                   "servers would write (without --archive-dir each side archives into its "
+                   "own workdir)")
     if dataset_bytes is not None and 2 * dataset_bytes > 0.7 * available_bytes:
         out.append(f"two copies of the dataset ({2 * dataset_bytes / 2**30:.1f} GiB) would not "
                    f"fit in the memory available ({available_bytes / 2**30:.1f} GiB): the "

@@ -233,8 +233,11 @@ interval at 95% (6 is the least) with some room to resolve a few percent."""
 
 def pairs_for(opts: CompareOptions, design: str) -> int:
     """The pairs to run: as asked, else the design's default."""
-    if opts.pairs is not None:
-        return opts.pairs
+    return opts.pairs if opts.pairs is not None else pairs_for_design(design)
+
+
+def pairs_for_design(design: str) -> int:
+    """A design's pairs when none are asked for."""
     return SEQUENTIAL_PAIRS if design == SEQUENTIAL else BLOCK_PAIRS
 
 

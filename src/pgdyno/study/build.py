@@ -14,22 +14,27 @@ import contextlib
 import json
 import statistics
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
 from pgdyno.analysis.summary import IterationSummary
 from pgdyno.analysis.telemetry.model import SmartChange
+from pgdyno.campaign.pairs import BLOCKS_EVENT, DESIGN_EVENT
 from pgdyno.campaign.runner import journal_path, read_journal, run_path
 from pgdyno.campaign.spec import CampaignSpec, Cell
+from pgdyno.compare.blocks import BLOCK_SCHEMA_VERSION, BlockRecord
 from pgdyno.compare.core import compare_runs
-from pgdyno.compare.model import Comparison
+from pgdyno.compare.design import block_design_summary, sequential_summary
+from pgdyno.compare.model import Comparison, DesignSummary
 from pgdyno.compare.render import write_comparison
 from pgdyno.compare.runs import RunData, load_run
+from pgdyno.compare.stats import DEFAULT_CONFIDENCE
 from pgdyno.config.units import human_bytes
 from pgdyno.errors import PgdynoError, UsageError
 from pgdyno.provision.model import ProvisionPlan
+from pgdyno.results.manifest import read_versioned
 from pgdyno.results.sweepdir import SweepRecord
 from pgdyno.study import conclusions
 from pgdyno.study.model import (
@@ -57,7 +62,8 @@ def build_study(spec: CampaignSpec, study: StudySpec, out_dir: Path) -> StudyRec
     cells = _cell_states(spec.cells(), events, spec.results_dir)
     by_key = {c.key: c for c in cells}
     left_out: dict[str, LeftOutRun] = {}
-    results = [_workload_result(spec, study, w, by_key, out_dir, left_out)
+    designs = Designs.of(events, spec)
+    results = [_workload_result(spec, study, w, by_key, out_dir, left_out, designs)
                for w in spec.workloads]
     _mark_damaged(by_key, list(left_out.values()))
     record = StudyRecord(
@@ -94,7 +100,8 @@ def _cell_states(cells: list[Cell], events: list[dict], results_dir: Path) -> li
         recorded = ev.get("run_dir")
         run_dir = str(run_path(results_dir, str(recorded))) if recorded else None
         status = str(ev.get("status", "?"))
-        if status == "ok" and (run_dir is None or not Path(run_dir).is_dir()):
+        # An ok cell without a run of its own was measured in its workload's blocks.
+        if status == "ok" and run_dir is not None and not Path(run_dir).is_dir():
             status, ev = "missing", {**ev, "reason": f"its run directory {run_dir} is gone"}
         out.append(CellState(cell.key, status, str(ev.get("reason") or ""), run_dir))
     return out
@@ -126,9 +133,53 @@ def _labels_run(spec: CampaignSpec, study: StudySpec, workload: str) -> list[str
     return wanted or sorted(ran, key=[c.label for c in spec.configs].index)[:1]
 
 
+@dataclass
+class Designs:
+    """How the journal says each workload's sides were compared: the block comparisons'
+    records by (workload, sweep step or None), and why a workload ran in whole runs."""
+
+    blocks: dict[tuple[str, int | None], Path]
+    sequential: dict[str, str]
+
+    @classmethod
+    def of(cls, events: list[dict], spec: CampaignSpec) -> Designs:
+        blocks: dict[tuple[str, int | None], Path] = {}
+        sequential: dict[str, str] = {}
+        for ev in events:
+            workload = ev.get("workload")
+            if not isinstance(workload, str):
+                continue
+            if ev.get("event") == BLOCKS_EVENT and isinstance(ev.get("record"), str):
+                size = ev.get("size")
+                blocks[(workload, size if isinstance(size, int) else None)] = (
+                    spec.journal_dir / ev["record"])
+            elif ev.get("event") == DESIGN_EVENT and ev.get("design") == "sequential":
+                sequential[workload] = str(ev.get("why") or "")
+        return cls(blocks, sequential)
+
+    def of_runs(self, workload: str, size: int | None, a: list[RunData], b: list[RunData],
+                left_out: dict[str, LeftOutRun]) -> DesignSummary | None:
+        """The design the two sides' runs were measured in: a block comparison's (its
+        record read, the runs its sides), or the whole runs' with the journal's reason."""
+        path = self.blocks.get((workload, size))
+        if path is not None and len(a) == 1 and len(b) == 1:
+            try:
+                record = read_versioned(BlockRecord, path, BLOCK_SCHEMA_VERSION,
+                                        "block comparison record")
+            except PgdynoError as exc:
+                left_out.setdefault(str(path), LeftOutRun(
+                    cell="", workload=workload, run_dir=str(path.parent),
+                    reason=" ".join(str(exc).split())))
+                return None
+            return block_design_summary(record, a[0], b[0])
+        if workload in self.sequential:
+            return sequential_summary(self.sequential[workload], DEFAULT_CONFIDENCE)
+        return None
+
+
 def _workload_result(spec: CampaignSpec, study: StudySpec, workload: str,
                      cells: dict[str, CellState], out_dir: Path,
-                     left_out: dict[str, LeftOutRun]) -> WorkloadResult:
+                     left_out: dict[str, LeftOutRun], designs: Designs) -> WorkloadResult:
     """One workload's sides and comparisons; every run it cannot read goes to ``left_out``
     (by directory) instead of silently out of the figures."""
     plugin = registry.get(workload)
@@ -140,6 +191,7 @@ def _workload_result(spec: CampaignSpec, study: StudySpec, workload: str,
                             sides=[], size_unit=plugin.size_unit,
                             chart_metrics=[_headline(plugin), *plugin.chart_metrics])
     sweeps = any(_is_sweep(path) for runs in cell_runs.values() for _, path in runs)
+    size: int | None = None
     if sweeps:
         step_runs = {label: reader.steps(runs) for label, runs in cell_runs.items()}
         size = _largest_common(step_runs, labels)
@@ -153,14 +205,17 @@ def _workload_result(spec: CampaignSpec, study: StudySpec, workload: str,
                     for label in labels]
     if len(labels) == 2 and all(runs[label] for label in labels):
         a, b = labels
-        result.comparison = _compare(runs[a], runs[b], a, b)
+        result.comparison = _compare(runs[a], runs[b], a, b, designs.of_runs(
+            workload, size, runs[a], runs[b], left_out))
         if result.comparison is not None:
             target = out_dir / f"compare-{workload}"
             with contextlib.suppress(PgdynoError, OSError, ValueError):
                 write_comparison(result.comparison, runs[a], runs[b], target)
                 result.compare_dir = target.name
         if sweeps:
-            result.steps = _step_comparisons(step_runs, a, b)
+            result.steps = _step_comparisons(
+                step_runs, a, b, lambda size, x, y: designs.of_runs(workload, size, x, y,
+                                                                    left_out))
             result.sweep_compare_dir = _sweep_comparison(dirs[a], dirs[b], workload, out_dir)
     return result
 
@@ -249,20 +304,23 @@ def _largest_common(step_runs: dict[str, dict[int, list[RunData]]],
     return max(common) if common else None
 
 
-def _step_comparisons(step_runs: dict[str, dict[int, list[RunData]]], a: str,
-                      b: str) -> list[StepComparison]:
+def _step_comparisons(step_runs: dict[str, dict[int, list[RunData]]], a: str, b: str,
+                      design_of: Callable[[int, list[RunData], list[RunData]],
+                                          DesignSummary | None]) -> list[StepComparison]:
     out = []
     for size in sorted(set(step_runs[a]) & set(step_runs[b])):
-        cmp = _compare(step_runs[a][size], step_runs[b][size], a, b)
+        x, y = step_runs[a][size], step_runs[b][size]
+        cmp = _compare(x, y, a, b, design_of(size, x, y))
         if cmp is not None:
             out.append(StepComparison(size, cmp))
     return out
 
 
-def _compare(a: list[RunData], b: list[RunData], a_label: str, b_label: str
-             ) -> Comparison | None:
+def _compare(a: list[RunData], b: list[RunData], a_label: str, b_label: str,
+             design: DesignSummary | None = None) -> Comparison | None:
     try:
-        return compare_runs(a, b, baseline_label=a_label, candidate_label=b_label)
+        return compare_runs(a, b, baseline_label=a_label, candidate_label=b_label,
+                            design=design)
     except PgdynoError:
         return None
 
@@ -502,5 +560,6 @@ def _last(events: list[dict], key: str) -> str:
 
 def _wall_seconds(events: list[dict]) -> float | None:
     seconds = [float(ev["seconds"]) for ev in events
-               if ev.get("event") == "run-end" and ev.get("seconds") is not None]
+               if ev.get("event") == "run-end" and ev.get("seconds") is not None
+               and not ev.get("shared_time")]
     return sum(seconds) if seconds else None

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from pgdyno.compare.model import MetricComparison
+from pgdyno.compare.model import DesignSummary, MetricComparison
 from pgdyno.compare.render import interval, io_table, metrics_table, verdict_text
 from pgdyno.compare.stats import FASTER, HIGHER, LOWER, SLOWER
 from pgdyno.config.units import human_bytes
@@ -258,6 +258,21 @@ def threat_sentence(t: Threat) -> str:
     return texts.get(t.kind, f"{where}{t.kind}: {t.detail}")
 
 
+def _design_line(design: DesignSummary) -> str:
+    """How the two sides were measured, in one sentence (the comparison's own page has
+    the whole account)."""
+    if design.blocks is None:
+        return (f"Measured in whole runs, one side after the other ({design.why}): the "
+                "interval also holds the machine's changes of speed between runs.")
+    rec = design.blocks
+    how = ("both sides loaded at once in each block" if design.design == "duet" else
+           "the two sides' blocks back to back in each pair, in random order")
+    return (f"Measured with both servers up at once, {how} ({design.design}; "
+            f"{design.why}): {design.pairs} pairs of {rec.block_s} s blocks, stopped: "
+            f"{rec.stop}; each pair's difference compared at "
+            f"{100 * design.level:.2f}% ({design.method}).")
+
+
 # ----- sections ----------------------------------------------------------------------------------
 
 def _question(record: StudyRecord) -> Section:
@@ -383,6 +398,8 @@ def _workload(result: WorkloadResult, images: dict[str, str], out_dir: Path) -> 
         section.paragraphs += _side_lines(side)
     if cmp is not None:
         clients = result.sides[0].clients
+        if cmp.design is not None:
+            section.paragraphs.append(_design_line(cmp.design))
         section.tables.append(metrics_table(cmp, clients if clients is not None else
                                             cmp.metrics[0].clients))
         for profile in cmp.io_profiles:
@@ -663,4 +680,4 @@ def _threats(record: StudyRecord, images: dict[str, str], out_dir: Path) -> list
 def _runs(record: StudyRecord) -> Section:
     return Section("Runs", anchor="runs", tables=[Table(
         ["Cell", "Status", "Run"],
-        [[c.key, c.status, c.run_dir or "—"] for c in record.cells])])
+        [[c.key, c.status, c.run_dir or c.reason or "—"] for c in record.cells])])

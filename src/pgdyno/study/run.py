@@ -11,6 +11,7 @@ from pathlib import Path
 
 from rich.console import Console
 
+from pgdyno.campaign.pairs import PairDesign
 from pgdyno.campaign.runner import CampaignOutcome, run_campaign
 from pgdyno.campaign.spec import CampaignSpec, Cell, ConfigEntry, load_spec
 from pgdyno.campaign.validation import run_validation
@@ -43,12 +44,22 @@ def run_campaign_or_study(spec: CampaignSpec, console: Console, show_progress: b
         record_provision_plans(spec)
     outcome = StudyOutcome(run_campaign(spec, console, show_progress=show_progress,
                                         retry_failed=retry_failed,
-                                        allow_os_changes=allow_os_changes))
+                                        allow_os_changes=allow_os_changes,
+                                        pairs=pair_design(study)))
     if study is not None and study.cache_states:
         run_cache_states(spec, study, console, show_progress)
     if study is not None:
         outcome.record, outcome.report = write_study(spec)
     return outcome
+
+
+def pair_design(study: StudySpec | None) -> PairDesign | None:
+    """How the study's two sides are compared (None: no question, or one side only)."""
+    if study is None or study.candidate is None:
+        return None
+    return PairDesign(baseline=study.baseline, candidate=study.candidate,
+                      design=study.design, pairs=study.pairs, budget_s=study.budget_s,
+                      precision_pct=study.precision_pct)
 
 
 CACHE_STATES_FILE = "cache-states.json"

@@ -20,6 +20,16 @@
                                        # on the [study.validate] workload (default: the
                                        # first with a server); shown in the context section
 
+    design = "auto"                    # how baseline and candidate are compared on each
+                                       # workload both run: auto | interleaved | duet (both
+                                       # servers up at once, the load in blocks) |
+                                       # sequential (whole runs, one after the other)
+    budget = "10m"                     # optional: measuring time of each block comparison
+    precision = "2%"                   # optional: stop once the interval is this narrow
+    pairs = 10                         # optional: pairs of blocks (the most, with a budget)
+
+    [size.quick.study]                 # a size may change design, budget, precision, pairs
+
 Every workload of the campaign is compared baseline against candidate when both ran it;
 a workload that ran under one config (fio, cpu) is described, not compared.
 """
@@ -40,7 +50,7 @@ DEFAULT_SECTIONS = tuple(s for s in SECTIONS if s != "context")
 """``context`` (each context's report inside the study: configuration matrix, sizing math,
 journal, validation, price/performance, limits) only when the file asks."""
 STUDY_KEYS = {"question", "title", "baseline", "candidate", "sections", "validate",
-              "cache_states"}
+              "cache_states", "design", "pairs", "budget", "precision"}
 VALIDATE_KEYS = {"per_core", "hardware", "band", "workload", "side", "metric"}
 
 
@@ -65,6 +75,16 @@ class StudySpec:
     cache_states: bool = False
     """Validation runs: cold, warming, warm and after-CHECKPOINT states of the
     baseline, measured once after the cells."""
+    design: str = "auto"
+    """How baseline and candidate are compared on each workload they both run: ``auto``,
+    ``interleaved``, ``duet`` (both servers up at once, in blocks) or ``sequential``
+    (the campaign's cells, whole runs one after the other)."""
+    pairs: int | None = None
+    """Pairs of blocks a comparison runs (the most, with a budget or a precision)."""
+    budget_s: float | None = None
+    """Seconds of measuring each block comparison may use."""
+    precision_pct: float | None = None
+    """Stop a block comparison once its headline's interval is at most ± this, in %."""
 
 
 def study_of(spec: CampaignSpec) -> StudySpec | None:
@@ -98,7 +118,35 @@ def study_of(spec: CampaignSpec) -> StudySpec | None:
                      baseline=baseline, candidate=candidate,
                      sections=tuple(s for s in SECTIONS if s in sections),
                      validate=_validate(table.get("validate"), spec, baseline, where),
-                     cache_states=_flag(table, "cache_states", where))
+                     cache_states=_flag(table, "cache_states", where),
+                     **_design(table, where))
+
+
+def _design(table: dict, where: str) -> dict:
+    """The comparison design's keys, checked as `pgdyno compare` checks its options."""
+    from pgdyno.compare.blocks import DESIGNS
+    from pgdyno.compare.command import parse_budget, parse_precision
+
+    design = table.get("design", "auto")
+    if design not in DESIGNS:
+        raise UsageError(f"{where} design = {design!r}; accepted: {', '.join(DESIGNS)}")
+    pairs = table.get("pairs")
+    if pairs is not None and (not isinstance(pairs, int) or isinstance(pairs, bool)
+                              or pairs < 2):
+        raise UsageError(f"{where} pairs = {pairs!r}; accepted: a whole number of at least 2")
+    values = {}
+    for key, parse, example in (("budget", parse_budget, "10m"),
+                                ("precision", parse_precision, "2%")):
+        raw = table.get(key)
+        if raw is not None and not isinstance(raw, str | int | float) or isinstance(raw, bool):
+            raise UsageError(f"{where} {key} = {raw!r}; accepted: a string such as {example!r}")
+        try:
+            values[key] = parse(None if raw is None else str(raw))
+        except UsageError as exc:
+            accepted = str(exc).split("accepted values are ", 1)[-1]
+            raise UsageError(f"{where} {key} = {raw!r}; accepted: {accepted}") from None
+    return {"design": design, "pairs": pairs, "budget_s": values["budget"],
+            "precision_pct": values["precision"]}
 
 
 def _flag(table: dict, key: str, where: str) -> bool:
