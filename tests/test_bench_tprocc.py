@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import interruptible, make_shared_dir, run_cli
+from tests.conftest import interruptible, make_shared_dir, run_cli, run_cli_here
 from tests.test_cpu_split import assert_tprocc_cpu_split
 
 pytestmark = pytest.mark.server  # every test here starts PostgreSQL
@@ -71,7 +71,7 @@ def test_bench_tprocc_nopm_types_and_consistency(workdir: Path) -> None:
     second = next(p.parent for p in results.glob("*/tprocc-*/manifest.json")
                   if p.parent != run)
     out = results / "cmp"
-    cmp = run_cli(["compare", str(run), str(second), "--out", str(out)], own)
+    cmp = run_cli_here(["compare", str(run), str(second), "--out", str(out)], own)
     assert cmp.returncode == 0, cmp.stderr
     metrics = json.loads((out / "compare.json").read_text())["metrics"]
     nopm = next(m for m in metrics if m["metric"] == "nopm" and m["clients"] == 2)
@@ -87,10 +87,10 @@ def test_tprocc_bad_options_are_one_line_errors(workdir: Path) -> None:
                        (["--script", "x.sql"], "--script"),
                        (["--warehouses", "10,x"], "--warehouses"),
                        (["--keying-thinking", "--warehouses", "1,2", "--vus", "10"], "--vus")):
-        proc = run_cli(["bench", "tprocc", *args], workdir)
+        proc = run_cli_here(["bench", "tprocc", *args], workdir)
         assert proc.returncode == 2, proc.stderr
         assert len(proc.stderr.strip().splitlines()) == 1 and word in proc.stderr
-    wrong = run_cli(["bench", "tpcb", "--warehouses", "3"], workdir)
+    wrong = run_cli_here(["bench", "tpcb", "--warehouses", "3"], workdir)
     assert wrong.returncode == 2 and "tprocc" in wrong.stderr
 
 
@@ -103,8 +103,11 @@ def test_compliant_warehouse_sweep_real_vs_ideal_p90_and_nopm_over_time(workdir:
     own = make_shared_dir("pgdyno-tprocc-sweep-")
     results = make_shared_dir("pgdyno-results-")
     scale = 0.01  # a 21 s terminal cycle becomes 0.21 s: seconds of run, same shape
+    # Long enough for two 5 s intervals of the NOPM series and for TPM, counted by
+    # pg_stat_database, which trails by up to 1 s per backend, to agree with the calls.
+    duration = 11
     proc = run_cli(["bench", "tprocc", "--warehouses", "2,1", "--keying-thinking",
-                    "--time-scale", str(scale), "--rampup", "3", "--duration", "11",
+                    "--time-scale", str(scale), "--rampup", "3", "--duration", str(duration),
                     "--iterations", "1", "--no-progress", "--results-dir", str(results)], own)
     assert proc.returncode == 0, proc.stderr
     sweep_dir = next(results.glob("*/tprocc-sweep-*"))
@@ -144,7 +147,7 @@ def test_compliant_warehouse_sweep_real_vs_ideal_p90_and_nopm_over_time(workdir:
             assert verdict["primary"] == "keeps_up", verdict
 
         # The window ends on time, not when pgbench has finished the sleeps under way.
-        assert abs(end["time_s"] - start["time_s"] - 11) < 1.0, window
+        assert abs(end["time_s"] - start["time_s"] - duration) < 1.0, window
         # NOPM over time: snapshots every 5 s whose intervals add up to the window.
         series = window["series"]
         assert len(series) >= 3 and series[0] == window["start"] and series[-1] == window["end"]
@@ -174,8 +177,8 @@ def test_compliant_warehouse_sweep_real_vs_ideal_p90_and_nopm_over_time(workdir:
         every = [float(r[3]) for r in in_window]
         assert math.isclose(it["metrics"]["latency_p99_ms"], _nearest_rank(every, 99))
         assert it["metrics"]["latency_p99_ms"] < it["latency"]["percentiles_ms"]["p99"]
-        shown = run_cli(["runs", step["run"].split("/")[-1], "--results-dir", str(results)],
-                        own)
+        shown = run_cli_here(["runs", step["run"].split("/")[-1], "--results-dir",
+                              str(results)], own)
         p99 = next(line.split()[1] for line in shown.stdout.splitlines()
                    if line.split()[:1] == ["p99_ms"])
         assert math.isclose(float(p99), it["metrics"]["latency_p99_ms"],
@@ -213,7 +216,7 @@ def test_compliant_warehouse_sweep_real_vs_ideal_p90_and_nopm_over_time(workdir:
     assert f"| {p90:,.0f} |" in md if p90 >= 1000 else f"| {p90:.2f} |" in md
     assert (sweep_dir / "plots" / "sweep_nopm.png").stat().st_size > 10_000
     assert "data:image/png;base64," in (sweep_dir / "report.html").read_text()
-    rebuilt = run_cli(["report", str(sweep_dir)], own)
+    rebuilt = run_cli_here(["report", str(sweep_dir)], own)
     assert rebuilt.returncode == 0, rebuilt.stderr
     assert json.loads((sweep_dir / "sweep_summary.json").read_text()) == sweep
 
