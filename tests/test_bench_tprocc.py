@@ -60,7 +60,7 @@ def test_bench_tprocc_nopm_types_and_consistency(workdir: Path) -> None:
     assert "## TPROC-C: 1 warehouse\n" in md and "| 4 | sum(o_ol_cnt)" in md
     assert "Efficiency" not in md and "Scale" not in md
     assert f"{it['metrics']['nopm']:,.0f}" in md
-    assert_tprocc_cpu_split(run)  # issue 28: the driver's CPU apart from the server's
+    assert_tprocc_cpu_split(run)  # the driver's CPU apart from the server's
     again = run_cli(["bench", "tprocc", "--warehouses", "1", "--vus", "2", "--rampup", "0",
                      "--duration", "1", "--iterations", "1", "--no-progress", "--no-telemetry",
                      "--results-dir", str(results)], own)

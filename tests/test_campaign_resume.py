@@ -1,5 +1,5 @@
 """A campaign interrupted by SIGINT midway, then restarted: finished runs are not redone, and
-its study report (issue 25) is whole."""
+its study report is whole."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""`compare` of two real runs with telemetry: seed 000's I/O profile and write-IOPS overlay,
+"""`compare` of two real runs with telemetry: the I/O profile and the write-IOPS overlay,
 one row for a device that holds data and WAL, and stock settings that are not changes.
 
 Every expected figure is recomputed here from the runs' raw files (host_raw.jsonl's

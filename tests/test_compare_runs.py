@@ -111,7 +111,7 @@ def test_compare_cli_writes_report_with_changes_first(session, server) -> None:
     assert "slower" in res.output
     md = (out / "compare.md").read_text()
     assert md.index("What changed") < md.index("Verdict") < md.index("Metrics")
-    # Settings in natural units, the stock value named (issue 26 item 2): A's value as its
+    # Settings in natural units, the stock value named: A's value as its
     # server recorded it in pg_settings, the stock one from a live server's boot_val, both
     # read by the test's own converter.
     recorded_a = json.loads((a[0] / "manifest.json").read_text())["server"][
@@ -127,7 +127,7 @@ def test_compare_cli_writes_report_with_changes_first(session, server) -> None:
     rows = markdown_table(md, "| Layer | Setting | A | B |")
     assert ["postgresql", "maintenance_work_mem", mwm_a, f"{mwm_stock} (stock)", ""] in rows
     assert "(default)" not in md
-    # The run report tables each setting beside its stock value, as seed 000's tables do.
+    # The run report tables each setting beside its stock value.
     report_rows = markdown_table((a[0] / "report.md").read_text(),
                                  "| Setting | Stock | Value | Source / rationale |")
     assert ["maintenance_work_mem", mwm_stock, mwm_a] in [r[:3] for r in report_rows]

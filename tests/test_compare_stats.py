@@ -170,7 +170,7 @@ def test_the_stock_value_is_named_where_neither_side_runs_it() -> None:
     assert changes_block([change]).endswith("# Was 1 GB; stock 128 MB")
 
 
-# ----- issue 11: near-zero metrics, labels, stock settings, one source of defaults ----------
+# ----- near-zero metrics, labels, stock settings, one source of defaults -------------------
 
 def _comparison(metrics: list) -> Comparison:
     return Comparison(schema_version=SCHEMA_VERSION, baseline_label="stock",

@@ -82,14 +82,14 @@ def md_rows(text: str) -> dict[str, list[str]]:
 
 
 def test_tune_on_this_host_is_consistent() -> None:
-    """Issue 11, defect 4, as `pgdyno tune` prints it on this host."""
+    """The hardware detected from this host's /sys, as `pgdyno tune` prints it."""
     from pgdyno.config.sizing import PGDYNO_SESSIONS as CONNECTION_HEADROOM
 
     out = pgdyno("tune", "--config", "tuned", "--connections", "2", "--pg-version", "18",
                  "--format", "md")
     assert out.returncode == 0, out.stderr
     rows = md_rows(out.stdout)
-    # max_connections follows defect 1's rule: 2 clients + pgdyno's sessions + 3 reserved slots
+    # max_connections leaves room: 2 clients + pgdyno's sessions + 3 reserved slots
     assert int(rows["PG_MAX_CONNECTIONS"][0]) == 2 + CONNECTION_HEADROOM + 3
     assert rows["VCPU"][2] != rows["RAM_GB"][2]
     vendor = Path("/sys/class/dmi/id/sys_vendor")

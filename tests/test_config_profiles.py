@@ -143,7 +143,7 @@ def test_parse_size_refuses_with_the_accepted_forms(text: str) -> None:
         parse_size(text)
 
 
-# ----- issue 11, defect 4: detection against this host's /sys ------------------------------
+# ----- detection against this host's /sys --------------------------------------------------
 
 VIRTUAL_SUBSYSTEMS = ("virtio", "xen")
 

@@ -1,4 +1,4 @@
-"""Settings in natural units (issue 26 item 2): pg_settings' "771378 8kB" and postgresql.conf's
+"""Settings in natural units: pg_settings' "771378 8kB" and postgresql.conf's
 "128MB" read as people read them, in PostgreSQL's own notation (powers of 1024, kB/MB/GB/TB),
 with the stock value named beside them."""
 

@@ -1,7 +1,7 @@
 """The scaling projection from measured sizes: the same workload measured on two "machines"
 (contexts named as `pgdyno fleet` names them, one run pinned to one CPU with taskset so that
 it is a 1-vCPU host to pgdyno and its server), fitted against vCPUs, and used for the
-instances that were not measured, instead of seed 004's linear guess."""
+instances that were not measured, instead of a guess linear in vCPUs."""
 
 from __future__ import annotations
 
@@ -77,7 +77,7 @@ def test_projection_fits_the_sizes_measured(tmp_path: Path, workdir: Path) -> No
     stored = json.loads((tmp_path / "report" / "context-report.json").read_text())
     assert stored["size_scaling"]["exponent"] == pytest.approx(exponent, rel=1e-9)
 
-    # Seed 002's "differences against the other instance size": one host's context against
+    # The differences against the other instance size: one host's context against
     # the other's, the machine's vCPUs among the differences.
     md = write_context_report(build_context(results, "big--select-only",
                                             against="small--select-only"),

@@ -1,4 +1,4 @@
-"""Damaged files (issue 12): every command that reads a file of a results directory says,
+"""Damaged files: every command that reads a file of a results directory says,
 in one line naming the file, what is wrong with it, and exits 2; never a traceback.
 
 The corpus damages copies of two real runs (``pgdyno bench cpu``: no server needed), a sweep
@@ -170,7 +170,8 @@ def test_damaged_file_is_one_line_naming_it(pristine: Path, tmp_path: Path, file
 
 
 def test_corpus_covers_every_file_and_command() -> None:
-    """Every damage kind, file and command of issue 12 is in the corpus."""
+    """Every damage kind, every file of a results directory and every command that reads
+    one is in the corpus."""
     assert {k for _, _, k in CASES} == set(DAMAGE)
     assert {f for f, _, _ in CASES} == {"manifest.json", "raw/run.json", "summary.json",
                                         "index.sqlite", "sweep.json"}
@@ -327,7 +328,7 @@ def test_ctrl_c_during_report_leaves_old_or_new_files(telemetry_run: Path) -> No
     assert interrupted, "no attempt was interrupted while it was writing"
 
 
-# ----- the raw files `pgdyno report` reads (issue 30) -------------------------------------
+# ----- the raw files `pgdyno report` reads --------------------------------------------------
 
 @pytest.fixture(scope="module")
 def tpcb_run(workdir: Path) -> Path:
@@ -459,7 +460,7 @@ def test_an_eof_error_is_not_taken_for_ctrl_c(tmp_path: Path,
     assert str(saved) in out.stderr and "EOFError" in saved.read_text()
 
 
-# ----- the search's study (pgdyno tune --search, issue 30) -------------------------------
+# ----- the search's study (pgdyno tune --search) ------------------------------------------
 
 TUNE_SEARCH = ["tune", "--search", "tpcb", "--budget", "1", "--search-name", "t",
                "--scale", "1", "--duration", "2", "--clients", "1", "--no-progress"]

@@ -267,7 +267,7 @@ CASES: list[Case] = [
     Case("tune-hardware-directory", ["tune", "--hardware", "hw"],
          ["--hardware hw", "is a directory"], {"hw": DIRECTORY}),
 
-    # ----- empty values: a typo or an unset shell variable, never the default (issue 30) ---
+    # ----- empty values: a typo or an unset shell variable, never the default ------------
     *[Case(f"empty-{flag[2:]}", [*BENCH, flag, ""], [f"{flag} ''", "an empty value", words])
       for flag, words in (("--archive", "buffered"), ("--config", "pgtune"),
                           ("--set", "key=value"), ("--dsn", "an existing server"),

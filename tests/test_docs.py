@@ -18,7 +18,8 @@ ROOT = Path(__file__).resolve().parents[1]
 TEST_COMMAND = "bash setup.sh && .venv/bin/pytest"
 README_MAX_LINES = 150
 PLANNING = re.compile(r"seeds? ?[0-9]{3}|issue ?#?[0-9]+", re.IGNORECASE)
-"""A reference to a planning document ("seed 002", "issue 28") that readers do not have."""
+"""A reference to a planning document (the word "seed" or "issue" and its number) that
+readers do not have."""
 
 
 def mkdocs_build(config: Path, site: Path) -> subprocess.CompletedProcess[str]:

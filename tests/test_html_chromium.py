@@ -1,4 +1,4 @@
-"""Issue 26: the HTML pages render in headless Chromium and fit a 1280 px window.
+"""The HTML pages render in headless Chromium and fit a 1280 px window.
 
 A real run report and a real compare page come from two short runs (the second with a
 long context name and a long setting value, which end up in their tables) and their

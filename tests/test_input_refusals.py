@@ -114,7 +114,7 @@ def test_tx_logs_values(given: str | None, cap: int | None) -> None:
 
 
 
-# ----- refusals found by a pre-flight check, before the run directory (issue 30) --------
+# ----- refusals found by a pre-flight check, before the run directory -----------------
 
 def _one_line_and_nothing_made(out, root: Path, *words: str) -> None:
     assert "Traceback" not in out.stderr, out.stderr

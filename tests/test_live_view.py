@@ -1,4 +1,4 @@
-"""The live view (issue 26 item 10): its lines, read from a real run, against the run's own
+"""The live view: its lines, read from a real run, against the run's own
 per-second data recomputed from pgbench's raw logs; its rendering on a terminal, in a log
 and under --no-progress.
 

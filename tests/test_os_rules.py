@@ -1,4 +1,4 @@
-"""The OS layer of ``tuned`` against this host's kernel (issue 11, defect 3): no limit below
+"""The OS layer of ``tuned`` against this host's kernel: no limit below
 what /proc/sys already allows, and rationales that agree with the values. The oracle is
 /proc/sys (and getrlimit, /sys/devices/system/node) read here, not pgdyno's detection."""
 

@@ -1,4 +1,4 @@
-"""pgdyno's pgbench dataset is what bare ``pgbench -i`` makes (issue 28 item 3).
+"""pgdyno's pgbench dataset is what bare ``pgbench -i`` makes.
 
 pgdyno builds the tables itself (its own schema, its own drop, its session settings for the
 key builds); pgbench's scripts rely on the rows being pgbench's: the same counts, aid

@@ -1,4 +1,4 @@
-"""The environment table's platform rows (issue 26 item 8): CPU clock and governor, NUMA
+"""The environment table's platform rows: CPU clock and governor, NUMA
 nodes, the mounts of the data and WAL directories, NVMe PCIe links. Read from a recorded
 /sys and /proc tree (tests/data/sysfs_sample) and from this machine, each checked against
 what the test reads from the same files itself; rendered "not exposed" where the host says

@@ -1,4 +1,4 @@
-"""`pgdyno provision` and the CPU frequency governor (issue 26 item 8): planned by the tuned
+"""`pgdyno provision` and the CPU frequency governor: planned by the tuned
 config (performance, on every CPU), applied behind --yes with each CPU's previous governor
 in the state file, verified, reverted exactly; and, on a host without cpufreq (this VM),
 planned as "cannot be set here" and skipped by apply, verify and revert.

@@ -1,4 +1,4 @@
-"""A check that fails before any work starts leaves no run (issue 26 item 13).
+"""A check that fails before any work starts leaves no run.
 
 Refused before the run directory (pre-flight) or only once the run has started but before
 its first iteration (a workdir the server user cannot reach, a user's tables in the cluster

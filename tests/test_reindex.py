@@ -1,4 +1,4 @@
-"""`pgdyno runs --reindex` (issue 12): the index of runs rebuilt from the run directories,
+"""`pgdyno runs --reindex`: the index of runs rebuilt from the run directories,
 the rows `pgdyno bench` wrote again, a damaged old index moved aside and never deleted."""
 
 from __future__ import annotations

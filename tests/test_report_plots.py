@@ -26,7 +26,7 @@ def _close_figures():
 # ===== 3. TPS histogram ===================================================================
 
 def test_tps_histogram_per_client_count(tmp_path: Path) -> None:
-    """Defect 3: seed 001's TPS histogram, from the measured 1 s intervals, one panel per
+    """The TPS histogram, from the measured 1 s intervals, one panel per
     client count (iterations pooled), axes labelled with units."""
     tps = {2: ([100.0, 110.0, 120.0, 110.0], [105.0, 115.0, 125.0, 95.0]),
            8: ([300.0, 310.0, 290.0, 305.0], [295.0, 300.0, 315.0, 280.0])}
@@ -55,7 +55,8 @@ def test_tps_histogram_per_client_count(tmp_path: Path) -> None:
 # ===== 4. scaling =========================================================================
 
 def test_scaling_needs_two_client_counts(tmp_path: Path) -> None:
-    """Defect 4: one client count draws no curve (and leaves no stale file behind)."""
+    """The scaling plot needs two client counts: one draws no curve (and leaves no stale
+    file behind)."""
     out = tmp_path / "plots"
     out.mkdir()
     (out / "scaling.png").write_bytes(b"stale")
@@ -66,7 +67,7 @@ def test_scaling_needs_two_client_counts(tmp_path: Path) -> None:
 
 
 def test_scaling_has_integer_ticks_a_legend_and_both_series() -> None:
-    """Defect 4: client ticks at the counts measured, a legend naming both series, each
+    """The scaling plot: client ticks at the counts measured, a legend naming both series, each
     series on its own y axis and inside it."""
     summary = run_summary([iteration(c, 1, [v, v]) for c, v in
                            ((1, 900.0), (4, 3000.0), (16, 3900.0), (64, 3950.0))])
@@ -111,7 +112,7 @@ def _telemetry() -> t.TelemetrySummary:
 
 
 def test_every_series_on_one_time_axis_without_partial_intervals() -> None:
-    """Defect 5: disk, CPU, waits and TPS in seconds since the iteration's start, each at
+    """Disk, CPU, waits and TPS on one time axis, seconds since the iteration's start, each at
     its interval's middle; the sampler's 0.03 s last interval and the last, partial wait
     bucket are not drawn."""
     s = _telemetry()
@@ -143,7 +144,7 @@ def _stack_x(ax) -> list[float]:  # noqa: ANN001
 
 def test_partial_last_second_is_dropped_from_the_run_plots(tmp_path: Path,
                                                            monkeypatch) -> None:  # noqa: ANN001
-    """Defect 5: the TPS timeline's last, partial second (transactions that ended after the
+    """The TPS timeline's last, partial second (transactions that ended after the
     planned end) is not drawn, in the run's plots nor in the telemetry plots, which get
     the iteration's start as their origin and the warm-up."""
     it = iteration(2, 1, [500.0, 520.0, 510.0], warmup_s=WARMUP, start=START, tail_tps=7.0,

@@ -1,4 +1,4 @@
-"""The shared results database (issue 19, part 3) on a real PostgreSQL started by pgdyno's
+"""The shared results database on a real PostgreSQL started by pgdyno's
 own target code: versioned migrations from empty, the same `pgdyno runs` listing from the
 SQLite index and from PostgreSQL for the same real runs, `--sync-to`, and CSV / JSON /
 Parquet exports read back with csv, json and duckdb. The DSN carries a password (the test
@@ -198,7 +198,7 @@ def test_runs_written_to_postgres_hold_what_the_run_measured(made: Made) -> None
         assert row["pg_version"] == manifest["server"]["version"]
         assert row["started_at"].strftime("%Y-%m-%dT%H:%M:%SZ") == manifest["started_at"]
     # Settings as jsonb, queried with jsonb operators: the server's own view in natural
-    # units, the stock value named (issue 26 item 2): the run's pg_settings and a live
+    # units, the stock value named: the run's pg_settings and a live
     # server's boot_val, read by the test's own converter.
     with psycopg.connect(made.plain) as conn:
         work_mem = conn.execute("SELECT clients, settings->>'work_mem' FROM runs "
@@ -299,7 +299,7 @@ def test_exports_round_trip(made: Made, workdir: Path, tmp_path: Path) -> None:
             else:
                 assert got[name] == ("" if value is None else str(value)), name
     # Each setting as the run's server reported it in pg_settings, read by the test's own
-    # converter, beside a live server's boot_val: "4 MB (stock) → 8 MB" (issue 26 item 2).
+    # converter, beside a live server's boot_val: "4 MB (stock) → 8 MB".
     for got in table:
         manifest = json.loads((made.results / got["run_id"] / "manifest.json").read_text())
         settings = manifest["server"]["non_default_settings"]

@@ -1,4 +1,4 @@
-"""Without a server: the export formats of `pgdyno runs` (issue 19, part 3) on rows made
+"""Without a server: the export formats of `pgdyno runs` on rows made
 here, the SQLite index's new columns, and the refusals of a bad or unreachable results
 database, each one line with the password masked."""
 
@@ -118,7 +118,8 @@ def test_rows_round_trip_through_sqlite(tmp_path: Path) -> None:
 
 
 def test_an_older_index_gains_the_new_columns_and_keeps_its_rows(tmp_path: Path) -> None:
-    """An index written before issue 19: 14 columns; its rows stay, the new fields empty."""
+    """An index written before the shared results database: 14 columns; its rows stay, the
+    new fields empty."""
     with sqlite3.connect(tmp_path / INDEX_FILE) as conn:
         conn.execute("CREATE TABLE runs (run_id TEXT PRIMARY KEY, context TEXT NOT NULL, "
                      "workload TEXT NOT NULL, status TEXT NOT NULL, started_at TEXT NOT NULL, "

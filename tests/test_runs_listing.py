@@ -1,4 +1,4 @@
-"""`pgdyno runs` fits a terminal (issue 26 item 11): short run names, cells on one line, and
+"""`pgdyno runs` fits a terminal: short run names, cells on one line, and
 whole columns left out by priority, named in one note, when there is no room.
 
 Two real 2-second pgbench runs; the listing is read as a user would (a subprocess, piped,

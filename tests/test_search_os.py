@@ -1,4 +1,4 @@
-"""Issue 29 item 5: OS knobs in the search space (`tune --search --allow-os-changes`).
+"""OS knobs in the search space (`tune --search --allow-os-changes`).
 
 Pure tests of the OS dimensions (ranges relative to RAM, conversion to provision settings,
 huge pages sized for shared_buffers, refusals); then, as root against the embedded

@@ -179,9 +179,9 @@ def _noise_recomputed(noise: dict, runs: dict[str, list[str]], window_s: float) 
 
 def _winner_settings_in_natural_units(report: str, trials: list, winner: str,
                                       conninfo: str) -> None:
-    """Issue 26 item 2: the winner's settings as its server reported them in pg_settings,
-    the stock column as a live server's boot_val, both read by the test's own converter;
-    every value in natural units ('1234 MB', never '1234MB' or '157952 8kB')."""
+    """Settings in natural units: the winner's settings as its server reported them in
+    pg_settings, the stock column as a live server's boot_val, both read by the test's own
+    converter; every value in natural units ('1234 MB', never '1234MB' or '157952 8kB')."""
     rows = markdown_table(report, "| Setting | Winner |")[2:]
     won = next(r for r in trials if str(r.number) == winner)
     ran = json.loads((Path(won.run_dir) / "manifest.json").read_text())["server"][

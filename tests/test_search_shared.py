@@ -1,5 +1,5 @@
-"""Warm starts and trials shared through Optuna's RDB storage on a real PostgreSQL (issue 29
-items 3 and 4): `pgdyno tune --search --storage postgresql://... --workers 2` runs one study
+"""Warm starts and trials shared through Optuna's RDB storage on a real PostgreSQL:
+`pgdyno tune --search --storage postgresql://... --workers 2` runs one study
 with two workers, each with its own workdir and server; the baselines enter the study with
 their settings as parameters; no trial runs twice; a SIGKILLed worker's trial is failed
 after the heartbeat's grace period and run again by the other worker. Tiny trials (pgbench

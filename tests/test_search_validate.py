@@ -1,4 +1,4 @@
-"""Issue 29 items 1 and 2: the debt-aware objective and the long-window validation.
+"""The search's debt-aware objective and its long-window validation.
 
 Pure tests of the penalty rule and the window rule; one small real search whose only
 trial turns autovacuum off (so it wins the short window by construction) and whose long

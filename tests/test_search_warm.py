@@ -1,4 +1,4 @@
-"""Warm starts without a server (issue 29 item 3): a config's settings as a point of the
+"""Warm starts without a server: a config's settings as a point of the
 search space, the random start's rule, an earlier search's trials seeding a new study, the
 --from refusals; the command lines of local workers and of `pgdyno fleet search` (its
 playbook checked by ansible-playbook itself)."""

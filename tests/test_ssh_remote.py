@@ -137,7 +137,7 @@ def test_tpcb_over_ssh_reads_the_remote_hosts_view_through_one_connection(remote
     assert "The client host" in report
     assert host.user not in json.dumps(meta["host"])  # host facts: the machine, not a login
     # The environment table: the database host (detected over the run's one connection)
-    # beside this client (issue 26 item 7).
+    # beside this client.
     check_database_host_columns(next(results.rglob("report.md")).parent, host.destination,
                                 host.config_file)
 

@@ -190,7 +190,7 @@ def test_tpcb_on_a_server_pgdyno_starts_on_the_ssh_host(workdir: Path) -> None:
             assert needle not in log.read_bytes()
         # The config was sized by the host's profile, detected there.
         assert manifest["config"]["name"] == "tuned"
-        # The report describes the database host beside this client (issue 26 item 7).
+        # The report describes the database host beside this client.
         check_database_host_columns(run_dir, host.destination, host.config_file)
         # 2. A second run: the kept server is stopped and started again with a new
         # password; the binaries are not copied again, the cluster and dataset are reused.

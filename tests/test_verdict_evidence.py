@@ -28,7 +28,8 @@ from pgdyno.analysis.verdict import (
 )
 from pgdyno.reports.evidence import evidence_text
 
-# The events of issue 11's run, with one of every other class: (class, event, % of time).
+# The events of a write-heavy run (WAL writes, then row locks), with one of every other
+# class: (class, event, % of time).
 EVENTS = [("LWLock", "WALWrite", 36.0), ("Lock", "transactionid", 30.0),
           ("IO", "DataFileRead", 12.0), ("IO", "WalSync", 7.0), ("CPU", "CPU", 6.0),
           ("LWLock", "LockManager", 4.0), ("Client", "ClientRead", 3.0),
@@ -108,7 +109,7 @@ def test_other_load_is_the_first_evidence() -> None:
 # ----- paced runs (TPROC-C with keying and think times) ------------------------------------
 
 def _idle_terminals() -> t.TelemetrySummary:
-    """Issue 11's compliant run: 10 terminals, AAS 0.07, the CPUs mostly idle."""
+    """A compliant TPROC-C run: 10 terminals, AAS 0.07, the CPUs mostly idle."""
     return summary([("CPU", "CPU", 60.0), ("IO", "WalSync", 30.0),
                     ("Client", "ClientRead", 10.0)], aas=0.07, busy_pct=15.0, own_pct=80.0)
 
