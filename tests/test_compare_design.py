@@ -22,6 +22,7 @@ import pytest
 from pgdyno.analysis.tdist import t_quantile
 from pgdyno.compare.blocks import (
     DUET,
+    DUET_CHECK_EVERY,
     INTERLEAVED,
     BlockPlan,
     Stopper,
@@ -31,6 +32,7 @@ from pgdyno.compare.blocks import (
 )
 from pgdyno.compare.paired import (
     Spending,
+    duet_check,
     long_run_variance,
     newey_west_lags,
     order_check,
@@ -59,8 +61,14 @@ def test_schedule_alternates_in_balanced_randomized_quads() -> None:
     assert firsts == {("AB", "BA"), ("BA", "AB")}  # both quad orders are drawn
 
 
-def test_duet_runs_both_sides_in_every_block() -> None:
-    assert schedule(5, DUET, random.Random(0)) == ["A+B"] * 5
+def test_duet_runs_both_sides_in_every_block_but_its_check_pairs() -> None:
+    """Three duet pairs, then a check pair of the sides alone, whose orders are drawn in
+    balanced quads as interleaved pairs are; the pilot's duet pairs have no checks."""
+    orders = schedule(16, DUET, random.Random(0))
+    checks = orders[DUET_CHECK_EVERY - 1::DUET_CHECK_EVERY]
+    assert [o for i, o in enumerate(orders) if i % DUET_CHECK_EVERY != 3] == ["A+B"] * 12
+    assert sorted(checks[:2]) == sorted(checks[2:]) == ["AB", "BA"]  # balanced
+    assert schedule(5, DUET, random.Random(0), checks=False) == ["A+B"] * 5
 
 
 # ----- the paired interval --------------------------------------------------------------
@@ -378,14 +386,14 @@ def test_ctrl_c_stops_both_servers_and_removes_their_clusters(tmp_path: Path,
     origins = [{r["iteration"]: r["origin_epoch"] for r in json.loads(
         (run / "raw" / "run.json").read_text())["records"] if r.get("origin_epoch")}
         for run in sorted(m.parent for m in results.glob("*/tpcb-*/manifest.json"))]
-    both = sorted(set(origins[0]) & set(origins[1]))
+    both = sorted(i for i in set(origins[0]) & set(origins[1])
+                  if i % DUET_CHECK_EVERY)  # a check pair's blocks run one at a time
     assert len(both) >= 2
     assert all(abs(origins[0][i] - origins[1][i]) < 0.2 for i in both), origins
 
 
 def test_an_order_effect_turns_the_headline_verdict_undetermined() -> None:
-    from pgdyno.compare.core import _order_failed, compare_values
-    from pgdyno.compare.model import DesignSummary
+    from pgdyno.compare.core import _assumption_failed, compare_values
 
     rng = np.random.default_rng(11)
     first = [i % 2 == 0 for i in range(30)]
@@ -393,10 +401,49 @@ def test_an_order_effect_turns_the_headline_verdict_undetermined() -> None:
     b = [x * (0.92 if f else 1.0) * rng.normal(1, 0.01) for x, f in zip(a, first, strict=True)]
     rows = [compare_values(4, "tps", "tx/s", 1, a, b, paired_level=0.95)]
     assert rows[0].verdict == "slower"  # what the pairs alone would have said
-    design = DesignSummary(design=INTERLEAVED, why="asked for", level=0.95,
-                           order=order_check(a, b, first))
+    check = order_check(a, b, first)
+    assert not check.holds
     notes: list[str] = []
-    _order_failed(rows, "tps", design, notes)
+    _assumption_failed(rows, "tps", check.words, "--design sequential", notes)
     assert rows[0].verdict == "undetermined"
     assert "the order inside a pair mattered" in rows[0].reason
     assert "--design sequential" in notes[0]
+
+
+def _duet_record(rng: np.random.Generator, shared_loss: float, pairs: int = 24):
+    """A duet's record on a machine whose speed jumps: B is as fast as A alone, and loses
+    ``shared_loss`` of its speed when both run at once."""
+    from pgdyno.compare.blocks import Block, BlockRecord
+
+    speed = rng.choice([1.0, 1.5], size=pairs)  # one level per pair: a duet's strength
+    record = BlockRecord(schema_version=2, design=DUET, why="asked for", seed=1, block_s=5,
+                         warmup_s=1, headline_metric="tps")
+    for pair, order in enumerate(schedule(pairs, DUET, random.Random(3)), start=1):
+        record.orders.append(order)
+        check = order != "A+B"
+        for position, side in enumerate(["A", "B"] if order == "A+B" else order):
+            loss = shared_loss if side == "B" and not check else 0.0
+            value = 1000 * speed[pair - 1] * (1 - loss) * rng.normal(1, 0.01)
+            record.blocks.append(Block(pair, side, pair, 0 if order == "A+B" else position,
+                                       "", 5.0, "ok", float(value), check=check))
+    return record
+
+
+def test_a_duet_that_favours_one_side_turns_the_headline_undetermined() -> None:
+    """Sharing the machine costs B 8% that it does not lose alone: the check pairs (each
+    side alone) disagree with the duet pairs, and the headline says so instead of -8%; a
+    duet whose sharing costs nothing passes its check."""
+    from pgdyno.compare.design import _pairs
+
+    rng = np.random.default_rng(7)
+    unfair = _duet_record(rng, 0.08)
+    duet, solo = _pairs(unfair)[:2], _pairs(unfair, checks=True)[:2]
+    assert len(duet[0]) == 18 and len(solo[0]) == 6
+    assert unfair.check_pairs() == [4, 8, 12, 16, 20, 24]
+    check = duet_check(duet, solo)
+    assert not check.holds and check.duet_change_pct == pytest.approx(-8, abs=1.5)
+    assert check.solo_change_pct == pytest.approx(0, abs=1.5)
+    assert "sharing the machine changed the comparison" in check.words
+    even = _duet_record(rng, 0.0)
+    fair = duet_check(_pairs(even)[:2], _pairs(even, checks=True)[:2])
+    assert fair.holds and "made no significant difference" in fair.words

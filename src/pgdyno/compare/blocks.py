@@ -13,7 +13,11 @@ first block), and a schedule says which side loads the machine when:
   first and an effect of one block on the next cancels out;
 - ``duet``: both sides loaded together in every block, so that both see the same
   interference second by second (they also share the machine between them: each sees
-  part of it).
+  part of it). Every DUET_CHECK_EVERY-th pair is a check pair instead: the two sides
+  alone, back to back, as interleaved. Its blocks stay out of the figures; the change
+  they show is compared with the duet pairs' (``compare.paired.duet_check``), because
+  sharing the machine may favour one side (a config that needs more CPU than half the
+  machine loses more under a duet than it would alone).
 
 Each block is one iteration of its side's run (a CHECKPOINT, ``--warmup`` seconds, then
 ``--duration`` measured seconds), so every figure stays in the runs' raw files as in any
@@ -48,7 +52,10 @@ from pgdyno.results.rundir import utc_now
 
 INTERLEAVED, DUET, SEQUENTIAL, AUTO = "interleaved", "duet", "sequential", "auto"
 DESIGNS = (AUTO, INTERLEAVED, DUET, SEQUENTIAL)
-BLOCK_SCHEMA_VERSION = 1
+BLOCK_SCHEMA_VERSION = 2
+"""2: a duet's check pairs (``Block.check``); version 1 records had none."""
+DUET_CHECK_EVERY = 4
+"""In a duet, one pair in this many runs the sides alone (a check pair)."""
 LOOK_FRACTIONS = (0.2, 0.4, 0.6, 0.8, 1.0)
 """Where the error rate may be spent when stopping on precision: at these fractions of the
 budget (the first pair boundary after each), and at the end."""
@@ -110,6 +117,8 @@ class Block:
     headline: float | None
     pilot: bool = False
     """Run to choose the design (``--design auto``), left out of the figures."""
+    check: bool = False
+    """A duet's check pair: the sides alone, left out of the figures."""
 
 
 @dataclass
@@ -163,15 +172,25 @@ class BlockRecord:
         return 1.0 - self.looks[-1].alpha if self.looks else self.confidence
 
     def pairs_done(self) -> int:
-        """Pairs that count (pilot pairs left out)."""
-        return len({b.pair for b in self.blocks if b.status == "ok" and not b.pilot})
+        """Pairs that count (pilot and check pairs left out)."""
+        return len({b.pair for b in self.blocks
+                    if b.status == "ok" and not b.pilot and not b.check})
+
+    def check_pairs(self) -> list[int]:
+        """The duet's check pairs (the sides alone), by number."""
+        return sorted({b.pair for b in self.blocks if b.check})
 
 
-def schedule(pairs: int, design: str, rng: random.Random) -> list[str]:
+def schedule(pairs: int, design: str, rng: random.Random, *, checks: bool = True
+             ) -> list[str]:
     """The order of ``pairs`` pairs: balanced quads (AB BA or BA AB, drawn) when
-    interleaved, every block both sides at once in a duet."""
+    interleaved; in a duet both sides at once (``A+B``), except that every
+    DUET_CHECK_EVERY-th pair is a check pair of the sides alone, its orders drawn in
+    balanced quads too (none when ``checks`` is False: the pilot's)."""
     if design == DUET:
-        return ["A+B"] * pairs
+        solo = iter(schedule(pairs // DUET_CHECK_EVERY, INTERLEAVED, rng) if checks else [])
+        return [next(solo) if checks and i % DUET_CHECK_EVERY == DUET_CHECK_EVERY - 1
+                else "A+B" for i in range(pairs)]
     out: list[str] = []
     while len(out) < pairs:
         out += rng.choice((["AB", "BA"], ["BA", "AB"]))
@@ -523,7 +542,7 @@ class BlockComparison:
         pair = 0
         for design in (INTERLEAVED, DUET):
             ratios, seconds = [], []
-            for order in schedule(PILOT_PAIRS, design, self.rng):
+            for order in schedule(PILOT_PAIRS, design, self.rng, checks=False):
                 pair += 1
                 t0 = time.monotonic()
                 self.record.orders.append(order)
@@ -550,10 +569,13 @@ class BlockComparison:
         if order == "A+B":
             self._run_blocks(pair, ["A", "B"], position=0)
             return
+        # In a duet, a pair of the sides alone is a check pair (``schedule``).
+        check = self.record.design == DUET and not self.piloting
         for position, name in enumerate(order):
-            self._run_blocks(pair, [name], position)
+            self._run_blocks(pair, [name], position, check=check)
 
-    def _run_blocks(self, pair: int, names: list[str], position: int) -> None:
+    def _run_blocks(self, pair: int, names: list[str], position: int, *,
+                    check: bool = False) -> None:
         """Start the named sides' next blocks together and wait for them to end."""
         procs = [self.procs[n] for n in names]
         self.cue_rng.shuffle(procs)
@@ -580,12 +602,13 @@ class BlockComparison:
             status, ended, metrics = proc.done
             iteration, t0, stamp = starts[proc.name]
             value = metrics.get(self.headline)
-            if not self.piloting:
+            if not self.piloting and not check:
                 self.values[proc.name].append(value if value is not None else math.nan)
             self.record.blocks.append(Block(pair=pair, side=proc.name, iteration=iteration,
                                             position=position, started_at=stamp,
                                             seconds=round(ended - t0, 3), status=status,
-                                            headline=value, pilot=self.piloting))
+                                            headline=value, pilot=self.piloting,
+                                            check=check))
 
 
 def _look_words(look: Look, metric: str) -> str:

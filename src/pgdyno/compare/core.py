@@ -115,9 +115,9 @@ def compare_runs(baseline: list[RunData], candidate: list[RunData], *,
     for clients in common:
         a_its = _ok_iterations(baseline, clients)
         b_its = _ok_iterations(candidate, clients)
-        if paired:
-            a_its, b_its = _paired_iterations(a_its, b_its,
-                                              design.pilot_pairs if design else 0)
+        if paired and design is not None:
+            a_its, b_its = _paired_iterations(a_its, b_its, design.pilot_pairs,
+                                              set(design.check_pairs))
         for spec in declared:
             if paired:
                 a, b = _per_iteration(spec.name, a_its, b_its)
@@ -148,7 +148,12 @@ def compare_runs(baseline: list[RunData], candidate: list[RunData], *,
                                                  [r.path for r in candidate])
               if len(workloads) == 1 else {})
     if design is not None and design.order is not None and not design.order.holds:
-        _order_failed(metrics, headline_metric(declared).name, design, notes)
+        _assumption_failed(metrics, headline_metric(declared).name, design.order.words,
+                           "--design sequential (whole runs, each with its own server "
+                           "start)", notes)
+    if design is not None and design.duet is not None and not design.duet.holds:
+        _assumption_failed(metrics, headline_metric(declared).name, design.duet.words,
+                           "--design interleaved (each side alone in its blocks)", notes)
     return Comparison(
         schema_version=SCHEMA_VERSION,
         baseline_label=baseline_label or _label(baseline),
@@ -162,14 +167,13 @@ def compare_runs(baseline: list[RunData], candidate: list[RunData], *,
         workload_detail=detail, design=design)
 
 
-def _order_failed(metrics: list[MetricComparison], headline: str, design: DesignSummary,
-                  notes: list[str]) -> None:
-    """A block design whose order inside a pair mattered: one side's block changed the
-    next one's, so the pairs do not compare the sides alone. The headline's verdict says
-    so instead of a difference the carry-over may have made."""
-    assert design.order is not None
-    why = (f"the design's assumption did not hold: {design.order.words}; compare with "
-           "--design sequential (whole runs, each with its own server start)")
+def _assumption_failed(metrics: list[MetricComparison], headline: str, words: str,
+                       instead: str, notes: list[str]) -> None:
+    """A block design whose assumption did not hold: the order inside a pair mattered (one
+    side's block changed the next one's), or sharing the machine in a duet favoured one
+    side. The headline's verdict says so instead of a difference the design may have
+    made."""
+    why = f"the design's assumption did not hold: {words}; compare with {instead}"
     notes.append(why)
     for m in metrics:
         if m.metric == headline and m.verdict != TOO_SMALL:
@@ -219,13 +223,15 @@ def _values(name: str, a_its: list[IterationSummary], b_its: list[IterationSumma
 
 
 def _paired_iterations(a_its: list[IterationSummary], b_its: list[IterationSummary],
-                       pilot_pairs: int = 0
+                       pilot_pairs: int = 0, left_out: set[int] | None = None
                        ) -> tuple[list[IterationSummary], list[IterationSummary]]:
     """The blocks of both sides with the same iteration number (pair i), in order; the
-    pilot's first pairs left out."""
+    pilot's first pairs and ``left_out`` (a duet's check pairs) left out."""
     by_number = {i.iteration: i for i in b_its}
+    skip = left_out or set()
     both = [(i, by_number[i.iteration]) for i in sorted(a_its, key=lambda i: i.iteration)
-            if i.iteration in by_number and i.iteration > pilot_pairs]
+            if i.iteration in by_number and i.iteration > pilot_pairs
+            and i.iteration not in skip]
     return [x for x, _ in both], [y for _, y in both]
 
 

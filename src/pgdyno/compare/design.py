@@ -8,6 +8,9 @@ compared. What could break that, and what is checked here:
   orders inside a pair compared (``compare.paired.order_check``);
 - neighbouring pairs moving together (a level of the machine lasting several pairs): the
   lag-1 autocorrelation of the pairs' differences, which the interval allows for;
+- in a duet, sharing the machine favouring one side (a config that needs more than half the
+  CPU loses more when both run at once): the check pairs, each side alone, compared with the
+  duet pairs (``compare.paired.duet_check``);
 - the two servers competing for memory (each side's dataset and shared_buffers against the
   memory available) or sharing a device (both data directories on one disk): listed, as
   they hit both sides alike only when the sides are alike.
@@ -21,7 +24,12 @@ from typing import Any
 
 from pgdyno.compare.blocks import BlockRecord
 from pgdyno.compare.model import DesignSummary
-from pgdyno.compare.paired import order_check, paired_change, seconds_for_precision
+from pgdyno.compare.paired import (
+    duet_check,
+    order_check,
+    paired_change,
+    seconds_for_precision,
+)
 from pgdyno.compare.runs import RunData
 
 
@@ -31,12 +39,15 @@ def block_design_summary(record: BlockRecord, baseline: RunData,
     a, b, a_first = _pairs(record)
     est = paired_change(a, b, level=record.final_level)
     pair_s = _pair_seconds(record)
+    duet = record.design == "duet"
     return DesignSummary(
         design=record.design, why=record.why, level=record.final_level, method=est.change.method,
         pairs=len(a), stop=record.stop, pair_seconds=pair_s,
         autocorrelation=est.autocorrelation, lags=est.lags, noise_pct=est.change.noise_pct,
         seconds_for_1pct=seconds_for_precision(est.half_width_pct, record.measuring_s, 1.0),
-        order=order_check(a, b, a_first) if record.design != "duet" else None,
+        order=order_check(a, b, a_first) if not duet else None,
+        duet=duet_check((a, b), _pairs(record, checks=True)[:2]) if duet else None,
+        check_pairs=record.check_pairs(),
         shared=shared_resources(baseline, candidate), blocks=record,
         pilot_pairs=record.pilot_pairs)
 
@@ -45,11 +56,13 @@ def sequential_summary(why: str, confidence: float) -> DesignSummary:
     return DesignSummary(design="sequential", why=why, level=confidence)
 
 
-def _pairs(record: BlockRecord) -> tuple[list[float], list[float], list[bool]]:
-    """Each pair's headline of A and of B (NaN when missing), and whether A ran first."""
+def _pairs(record: BlockRecord, *, checks: bool = False
+           ) -> tuple[list[float], list[float], list[bool]]:
+    """Each pair's headline of A and of B (NaN when missing), and whether A ran first: of
+    the pairs that count, or (``checks``) of a duet's check pairs."""
     by_pair: dict[int, dict[str, Any]] = {}
     for block in record.blocks:
-        if block.pilot:
+        if block.pilot or block.check != checks:
             continue
         entry = by_pair.setdefault(block.pair, {})
         entry[block.side] = block
@@ -69,7 +82,7 @@ def _pair_seconds(record: BlockRecord) -> float:
     """Median wall time of a pair (its blocks one after the other, or together in a duet)."""
     per_pair: dict[int, list[float]] = {}
     for block in record.blocks:
-        if not block.pilot:
+        if not block.pilot and not block.check:
             per_pair.setdefault(block.pair, []).append(block.seconds)
     if not per_pair:
         return math.nan

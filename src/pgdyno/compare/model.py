@@ -8,15 +8,16 @@ from typing import Any
 
 from pgdyno.compare.blocks import BlockRecord
 from pgdyno.compare.io_profile import IoProfile
-from pgdyno.compare.paired import PAIRED_HL, PAIRED_LOG, OrderCheck
+from pgdyno.compare.paired import PAIRED_HL, PAIRED_LOG, DuetCheck, OrderCheck
 from pgdyno.compare.settings_diff import SettingChange
 from pgdyno.compare.stats import WELCH_LOG
 from pgdyno.units import common_scale, is_rate, unit_factor
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 """2: metrics carry a label, device metrics of a shared data + WAL device are one row
 (``data_wal_*``), ``too small to compare`` verdicts, and the I/O profile. 3: the design the
-sides were measured in (``design``), paired intervals (``paired-log``, ``paired-diff``)."""
+sides were measured in (``design``), paired intervals (``paired-log``, ``paired-diff``).
+4: a duet's check against the sides alone (``design.duet``, ``design.check_pairs``)."""
 
 
 @dataclass
@@ -112,6 +113,10 @@ class DesignSummary:
     """About how long this design would take here for a ±1% interval on the headline: the
     measuring time scaled by the square of the half-width reached."""
     order: OrderCheck | None = None
+    duet: DuetCheck | None = None
+    """A duet's pairs against its check pairs (the sides alone)."""
+    check_pairs: list[int] = field(default_factory=list)
+    """A duet's check pairs (their iterations on both sides), left out of the rows."""
     shared: list[str] = field(default_factory=list)
     """What the two sides shared that could favour one (memory, devices), in words."""
     blocks: BlockRecord | None = None

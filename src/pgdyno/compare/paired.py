@@ -273,6 +273,61 @@ def order_check(baseline: list[float], candidate: list[float],
     return OrderCheck(len(ab), len(ba), ab_pct, ba_pct, low, high, low <= 0.0 <= high)
 
 
+@dataclass
+class DuetCheck:
+    """A duet's pairs (both sides loaded at once) against its check pairs (each side
+    alone, back to back): the change each shows, and the gap between them."""
+
+    duet_pairs: int
+    solo_pairs: int
+    duet_change_pct: float
+    solo_change_pct: float
+    gap_low_pct: float
+    gap_high_pct: float
+    """95% Welch interval of the gap between the solo and duet pairs' mean log ratios."""
+    holds: bool
+    """False when the gap's interval excludes 0: sharing the machine changed the
+    comparison."""
+
+    @property
+    def words(self) -> str:
+        if math.isnan(self.gap_low_pct):
+            return (f"too few check pairs to compare the duet with the sides alone "
+                    f"({self.solo_pairs}; one pair in four is one)")
+        gap = f"{self.gap_low_pct:+.1f}% to {self.gap_high_pct:+.1f}%"
+        both = (f"duet pairs {self.duet_change_pct:+.1f}% ({self.duet_pairs}), the sides "
+                f"alone {self.solo_change_pct:+.1f}% ({self.solo_pairs}), gap {gap}")
+        if self.holds:
+            return f"sharing the machine made no significant difference ({both})"
+        return (f"sharing the machine changed the comparison ({both}): one side gains or "
+                "loses more than the other when both run at once, so the duet does not "
+                "measure what each would do alone")
+
+
+def duet_check(duet: tuple[list[float], list[float]],
+               solo: tuple[list[float], list[float]]) -> DuetCheck:
+    """Compare the duet pairs' log ratios B/A with the check pairs' (Welch's interval of
+    the gap, 95%)."""
+    from pgdyno.compare.stats import welch
+
+    def logs(pairs: tuple[list[float], list[float]]) -> list[float]:
+        return [math.log(b) - math.log(a) for a, b in zip(*pairs, strict=True)
+                if _finite(a) and _finite(b) and a > 0 and b > 0]
+
+    d, s = logs(duet), logs(solo)
+    nan = math.nan
+    d_pct = 100.0 * math.expm1(statistics.fmean(d)) if d else nan
+    s_pct = 100.0 * math.expm1(statistics.fmean(s)) if s else nan
+    if len(d) < 2 or len(s) < 2:
+        return DuetCheck(len(d), len(s), d_pct, s_pct, nan, nan, True)
+    diff, se, df = welch(d, s)
+    if se == 0.0 or math.isnan(se):
+        return DuetCheck(len(d), len(s), d_pct, s_pct, nan, nan, True)
+    t = t_quantile(0.975, df)
+    low, high = 100.0 * (diff - t * se), 100.0 * (diff + t * se)
+    return DuetCheck(len(d), len(s), d_pct, s_pct, low, high, low <= 0.0 <= high)
+
+
 def robust_spread_pct(d: list[float]) -> float:
     """The spread of the pairs' log ratios that a few wild pairs do not rule: 1.4826 times
     their median absolute deviation (σ for normal data), in %."""

@@ -177,7 +177,9 @@ def design_section(cmp: Comparison) -> Section | None:
         f"Design: {d.design} ({d.why}). Both servers were up for the whole comparison, each "
         f"with its own cluster and dataset; each block was one iteration of its side's run: "
         f"a CHECKPOINT, {rec.warmup_s} s of warm-up, {rec.block_s} s measured. "
-        + ("Each pair ran A and B at the same time."
+        + ("Each pair ran A and B at the same time, except that one pair in four was a "
+           "check pair, each side alone, back to back (left out of the figures: see the "
+           "check below)."
            if d.design == "duet" else
            "Each pair ran one block of each side back to back, in an order drawn at random "
            f"in balanced quads (seed {rec.seed}): {order}."))
@@ -203,6 +205,8 @@ def design_section(cmp: Comparison) -> Section | None:
     checks = []
     if d.order is not None:
         checks.append(f"Order inside a pair: {d.order.words}.")
+    if d.duet is not None:
+        checks.append(f"Duet against the sides alone: {d.duet.words}.")
     checks += [f"Shared {line}." for line in d.shared]
     if not math.isnan(d.noise_pct):
         checks.append(f"Noise: one pair's log ratio spreads ±{d.noise_pct:.1f}%; a ±1% "

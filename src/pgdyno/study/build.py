@@ -164,8 +164,9 @@ class Designs:
         path = self.blocks.get((workload, size))
         if path is not None and len(a) == 1 and len(b) == 1:
             try:
+                # Version 1 had no check pairs: read as it is.
                 record = read_versioned(BlockRecord, path, BLOCK_SCHEMA_VERSION,
-                                        "block comparison record")
+                                        "block comparison record", older={1: dict})
             except PgdynoError as exc:
                 left_out.setdefault(str(path), LeftOutRun(
                     cell="", workload=workload, run_dir=str(path.parent),
