@@ -38,6 +38,7 @@ def _search(results: Path, workdir: Path) -> subprocess.Popen:
     return subprocess.Popen(
         [sys.executable, "-m", "pgdyno", "tune", "--search", "tpcb", *SHORT, "--budget", "4",
          "--top", "2", "--reruns", "1", "--compare-pairs", "2", "--compare-max-pairs", "2",
+         "--compare-design", "sequential",
          "--search-name", "t", "--validate", "0",
          "--results-dir", str(results), "--no-progress"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,

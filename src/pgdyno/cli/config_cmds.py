@@ -133,6 +133,10 @@ def _search_params() -> list:
         opt("reruns", 2, int, "--reruns", help="--search: re-runs of each leading candidate"),
         opt("compare_pairs", 3, int, "--compare-pairs",
             help="--search: runs per config in the final interleaved comparison"),
+        opt("compare_design", "auto", str, "--compare-design",
+            help="--search: how the final comparison runs: auto (both servers up at once, "
+                 "in blocks, where they fit), interleaved, duet, or sequential (whole runs, "
+                 "--compare-pairs each)"),
         opt("compare_max_pairs", None, int | None, "--compare-max-pairs",
             help="--search: rounds the comparison may grow to while undecided (default: "
                  "twice --compare-pairs)"),

@@ -19,9 +19,9 @@ def search_options(workload: str, search: dict[str, Any], bench: dict[str, Any],
                    tune: dict[str, Any]) -> SearchOptions:
     """SearchOptions from `pgdyno tune`'s values: ``search`` the search's own (budget,
     time_limit, knobs, fix, allow_unsafe, allow_os_changes, top, reruns, compare_pairs,
-    compare_max_pairs, search_seed, search_name), ``bench`` the trials' bench options
-    (None: not given), ``tune`` tune's own (overrides, dsn, diff, hardware, pg_bin), refused
-    where they do not apply to a search."""
+    compare_design, compare_max_pairs, search_seed, search_name), ``bench`` the trials'
+    bench options (None: not given), ``tune`` tune's own (overrides, dsn, diff, hardware,
+    pg_bin), refused where they do not apply to a search."""
     from pgdyno.runner.options import build_options
     from pgdyno.search.run import SearchOptions, parse_knobs, parse_time_limit
 
@@ -44,6 +44,7 @@ def search_options(workload: str, search: dict[str, Any], bench: dict[str, Any],
         else None, knobs=parse_knobs(search["knobs"]) if search["knobs"] is not None
         else None, fixes=tuple(search["fix"]), allow_unsafe=search["allow_unsafe"],
         top=search["top"], reruns=search["reruns"], compare_pairs=search["compare_pairs"],
+        compare_design=search["compare_design"],
         compare_max_pairs=search["compare_max_pairs"], seed=search["search_seed"],
         name=search["search_name"], show_progress=opts.show_progress,
         storage=study_storage(search["storage"]), study_name=search["study_name"],

@@ -1,11 +1,19 @@
-"""The search's last step: the winner against pgtune and tuned, interleaved, compared.
+"""The search's last step: the winner against pgtune and tuned, compared.
 
-The three configs run in balanced rounds (W P T, T P W, ...: ABBA for more than two sides,
-so a linear drift over time falls on each alike), each run a normal ``pgdyno bench`` run
-made by the run loop's ``run_one``; then ``compare_runs`` gives each pair's change,
-interval and verdict, written as a normal comparison (compare.json, .md, .html). When a
-verdict is still undetermined (failed runs), or the interval against tuned is too wide to
-tell a 5% difference, more rounds are run, up to twice the rounds asked for.
+Where both servers fit on the machine at once (``--compare-design auto``, the default),
+the winner meets each baseline in a block comparison of its own (``compare.blocks``):
+both servers up, the load moved between them in short blocks, each pair of blocks compared
+(a machine whose speed drifts moves both blocks of a pair alike). Each comparison gets the
+measuring time the whole-run rounds would have taken, and stops early once its interval
+is narrow enough to tell a 5% lead.
+
+Otherwise (``sequential``, or a winner that changes OS settings, which would hold for both
+servers) the three configs run whole runs in balanced rounds (W P T, T P W, ...: ABBA for
+more than two sides, so a linear drift over time falls on each alike), each run a normal
+``pgdyno bench`` run made by the run loop's ``run_one``; then ``compare_runs`` gives each
+pair's change, interval and verdict, written as a normal comparison (compare.json, .md,
+.html). When a verdict is still undetermined (failed runs), or the interval against tuned
+is too wide to tell a 5% difference, more rounds are run, up to twice the rounds asked for.
 """
 
 from __future__ import annotations
@@ -20,6 +28,7 @@ from typing import Any, Protocol
 
 from rich.console import Console
 
+from pgdyno.compare.blocks import AUTO, INTERLEAVED, SEQUENTIAL
 from pgdyno.compare.core import compare_runs
 from pgdyno.compare.model import Comparison
 from pgdyno.compare.render import write_comparison
@@ -32,7 +41,8 @@ from pgdyno.search.noise import Noise, runs_noise
 from pgdyno.search.select import balanced_order
 from pgdyno.serde import Serialisable
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+"""2: block comparisons (``design``, ``why``, ``blocks``); version 1 ran whole runs."""
 TARGET_EFFECT_PCT = 5.0
 """The smallest lead over tuned worth telling apart: rounds are added while the interval
 is wider than twice this (and the cap allows)."""
@@ -74,6 +84,16 @@ class Verdict:
 
 
 @dataclass
+class BlockPair:
+    """One baseline's block comparison with the winner: its record and the two side runs."""
+
+    record: str
+    """blocks.json, relative to the search's directory."""
+    baseline_run: str
+    winner_run: str
+
+
+@dataclass
 class Confirmation(Serialisable):
     """The interleaved runs and what they showed (saved as confirm.json)."""
 
@@ -91,6 +111,12 @@ class Confirmation(Serialisable):
     """The label of the config recommended: the winner, or tuned."""
     noise: Noise | None = None
     """The run-to-run noise of the configs' runs, and what it lets the comparison resolve."""
+    design: str = SEQUENTIAL
+    """``sequential`` (whole runs in rounds), or a block design (``interleaved``,
+    ``duet``)."""
+    why: str = ""
+    blocks: dict[str, BlockPair] = field(default_factory=dict)
+    """Baseline label -> its block comparison with the winner, once done."""
     schema_version: int = SCHEMA_VERSION
 
     @property
@@ -98,16 +124,47 @@ class Confirmation(Serialisable):
         return next(iter(self.sides))
 
 
+def confirmation_design(asked: str, base: BenchOptions, winner_changes_os: bool
+                        ) -> tuple[str, str]:
+    """(design, why) of the final comparison, as `pgdyno compare --design` decides it;
+    a winner with OS settings runs whole runs (they would hold for both servers)."""
+    import psutil
+
+    from pgdyno.compare.blocks import choose_design
+    from pgdyno.errors import UsageError
+    from pgdyno.workloads import registry
+
+    if winner_changes_os and asked != SEQUENTIAL:
+        if asked != AUTO:
+            raise UsageError(f"--compare-design {asked}: the winner changes OS settings, which "
+                             "would hold for both servers at once; accepted: auto or "
+                             "sequential")
+        return SEQUENTIAL, ("auto: the winner changes OS settings, which would hold for both "
+                            "servers at once, so the configs run one after the other")
+    workload = registry.get(base.workload)
+    design, why = choose_design(asked, base, workload.needs_server,
+                                workload.dataset_bytes(base), psutil.virtual_memory().available)
+    if design == AUTO:
+        # No pilot: it would spend the comparison's time. Interleaved measures each config
+        # alone, as the trials did; a duet would rank them by what each does beside another.
+        return INTERLEAVED, ("auto: both servers fit on this machine at once, so they run "
+                             "in interleaved blocks, each config alone in its blocks as in "
+                             "its trials")
+    return design, why
+
+
 def plan_confirmation(winner_label: str, winner_config: str, pairs: int,
-                      max_pairs: int | None = None) -> Confirmation:
+                      max_pairs: int | None = None, design: str = SEQUENTIAL,
+                      why: str = "") -> Confirmation:
     """The winner and whichever of pgtune and tuned it is not."""
     sides = {winner_label: winner_config}
     for name in ("pgtune", "tuned"):
         if winner_config != name:
             sides[name] = name
-    return Confirmation(sides=sides, order=balanced_order(list(sides), pairs), pairs=pairs,
+    order = balanced_order(list(sides), pairs) if design == SEQUENTIAL else []
+    return Confirmation(sides=sides, order=order, pairs=pairs,
                         max_pairs=max(pairs, max_pairs or 2 * pairs),
-                        runs={label: [] for label in sides})
+                        runs={label: [] for label in sides}, design=design, why=why)
 
 
 def run_confirmation(conf: Confirmation, base: BenchOptions, search_dir: Path,
@@ -116,7 +173,15 @@ def run_confirmation(conf: Confirmation, base: BenchOptions, search_dir: Path,
                      on_run: Callable[[str], None] | None = None,
                      around: Callable[[str], contextlib.AbstractContextManager] | None = None
                     ) -> Confirmation:
-    """Run what is left of the order, compare, and add rounds while undecided."""
+    """Run what is left of the order, compare, and add rounds while undecided (whole
+    runs); or each baseline's block comparison with the winner."""
+    if conf.design != SEQUENTIAL:
+        run_blocks(conf, base, search_dir, role, console, save)
+        conf.verdicts = compare_sides(conf, search_dir)
+        conf.noise = _block_noise(conf, search_dir, base)
+        conf.recommended, conf.recommendation = recommend(conf)
+        save(conf)
+        return conf
     while True:
         run_order(conf, base, role, console, save, on_run, around)
         conf.verdicts = compare_sides(conf, search_dir)
@@ -165,6 +230,86 @@ def run_order(state: Interleaved, base: BenchOptions, role: dict[str, Any],
             on_run(label)
 
 
+BLOCK_S = 10
+"""Longest measured block of the final comparison: short blocks give many pairs, and fewer
+of them straddle a change of the machine's speed."""
+BLOCK_WARMUP_S = 2
+"""Longest warm-up after each block's CHECKPOINT (both servers stay up and warm)."""
+
+
+def block_options(base: BenchOptions) -> BenchOptions:
+    """The trials' options with blocks no longer than BLOCK_S after BLOCK_WARMUP_S."""
+    return dataclasses.replace(base, duration_s=min(base.duration_s, BLOCK_S),
+                               warmup_s=min(base.warmup_s, BLOCK_WARMUP_S), iterations=1)
+
+
+def block_budget_s(conf: Confirmation, base: BenchOptions) -> float:
+    """Each block comparison's measuring time: what the whole-run rounds would have taken
+    for one baseline (the winner's runs and the baseline's, with each run's overhead)."""
+    from pgdyno.campaign.runner import RUN_OVERHEAD_S
+
+    return max(10.0, 2 * conf.pairs * (base.duration_s + base.warmup_s + RUN_OVERHEAD_S))
+
+
+def run_blocks(conf: Confirmation, base: BenchOptions, search_dir: Path,
+               role: dict[str, Any], console: Console | None,
+               save: Callable[[Confirmation], None]) -> None:
+    """Each baseline not compared yet meets the winner in a block comparison of its own."""
+    from pgdyno.compare.blocks import BlockComparison, BlockPlan, Side
+    from pgdyno.results.rundir import safe_name
+    from pgdyno.workloads import registry
+    from pgdyno.workloads.metrics import headline_metric
+
+    metric = headline_metric(registry.get(base.workload).metrics)
+    blocks = block_options(base)
+    winner = conf.winner
+    for label in list(conf.sides)[1:]:
+        if label in conf.blocks:
+            continue  # compared before an interruption: kept
+        sides = [Side(name, options=dataclasses.replace(blocks, config=conf.sides[name],
+                                                          sets=()),
+                      role=tuple({**role, "compare_side": name}.items()))
+                 for name in (label, winner)]
+        plan = BlockPlan(design=conf.design, pairs=MIN_BLOCK_PAIRS,
+                         budget_s=block_budget_s(conf, base),
+                         precision_pct=TARGET_EFFECT_PCT / 2)
+        out = search_dir / f"blocks-vs-{safe_name(label)}"
+
+        def say(line: str, label: str = label) -> None:
+            if console is not None:
+                console.print(f"final comparison vs {label}: {line}", markup=False,
+                              highlight=False, soft_wrap=True)
+
+        record = BlockComparison(blocks, sides[0], sides[1], plan, out, metric.name,
+                                 metric.direction or 1, conf.why, say).run()
+        conf.blocks[label] = BlockPair(str(out.relative_to(search_dir) / "blocks.json"),
+                                       record.baseline_run, record.candidate_run)
+        conf.runs[label].append(record.baseline_run)
+        conf.runs[winner].append(record.candidate_run)
+        conf.done += 1
+        save(conf)
+
+
+MIN_BLOCK_PAIRS = 4
+"""Pairs of blocks a comparison runs at least (the budget decides beyond)."""
+
+
+def _block_noise(conf: Confirmation, search_dir: Path, base: BenchOptions) -> Noise | None:
+    """The comparison's noise as its blocks show it: each config's blocks (its headline
+    per block, pilot and check pairs included) pooled as runs of the block's window."""
+    from pgdyno.compare.blocks import BLOCK_SCHEMA_VERSION, BlockRecord
+    from pgdyno.search.noise import noise_of
+
+    points: list[tuple[str, float]] = []
+    for label, pair in conf.blocks.items():
+        record = read_versioned(BlockRecord, search_dir / pair.record, BLOCK_SCHEMA_VERSION,
+                                "block comparison record")
+        names = {"A": label, "B": conf.winner}
+        points += [(f"{names[b.side]} ({label})", b.headline) for b in record.blocks
+                   if b.status == "ok" and b.headline is not None]
+    return noise_of(points, window_s=block_options(base).duration_s) if points else None
+
+
 def _undecided(conf: Confirmation) -> bool:
     for v in conf.verdicts:
         if v.verdict == UNDETERMINED:
@@ -176,8 +321,31 @@ def _undecided(conf: Confirmation) -> bool:
 
 
 def compare_sides(conf: Confirmation, search_dir: Path) -> list[Verdict]:
-    """The winner's runs against each baseline's, through the compare engine."""
-    return compare_labels(list(conf.sides), conf.runs, search_dir, "compare-vs-")
+    """The winner's runs against each baseline's, through the compare engine: pair by
+    pair of blocks where they ran as block comparisons."""
+    if conf.design == SEQUENTIAL:
+        return compare_labels(list(conf.sides), conf.runs, search_dir, "compare-vs-")
+    out = []
+    for label, pair in conf.blocks.items():
+        verdict = _block_verdict(conf.winner, label, pair, search_dir)
+        if verdict is not None:
+            out.append(verdict)
+    return out
+
+
+def _block_verdict(winner: str, label: str, pair: BlockPair,
+                   search_dir: Path) -> Verdict | None:
+    from pgdyno.compare.blocks import BLOCK_SCHEMA_VERSION, BlockRecord
+    from pgdyno.compare.design import block_design_summary
+
+    record = read_versioned(BlockRecord, search_dir / pair.record, BLOCK_SCHEMA_VERSION,
+                            "block comparison record")
+    a, b = load_run(Path(pair.baseline_run)), load_run(Path(pair.winner_run))
+    cmp = compare_runs([a], [b], baseline_label=label, candidate_label=winner,
+                       design=block_design_summary(record, a, b))
+    out_dir = search_dir / f"compare-vs-{label}"
+    write_comparison(cmp, [a], [b], out_dir)
+    return headline_verdict(cmp, label, winner, out_dir)
 
 
 def compare_labels(labels: list[str], runs: dict[str, list[str]], search_dir: Path,
@@ -238,5 +406,6 @@ def load_confirmation(path: Path) -> Confirmation | None:
     if not path.exists():
         return None
     return read_versioned(Confirmation, path, SCHEMA_VERSION, "search comparison",
-                          "; move it away to run the final comparison afresh")
+                          "; move it away to run the final comparison afresh",
+                          older={1: dict})  # version 1: whole runs, the default
 

@@ -84,6 +84,9 @@ class SearchOptions:
     top: int = 3
     reruns: int = 2
     compare_pairs: int = 3
+    compare_design: str = "auto"
+    """How the final comparison runs: ``auto``, ``interleaved`` or ``duet`` (both servers
+    up at once, in blocks: ``search.confirm``), or ``sequential`` (whole runs)."""
     compare_max_pairs: int | None = None
     """Rounds the final comparison may grow to while undecided (default: twice)."""
     validate_s: float = 0.0
@@ -221,6 +224,11 @@ def validate(opts: SearchOptions) -> None:
     if opts.allow_os_changes and (opts.bench.target.ssh or opts.workers > 1):
         raise UsageError("--allow-os-changes changes this host's kernel around one trial at "
                          "a time; accepted: a local server (no --ssh) and --workers 1")
+    from pgdyno.compare.blocks import DESIGNS
+
+    if opts.compare_design not in DESIGNS:
+        raise UsageError(f"--compare-design {opts.compare_design}: accepted values are "
+                         f"{', '.join(DESIGNS)}")
     if opts.compare_pairs == 1 or opts.compare_pairs < 0:
         raise UsageError(f"--compare-pairs {opts.compare_pairs}: accepted: 2 or more runs "
                          "per side (an interval needs two)")
@@ -331,7 +339,8 @@ def _run_search(opts: SearchOptions, console: Console, bench: BenchOptions, name
     outcome.winner_label, outcome.winner_file = winner.label, str(winner_file)
     conf = None
     if opts.compare_pairs >= 2:
-        conf = _confirm(search_dir, winner, winner_file, bench, opts, role, console, around)
+        conf = _confirm(search_dir, winner, winner_file, bench, opts, role, console, around,
+                        winner_os)
         outcome.recommendation = conf.recommendation
         outcome.verdicts = [v.sentence() for v in conf.verdicts]
     else:
@@ -691,15 +700,20 @@ def _select(ok_rows: list, search_dir: Path, bench: BenchOptions, opts: SearchOp
 
 
 def _confirm(search_dir: Path, winner: Candidate, winner_file: Path, bench: BenchOptions,
-             opts: SearchOptions, role: dict, console: Console, around=None):
+             opts: SearchOptions, role: dict, console: Console, around=None,
+             winner_os: dict | None = None):
     path = search_dir / "confirm.json"
     conf = confirm_mod.load_confirmation(path)
     if conf is None:
         is_named = winner.config in NAMED
         label = winner.label if is_named else f"search winner ({winner.label})"
+        design, why = confirm_mod.confirmation_design(opts.compare_design, bench,
+                                                      bool(winner_os))
         conf = confirm_mod.plan_confirmation(label, winner.config if is_named
                                              else str(winner_file), opts.compare_pairs,
-                                             opts.compare_max_pairs)
+                                             opts.compare_max_pairs, design, why)
+        if opts.show_progress:
+            console.print(f"final comparison: {design} ({why})")
 
     def on_run(label: str) -> None:
         if opts.show_progress:
