@@ -52,6 +52,7 @@ from pgdyno.study.model import (
     WorkloadResult,
 )
 from pgdyno.study.spec import StudySpec
+from pgdyno.study.versions import build_versions
 from pgdyno.workloads import registry
 
 
@@ -79,6 +80,9 @@ def build_study(spec: CampaignSpec, study: StudySpec, out_dir: Path) -> StudyRec
     record.smart_phases, record.smart_note = smart_phases(_smart_readings(spec, results))
     record.provision = read_provision_plans(spec.journal_dir)
     record.left_out = list(left_out.values())
+    record.versions = build_versions(spec, study.baseline, {
+        r.workload: r.comparison for r in results if r.comparison is not None},
+        study.candidate)
     record.findings = conclusions.findings(record)
     record.threats = conclusions.threats(record)
     return record

@@ -17,6 +17,7 @@ from pgdyno.compare.model import Comparison
 from pgdyno.provision.model import ProvisionPlan
 from pgdyno.results.manifest import read_versioned
 from pgdyno.results.rundir import write_json_atomic
+from pgdyno.study.versions_model import VersionReport
 
 SCHEMA_VERSION = 1
 RECORD_FILE = "study.json"
@@ -261,6 +262,9 @@ class StudyRecord:
     left_out: list[LeftOutRun] = field(default_factory=list)
     """Runs of cells that ended ok but could not be read, with why (their cells read
     ``damaged``)."""
+    versions: VersionReport | None = None
+    """The configs ran different PostgreSQL builds: which each ran, and every workload
+    under each build against the baseline's (None: one build for all)."""
 
     def workload(self, name: str) -> WorkloadResult | None:
         return next((w for w in self.workloads if w.workload == name), None)

@@ -33,6 +33,13 @@ from pgdyno.reports.document import (
 from pgdyno.study.conclusions import headline_comparison, projection
 from pgdyno.study.model import DAMAGED, Finding, Side, StudyRecord, Threat, WorkloadResult
 from pgdyno.study.plots import study_plots
+from pgdyno.study.versions_report import (
+    build_line,
+    side_name,
+    stock_section,
+    version_plots,
+    version_sections,
+)
 from pgdyno.units import figure, signed_pct
 
 REPORT_STEM = "study"
@@ -46,6 +53,8 @@ def write_study_report(record: StudyRecord, out_dir: Path) -> Path:
     """study.md, study.html (self-contained) and plots/ in ``out_dir``."""
     out_dir.mkdir(parents=True, exist_ok=True)
     images = study_plots(record, out_dir / "plots")
+    if record.versions is not None:
+        images |= version_plots(record.versions, out_dir / "plots")
     return html.write_document(build_document(record, images, out_dir), out_dir, REPORT_STEM)
 
 
@@ -57,6 +66,9 @@ def build_document(record: StudyRecord, images: dict[str, str], out_dir: Path) -
     sections = [_question(record)]
     for name in record.sections:
         sections += parts[name](record, images, out_dir)
+        if name == "glance" and record.versions is not None:
+            # Builds side by side: the matrix right after the headline table.
+            sections += version_sections(record.versions, images)
     sections.append(_runs(record))
     return Document(title=f"pgdyno study: {record.title}", sections=sections)
 
@@ -287,8 +299,21 @@ def _question(record: StudyRecord) -> Section:
         f"Hardware: {record.hardware}.",
         f"Campaign {record.campaign} at size {record.size}, {record.started_at[:19]} to "
         f"{record.ended_at[:19]} UTC: {ok} of {cells} cells ok{wall}. Baseline: "
-        f"{record.baseline}" + (f"; candidate: {record.candidate}." if record.candidate
-                                else ".")])
+        f"{_side(record, record.baseline)}" + (
+            f"; candidate: {_side(record, record.candidate)}." if record.candidate else "."),
+        *_builds(record)])
+
+
+def _side(record: StudyRecord, label: str) -> str:
+    """A config's label, with the PostgreSQL it ran when the configs ran different builds."""
+    return side_name(record.versions, label)
+
+
+def _builds(record: StudyRecord) -> list[str]:
+    """Which PostgreSQL each config ran, where they differ: version, programs, origin."""
+    if record.versions is None:
+        return []
+    return ["Servers: " + "; ".join(build_line(s) for s in record.versions.servers) + "."]
 
 
 def _summary(record: StudyRecord, images: dict[str, str], out_dir: Path) -> list[Section]:
@@ -310,7 +335,8 @@ def _summary(record: StudyRecord, images: dict[str, str], out_dir: Path) -> list
 
 
 def _glance(record: StudyRecord, images: dict[str, str], out_dir: Path) -> list[Section]:
-    a, b = record.baseline, record.candidate or "—"
+    a = _side(record, record.baseline)
+    b = _side(record, record.candidate) if record.candidate else "—"
     rows = []
     for result in record.workloads:
         rows.append(_glance_row(result, record))
@@ -543,13 +569,16 @@ def _steps_table(result: WorkloadResult) -> Table:
 def _settings(record: StudyRecord, images: dict[str, str], out_dir: Path) -> list[Section]:
     section = Section(SECTION_TITLES["settings"], anchor="settings")
     if record.settings:
-        section.tables.append(Table(["Layer", "Parameter", record.baseline,
-                                     record.candidate or "", "Rationale"],
+        section.tables.append(Table(["Layer", "Parameter", _side(record, record.baseline),
+                                     _side(record, record.candidate or ""), "Rationale"],
                                     [[s["layer"], s["name"], s["before"], s["after"],
                                       s["rationale"]] for s in record.settings]))
     else:
         section.paragraphs.append("The configs compared set the same values.")
-    return [section]
+    if record.versions is None:
+        return [section]
+    section.paragraphs += _builds(record)
+    return [section, stock_section(record.versions)]
 
 
 def _context(record: StudyRecord, images: dict[str, str], out_dir: Path) -> list[Section]:

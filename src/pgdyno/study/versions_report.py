@@ -73,8 +73,9 @@ def version_sections(report: VersionReport, images: dict[str, str]) -> list[Sect
     top.tables.append(Table(["Config", "PostgreSQL", "Programs", "From"],
                             [[s.label, s.version or "—", s.bin_dir or "—", s.source]
                              for s in report.servers]))
+    # The stock settings that differ are in the settings section (``stock_section``).
     return [top, _matrix(report, images), _per_build(report, "cpu"),
-            _per_build(report, "p99"), stock_section(report), _conclusions(report)]
+            _per_build(report, "p99"), _conclusions(report)]
 
 
 def _matrix(report: VersionReport, images: dict[str, str]) -> Section:
@@ -160,8 +161,8 @@ def sentence(f: VersionFinding, report: VersionReport) -> str:
     if f.kind == "slower":
         return f"{who} is slower than {base} on {f.workload} by {_pct(v['ratio'])}{interval}."
     if f.kind == "no_difference":
-        return (f"{f.workload}: no significant difference between {who} and {base} "
-                f"({_pct(v['ratio'])}{interval}).")
+        return (f"{f.workload}: no significant difference between {who} and {base}: "
+                f"{_pct(v['ratio'])}{interval}.")
     if f.kind == "undetermined":
         return f"{f.workload}: {who} against {base} is undetermined ({w.get('verdict')})."
     if f.kind == "summary":
