@@ -43,8 +43,9 @@ def compare_args(args: argparse.Namespace, design: str, out: Path) -> list[str]:
               str(args.clients), "--design", design, "--no-progress",
               "--results-dir", str(args.results_dir), "--workdir", str(args.workdir),
               "--out", str(out), *args.workload_args]
-    if args.scale is not None:
-        common += ["--scale", str(args.scale)]
+    scale = args.scale if args.scale is not None else (10 if args.workload == "tpcb" else None)
+    if scale is not None:
+        common += ["--scale", str(scale)]
     if design == "sequential":
         per_pair = 2 * (args.seq_duration + args.seq_warmup + args.seq_overhead)
         pairs = max(2, math.floor(args.budget / per_pair))
@@ -110,7 +111,9 @@ def earlier_rows(path: Path) -> list[dict]:
 def build_parser() -> argparse.ArgumentParser:
     parser = new_parser(__doc__, "--out")
     parser.add_argument("--workload", default="tpcb")
-    parser.add_argument("--scale", type=int, default=10)
+    parser.add_argument("--scale", type=int, default=None,
+                        help="pgbench's scale (default 10 for tpcb; other workloads size "
+                        "their data with their own options after --)")
     parser.add_argument("--clients", type=int, default=4)
     parser.add_argument("--designs", default="interleaved,sequential")
     parser.add_argument("--budget", type=float, default=600.0, help="seconds a comparison")
