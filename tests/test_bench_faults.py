@@ -15,7 +15,13 @@ import pytest
 
 from pgdyno.targets.binaries import embedded_install
 from pgdyno.targets.local import LocalServer
-from tests.conftest import interruptible, make_shared_dir, postgres_processes, run_cli
+from tests.conftest import (
+    interruptible,
+    make_shared_dir,
+    postgres_processes,
+    run_cli,
+    run_cli_here,
+)
 
 SHORT = ["--duration", "2", "--warmup", "0", "--iterations", "1", "--scale", "1",
          "--no-progress"]
@@ -49,7 +55,7 @@ def _one_line_error(proc: subprocess.CompletedProcess, *words: str) -> None:
     (["bench", "tpcb", "--nonsense"], ["--nonsense"]),
 ])
 def test_bad_input_one_line_exit_2(args: list[str], words: list[str], workdir: Path) -> None:
-    _one_line_error(run_cli(args, workdir, cwd=Path(__file__).parent.parent), *words)
+    _one_line_error(run_cli_here(args, workdir, cwd=Path(__file__).parent.parent), *words)
 
 
 def _workdir_with_user_tables(prefix: str, *statements: str) -> tuple[Path, LocalServer]:
@@ -71,14 +77,16 @@ def test_refuses_foreign_tables_unless_forced(workdir: Path) -> None:
         "pgdyno-foreign-", "CREATE TABLE customer_data (id int)",
         "INSERT INTO customer_data VALUES (42)")
     results = make_shared_dir("pgdyno-results-")
-    refused = run_cli(["bench", "tpcb", *SHORT, "--results-dir", str(results)], own)
+    refused = run_cli_here(["bench", "tpcb", *SHORT, "--results-dir", str(results)], own)
     _one_line_error(refused, "customer_data", "--force")
-    # Seen once the server runs, before the first iteration: no run left (issue 26 item 13).
+    # Seen once the server runs, before the first iteration: no run left.
     assert "run directory" not in refused.stderr
     assert not list(results.rglob("manifest.json")), sorted(results.rglob("*"))
-    forced = run_cli(["bench", "tpcb", *SHORT, "--results-dir", str(results), "--force"], own)
+    forced = run_cli_here(["bench", "tpcb", *SHORT, "--results-dir", str(results), "--force"],
+                          own)
     assert forced.returncode == 0, forced.stderr
-    again = run_cli(["bench", "tpcb", *SHORT, "--results-dir", str(results), "--force"], own)
+    again = run_cli_here(["bench", "tpcb", *SHORT, "--results-dir", str(results), "--force"],
+                         own)
     manifests = sorted(results.glob("*/*/manifest.json"))
     assert [json.loads(m.read_text())["dataset"] for m in manifests][-1]["reused"] is True
     assert again.returncode == 0

@@ -19,7 +19,6 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Iterator
@@ -29,8 +28,10 @@ import pytest
 
 from pgdyno import serde
 from pgdyno.analysis.verdict import CAPACITY, Evidence
+from pgdyno.options import default_workdir
 from pgdyno.reports.evidence import evidence_text
 from pgdyno.results.capacity import FROZEN_FILE, freeze_into
+from tests.conftest import run_cli_here
 
 pytestmark = [pytest.mark.server, pytest.mark.skipif(
     os.geteuid() != 0 or not all(shutil.which(p) for p in ("fio", "losetup", "mkfs.xfs")),
@@ -41,10 +42,11 @@ V1_THROTTLE = Path("/sys/fs/cgroup/blkio/blkio.throttle.write_iops_device")
 V2_IO_MAX = Path("/sys/fs/cgroup/io.max")
 
 
-def pgdyno(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
+def pgdyno(*args: str) -> subprocess.CompletedProcess:
+    """``pgdyno ARGS``, which must succeed, through the CLI's entry point in this process
+    (``run_cli_here``: nothing here signals it), with the workdir a user has by default."""
     quiet = ["--no-progress"] if args[0] == "bench" else []
-    proc = subprocess.run([sys.executable, "-m", "pgdyno", *args, *quiet],
-                          capture_output=True, text=True, timeout=timeout, check=False)
+    proc = run_cli_here([*args, *quiet], default_workdir())
     assert proc.returncode == 0, proc.stderr
     return proc
 

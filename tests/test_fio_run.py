@@ -13,15 +13,16 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from pgdyno.options import default_workdir
 from pgdyno.results.capacity import load_capacity, store_path
 from tests.answer import markdown_table
+from tests.conftest import run_cli_here
 
 # A real device measured for about a minute: out of the quick `-m "not server"` run.
 pytestmark = [pytest.mark.server, pytest.mark.skipif(
@@ -33,10 +34,11 @@ KERNEL_EXTRA_IOS_PCT = 2.0
 inode writes during a 4 KiB random job (measured here: under 0.5%)."""
 
 
-def pgdyno(*args: str, env: dict | None = None,
-           timeout: float = 300) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "pgdyno", *args], capture_output=True,
-                          text=True, timeout=timeout, env=env, check=False)
+def pgdyno(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    """``pgdyno ARGS`` through the CLI's entry point in this process (``run_cli_here``: no
+    signal here, and fio runs as a child either way), with the workdir a user has by
+    default; ``env``: variables set on top of this process's environment."""
+    return run_cli_here(list(args), default_workdir(), env=env)
 
 
 @pytest.fixture(scope="module")
@@ -226,7 +228,7 @@ def test_missing_directory_is_refused(tmp_path: Path) -> None:
 
 
 def test_missing_fio_is_one_line(tmp_path: Path) -> None:
-    env = {**os.environ, "PATH": str(tmp_path)}  # a PATH without fio
+    env = {"PATH": str(tmp_path)}  # a PATH without fio
     line = one_line_error(pgdyno("bench", "fio", "--target-dir", str(tmp_path), env=env))
     assert "apt-get install fio" in line
 
