@@ -75,6 +75,9 @@ class ServerFacts:
     stock_settings: dict[str, str] = field(default_factory=dict)
     """The stock value (pg_settings.boot_val, with its unit) of each of those settings;
     empty in runs recorded before it was kept."""
+    defaults: dict[str, str] = field(default_factory=dict)
+    """Every setting's built-in default (pg_settings.boot_val, with its unit): what two
+    server builds' stock settings differ in; empty in runs recorded before it was kept."""
 
 
 def host_facts(directories: dict[str, Path] | None = None) -> HostFacts:
@@ -157,6 +160,8 @@ def server_facts(conn: ConnectionInfo) -> ServerFacts:
         rows = db.execute(
             "SELECT name, setting, coalesce(unit, ''), boot_val FROM pg_settings "
             "WHERE source NOT IN ('default', 'override') ORDER BY name").fetchall()
+        defaults = db.execute("SELECT name, coalesce(boot_val, ''), coalesce(unit, '') "
+                              "FROM pg_settings ORDER BY name").fetchall()
         try:
             data_dir = db.execute("SHOW data_directory").fetchone()[0]
         except psycopg.Error:
@@ -164,7 +169,8 @@ def server_facts(conn: ConnectionInfo) -> ServerFacts:
     return ServerFacts(version=version, version_num=num, data_directory=data_dir,
                        non_default_settings={n: f"{s}{u and ' ' + u}" for n, s, u, _ in rows},
                        stock_settings={n: f"{b}{u and ' ' + u}" for n, _, u, b in rows
-                                       if b is not None})
+                                       if b is not None},
+                       defaults={n: f"{b}{u and ' ' + u}" for n, b, u in defaults})
 
 
 def database_host_facts(profile: Any, destination: str,

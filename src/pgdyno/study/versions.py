@@ -6,8 +6,8 @@ each cell's run; each run's manifest says which server answered (``SHOW server_v
 and from which programs (its target's ``pg_bin``); its summary gives the iterations. The
 base config against the study's candidate is the study's own comparison of that workload
 (whatever its design); every other config is compared with the base by ``compare_runs``
-over the iterations. Each build's stock settings are read from its programs
-(``postgres --describe-config``: the compiled-in defaults, no cluster needed).
+over the iterations. Each build's stock settings are its built-in defaults as its runs
+recorded them (``pg_settings.boot_val``, in the manifest's server facts).
 """
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ def build_versions(spec: CampaignSpec, base: str,
                                       if registry.get(w).needs_server])
     if not report.differ:
         return None
-    report.stock, report.stock_note = stock_differences(servers)
+    report.stock, report.stock_note = stock_differences(labels, runs)
     for workload in report.workloads:
         _workload(report, workload, runs, (comparisons or {}).get(workload), candidate)
     report.findings = findings(report)
@@ -170,33 +170,31 @@ def _run(cmd: list[str]) -> str:
     return out.stdout if out.returncode == 0 else ""
 
 
-def stock_settings(bin_dir: str) -> dict[str, str] | None:
-    """Setting -> compiled-in default of the build in ``bin_dir`` (``postgres
-    --describe-config``: name, context, group, type, default, ...), None: not readable."""
-    text = _run([str(Path(bin_dir) / "postgres"), "--describe-config"])
-    if not text:
-        return None
-    out = {}
-    for line in text.splitlines():
-        fields = line.split("\t")
-        if len(fields) >= 5:
-            out[fields[0]] = fields[4]
-    return out
+def stock_settings(label: str, runs: RunsByCell) -> dict[str, str] | None:
+    """Setting -> built-in default (pg_settings.boot_val, with its unit) of the build a
+    config ran, as its first run recorded it; None: no run of it recorded them."""
+    for (_, run_label), found in runs.items():
+        for run in found if run_label == label else []:
+            defaults = (run.manifest.get("server") or {}).get("defaults")
+            if defaults:
+                return {str(k): str(v) for k, v in defaults.items()}
+    return None
 
 
-def stock_differences(servers: list[ServerBuild]) -> tuple[list[StockDifference], str]:
+def stock_differences(labels: list[str], runs: RunsByCell
+                      ) -> tuple[list[StockDifference], str]:
     """The settings whose default differs between the builds (or that one lacks)."""
     defaults: dict[str, dict[str, str]] = {}
     missing = []
-    for server in servers:
-        found = stock_settings(server.bin_dir) if server.bin_dir else None
+    for label in labels:
+        found = stock_settings(label, runs)
         if found is None:
-            missing.append(f"{server.label} ({server.bin_dir or 'no programs'})")
+            missing.append(label)
         else:
-            defaults[server.label] = found
+            defaults[label] = found
     if missing:
-        return [], ("the programs of " + ", ".join(missing) + " cannot be run here: their "
-                    "stock settings are not compared")
+        return [], (f"no run of {', '.join(missing)} recorded its server's built-in "
+                    "defaults")
     names = sorted({n for found in defaults.values() for n in found})
     out = []
     for name in names:

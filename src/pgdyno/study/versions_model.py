@@ -1,9 +1,9 @@
 """The version report's data: which PostgreSQL each config ran, and each workload's
 throughput relative to the base config, with the server's CPU per transaction and p99.
 
-Computed by ``study.versions`` from the campaign's journal and run files (and each build's
-``postgres --describe-config`` for its stock settings), kept in ``study.json`` beside the
-rest of the study, and only worded and laid out by ``study.versions_report``.
+Computed by ``study.versions`` from the campaign's journal and run files, kept in
+``study.json`` beside the rest of the study, and only worded and laid out by
+``study.versions_report``.
 """
 
 from __future__ import annotations
@@ -39,8 +39,8 @@ class StockDifference:
 
     name: str
     values: dict[str, str]
-    """Config label -> the build's default (``postgres --describe-config``, in the
-    setting's base unit); "" when the build has no such setting."""
+    """Config label -> the build's default (``pg_settings.boot_val`` with its unit); ""
+    when the build has no such setting."""
 
 
 @dataclass
@@ -108,7 +108,7 @@ class VersionReport:
     figures: list[VersionFigure] = field(default_factory=list)
     stock: list[StockDifference] = field(default_factory=list)
     stock_note: str = ""
-    """Why stock settings could not be compared (a build's programs are gone), if so."""
+    """Why stock settings could not be compared (no run of a build recorded them), if so."""
     findings: list[VersionFinding] = field(default_factory=list)
 
     def server(self, label: str) -> ServerBuild | None:

@@ -133,9 +133,9 @@ def stock_section(report: VersionReport) -> Section:
                                   "defaults.")
     else:
         section.paragraphs.append(
-            "Compiled-in defaults (postgres --describe-config, in each setting's base unit); "
-            "— : the build has no such setting. The runs' own settings (the config, "
-            "pgdyno's base settings) are set over these.")
+            "Built-in defaults (pg_settings.boot_val, with the setting's unit) as each "
+            "build's runs recorded them; — : the build has no such setting. The runs' own "
+            "settings (the config, pgdyno's base settings) are set over these.")
         section.tables.append(Table(
             ["Setting", *[side_name(report, label) for label in report.labels]],
             [[d.name, *[d.values.get(label) or "—" for label in report.labels]]
