@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import make_shared_dir, run_cli
+from tests.conftest import make_shared_dir
+from tests.conftest import run_cli_here as run_cli
 from tests.recompute import recompute
 
 pytestmark = pytest.mark.server  # every test here starts PostgreSQL
@@ -18,7 +19,8 @@ pytestmark = pytest.mark.server  # every test here starts PostgreSQL
 
 @pytest.fixture(scope="module")
 def sweep_run(workdir: Path) -> Path:
-    """Two client counts × two iterations, short, with warm-up: the seed 001 tables."""
+    """Two client counts × two iterations, short, with warm-up: a report's per-client and
+    per-iteration tables."""
     results = make_shared_dir("pgdyno-results-")
     proc = run_cli(["bench", "tpcb", "--clients", "1,3", "--iterations", "2", "--duration", "3",
                     "--warmup", "1", "--scale", "2", "--results-dir", str(results),
