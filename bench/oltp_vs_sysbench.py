@@ -1,4 +1,10 @@
-"""sysbench-style OLTP: pgdyno's oltp-read-only / oltp-read-write against real sysbench.
+"""sysbench-style OLTP: pgdyno's sbtest workloads against real sysbench, on the same tables.
+
+Every sbtest workload has its sysbench test (``WORKLOADS``): oltp-read-only and
+oltp-read-write, and the microbenchmark battery (point select, random points, random
+ranges at three lengths, update index, update non-index, insert, delete, write-only). The
+tables get their rows back (ids 1..table_size) before every run, pgdyno's as sysbench's,
+so a delete or insert run leaves nothing for the next.
 
 One embedded PostgreSQL 18 server (stock configuration) in its own workdir under /var/tmp;
 pgdyno builds the sbtest tables once (a 1 s run through --dsn, which records them), and
@@ -25,6 +31,7 @@ interval says whether that noise leaves room for a real difference).
     python bench/oltp_vs_sysbench.py --pairs 2 --duration 5 --table-size 10000  # quick
     python bench/oltp_vs_sysbench.py --pairs 10 --threads-also 8  # pgbench -j 8 beside
     python bench/oltp_vs_sysbench.py --pairs 10 --bare-also  # pgdyno's script, no pgdyno
+    python bench/oltp_vs_sysbench.py --workloads all --pairs 3 --duration 10  # the battery
 
 ``--bare-also`` splits the ratio in two: it runs, in every pair, the very pgbench command
 pgdyno ran (its script file, clients, threads, protocol, --max-tries) without pgdyno
@@ -54,9 +61,19 @@ from pgdyno.targets.binaries import embedded_install
 from pgdyno.targets.connection import ConnectionInfo
 from pgdyno.targets.local import LocalServer
 from pgdyno.workloads import dataset
+from pgdyno.workloads.oltp.battery import BATTERY
+from pgdyno.workloads.oltp.restore import restore_rows
 
-WORKLOADS = {"oltp-read-only": "oltp_read_only", "oltp-read-write": "oltp_read_write"}
+WORKLOADS = {"oltp-read-only": "oltp_read_only", "oltp-read-write": "oltp_read_write",
+             **{name: bench.sysbench for name, bench in BATTERY.items()},
+             "oltp-random-ranges-100": "select_random_ranges",
+             "oltp-random-ranges-1000": "select_random_ranges"}
 """pgdyno's workload name: sysbench's test of the same transaction."""
+SYSBENCH_OPTIONS = {"oltp-random-ranges": ["--delta=5"],
+                    "oltp-random-ranges-100": ["--delta=100"],
+                    "oltp-random-ranges-1000": ["--delta=1000"]}
+"""sysbench's options that make its test the workload's (the range length)."""
+DEFAULT_WORKLOADS = ("oltp-read-only", "oltp-read-write")
 _INTERVAL = re.compile(r"^\[ (\d+)s \] thds: \d+ tps: ([\d.]+)", re.MULTILINE)
 """sysbench's per-second report line: ``[ 7s ] thds: 8 tps: 1234.56 qps: ...``."""
 _PROGRESS = re.compile(r"^progress: ([\d.]+) s, ([\d.]+) tps", re.MULTILINE)
@@ -175,8 +192,10 @@ def run_sysbench(workload: str, conn: ConnectionInfo, args: argparse.Namespace,
            f"--pgsql-port={conn.port}", f"--pgsql-user={conn.user}",
            f"--pgsql-db={conn.dbname}", f"--tables={args.tables}",
            f"--table-size={args.table_size}", f"--threads={args.clients}",
-           f"--time={args.warmup + args.duration}", "--report-interval=1", "run"]
+           f"--time={args.warmup + args.duration}", "--report-interval=1",
+           *SYSBENCH_OPTIONS.get(workload, []), "run"]
     env = dict(os.environ, PGOPTIONS=f"-c search_path={dataset.SCHEMA}")
+    restore_rows(conn, args.tables, args.table_size)  # as pgdyno's runs start
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     server_before = server_cpu_s(postmaster)
     out = subprocess.run(cmd, capture_output=True, text=True, env=env)
@@ -248,7 +267,7 @@ def measure_pairs(args: argparse.Namespace, workloads: list[str], server: LocalS
             row = {"pair": pair, "workload": workload, "pgdyno_tps": tps["pgdyno"],
                    "sysbench_tps": tps["sysbench"],
                    "ratio": tps["pgdyno"] / tps["sysbench"]}
-            line = (f"pair {pair} {workload:<16} pgdyno {tps['pgdyno']:>10,.1f} tps  "
+            line = (f"pair {pair} {workload:<23} pgdyno {tps['pgdyno']:>10,.1f} tps  "
                     f"sysbench {tps['sysbench']:>10,.1f} tps  ratio {row['ratio']:.3f}")
             if args.threads_also:
                 other = tps[f"pgdyno-t{args.threads_also}"]
@@ -284,7 +303,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--bare-also", action="store_true",
                         help="also run pgdyno's pgbench command bare (no pgdyno, no -l) in "
                              "every pair: the script's parity and the harness's cost apart")
-    parser.add_argument("--workloads", default=",".join(WORKLOADS))
+    parser.add_argument("--workloads", default=",".join(DEFAULT_WORKLOADS),
+                        help=f"some of {', '.join(WORKLOADS)}, or all")
     return parser
 
 
@@ -292,7 +312,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if shutil.which("sysbench") is None:
         sys.exit("sysbench is not installed (setup.sh installs sysbench 1.0.20)")
-    workloads = args.workloads.split(",")
+    workloads = list(WORKLOADS) if args.workloads == "all" else args.workloads.split(",")
     unknown = [w for w in workloads if w not in WORKLOADS]
     if unknown:
         sys.exit(f"--workloads {','.join(unknown)}: expected some of {', '.join(WORKLOADS)}")
