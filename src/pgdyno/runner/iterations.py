@@ -73,7 +73,11 @@ def execute(workload: Workload, ctx: RunContext, manifest: Manifest,
         overall = progress.add_task("preparing", total=len(steps) * per_step, status="")
         ctx.status = lambda text: progress.update(overall, status=text)
         ctx.prepared = workload.prepare(ctx)
-        if ctx.conn is not None:  # a build may restart the server (a new port)
+        if ctx.conn is not None and ctx.target is not None:
+            # A build may restart the server (wal_level minimal and back, a new port): the
+            # report describes the server the measured window runs on, read again now.
+            describe_server(ctx, manifest)
+        elif ctx.conn is not None:
             manifest.connection = ctx.conn.describe()
         progress.update(overall, status="")
         manifest.dataset = {**ctx.prepared.dataset, **dataset_fit(ctx)}
@@ -131,10 +135,17 @@ def bring_up(ctx: RunContext, manifest: Manifest) -> None:
     target.prepare()
     start_with_rollback(target, manifest, ctx.plan)
     ctx.conn = dataset.scoped(target.connection(ctx.opts.via), ctx.dataset_schema)
+    describe_server(ctx, manifest)
+
+
+def describe_server(ctx: RunContext, manifest: Manifest) -> None:
+    """The manifest's connection and server facts (settings, port) read from the server
+    as it runs now."""
+    assert ctx.target is not None and ctx.conn is not None
     manifest.connection = ctx.conn.describe()
     # The way it really connected (a --dsn naming a TCP host is TCP whatever --via says).
     manifest.options = dataclasses.replace(manifest.options, via=ctx.conn.via)
-    manifest.server = serde.to_dict(server_facts(target.admin_connection()))
+    manifest.server = serde.to_dict(server_facts(ctx.target.admin_connection()))
 
 
 def start_with_rollback(target: Target, manifest: Manifest, plan: RunPlan) -> None:
