@@ -68,7 +68,7 @@ from pgdyno.targets.local import check_owned_settings
 from pgdyno.workloads import registry
 
 CAMPAIGN_KEYS = {"name", "context", "results_dir", "hardware", "workloads", "clients", "repeat"}
-CONFIG_KEYS = {"label", "config", "set", "os", "bench"}
+CONFIG_KEYS = {"label", "config", "set", "os", "bench", "pg-bin"}
 # Options a campaign decides itself, per cell.
 CELL_OWNED = {"workload", "clients", "config", "set_", "set", "context", "results_dir",
               "progress"}
@@ -441,10 +441,29 @@ def _config(entry: dict[str, Any], path: Path, in_study: bool = False) -> Config
         check_dir_name(label, f"campaign {path}: {what}", "tuned-4gb")
     sets = tuple(_str_list(entry.get("set", []), "set", path))
     bench = _bench(entry.get("bench", {}), path, f"[[config]] {label} [config.bench]")
+    if "pg-bin" in entry:  # the config's own server build: its cells' --pg-bin
+        bench["pg_bin"] = _pg_bin(entry["pg-bin"], "pg_bin" in bench, label, path)
     return ConfigEntry(label=label, config=config, sets=sets,
                        os=_os_settings(entry.get("os", {}), label, path),
                        bench=tuple((k, tuple(v) if isinstance(v, list) else v)
                                    for k, v in bench.items()))
+
+
+def _pg_bin(value: Any, in_bench: bool, label: str, path: Path) -> str:
+    """``pg-bin``: the directory of the server programs this config's cells run, checked
+    to hold PostgreSQL's programs when the file is read."""
+    where = f"[[config]] {label}"
+    if in_bench:
+        raise UsageError(f"campaign {path}: {where}: pg-bin given twice (also in "
+                         "[config.bench]); accepted: one of them")
+    if not isinstance(value, str) or not value.strip() or control_character(value):
+        raise _wrong(path, where, "pg-bin", value, "a directory of PostgreSQL programs, "
+                     "e.g. \"/usr/lib/postgresql/15/bin\"")
+    try:
+        install_from_dir(value)
+    except UsageError as exc:
+        raise UsageError(f"campaign {path}: {where} pg-bin: {exc}") from None
+    return value
 
 
 def _os_settings(table: Any, label: str, path: Path) -> tuple[tuple[str, str], ...]:
@@ -493,19 +512,22 @@ def _str_list(value: Any, key: str, path: Path) -> list[str]:
 def _check_options(spec: CampaignSpec) -> None:
     """Every cell's options, the server they name and every config, as the first run would
     check them: a mistake is found before the journal exists, not at cell 5."""
-    first: BenchOptions | None = None
+    first: dict[str, BenchOptions] = {}  # config label -> its first cell's options
     for cell in spec.cells()[:len(spec.configs) * len(spec.workloads)]:
         try:
             opts = spec.options_for(cell)
         except UsageError as exc:
             raise UsageError(f"campaign {spec.path}: {cell.workload} [[config]] "
                              f"{cell.config.label}: {exc}") from None
-        first = first or opts
-    assert first is not None  # workloads and configs are never empty
-    try:
-        _check_target(first.target, spec.configs)
-    except UsageError as exc:
-        raise UsageError(f"campaign {spec.path}: {exc}") from None
+        first.setdefault(cell.config.label, opts)
+    assert first  # workloads and configs are never empty
+    # Each config's settings against its own server build (its pg-bin, if it names one).
+    for entry in spec.configs:
+        opts = first.get(entry.label) or next(iter(first.values()))
+        try:
+            _check_target(opts.target, [entry])
+        except UsageError as exc:
+            raise UsageError(f"campaign {spec.path}: {exc}") from None
 
 
 def _check_target(target: TargetSpec, configs: list[ConfigEntry]) -> None:
