@@ -1,11 +1,11 @@
-"""What a reader sees first (issue 26 items 3 and 4): every run report opens with the answer
-the terminal printed, and every dataset a workload builds has its load reported.
+"""What a reader sees first: every run report opens with the answer the terminal printed,
+and every dataset a workload builds has its load reported.
 
 - The closing lines of `pgdyno bench` and the report's first section (Answer) are the same
   statements: the peak and its interval, saturation, p99, the verdict, where the dataset
   lived, the share of it that memory could hold with the hit ratio the peak measured, and
   the load. Every figure is recomputed here from summary.json and the manifest.
-- Item 12: a peak at the most clients tried says how much it was still rising and what to
+- A peak at the most clients tried says how much it was still rising and what to
   try next, not "saturates"; the dataset line is a sentence.
 - The Load table shows each phase's seconds as the manifest records them and as pgbench's
   own log timed them, with rows/s over rows the test counts in the database itself; a
@@ -33,7 +33,8 @@ from pgdyno.workloads import registry
 from pgdyno.workloads.base import HIGHER, LOWER, headline_of
 from pgdyno.workloads.pgbench.dataset import init_phases
 from tests.answer import answer, check_load_table, markdown_table, seconds, sections
-from tests.conftest import make_shared_dir, run_cli, scratch_database
+from tests.conftest import make_shared_dir, scratch_database
+from tests.conftest import run_cli_here as run_cli
 
 MIB, GIB = 2**20, 2**30
 T_975 = {1: 12.7062, 2: 4.3027}  # Student's t, two-sided 95%, from the published table
