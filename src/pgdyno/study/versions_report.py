@@ -54,8 +54,17 @@ def ratio_text(cell: MatrixCell | None) -> str:
         return "—"
     text = f"{MARKS.get(cell.verdict, '?')} {cell.ratio:.2f}×"
     if cell.ratio_low is not None and cell.ratio_high is not None:
-        text += f" [{cell.ratio_low:.2f}, {cell.ratio_high:.2f}]"
+        text += f" [{_bound(cell.ratio_low)}, {_bound(cell.ratio_high)}]"
     return text
+
+
+def _bound(ratio: float) -> str:
+    """An interval's end as a ratio: a change below -100% is a ratio of 0 (no throughput
+    is the floor), and one above 99× is shown as such (an interval that wide says only
+    that too few pairs were measured)."""
+    if ratio >= 99.995:
+        return ">99"
+    return f"{max(ratio, 0.0):.2f}"
 
 
 def _num(value: float | None, digits: int = 0) -> str:
