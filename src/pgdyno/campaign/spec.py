@@ -26,6 +26,11 @@
     set = ["synchronous_commit=off"]
 
     [[config]]
+    label = "pg15"
+    pg-bin = "/usr/lib/postgresql/15/bin"   # this config's server build (its cells'
+                                           # --pg-bin); its own cluster and dataset
+
+    [[config]]
     label = "dirty-4"
     [config.os]                  # OS settings of this config's cells (needs root and
     "vm.dirty_ratio" = 4         # `pgdyno campaign --allow-os-changes`): applied before
