@@ -53,7 +53,6 @@ class Microbench(Oltp):
     bench: ClassVar[battery.Microbenchmark]
     default_delta: ClassVar[int] = battery.DELTA
     read_write = False
-    tuning = ("oltp", True)
 
     def options_from_cli(self, raw: dict[str, Any], opts: BenchOptions) -> BenchOptions:
         for key in ("tables", "table_size", "load_workers", "random_points",
@@ -124,9 +123,12 @@ class Microbench(Oltp):
 def _plugin(bench: battery.Microbenchmark, rank: int, description: str,
             delta: int = battery.DELTA, name: str | None = None) -> type[Microbench]:
     """A registered class per microbenchmark (entry points name classes)."""
+    writes = bench.statement_counts()["write"] > 0
     return type(f"Microbench_{(name or bench.name).replace('-', '_')}", (Microbench,), {
         "name": name or bench.name, "rank": rank, "description": description,
-        "bench": bench, "default_delta": delta, "__module__": __name__})
+        "bench": bench, "default_delta": delta, "__module__": __name__,
+        # As oltp-read-only and oltp-read-write are tuned: reads alone, or writes.
+        "tuning": ("oltp", True) if writes else ("web", False)})
 
 
 B = battery.BATTERY

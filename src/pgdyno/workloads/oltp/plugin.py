@@ -181,10 +181,11 @@ class Oltp(PgbenchWorkload):
             f"{plan.parameters.get('tables')} tables × {plan.parameters.get('table_size'):,} "
             f"rows, ids drawn {plan.parameters.get('rand')}{self.shape_words(plan)}. One "
             f"transaction is {counts['total']} statement(s): {counts['read']} reads, "
-            f"{counts['write']} writes, {counts['other']} other (BEGIN, COMMIT), as sysbench "
-            "counts them; QPS = statements per transaction × TPS. Retried: transactions "
-            "that hit a deadlock or serialization failure and were retried (sysbench's "
-            "ignored errors)."],
+            f"{counts['write']} writes, {counts['other']} other"
+            f"{' (BEGIN, COMMIT)' if counts['other'] else ''}, as sysbench counts them; "
+            "QPS = statements per transaction × TPS. Retried: transactions that hit a "
+            "deadlock or serialization failure and were retried (sysbench's ignored "
+            "errors)."],
             tables=[Table(["Clients", "TPS", "QPS", "Queries read", "Queries written",
                            "Queries other", "Retried", "Latency avg (ms)", "p95 (ms)",
                            "p99 (ms)"], rows)])]
