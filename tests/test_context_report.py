@@ -20,7 +20,7 @@ from pgdyno.campaign.spec import load_spec
 from pgdyno.campaign.validation import run_validation
 from pgdyno.compare.runs import read_notes
 from pgdyno.units import rounded
-from tests.conftest import make_shared_dir, postgres_processes, run_cli
+from tests.conftest import make_shared_dir, postgres_processes, run_cli_here
 from tests.settings_text import recorded, stock, with_stock
 
 pytestmark = pytest.mark.server  # every test here starts PostgreSQL
@@ -80,16 +80,16 @@ def context(workdir: Path) -> Path:
     assert check.cores == [1, 2] and check.pinned_pids
     assert postgres_processes(str(workdir / "instances" / "pg18-embedded")) == []
     # The host's CPU baseline, in the hardware's own context as `bench cpu` names it.
-    cpu = run_cli(["bench", "cpu", "--context", CPU_CONTEXT, "--results-dir", str(results),
-                   "--duration", "2", "--warmup", "1", "--iterations", "1", "--no-progress"],
-                  workdir)
+    cpu = run_cli_here(["bench", "cpu", "--context", CPU_CONTEXT, "--results-dir",
+                        str(results), "--duration", "2", "--warmup", "1", "--iterations", "1",
+                        "--no-progress"], workdir)
     assert cpu.returncode == 0, cpu.stderr
     # A run of the same workload at other parameters (1 client, not 4): never ranked
     # against the campaign's runs, whatever its TPS.
-    other = run_cli(["bench", "simple-update", "--context", CONTEXT, "--scale", "1",
-                     "--clients", "1", "--duration", "2", "--warmup", "1", "--iterations", "1",
-                     "--set", "synchronous_commit=off", "--no-telemetry", "--no-progress",
-                     "--results-dir", str(results)], workdir)
+    other = run_cli_here(["bench", "simple-update", "--context", CONTEXT, "--scale", "1",
+                          "--clients", "1", "--duration", "2", "--warmup", "1", "--iterations",
+                          "1", "--set", "synchronous_commit=off", "--no-telemetry",
+                          "--no-progress", "--results-dir", str(results)], workdir)
     assert other.returncode == 0, other.stderr
     return results
 
@@ -168,9 +168,9 @@ def test_journal_has_changes_failures_and_rollback(context: Path) -> None:
 
 
 def test_settings_in_natural_units_with_the_stock_value(context: Path, server) -> None:
-    """Issue 26 item 2: the journal's Was lines and the best run's settings read as pg_settings
-    reported them, converted by the test (maintenance_work_mem=96MB is 98304 kB there), with
-    the stock value (a live server's boot_val) named."""
+    """Settings in natural units: the journal's Was lines and the best run's settings read
+    as pg_settings reported them, converted by the test (maintenance_work_mem=96MB is
+    98304 kB there), with the stock value (a live server's boot_val) named."""
     md = _report(context)
     conninfo = server.admin_connection().conninfo()
     runs = {p.name: json.loads((p / "manifest.json").read_text())
@@ -275,7 +275,7 @@ def test_configs_are_ranked_like_with_like(context: Path) -> None:
 
 
 def test_hardware_overview_lists_every_workload(context: Path) -> None:
-    """Seed 004's executive summary: one row per workload measured on this hardware, each
+    """The hardware overview: one row per workload measured on this hardware, each
     figure the best run's own (recomputed from its summary.json)."""
     md = _report(context)
     rows = {r[0]: r for r in _table(md, "Executive summary")}

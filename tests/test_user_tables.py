@@ -1,6 +1,6 @@
 """A user's tables survive every workload's --force, wherever the search_path finds them.
 
-Issue 30, item 1, as reported: the role ``alice`` owns a schema ``alice``, first on the
+The case as a user met it: the role ``alice`` owns a schema ``alice``, first on the
 default search_path (``"$user", public``), holding ``alice.pgbench_history`` and
 ``alice.customer``; ``--force`` used to let pgbench's drop step and TPROC-C's load replace
 them. Here every table name of every workload (pgbench, OLTP, TPROC-C, TPROC-H) exists as a
@@ -28,7 +28,8 @@ from pgdyno.workloads.oltp.schema import table_names
 from pgdyno.workloads.pgbench.dataset import PGBENCH_TABLES
 from pgdyno.workloads.tprocc import schema as tprocc_schema
 from pgdyno.workloads.tproch import schema as tproch_schema
-from tests.conftest import make_shared_dir, run_cli
+from tests.conftest import make_shared_dir
+from tests.conftest import run_cli_here as run_cli
 
 PG15 = Path("/usr/lib/postgresql/15/bin")
 RUN = ["--clients", "1", "--duration", "1", "--warmup", "0", "--iterations", "1",
