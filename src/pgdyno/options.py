@@ -112,6 +112,9 @@ class BenchOptions:
     """``--tx-logs sample[:R]``: pgbench logs a random fraction R of the transactions
     (``--sampling-rate``); 0: R chosen per iteration from the expected rate (auto). TPS
     and counts then come from pgbench's progress lines, percentiles from the sample."""
+    drivers: Path | None = None
+    """``--drivers``: a file naming the hosts that run pgbench (SSH destinations or an
+    Ansible inventory, ``pgdyno.targets.drivers``); None: pgbench runs here."""
     show_progress: bool = field(default=True, metadata={"serialise": False})
     results_db: str | None = field(default=None, metadata={"serialise": False})
     """``--results-db``: the shared PostgreSQL index of runs, also written; never saved in

@@ -17,6 +17,7 @@ import numpy as np
 
 from pgdyno import serde
 from pgdyno.analysis.histogram import PERCENTILES, LatencyHistogram
+from pgdyno.analysis.merge import DriverFigures
 from pgdyno.analysis.pgbench_log import AGGREGATE, EXACT, HISTOGRAM, LogStats, ScriptStats
 from pgdyno.analysis.sampled import SampledLatency
 from pgdyno.analysis.telemetry import TelemetrySummary
@@ -147,6 +148,9 @@ class IterationSummary:
     sampling: SampledLatency | None = None
     """``--tx-logs sample``: the sampling rate pgbench logged at and the 95% bounds of the
     sampled percentiles (None: every transaction was logged)."""
+    drivers: list[DriverFigures] = field(default_factory=list)
+    """--drivers: each driver host's own figures over the window they all covered (the
+    figures above are merged from theirs)."""
 
 
 @dataclass

@@ -55,6 +55,8 @@ CLIENT = "client"
 CHECKPOINT_STORM = "checkpoint_storm"
 STORAGE = "storage"
 
+DRIVER_BOUND = "driver_bound"
+"""Primary of a --drivers run whose driver host saturated before the server did."""
 KEEPS_UP = "keeps_up"
 """Primary of a paced run that reaches its ideal: the server is not the limit."""
 UNDETERMINED = "undetermined"
@@ -68,6 +70,7 @@ LABELS = {
     CLIENT: "client/network-bound",
     CHECKPOINT_STORM: "checkpoint storm",
     STORAGE: "storage-bound (device at its measured capacity)",
+    DRIVER_BOUND: "driver-bound",
 }
 
 NEXT_STEPS = {
@@ -90,6 +93,9 @@ NEXT_STEPS = {
              "faster devices, or cut the I/O (a working set that fits shared_buffers and the "
              "page cache, fewer checkpoints, wal_compression); tuning the server alone "
              "cannot raise the ceiling.",
+    DRIVER_BOUND: "A driver host is at its limit while the server is not: add driver hosts "
+                  "(--drivers), give the saturated one more cores or pgbench threads (-j), "
+                  "or move it closer to the server.",
     KEEPS_UP: "The server is not the limit at this load: add warehouses (with their "
               "terminals) until real/ideal drops below the threshold to find its ceiling.",
 }
@@ -159,6 +165,11 @@ PACING = "pacing"
 """figures ``real_over_ideal``, ``threshold``; names ``rate``: a paced run against its ideal."""
 CLIENT_HOST = "client_host"
 """figures ``client_busy_pct``, ``server_busy_pct``: a saturated client host (--ssh)."""
+DRIVER_HOST = "driver_host"
+"""names ``driver``; figures ``pgbench_pct`` (pgbench's CPU of what it could use),
+``pgbench_cores``, ``capacity_cores``, ``host_busy_pct``, ``run_queue``, ``server_busy_pct``
+and ``throttled_pct`` (of the window, by its cgroup's cpu.max) when limited: a saturated
+driver host (--drivers)."""
 CPU_USE = "cpu_use"
 """figures ``busy_pct``, ``cores``, ``usr_pct``, ``sys_pct``, ``iowait_pct``, ``run_queue``,
 and ``own_pct`` (the benchmark's share of the busy CPU) when known."""
@@ -425,6 +436,14 @@ def decide_bottleneck(summary: TelemetrySummary, clients: int, cpu_count: int,
         first.append(bound[1])
         if primary in (CLIENT, UNDETERMINED):
             primary, label, step = CLIENT, "client-bound", NEXT_STEPS[CLIENT]
+    saturated = driver_bound(summary)
+    if saturated:
+        # --drivers: a driver at its limit while the server is not offers all the load it
+        # can; the sessions' idle time is its doing, whatever class scored it.
+        inputs["driver_pgbench_pct"] = max(e.figures["pgbench_pct"] for e in saturated)
+        first.extend(saturated)
+        if primary in (CLIENT, UNDETERMINED, KEEPS_UP):
+            primary, label, step = DRIVER_BOUND, LABELS[DRIVER_BOUND], NEXT_STEPS[DRIVER_BOUND]
     return Verdict(
         primary=primary, label=label, ranked=ranked,
         evidence=first + lines, next_step=step, inputs=inputs,
@@ -459,6 +478,32 @@ def client_bound(summary: TelemetrySummary) -> tuple[float, Evidence] | None:
         return None
     return client_busy, Evidence(CLIENT_HOST, {"client_busy_pct": client_busy,
                                                "server_busy_pct": server_busy})
+
+
+DRIVER_BOUND_PCT = 90.0
+"""--drivers: pgbench using this share of the CPU it could use (its threads, its host's cores,
+its cgroup's cpu.max) is a saturated driver; the server is not saturated below
+CLIENT_BOUND_SERVER_PCT."""
+
+
+def driver_bound(summary: TelemetrySummary) -> list[Evidence]:
+    """The evidence of each saturated driver while the server's CPU is not; [] otherwise."""
+    server_busy = summary.cpu.busy_of_limit_pct if summary.cpu.busy_of_limit_pct is not None \
+        else (summary.cpu.busy.avg or 0.0)
+    if server_busy >= CLIENT_BOUND_SERVER_PCT:
+        return []
+    out = []
+    for d in summary.drivers:
+        load = d.load
+        if load is None or load.pgbench_pct < DRIVER_BOUND_PCT:
+            continue
+        figures = {"pgbench_pct": load.pgbench_pct, "pgbench_cores": load.pgbench_cores,
+                   "capacity_cores": load.capacity_cores, "host_busy_pct": load.host_busy_pct,
+                   "run_queue": load.run_queue, "server_busy_pct": server_busy}
+        if load.throttled_pct is not None:
+            figures["throttled_pct"] = load.throttled_pct
+        out.append(Evidence(DRIVER_HOST, figures, {"driver": d.name}))
+    return out
 
 
 def _first_evidence(summary: TelemetrySummary, paced: Paced | None) -> list[Evidence]:

@@ -19,6 +19,7 @@ from pgdyno.analysis.verdict import (
     CPU_USE,
     DATA_READS,
     DEVICE,
+    DRIVER_HOST,
     FPI_CREDITED,
     FULL_PAGE_IMAGES,
     IO_SHARE,
@@ -158,6 +159,12 @@ _WORDS: dict[str, Callable[[dict[str, float], Evidence], Inline]] = {
                                f"{f['client_busy_pct']:.0f}% busy while the database host's "
                                f"was {f['server_busy_pct']:.0f}%: the load driver is the "
                                "limit, not the server"),
+    DRIVER_HOST: lambda f, e: (
+        f"driver-bound: pgbench on driver {e.names['driver']} used "
+        f"{f['pgbench_cores']:.2f} of the {f['capacity_cores']:g} cores it could use "
+        f"({f['pgbench_pct']:.0f}%" + (f", throttled by its cgroup {f['throttled_pct']:.0f}% "
+                                       "of the time" if "throttled_pct" in f else "")
+        + f") while the database host's CPU was {f['server_busy_pct']:.0f}% busy"),
     CPU_USE: _cpu_use,
     SESSIONS: lambda f, e: _sessions(f),
     SESSIONS_ACTIVE: lambda f, e: (f"{_sessions(f)}: sessions active "

@@ -29,6 +29,7 @@ from pgdyno.options import BenchOptions
 from pgdyno.results.manifest import MANIFEST_SCHEMA_VERSION, Manifest, TargetInfo, ToolInfo
 from pgdyno.results.rundir import PLAN_SCHEMA_VERSION, RunDirectory, RunPlan, utc_now
 from pgdyno.results.store import RecordingIndex
+from pgdyno.runner.drivers import open_drivers
 from pgdyno.runner.environment import (
     HostFacts,
     database_host_facts,
@@ -114,12 +115,16 @@ def run_bench(opts: BenchOptions, console: Console | None = None,
     index = RecordingIndex(opts.results_dir, opts.results_db, warn=lambda line: console.print(
         f"pgdyno: warning: {line}", markup=False, highlight=False))
     index.check()  # a damaged index is refused (with --reindex offered) before a run dir
-    lock = lock_workdir(target, console, index.shared)
+    drivers = open_drivers(opts, target)  # an unreachable driver refuses the run here
+    lock = None
     try:
+        lock = lock_workdir(target, console, index.shared)
         run_dir = RunDirectory.create(opts.results_dir, context, opts.workload)
     except BaseException:
         if lock is not None:
             lock.release()
+        if drivers is not None:
+            drivers.close()
         raise
     if lock is not None and target is not None:
         lock.hold_for(run_dir.path, opts.results_dir, target.data_dir)
@@ -133,7 +138,8 @@ def run_bench(opts: BenchOptions, console: Console | None = None,
                                            remote.platform() if remote else None)
                        if hardware is not None and transport is not None else None))
     ctx = RunContext(opts=opts, run_dir=run_dir, plan=plan, commands=manifest.commands,
-                     target=target, remote=remote, dataset_schema=workload.dataset_schema)
+                     target=target, remote=remote, dataset_schema=workload.dataset_schema,
+                     drivers=drivers)
     save(run_dir, plan, manifest)
     _index(index, run_dir, manifest, workload, None)
     result = BenchResult(run_dir=run_dir.path, status="running")
@@ -258,6 +264,8 @@ def _finish(workload: Workload, ctx: RunContext, manifest: Manifest, result: Ben
             record.status = result.status
     with contextlib.suppress(Exception):
         run_dir.save_plan(plan)
+    if ctx.drivers is not None:
+        ctx.drivers.close()
     if ctx.target is not None and not ctx.opts.target.keep:
         ctx.target.stop()
     if ctx.remote is not None:

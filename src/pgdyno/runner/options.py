@@ -115,6 +115,10 @@ COMMON: tuple[CliOption, ...] = (
               "aggregates (no percentiles, no logging cost); sample[:R]: pgbench logs a "
               "random fraction R of transactions (default: about 2,000 a second), "
               "percentiles with 95% bounds", str),
+    CliOption("drivers", None, "run pgbench on these hosts, the clients split between them, "
+              "against the one server (reached over TCP from each): a file of SSH "
+              "destinations, one a line, or an Ansible inventory (every host); one result "
+              "merged from every driver's logs", Path | None),
     CliOption("progress", True, "show progress bars", bool),
 )
 
@@ -231,24 +235,46 @@ def build_options(workload: str, **kw: Any) -> BenchOptions:
         raise UsageError("--latency-limit needs --rate (fixed-rate mode) or --max-tries")
     target = target_spec(values) if plugin.needs_server else TargetSpec(
         workdir=values["workdir"] or default_workdir(), wal_dir=values["wal_dir"])
+    drivers = check_drivers(values, plugin)
     opts = BenchOptions(
         workload=workload, clients=clients, threads=values["threads"],
         duration_s=values["duration"], warmup_s=values["warmup"],
         iterations=values["iterations"], protocol=values["protocol"], rate_tps=values["rate"],
         latency_limit_ms=values["latency_limit"],
         max_tries=max_tries if values["max_tries"] is not None else plugin.default_max_tries,
-        cache=values["cache"], via=values["via"], force=values["force"],
+        cache=values["cache"], via="tcp" if drivers else values["via"], force=values["force"],
         load_wal=values["load_wal"], results_dir=Path(values["results_dir"]),
         context=values["context"], target=target,
         config=values["config"], sets=tuple(values["set_"] or ()),
         telemetry=values["telemetry"], tx_log_cap=parse_tx_logs(values["tx_logs"]),
         tx_aggregate_only=_aggregate_only(values),
         tx_sampling_rate=parse_tx_sampling(values["tx_logs"]),
-        show_progress=values["progress"], results_db=results_db(values["results_db"]))
+        drivers=drivers, show_progress=values["progress"],
+        results_db=results_db(values["results_db"]))
     # Given means not None, not a false flag, not an empty list: a 0 is given (--ramp 0).
     given = {f.name: v for f in cli_fields(plugin.options_type)
              if (v := values.get(f.name)) is not None and v is not False and v not in ((), [])}
     return plugin.options_from_cli(given, opts)
+
+
+def check_drivers(values: dict[str, Any], plugin: Any) -> Path | None:
+    """--drivers: a file there, a workload that runs pgbench, per-transaction logs (every
+    driver's are merged); the server is then reached over TCP."""
+    drivers = values.get("drivers")
+    if drivers is None:
+        return None
+    path = Path(drivers).absolute()
+    if not path.is_file():
+        raise UsageError(f"--drivers {drivers}: no such file; accepted: a file of SSH "
+                         "destinations, one a line, or an Ansible inventory")
+    if getattr(plugin, "engine", None) != "pgbench":
+        raise UsageError(f"--drivers: {plugin.name} does not run pgbench; accepted with the "
+                         "workloads whose engine is pgbench")
+    if str(values["tx_logs"]).strip().lower() in ("none", "aggregate") or \
+            parse_tx_sampling(values["tx_logs"]) is not None:
+        raise UsageError(f"--drivers --tx-logs {values['tx_logs']}: every driver's "
+                         "per-transaction log is merged; accepted: a transaction count or all")
+    return path
 
 
 def _aggregate_only(values: dict[str, Any]) -> bool:

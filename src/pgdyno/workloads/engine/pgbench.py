@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from pgdyno.analysis import hdr
+from pgdyno.analysis.merge import MergedIteration, merge_iteration
 from pgdyno.analysis.per_second import SECONDS_NAME, LogLayout
 from pgdyno.analysis.pgbench_log import LogStats, read_kept_seconds, stats_of, summarise_logs
 from pgdyno.analysis.sampled import (
@@ -62,6 +63,7 @@ from pgdyno.workloads.base import (
     add_telemetry,
     counted_nowhere,
 )
+from pgdyno.workloads.engine.drivers import EngineParts, run_on_drivers
 from pgdyno.workloads.engine.process import last_error_line, raise_open_files, run_program
 from pgdyno.workloads.engine.txtail import LogTail, TailResult
 
@@ -201,6 +203,8 @@ class PgbenchWorkload(Workload):
     # ----- one iteration --------------------------------------------------------------
     def run_iteration(self, ctx: RunContext, step: Step, record: IterationRecord,
                       progress: IterationProgress) -> None:
+        if ctx.drivers is not None:  # the load runs on the driver hosts
+            return run_on_drivers(self._driver_parts(ctx), ctx, step, record, progress)
         assert ctx.target is not None and ctx.conn is not None and ctx.prepared is not None
         opts = ctx.opts
         it_dir = step.directory(ctx.run_dir.raw, self.engine_dir)
@@ -263,6 +267,15 @@ class PgbenchWorkload(Workload):
                             f"clients, iteration {step.iteration}: "
                             f"{last_error_line(it_dir / 'stderr.txt')}")
 
+    def _driver_parts(self, ctx: RunContext) -> EngineParts:
+        assert ctx.conn is not None
+        conn, opts = ctx.conn, ctx.opts
+        return EngineParts(
+            engine_dir=self.engine_dir, command=pgbench_command, compress=compress_logs,
+            window=lambda path: WindowSnapshots(self, conn, opts.warmup_s, opts.duration_s,
+                                                path, count_as_ours=ctx.count_as_ours),
+            session_options=self.session_options(ctx))
+
     def _sampling_rate(self, ctx: RunContext, step: Step, it_dir: Path,
                        env: dict[str, str]) -> float:
         """The fraction of transactions pgbench logs in this iteration (1: all), saved with
@@ -307,7 +320,8 @@ class PgbenchWorkload(Workload):
         parts: dict[int, list[tuple[IterationSummary, LogStats]]] = {}
         iterations = []
         for record in plan.records:
-            stats = iteration_stats(run_dir.path, record, opts)
+            merged = merged_iteration(run_dir.path, record, opts)
+            stats = merged.stats if merged else iteration_stats(run_dir.path, record, opts)
             if stats is None:
                 continue
             summary = summarise_iteration(
@@ -320,6 +334,8 @@ class PgbenchWorkload(Workload):
                 rate, expected = _sampling_of(it_dir, record)
                 summary.sampling = sampled_latency(stats.overall.histogram, rate,
                                                    summary.transactions, expected)
+            if merged is not None:
+                summary.drivers = merged.drivers
             summary.metrics.update(self.window_metrics(plan, it_dir))
             connection_ms = connection_time_ms(_read(run_dir.path / record.stdout_file))
             if connection_ms is not None:
@@ -467,6 +483,15 @@ def iteration_stats(root: Path, record: IterationRecord, opts: BenchOptions
         stats = with_progress_counts(stats, progress_counts(
             _read(root / record.stderr_file), record.origin_epoch))
     return stats
+
+
+def merged_iteration(root: Path, record: IterationRecord, opts: BenchOptions
+                     ) -> MergedIteration | None:
+    """An iteration the driver hosts ran, merged (``analysis.merge``); None: pgbench ran
+    here."""
+    if not record.stdout_file:
+        return None
+    return merge_iteration((root / record.stdout_file).parent, opts.warmup_s, opts.duration_s)
 
 
 def _sampling_of(it_dir: Path, record: IterationRecord) -> tuple[float, float | None]:

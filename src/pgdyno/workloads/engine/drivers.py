@@ -1,0 +1,395 @@
+"""One pgbench iteration run by several driver hosts (``--drivers``) against one server.
+
+Each driver runs pgbench with its share of the clients, the same scripts (copied to it) and
+the same options, in a shell at the end of an SSH connection of its own. The shells start
+together: each reads the connection's environment (the password among it: into pgbench's
+environment only, never a file or a command line) and waits for the word ``go``, which is
+sent to every driver at once; each then notes its launch epoch and starts pgbench, whose
+logs and output stay on the driver until the iteration ends. A sampler beside pgbench
+writes the driver's load once a second (``telemetry.jsonl``).
+
+A watcher in each shell stops pgbench when its stdin ends or says ``stop``: when pgdyno
+ends the iteration, dies, or loses the connection, pgbench on that driver stops too. When
+one driver fails (pgbench exits non-zero) or is lost (its connection ends before pgbench's
+exit code), every other driver is told to stop, what each left is fetched, and the
+iteration fails with its partial data kept.
+
+After the iteration every driver's directory is fetched (a tar through the connection)
+into ``drivers/<name>/`` of the iteration and its logs are binned into its own per-second
+files, counted from its own launch; ``drivers.json`` says who ran what and how it ended.
+``analysis.merge`` makes one result of them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import shlex
+import subprocess
+import tarfile
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from pgdyno.analysis.merge import (
+    DRIVERS_SCHEMA_VERSION,
+    DriverRecord,
+    DriversFile,
+    write_drivers_file,
+)
+from pgdyno.analysis.per_second import LogLayout, SecondBinner, SecondsWriter
+from pgdyno.analysis.pgbench_log import iter_rows
+from pgdyno.errors import RunFailed
+from pgdyno.results.rundir import IterationRecord
+from pgdyno.targets.drivers import DriverConnection, DriverPool
+from pgdyno.workloads.base import IterationProgress, RunContext, Step
+
+STOP_GRACE_S = 3
+"""After ``stop``: SIGINT to pgbench, SIGKILL this long after if it still runs."""
+END_MARGIN_S = 120.0
+"""How long past its -T a driver may take to end (connecting, a \\sleep under way) before
+it counts as lost."""
+FETCH_TIMEOUT_S = 600.0
+READY_TIMEOUT_S = 30.0
+"""Connecting to every driver before the common start; one not ready by then is started
+with the others and, if its connection failed, found lost."""
+ENV_KEYS = ("PGPASSWORD", "PGOPTIONS", "PGSSLMODE")
+"""The connection's environment a driver's pgbench needs (nothing else of this machine's)."""
+
+SAMPLER = r"""
+import json, os, sys, time
+pid = sys.argv[1]
+hz = os.sysconf("SC_CLK_TCK"); ncpu = os.cpu_count() or 1
+def cgroup():
+    try:
+        rel = open(f"/proc/{pid}/cgroup").read().split("\n")[0].split("::", 1)[1]
+    except (OSError, IndexError):
+        return None
+    return "/sys/fs/cgroup" + rel.strip()
+def quota(cg):
+    best = None
+    while cg and cg.startswith("/sys/fs/cgroup"):
+        try:
+            q, period = open(cg + "/cpu.max").read().split()
+            if q != "max":
+                cores = int(q) / int(period)
+                best = cores if best is None else min(best, cores)
+        except (OSError, ValueError):
+            pass
+        cg = cg.rsplit("/", 1)[0]
+    return best
+def throttled(cg):
+    try:
+        for line in open(cg + "/cpu.stat"):
+            k, v = line.split()
+            if k == "throttled_usec":
+                return int(v)
+    except (OSError, ValueError, TypeError):
+        return None
+cg = cgroup(); q = quota(cg)
+while True:
+    try:
+        st = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+    except OSError:
+        break
+    stat = open("/proc/stat").read().split("\n")
+    cpu = [int(x) for x in stat[0].split()[1:9]]
+    running = next(int(l.split()[1]) for l in stat if l.startswith("procs_running"))
+    rx = tx = 0
+    for l in open("/proc/net/dev").read().split("\n")[2:]:
+        if ":" in l:
+            f = l.split(":", 1)[1].split()
+            rx += int(f[0]); tx += int(f[8])
+    print(json.dumps({"t": time.time(), "cpu": cpu, "running": running, "net": [rx, tx],
+                      "proc": int(st[11]) + int(st[12]), "hz": hz, "ncpu": ncpu,
+                      "quota": q, "throttled_us": throttled(cg) if q else None}), flush=True)
+    time.sleep(1)
+"""
+
+SHELL = """\
+cd {dir} || exit 90
+while IFS= read -r line; do [ -z "$line" ] && break; export "$line"; done
+echo ready
+IFS= read -r go; [ "$go" = go ] || exit 91
+exec 3<&0
+launched=$(date +%s.%N)
+{command} 3<&- >stdout.txt 2>stderr.txt &
+pid=$!
+echo "launched $launched $pid"
+if command -v python3 >/dev/null 2>&1; then
+  python3 -c {sampler} "$pid" 3<&- >telemetry.jsonl 2>/dev/null &
+fi
+( while IFS= read -r line; do [ "$line" = stop ] && break; done
+  if kill -0 "$pid" 2>/dev/null; then
+    kill -INT "$pid" 2>/dev/null; i=0
+    while kill -0 "$pid" 2>/dev/null && [ "$i" -lt {grace} ]; do sleep 1; i=$((i + 1)); done
+    kill -KILL "$pid" 2>/dev/null
+  fi ) <&3 &
+watcher=$!
+wait "$pid"; code=$?
+echo "exit $code"
+wait "$watcher"
+"""
+"""The shell on a driver (see the module's doc). ``exec 3<&0`` keeps the connection's
+stdin for the watcher: a background job's own stdin is /dev/null."""
+
+
+@dataclasses.dataclass
+class _Session:
+    """One driver's shell, seen from here."""
+
+    conn: DriverConnection
+    record: DriverRecord
+    remote_dir: str
+    command: str
+    """pgbench's command line on the driver, quoted for its shell."""
+    proc: subprocess.Popen | None = None
+    launched: float | None = None
+    exit_code: int | None = None
+    ready: threading.Event = dataclasses.field(default_factory=threading.Event)
+    ended: threading.Event = dataclasses.field(default_factory=threading.Event)
+    reader: threading.Thread | None = None
+
+    def send(self, line: str) -> None:
+        with contextlib.suppress(OSError, ValueError, AttributeError):
+            assert self.proc is not None and self.proc.stdin is not None
+            self.proc.stdin.write(line + "\n")
+            self.proc.stdin.flush()
+
+    def read(self) -> None:
+        assert self.proc is not None and self.proc.stdout is not None
+        for line in self.proc.stdout:
+            word, _, rest = line.strip().partition(" ")
+            if word == "ready":
+                self.ready.set()
+            elif word == "launched":
+                self.launched = float(rest.split()[0])
+            elif word == "exit":
+                self.exit_code = int(rest)
+                break
+        self.ended.set()
+        self.ready.set()  # an ended shell is waited for no longer
+
+    def close(self) -> None:
+        """Stdin closed (the watcher ends), the connection waited for."""
+        if self.proc is None:
+            return
+        with contextlib.suppress(OSError, ValueError):
+            assert self.proc.stdin is not None
+            self.proc.stdin.close()
+        try:
+            self.proc.wait(timeout=STOP_GRACE_S + 15)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        if self.reader is not None:
+            self.reader.join(5)
+
+
+@dataclasses.dataclass(frozen=True)
+class EngineParts:
+    """What the pgbench engine lends an iteration on the drivers."""
+
+    engine_dir: str
+    command: Callable[..., list[str]]
+    """``pgbench_command``."""
+    window: Callable[[Path], Any]
+    """The window's database snapshots, writing to the given file (``WindowSnapshots``)."""
+    compress: Callable[[Path, Path, list[str]], None]
+    """``compress_logs``."""
+    session_options: str | None = None
+
+
+def run_on_drivers(parts: EngineParts, ctx: RunContext, step: Step,
+                   record: IterationRecord, progress: IterationProgress) -> None:
+    """The iteration on every driver; its files fetched and binned, ``drivers.json``
+    written, whatever happens. A failed or lost driver fails the iteration."""
+    pool: DriverPool = ctx.drivers
+    opts = ctx.opts
+    assert ctx.target is not None and ctx.conn is not None and ctx.prepared is not None
+    it_dir = step.directory(ctx.run_dir.raw, parts.engine_dir)
+    it_dir.mkdir(parents=True, exist_ok=True)
+    env = ctx.conn.client_env()
+    if pgoptions := parts.session_options:
+        env["PGOPTIONS"] = " ".join(filter(None, [env.get("PGOPTIONS"), pgoptions]))
+    sessions = []
+    for conn, clients in zip(pool.connections, pool.shares(step.clients), strict=True):
+        threads = min(opts.threads or conn.cores, clients)
+        remote_dir = f"{conn.scratch}/{it_dir.name}"
+        scripts = [dataclasses.replace(s, path=Path(pool.script_on(conn, s.path)))
+                   if s.path is not None else s for s in ctx.prepared.scripts]
+        cmd = parts.command(ctx.target.install, ctx.conn, opts, scripts, clients,
+                              Path("tx"))
+        cmd[0] = conn.pgbench
+        cmd[cmd.index("-j") + 1] = str(threads)
+        if opts.rate_tps is not None:  # the rate shared as the clients are
+            cmd[cmd.index("-R") + 1] = f"{opts.rate_tps * clients / step.clients:g}"
+        sessions.append(_Session(conn, DriverRecord(
+            name=conn.host.name, destination=conn.host.destination, clients=clients,
+            threads=threads, directory=f"drivers/{conn.host.name}"), remote_dir,
+            " ".join(shlex.quote(c) for c in cmd)))
+        ctx.commands.append(f"[driver {conn.host.name}] " + " ".join(cmd))
+    record.threads = sum(s.record.threads for s in sessions)
+    record.command = [f"[driver {s.record.name}] {s.command}" for s in sessions]
+    record.stdout_file = str((it_dir / "stdout.txt").relative_to(ctx.run_dir.path))
+    record.stderr_file = str((it_dir / "stderr.txt").relative_to(ctx.run_dir.path))
+    window = parts.window(it_dir / "window.json")
+    failure = ""
+    try:
+        _start(sessions, env)
+        window.start()
+        failure = _watch(sessions, opts.warmup_s + opts.duration_s, progress)
+    finally:
+        with contextlib.suppress(Exception):
+            window.finish()
+        for s in sessions:
+            s.send("stop")
+        for s in sessions:
+            s.close()
+        _collect(sessions, it_dir, ctx, record, failure, parts.compress)
+    if failure:
+        raise RunFailed(f"driver {failure} at {step.clients} clients, iteration "
+                        f"{step.iteration}; every other driver was stopped, the partial "
+                        f"data kept in {it_dir}")
+
+
+def _start(sessions: list[_Session], env: dict[str, str]) -> None:
+    """Every driver's shell connected and waiting (``ready``), then ``go`` to all of them
+    at once: their launches differ by the time a line takes to reach each."""
+    lines = "".join(f"{k}={env[k]}\n" for k in ENV_KEYS if env.get(k))
+    for s in sessions:
+        shell = SHELL.format(dir=shlex.quote(s.remote_dir), command=s.command,
+                             sampler=shlex.quote(SAMPLER), grace=STOP_GRACE_S)
+        setup = f"mkdir -p {shlex.quote(s.remote_dir)} && exec sh -c {shlex.quote(shell)}"
+        s.proc = s.conn.transport.own_connection(setup)
+        s.send(lines)  # ends with the empty line that ends the environment
+        s.reader = threading.Thread(target=s.read, daemon=True)
+        s.reader.start()
+    deadline = time.monotonic() + READY_TIMEOUT_S
+    for s in sessions:
+        s.ready.wait(max(0.0, deadline - time.monotonic()))
+    for s in sessions:
+        s.send("go")
+
+
+def _watch(sessions: list[_Session], seconds: float, progress: IterationProgress) -> str:
+    """Until every driver ended; the first that failed or was lost (its name and why), or
+    ''. A failure stops the others at once."""
+    started = time.monotonic()
+    deadline = started + seconds + END_MARGIN_S
+    while not all(s.ended.is_set() for s in sessions):
+        time.sleep(0.2)
+        elapsed = time.monotonic() - started
+        progress(min(elapsed, seconds), f"{len(sessions)} drivers")
+        bad = next((s for s in sessions if s.ended.is_set() and s.exit_code != 0), None)
+        if bad is None and time.monotonic() > deadline:
+            bad = next(s for s in sessions if not s.ended.is_set())
+            bad.record.note = "no exit within the iteration's time"
+        if bad is not None:
+            return _fail(bad, sessions)
+    return ""
+
+
+def _fail(bad: _Session, sessions: list[_Session]) -> str:
+    bad.record.status = "failed" if bad.exit_code is not None else "lost"
+    for s in sessions:
+        if s is not bad:
+            s.send("stop")
+    why = (f"pgbench exited with code {bad.exit_code}" if bad.exit_code is not None
+           else "lost (its connection ended before pgbench did)")
+    for s in sessions:
+        s.ended.wait(STOP_GRACE_S + 10)
+        if s is not bad and s.record.status == "ok":
+            s.record.status = "stopped"
+    return f"{bad.record.name} {why}"
+
+
+def _collect(sessions: list[_Session], it_dir: Path, ctx: RunContext,
+             record: IterationRecord, failure: str,
+             compress: Callable[[Path, Path, list[str]], None]) -> None:
+    """Each driver's files fetched and binned, its outcome in ``drivers.json``; the
+    iteration's stdout/stderr hold every driver's, each under its name."""
+    opts = ctx.opts
+    layout = LogLayout(has_lag=opts.has_lag_column, has_retries=opts.has_retries_column)
+    out, err = [], []
+    for s in sessions:
+        rec = s.record
+        rec.origin_epoch, rec.returncode = s.launched, s.exit_code
+        if rec.status == "ok" and s.exit_code != 0:
+            rec.status = "lost" if s.exit_code is None else "failed"
+        local = it_dir / rec.directory
+        local.mkdir(parents=True, exist_ok=True)
+        try:
+            _fetch(s.conn, s.remote_dir, local)
+        except (OSError, subprocess.SubprocessError, tarfile.TarError) as exc:
+            rec.note = f"its files could not be fetched: {exc}"
+            continue
+        out.append(f"# driver {rec.name}\n" + _text(local / "stdout.txt"))
+        err.append(f"# driver {rec.name}\n" + _text(local / "stderr.txt"))
+        if rec.origin_epoch is not None:
+            record.transactions_logged = (record.transactions_logged or 0) + _bin(
+                local, rec.origin_epoch, layout, opts.latency_limit_ms)
+            _keep_logs(local, ctx.run_dir.path, record, opts.tx_log_cap, compress)
+        record.latency_files.extend(
+            str(p.relative_to(ctx.run_dir.path)) for p in sorted(local.glob("seconds.csv")))
+    launched = [s.launched for s in sessions if s.launched is not None]
+    record.origin_epoch = min(launched) if launched else None
+    (it_dir / "stdout.txt").write_text("".join(out))
+    (it_dir / "stderr.txt").write_text("".join(err))
+    codes = [s.exit_code for s in sessions]
+    record.returncode = 0 if not failure else next((c for c in codes if c), 1)
+    if failure:
+        record.note = "; ".join(filter(None, [record.note, f"driver {failure}"]))
+    write_drivers_file(it_dir, DriversFile(DRIVERS_SCHEMA_VERSION, [s.record for s in sessions],
+                                           first_failure=failure.split(" ", 1)[0]))
+
+
+def _fetch(conn: DriverConnection, remote_dir: str, local: Path) -> None:
+    """The driver's iteration directory, as a tar through the connection."""
+    proc = subprocess.Popen(conn.transport.remote_command(
+        f"cd {shlex.quote(remote_dir)} && tar -cf - . && cd / && rm -rf "
+        f"{shlex.quote(remote_dir)}"), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE)
+    assert proc.stdout is not None
+    try:
+        with tarfile.open(fileobj=proc.stdout, mode="r|") as tar:
+            tar.extractall(local, filter="data")  # no absolute paths, no links out
+    finally:
+        proc.stdout.close()
+        proc.wait(FETCH_TIMEOUT_S)
+    if proc.returncode != 0:
+        raise OSError(f"tar on the driver exited with {proc.returncode}")
+
+
+def _bin(directory: Path, origin: float, layout: LogLayout,
+         latency_limit_ms: float | None) -> int:
+    """A driver's logs into its own ``seconds.csv`` and ``latency.hlog``; its transactions."""
+    binner = SecondBinner(origin, layout, latency_limit_ms)
+    count = 0
+    for path in sorted(directory.glob("tx.*")):
+        for rows in iter_rows(path, layout.columns):
+            binner.add(rows)
+            count += len(rows)
+    writer = SecondsWriter(directory, origin)
+    try:
+        writer.write(binner.flush())
+    finally:
+        writer.close()
+    return count
+
+
+def _keep_logs(directory: Path, root: Path, record: IterationRecord, cap: int | None,
+               compress: Callable[[Path, Path, list[str]], None]) -> None:
+    """A driver's per-transaction logs, gzipped, when the iteration's count is within
+    --tx-logs; else removed (its per-second files stay)."""
+    if cap is not None and (record.transactions_logged or 0) > cap:
+        for path in directory.glob("tx.*"):
+            path.unlink()
+        return
+    compress(directory, root, record.log_files)
+
+
+def _text(path: Path) -> str:
+    return path.read_text(errors="replace") if path.is_file() else ""
