@@ -49,6 +49,8 @@ def build_versions(spec: CampaignSpec, base: str,
     comparison of ``base`` against ``candidate`` per workload, reused as their cells."""
     labels = [c.label for c in spec.configs]
     labels = [base, *[x for x in labels if x != base]]
+    if len({_configured(spec, label).bin_dir for label in labels}) < 2:
+        return None  # one build for every config: nothing to set side by side
     runs = _runs_by_cell(spec)
     servers = [_server(spec, label, runs) for label in labels]
     report = VersionReport(base=base, labels=labels, servers=servers,
