@@ -166,9 +166,11 @@ def bare_command(command: list[str], seconds: int) -> list[str]:
     return out
 
 
-def run_bare(workload: str, args: argparse.Namespace, postmaster: int) -> float:
+def run_bare(workload: str, args: argparse.Namespace, postmaster: int,
+             conn: ConnectionInfo) -> float:
     """pgdyno's pgbench command run bare; TPS as sysbench's is computed."""
     cmd = bare_command(BARE_COMMANDS[workload], args.warmup + args.duration)
+    restore_rows(conn, args.tables, args.table_size)  # as pgdyno's runs start
     # pgdyno's sessions resolve names in its schema only, as sysbench's do here.
     env = dict(os.environ, PGOPTIONS=f"-c search_path={dataset.SCHEMA}")
     before = server_cpu_s(postmaster)
@@ -258,7 +260,7 @@ def measure_pairs(args: argparse.Namespace, workloads: list[str], server: LocalS
                 if tool == "sysbench":
                     tps[tool] = run_sysbench(workload, conn, args, server.pid)
                 elif tool == "bare":
-                    tps[tool] = run_bare(workload, args, server.pid)
+                    tps[tool] = run_bare(workload, args, server.pid, conn)
                 else:
                     threads = args.threads_also if tool != "pgdyno" else None
                     tps[tool] = run_pgdyno(workload, conn, args,
