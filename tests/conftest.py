@@ -238,12 +238,13 @@ SHORT_RUN = ("--clients", "1", "--duration", "1", "--warmup", "0", "--iterations
 def own_cluster_run(prefix: str, workload: str, *args: str) -> Iterator[tuple[Path, Path]]:
     """``pgdyno bench WORKLOAD ARGS`` for one second in a workdir of its own (a fresh
     cluster, so its dataset is built and other tests' databases do not grow): (the run
-    directory, the workdir), both removed afterwards."""
+    directory, the workdir), both removed afterwards. It runs through the CLI's entry point
+    in this process (``run_cli_here``): nothing signals it."""
     results = make_shared_dir(f"{prefix}-run-")
     workdir = make_shared_dir(f"{prefix}-work-")
     try:
-        out = run_cli(["bench", workload, *args, *SHORT_RUN, "--results-dir", str(results)],
-                      workdir)
+        out = run_cli_here(["bench", workload, *args, *SHORT_RUN, "--results-dir",
+                            str(results)], workdir)
         assert out.returncode == 0, out.stdout + out.stderr
         yield next(results.glob(f"*/{workload}-*")), workdir
     finally:
@@ -358,9 +359,10 @@ def _tables_in(target: ConnectionInfo, schema: str | None) -> list[str]:
             "SELECT tablename FROM pg_tables WHERE schemaname = %s", (schema,))]
 
 
-CPU_RUN = ["bench", "cpu", "--clients", "1", "--duration", "1", "--warmup", "1",
+CPU_RUN = ["bench", "cpu", "--clients", "1", "--duration", "1", "--warmup", "0",
            "--iterations", "1", "--no-telemetry", "--no-progress"]
-"""The cheapest real run: no server, about 3 s (for tests about run directories)."""
+"""The cheapest real run: no server, no warm-up, about 2 s (for tests about run
+directories, which check its files, not its figures)."""
 
 
 def cpu_runs(root: Path, count: int = 2) -> Path:

@@ -3,8 +3,6 @@ huge pages as PostgreSQL itself counts them, and --diff against a running server
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import psycopg
@@ -17,6 +15,7 @@ from pgdyno.config.sizing import estimate_shared_memory, huge_pages_needed
 from pgdyno.config.units import MB
 from pgdyno.targets.binaries import embedded_install, install_from_dir
 from pgdyno.targets.local import LocalServer
+from tests.conftest import run_cli_here
 
 pytestmark = pytest.mark.server  # every test here starts PostgreSQL
 
@@ -115,11 +114,10 @@ def test_huge_pages_from_postgres_and_estimate_agree(workdir: Path) -> None:
     assert abs(estimate - from_server) / from_server < 0.03
 
 
-def test_cli_diff_against_a_running_server(server: LocalServer) -> None:
+def test_cli_diff_against_a_running_server(server: LocalServer, workdir: Path) -> None:
     dsn = (f"host={server.connection().host} port={server.port} user=pgdyno dbname=pgdyno")
-    out = subprocess.run([sys.executable, "-c", "from pgdyno.cli.main import run; run()",
-                          "tune", "--hardware", "r8g.xlarge", "--workload", "oltp", "--diff",
-                          "--dsn", dsn], capture_output=True, text=True, timeout=120)
+    out = run_cli_here(["tune", "--hardware", "r8g.xlarge", "--workload", "oltp", "--diff",
+                        "--dsn", dsn], workdir)
     assert out.returncode == 0, out.stderr
     assert "shared_buffers" in out.stdout and "8GB" in out.stdout
     assert "settings differ" in out.stdout
