@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import make_shared_dir, run_cli
+from tests.conftest import make_shared_dir
+from tests.conftest import run_cli_here as run_cli
 from tests.recompute import recompute_iteration
 
 pytestmark = pytest.mark.server  # every test here starts PostgreSQL
