@@ -63,6 +63,9 @@ class BenchResult:
     are kept, and `pgdyno report RUN_DIR` builds them again."""
 
 
+RUN_OVERHEAD_S = 8.0
+"""Measured start, checkpoint, stop and report time of one run on a small machine: what
+plans of several runs add to each run's load."""
 HARDWARE_NAME_ENV = "PGDYNO_HARDWARE_NAME"
 """The machine's name in default contexts, instead of ``<vcpus>vcpu-<ram>gb``: `pgdyno fleet`
 sets it to the inventory host's name, so that every host's runs land in contexts of its own."""

@@ -246,7 +246,7 @@ def block_options(base: BenchOptions) -> BenchOptions:
 def block_budget_s(conf: Confirmation, base: BenchOptions) -> float:
     """Each block comparison's measuring time: what the whole-run rounds would have taken
     for one baseline (the winner's runs and the baseline's, with each run's overhead)."""
-    from pgdyno.campaign.runner import RUN_OVERHEAD_S
+    from pgdyno.runner.bench import RUN_OVERHEAD_S
 
     return max(10.0, 2 * conf.pairs * (base.duration_s + base.warmup_s + RUN_OVERHEAD_S))
 
