@@ -49,7 +49,8 @@ def recompute(log_files: list[Path], warmup_s: float, duration_s: int,
     rows = []
     for path in log_files:
         with gzip.open(path, "rt") as fh:
-            rows += [line.split() for line in fh if line.strip()]
+            # A torn last line (pgbench killed while writing it) is dropped, as pgdyno does.
+            rows += [f for line in fh if len(f := line.split()) >= 6 and line.endswith("\n")]
     ends, lats, scripts = [], [], []
     for r in rows:
         ends.append(int(r[4]) + int(r[5]) / 1e6)

@@ -1,0 +1,197 @@
+"""bench --drivers: pgbench on two stand-in driver hosts against one server, merged.
+
+Two throwaway OS users behind two real sshd on loopback (tests/sshhost.py) are the drivers;
+the server is the embedded one pgdyno starts here, reached over loopback TCP. pgdyno copies
+pgbench to each driver, splits the clients, starts both together and merges their logs.
+The merged figures are recomputed here from the drivers' raw logs (tests/recompute.py,
+plain line splitting): per-second TPS is the sum of both drivers' counts, p99 the exact
+p99 of every transaction of both (as the HDR bucket holding it). A driver whose pgbench is
+killed mid-window fails the run, stops the other and leaves its partial data; an
+unreachable driver refuses the run in one line before anything is made.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pwd
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import psutil
+import pytest
+
+from pgdyno.analysis import hdr
+from pgdyno.errors import UsageError
+from pgdyno.targets.drivers import read_drivers
+from tests.conftest import make_shared_dir, run_cli
+from tests.recompute import recompute
+from tests.sshhost import SshHost, ssh_hosts
+
+
+@pytest.fixture(scope="module")
+def drivers():
+    """Two driver hosts, one ssh_config naming both, and a file listing them."""
+    base = make_shared_dir("pgdyno-drivers-")
+    with ssh_hosts(2, prefix="pgdyno-drivers-ssh-") as hosts:
+        config = base / "ssh_config"
+        config.write_text("".join(h.config_file.read_text() for h in hosts))
+        listing = base / "drivers.txt"
+        listing.write_text("# the load generators\n" + "".join(f"{h.destination}\n"
+                                                               for h in hosts))
+        yield hosts, config, listing, base
+
+
+def _bench(listing: Path, config: Path, results: Path, duration: int, *extra: str) -> list[str]:
+    return ["bench", "tpcb", "--drivers", str(listing), "--ssh-config", str(config),
+            "--clients", "4", "--duration", str(duration), "--warmup", "1", "--iterations", "1",
+            "--scale", "1", "--tx-logs", "all", "--results-dir", str(results), "--no-progress",
+            *extra]
+
+
+def _run_dir(results: Path) -> Path:
+    runs = list(results.glob("*/*/manifest.json"))
+    assert len(runs) == 1, runs
+    return runs[0].parent
+
+
+def _uid(host: SshHost) -> int:
+    return pwd.getpwnam(host.user).pw_uid
+
+
+def _programs_of(host: SshHost, name: str) -> list[psutil.Process]:
+    uid = _uid(host)
+    return [p for p in psutil.process_iter(["uids", "name"])
+            if p.info["uids"] and p.info["uids"].real == uid and p.info["name"] == name]
+
+
+def _driver_logs(it_dir: Path, name: str) -> list[Path]:
+    return sorted((it_dir / "drivers" / name).glob("tx.*.gz"))
+
+
+def _left_behind(hosts: list[SshHost]) -> None:
+    """No pgbench or sampler left on a driver, and no scratch directory of the run."""
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and any(
+            _programs_of(h, "pgbench") or _programs_of(h, "python3") for h in hosts):
+        time.sleep(0.2)
+    for h in hosts:
+        assert not _programs_of(h, "pgbench"), h.alias
+        assert not _programs_of(h, "python3"), h.alias
+        scratch = h.home / ".local/share/pgdyno/drivers"
+        assert not scratch.exists() or not any(scratch.iterdir()), list(scratch.iterdir())
+
+
+@pytest.mark.server
+def test_two_drivers_merged_exactly(drivers, workdir: Path) -> None:
+    hosts, config, listing, base = drivers
+    results = base / "merged"
+    out = run_cli(_bench(listing, config, results, 4), workdir)
+    assert out.returncode == 0, out.stderr[-3000:]
+    run = _run_dir(results)
+    it = json.loads((run / "summary.json").read_text())["iterations"][0]
+    it_dir = run / "raw" / "pgbench" / "c4-i1"
+    recorded = json.loads((it_dir / "drivers.json").read_text())["drivers"]
+    assert [(d["name"], d["clients"], d["status"]) for d in recorded] == [
+        ("host-a", 2, "ok"), ("host-b", 2, "ok")]
+    # Each driver's seconds from its own launch, over the window the merge used.
+    per_driver = {d["name"]: recompute(_driver_logs(it_dir, d["name"]), it["warmup_s"],
+                                       it["duration_s"], d["origin_epoch"]) for d in recorded}
+    assert all(r.transactions > 0 for r in per_driver.values())
+    summed = np.sum([r.interval_tps for r in per_driver.values()], axis=0).tolist()
+    assert it["interval_tps"] == summed
+    assert it["transactions"] == sum(r.transactions for r in per_driver.values())
+    assert it["failed"] == sum(r.failed for r in per_driver.values())
+    every = np.concatenate([r.latencies_ms for r in per_driver.values()])
+    ordered = np.sort(every)
+    exact_p99_us = ordered[int(np.ceil(0.99 * len(ordered))) - 1] * 1000
+    assert it["latency"]["percentiles_ms"]["p99"] == pytest.approx(
+        hdr.top_of_bucket(round(exact_p99_us)) / 1000)
+    assert {d["name"]: d["transactions"] for d in it["drivers"]} == {
+        name: r.transactions for name, r in per_driver.items()}
+    assert all(d["load"] is not None and d["load"]["capacity_cores"] == 2 for d in it["drivers"])
+    assert "| host-a | 2 | ok |" in (run / "report.md").read_text()
+    _left_behind(hosts)
+
+
+@pytest.mark.server
+def test_a_driver_killed_mid_window_fails_the_run(drivers, workdir: Path) -> None:
+    hosts, config, listing, base = drivers
+    results = base / "killed"
+    env = {**os.environ, "PGDYNO_WORKDIR": str(workdir)}
+    proc = subprocess.Popen([sys.executable, "-m", "pgdyno", *_bench(listing, config, results,
+                                                                    6)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    victim = None
+    deadline = time.monotonic() + 120
+    while victim is None and time.monotonic() < deadline and proc.poll() is None:
+        found = _programs_of(hosts[1], "pgbench")
+        victim = found[0] if found else None
+        time.sleep(0.1)
+    assert victim is not None, proc.communicate()[1][-3000:]
+    time.sleep(2.5)  # inside the measured window (seconds 1-7 after launch)
+    victim.send_signal(signal.SIGKILL)
+    stdout, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 1, stderr[-3000:]
+    assert "driver host-b pgbench exited with code" in stderr
+    run = _run_dir(results)
+    assert json.loads((run / "manifest.json").read_text())["status"] == "failed"
+    it_dir = run / "raw" / "pgbench" / "c4-i1"
+    recorded = {d["name"]: d for d in json.loads((it_dir / "drivers.json").read_text())[
+        "drivers"]}
+    assert recorded["host-b"]["status"] == "failed"
+    assert recorded["host-a"]["status"] == "stopped"
+    # host-a was stopped with host-b, well before its planned end (launch + 1 + 6 s).
+    a_logs = recompute(_driver_logs(it_dir, "host-a"), 0, 30, recorded["host-a"]["origin_epoch"])
+    last_second_a = max(i for i, n in enumerate(a_logs.interval_tps) if n)
+    assert last_second_a <= 5
+    # The partial data, over the seconds both drivers covered only.
+    it = json.loads((run / "summary.json").read_text())["iterations"][0]
+    assert 1 <= it["duration_s"] < 6
+    per_driver = [recompute(_driver_logs(it_dir, name), it["warmup_s"], it["duration_s"],
+                            recorded[name]["origin_epoch"]) for name in ("host-a", "host-b")]
+    assert all(min(r.interval_tps) > 0 for r in per_driver)  # both ran every second of it
+    assert it["interval_tps"] == np.sum([r.interval_tps for r in per_driver], axis=0).tolist()
+    _left_behind(hosts)
+
+
+@pytest.mark.server
+def test_an_unreachable_driver_is_refused_before_anything(drivers, workdir: Path) -> None:
+    hosts, config, _listing, base = drivers
+    listing = base / "unreachable.txt"
+    listing.write_text(f"{hosts[0].destination}\nnobody@127.0.0.1\n")
+    closed = base / "closed_config"
+    # Port 9 (discard) on loopback: nothing listens, the connection is refused at once.
+    closed.write_text(config.read_text() + "Host 127.0.0.1\n  Port 9\n  BatchMode yes\n")
+    results = base / "unreachable"
+    out = run_cli(_bench(listing, closed, results, 2), workdir)
+    assert out.returncode == 2, out.stderr
+    lines = [line for line in out.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and "Traceback" not in out.stderr
+    assert "driver 127.0.0.1 (nobody@127.0.0.1) cannot be reached" in lines[0]
+    assert not results.exists() or not list(results.glob("*/*/manifest.json"))
+    _left_behind(hosts)
+
+
+def test_driver_files_are_read_or_refused(tmp_path: Path) -> None:
+    listing = tmp_path / "drivers.txt"
+    listing.write_text("# drivers\nbench@gen1\n\nbench@gen2  # the second\n")
+    assert [(h.name, h.destination) for h in read_drivers(listing)] == [
+        ("gen1", "bench@gen1"), ("gen2", "bench@gen2")]
+    inventory = tmp_path / "hosts.ini"
+    inventory.write_text("[drivers]\ngen1 ansible_host=10.0.0.5 ansible_user=bench "
+                         "ansible_port=2222 ansible_ssh_common_args='-F /etc/pgdyno/ssh'\n"
+                         "gen2\n")
+    found = read_drivers(inventory)
+    assert [(h.name, h.destination, h.options, h.config_file) for h in found] == [
+        ("gen1", "bench@10.0.0.5", ("Port=2222",), Path("/etc/pgdyno/ssh")),
+        ("gen2", "gen2", (), None)]
+    inventory.write_text("[drivers]\ngen1 ansible_password=secret\n")
+    with pytest.raises(UsageError, match="ansible_password is set; pgdyno takes no password"):
+        read_drivers(inventory)
+    with pytest.raises(UsageError, match="no such file"):
+        read_drivers(tmp_path / "missing.txt")
