@@ -44,6 +44,7 @@ from pgdyno.options import BenchOptions
 from pgdyno.provision.model import ProvisionState
 from pgdyno.redact import redact, redact_values
 from pgdyno.results.rundir import utc_now
+from pgdyno.runner.longstep import long_step
 
 JOURNAL = "journal.jsonl"
 RUN_OVERHEAD_S = 8.0
@@ -185,7 +186,10 @@ def run_campaign(spec: CampaignSpec, console: Console | None = None,
                     progress.advance(task, len([c for c in todo if c.key in group.keys]))
                     continue
                 progress.update(task, description=f"{cell.key}")
-                _run_cell(spec, cell, journal, outcome, console)
+                with long_step(console, f"campaign run {todo.index(cell) + 1}/{len(todo)}: "
+                                        f"{cell.key}", estimate_seconds(spec, [cell]),
+                               qualifier="about ", show_progress=show_progress):
+                    _run_cell(spec, cell, journal, outcome, console)
                 progress.advance(task)
         except KeyboardInterrupt:
             append_event(journal, {"event": "campaign-interrupted"})

@@ -16,7 +16,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +40,7 @@ from pgdyno.runner.live import (
     LiveWatch,
     recording_requested,
 )
+from pgdyno.runner.longstep import long_step
 from pgdyno.runner.outcome import fit_of
 from pgdyno.runner.prewarm import prewarm
 from pgdyno.targets import ServerStartError, Target, archive
@@ -71,8 +72,15 @@ def execute(workload: Workload, ctx: RunContext, manifest: Manifest,
         # The overall bar counts seconds of planned load, so its ETA is right from the
         # first iteration on; its description counts the iterations.
         overall = progress.add_task("preparing", total=len(steps) * per_step, status="")
-        ctx.status = lambda text: progress.update(overall, status=text)
-        ctx.prepared = workload.prepare(ctx)
+        said = [""]  # the preparation's latest word of itself, for a log's lines
+
+        def status(text: str) -> None:
+            said[0] = text
+            progress.update(overall, status=text)
+
+        ctx.status = status
+        with preparing(workload, ctx, console, lambda: said[0]):
+            ctx.prepared = workload.prepare(ctx)
         if ctx.conn is not None and ctx.target is not None:
             # A build may restart the server (wal_level minimal and back, a new port): the
             # report describes the server the measured window runs on, read again now.
@@ -101,6 +109,18 @@ def execute(workload: Workload, ctx: RunContext, manifest: Manifest,
                               step_figures(workload, ctx, ctx.plan.records[-1]))
         progress.update(overall, completed=len(steps) * per_step)
     workload.finish(ctx)
+
+
+def preparing(workload: Workload, ctx: RunContext, console: Console,
+              detail: Callable[[], str]) -> contextlib.AbstractContextManager:
+    """The dataset's preparation announced (a load may take minutes; its length is not
+    known before it starts), a line now and then in a log with ``detail()``; on a terminal
+    the overall bar's status follows it."""
+    if not workload.needs_server:
+        return contextlib.nullcontext()
+    return long_step(console, f"dataset: {workload.name} {workload.describe_dataset(ctx.opts)}",
+                     why="loaded unless one of that size is there to reuse",
+                     show_progress=ctx.opts.show_progress, bar=False, detail=detail)
 
 
 def step_figures(workload: Workload, ctx: RunContext, record: IterationRecord

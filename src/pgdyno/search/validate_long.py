@@ -36,6 +36,7 @@ from pgdyno.analysis.summary import load_summary
 from pgdyno.errors import UsageError
 from pgdyno.options import BenchOptions
 from pgdyno.results.manifest import read_versioned
+from pgdyno.runner.longstep import long_step, seconds_words
 from pgdyno.search.confirm import Verdict, compare_labels, run_order
 from pgdyno.search.noise import Noise, runs_noise
 from pgdyno.search.objective import run_debt
@@ -365,5 +366,40 @@ def validate_winner(search_dir: Path, conf: Any, winner: Any, winner_file: Path,
             console.print(f"long validation: run {val.done}/{len(val.order)} ({label}, "
                           f"{val.rule.window_s} s)")
 
+    def announced(label: str) -> contextlib.AbstractContextManager:
+        """The run's own ``around``, inside it the run's announcement and progress."""
+        stack = contextlib.ExitStack()
+        if around is not None:
+            stack.enter_context(around(label))
+        stack.enter_context(long_step(
+            console, f"long validation: run {val.done + 1}/{len(val.order)}, {label}",
+            base.warmup_s + val.rule.window_s, window_words(val.rule, base.warmup_s),
+            show_progress=show_progress))
+        return stack
+
+    if console is not None and val.done < len(val.order):
+        console.print(plan_words(val, base.warmup_s), markup=False, highlight=False,
+                      soft_wrap=True)
     return run_validation(val, base, search_dir, role, console,
-                          lambda v: write_json_atomic(path, v.to_dict()), on_run, around)
+                          lambda v: write_json_atomic(path, v.to_dict()), on_run, announced)
+
+
+def plan_words(val: LongValidation, warmup_s: float) -> str:
+    """The validation's plan in a line: its configs, runs, their length and the whole."""
+    left = len(val.order) - val.done
+    total = left * (warmup_s + val.rule.window_s)
+    resumed = f", {val.done} done before" if val.done else ""
+    return (f"long validation: {', '.join(val.sides)} in {left} runs of "
+            f"{seconds_words(warmup_s + val.rule.window_s)}{resumed}, about "
+            f"{total / 60:,.0f} min of load")
+
+
+def window_words(rule: WindowRule, warmup_s: float) -> str:
+    """What a run of the validation holds, and why it is longer than asked when it is."""
+    window = f"{warmup_s:g} s warm-up and a {rule.window_s:,} s window" if warmup_s \
+        else f"a {rule.window_s:,} s window"
+    if rule.raised:
+        return (f"{window}, raised from {rule.per_run_s:,.0f} s to hold {CYCLES} checkpoint "
+                f"cycles ({rule.checkpoint_cycle_s:,.0f} s each) and {CYCLES} autovacuum "
+                f"cycles ({rule.autovacuum_cycle_s:,.0f} s each) of {rule.slowest}")
+    return window
