@@ -253,11 +253,14 @@ def own_cluster_run(prefix: str, workload: str, *args: str) -> Iterator[tuple[Pa
 
 
 def run_cli_here(args: list[str], env_workdir: Path, cwd: Path | None = None,
-                 env: dict[str, str] | None = None, **_kw):
+                 env: dict[str, str] | None = None, site: Path | None = None, **_kw):
     """``pgdyno ARGS`` inside this process: the same entry point, exit code, stdout and
     stderr as ``run_cli``, without a new interpreter's second of start-up. For the
     bad-input corpora (hundreds of cases that fail before anything starts); a test that
-    signals or kills pgdyno needs ``run_cli``."""
+    signals or kills pgdyno needs ``run_cli``. ``site``: a directory of installed packages
+    (a workload plugin) first on the path for this call only, as PYTHONPATH puts it for a
+    process: pgdyno finds its plugins afresh, writes no bytecode there, and forgets them
+    (and their modules) afterwards."""
     import contextlib
     import io
     import os
@@ -275,16 +278,18 @@ def run_cli_here(args: list[str], env_workdir: Path, cwd: Path | None = None,
     sys.argv = ["pgdyno", *args]
     code = 0
     try:
-        if cwd is not None:
-            os.chdir(cwd)
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            try:
-                main.run()
-            except SystemExit as exc:
-                code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-            except Exception:  # noqa: BLE001 - what a user would see: a traceback, exit 1
-                traceback.print_exc()
-                code = 1
+        with _plugins_from(site):
+            if cwd is not None:
+                os.chdir(cwd)
+            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+                try:
+                    main.run()
+                except SystemExit as exc:
+                    code = exc.code if isinstance(exc.code, int) else (
+                        0 if exc.code is None else 1)
+                except Exception:  # noqa: BLE001 - what a user would see: a traceback, exit 1
+                    traceback.print_exc()
+                    code = 1
     finally:
         os.chdir(saved_cwd)
         sys.argv = saved_argv
@@ -294,6 +299,46 @@ def run_cli_here(args: list[str], env_workdir: Path, cwd: Path | None = None,
             signal.signal(signum, handler)
         signals.reset()
     return subprocess.CompletedProcess(["pgdyno", *args], code, out.getvalue(), err.getvalue())
+
+
+@contextlib.contextmanager
+def _plugins_from(site: Path | None) -> Iterator[None]:
+    """``site`` first on sys.path while the block runs, pgdyno's plugin registry read afresh
+    before and after it, and the modules imported from ``site`` forgotten at its end (the
+    next test's plugin may have the same module name)."""
+    import importlib
+    import sys
+
+    if site is None:
+        yield
+        return
+    saved_path, saved_bytecode = list(sys.path), sys.dont_write_bytecode
+    sys.path.insert(0, str(site))
+    sys.dont_write_bytecode = True  # no __pycache__ beside the plugin, as PYTHONDONTWRITEBYTECODE
+    importlib.invalidate_caches()
+    _forget_plugins()
+    try:
+        yield
+    finally:
+        sys.path[:] = saved_path
+        sys.dont_write_bytecode = saved_bytecode
+        for name, module in list(sys.modules.items()):
+            if str(getattr(module, "__file__", None) or "").startswith(str(site)):
+                del sys.modules[name]
+        importlib.invalidate_caches()
+        _forget_plugins()
+
+
+def _forget_plugins() -> None:
+    """pgdyno reads its plugins once per process: the registry, the options they add and
+    the app built from them are cached; cleared, the next call reads them again."""
+    from pgdyno.cli import app
+    from pgdyno.runner import options
+    from pgdyno.workloads import registry
+
+    for cached in (registry.workloads, registry._loaded, options.workload_options,
+                   app.pgdyno_app):
+        cached.cache_clear()
 
 
 def postgres_processes(fragment: str) -> list[int]:

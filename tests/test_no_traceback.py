@@ -9,10 +9,10 @@ error nobody foresaw (exit 70, its traceback saved to a file). Each asserts the 
 the one line, no "Traceback" anywhere, and that nothing was created beyond what the command
 may create. None needs a PostgreSQL server.
 
-What needs a process of its own runs as ``python -m pgdyno`` in a subprocess: a plugin on
-the path, a signal, a device as standard output, the temporary directory of a saved
-traceback. Damaged files and refused names run through the CLI's entry point in this
-process (``run_cli_here``), with the same working, work and temporary directories.
+What needs a process of its own runs as ``python -m pgdyno`` in a subprocess: a signal, a
+device as standard output. The rest runs through the CLI's entry point in this process
+(``run_cli_here``), with the same working, work and temporary directories and, for a
+plugin, its package first on the path, as PYTHONPATH puts it for a process.
 """
 
 from __future__ import annotations
@@ -62,17 +62,20 @@ def pgdyno(args: list[str], tmp_path: Path, site: Path | None = None,
                           text=True, timeout=timeout)
 
 
-def here(args: list[str], tmp_path: Path) -> subprocess.CompletedProcess:
+def here(args: list[str], tmp_path: Path, site: Path | None = None
+         ) -> subprocess.CompletedProcess:
     """``pgdyno ARGS`` through the CLI's entry point in this process, from the same working
-    directory and with the same workdir and temporary directory as ``pgdyno``, so that a
-    file the command leaves in any of them is seen by the tests' snapshots."""
+    directory and with the same workdir, temporary directory and plugin (``site``) as
+    ``pgdyno``, so that a file the command leaves in any of them is seen by the tests'
+    snapshots."""
     cwd, tmp = tmp_path / "cwd", tmp_path / "tmp"
     cwd.mkdir(exist_ok=True)
     tmp.mkdir(exist_ok=True)
     saved = tempfile.tempdir
     tempfile.tempdir = str(tmp)  # read once per process: $TMPDIR alone would not move it
     try:
-        return run_cli_here(args, tmp_path / "wd", cwd=cwd, env={"TMPDIR": str(tmp)})
+        return run_cli_here(args, tmp_path / "wd", cwd=cwd, env={"TMPDIR": str(tmp)},
+                            site=site)
     finally:
         tempfile.tempdir = saved
 
@@ -157,7 +160,7 @@ def test_a_broken_plugin_is_one_line_naming_its_package(tmp_path: Path, case: st
     results = tmp_path / "results"
     for args in (["bench", "--help"], ["runs", "--results-dir", str(results)],
                  ["bench", "bad", *QUICK_CPU, "--results-dir", str(results)]):
-        line = one_line(pgdyno(args, tmp_path, site), USAGE)
+        line = one_line(here(args, tmp_path, site), USAGE)
         assert line.startswith("pgdyno: error: workload plugin bad (bad_plugin:Bad from "
                                "pgdyno-bad 0.1)"), line
         assert words in line, line
@@ -168,12 +171,12 @@ def test_a_plugin_sharing_a_built_in_workloads_option_still_loads(tmp_path: Path
     """The check is about clashes, not sharing: --scale as tpcb declares it is one option
     of both (the other way round, another flag for the same field, is refused)."""
     site = plugin_site(tmp_path, _options_plugin("scale: int = option(1, 'its scale')"))
-    out = pgdyno(["bench", "--help"], tmp_path, site)
+    out = here(["bench", "--help"], tmp_path, site)
     assert out.returncode == 0, out.stderr
     assert "bad:" in out.stdout and out.stderr == ""
     site = plugin_site(tmp_path / "b", _options_plugin(
         "scale: int = option(1, 'its scale', flag='--size-of')"))
-    line = one_line(pgdyno(["bench", "--help"], tmp_path, site), USAGE)
+    line = one_line(here(["bench", "--help"], tmp_path, site), USAGE)
     assert "option --size-of (field scale) takes the name of option --scale" in line
 
 
@@ -192,8 +195,8 @@ def test_an_unexpected_error_is_one_line_and_a_saved_traceback(tmp_path: Path) -
     site = plugin_site(tmp_path, BUGGY)
     results = tmp_path / "results"
     before = tree(tmp_path)
-    out = pgdyno(["bench", "bad", *QUICK_CPU, "--results-dir", str(results),
-                  "--results-db", "postgresql://me:s3cret@db.example/results"], tmp_path, site)
+    out = here(["bench", "bad", *QUICK_CPU, "--results-dir", str(results),
+                "--results-db", "postgresql://me:s3cret@db.example/results"], tmp_path, site)
     line = one_line(out, UNEXPECTED)
     assert line.startswith("pgdyno: error: pgdyno bench failed on an unexpected error, a bug "
                            "in pgdyno-bad 0.1: KeyError: 'not there', in bad_plugin "
@@ -218,8 +221,8 @@ FAILING_RUN = ("from pgdyno.workloads.base import Workload\n\n"
 def test_a_bug_during_a_run_leaves_it_failed_not_running(tmp_path: Path) -> None:
     site = plugin_site(tmp_path, FAILING_RUN)
     results = tmp_path / "results"
-    line = one_line(pgdyno(["bench", "bad", *QUICK_CPU, "--results-dir", str(results)],
-                           tmp_path, site), UNEXPECTED)
+    line = one_line(here(["bench", "bad", *QUICK_CPU, "--results-dir", str(results)],
+                         tmp_path, site), UNEXPECTED)
     assert "ValueError: a bug in the middle of a run, in bad_plugin (run_iteration" in line
     manifest = json.loads(next(results.glob("*/bad-*/manifest.json")).read_text())
     assert manifest["status"] == "failed"
