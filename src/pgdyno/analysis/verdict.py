@@ -487,9 +487,17 @@ CLIENT_BOUND_SERVER_PCT."""
 
 
 def driver_bound(summary: TelemetrySummary) -> list[Evidence]:
-    """The evidence of each saturated driver while the server's CPU is not; [] otherwise."""
-    server_busy = summary.cpu.busy_of_limit_pct if summary.cpu.busy_of_limit_pct is not None \
-        else (summary.cpu.busy.avg or 0.0)
+    """The evidence of each saturated driver while the server's CPU is not; [] otherwise.
+    The server's CPU is its own processes' share of the database host's cores when they were
+    told apart (a driver or another job on the database host is not the server's load),
+    else the host's busy CPU."""
+    x = summary.contamination
+    cores = summary.cpu.effective_cores or float(x.host_cores or 0)
+    if x.cpu_attributed and x.server_cores is not None and cores:
+        server_busy = 100.0 * x.server_cores / cores
+    else:
+        server_busy = summary.cpu.busy_of_limit_pct if summary.cpu.busy_of_limit_pct \
+            is not None else (summary.cpu.busy.avg or 0.0)
     if server_busy >= CLIENT_BOUND_SERVER_PCT:
         return []
     out = []

@@ -62,33 +62,49 @@ SAMPLER = r"""
 import json, os, sys, time
 pid = sys.argv[1]
 hz = os.sysconf("SC_CLK_TCK"); ncpu = os.cpu_count() or 1
-def cgroup():
-    try:
-        rel = open(f"/proc/{pid}/cgroup").read().split("\n")[0].split("::", 1)[1]
-    except (OSError, IndexError):
-        return None
-    return "/sys/fs/cgroup" + rel.strip()
-def quota(cg):
+# The tightest CPU quota on pgbench's cgroup path (v2 cpu.max or v1 cfs quota): (cores,
+# its cpu.stat, the throttled-time key, its unit in microseconds).
+def limit():
     best = None
-    while cg and cg.startswith("/sys/fs/cgroup"):
-        try:
-            q, period = open(cg + "/cpu.max").read().split()
-            if q != "max":
-                cores = int(q) / int(period)
-                best = cores if best is None else min(best, cores)
-        except (OSError, ValueError):
-            pass
-        cg = cg.rsplit("/", 1)[0]
-    return best
-def throttled(cg):
     try:
-        for line in open(cg + "/cpu.stat"):
-            k, v = line.split()
-            if k == "throttled_usec":
-                return int(v)
-    except (OSError, ValueError, TypeError):
+        lines = open(f"/proc/{pid}/cgroup").read().splitlines()
+    except OSError:
         return None
-cg = cgroup(); q = quota(cg)
+    for line in lines:
+        hid, ctrls, path = (line.split(":", 2) + ["", ""])[:3]
+        parts = [x for x in path.split("/") if x]
+        for i in range(len(parts), -1, -1):
+            rel = "/".join(parts[:i])
+            try:
+                if hid == "0" and ctrls == "":
+                    d = ("/sys/fs/cgroup/" + rel).rstrip("/")
+                    q, per = open(d + "/cpu.max").read().split()
+                    if q == "max":
+                        continue
+                    found = (int(q) / int(per), d + "/cpu.stat", "throttled_usec", 1)
+                elif "cpu" in ctrls.split(","):
+                    d = ("/sys/fs/cgroup/cpu/" + rel).rstrip("/")
+                    q = int(open(d + "/cpu.cfs_quota_us").read())
+                    if q <= 0:
+                        continue
+                    per = int(open(d + "/cpu.cfs_period_us").read())
+                    found = (q / per, d + "/cpu.stat", "throttled_time", 1000)
+                else:
+                    continue
+            except (OSError, ValueError):
+                continue
+            if best is None or found[0] < best[0]:
+                best = found
+    return best
+def throttled(lim):
+    try:
+        for line in open(lim[1]):
+            k, v = line.split()
+            if k == lim[2]:
+                return int(v) // lim[3]
+    except (OSError, ValueError):
+        return None
+lim = limit()
 while True:
     try:
         st = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
@@ -104,7 +120,8 @@ while True:
             rx += int(f[0]); tx += int(f[8])
     print(json.dumps({"t": time.time(), "cpu": cpu, "running": running, "net": [rx, tx],
                       "proc": int(st[11]) + int(st[12]), "hz": hz, "ncpu": ncpu,
-                      "quota": q, "throttled_us": throttled(cg) if q else None}), flush=True)
+                      "quota": lim[0] if lim else None,
+                      "throttled_us": throttled(lim) if lim else None}), flush=True)
     time.sleep(1)
 """
 
