@@ -10,6 +10,7 @@ also hears the page's console errors and failed loads.
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -23,6 +24,9 @@ import pytest
 
 WINDOW = (1280, 900)
 """Chromium's window in CSS px (width, height): a common laptop screen."""
+ARTEFACTS = Path(os.environ.get("PGDYNO_TEST_ARTEFACTS", "/var/tmp/pgdyno-test-artefacts"))
+"""Where tests leave what a person may want to look at afterwards (screenshots); kept
+after the session, unlike the tests' scratch directories."""
 
 _SCRIPT = Path(__file__).with_name("chromium_measure.js")
 """Measures the page once it has loaded; writes JSON into <pre id="pgdyno-measure">."""
@@ -34,6 +38,9 @@ class TableMeasure:
     width_px: float
     label: str
     """The table's caption, or its first row's text: names it in an assertion message."""
+    top_px: float = 0.0
+    """Where it starts, from the page's top, as the page opens (its folds closed)."""
+    height_px: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -57,7 +64,14 @@ class PageMeasure:
     overflowing_cells: list[str]
     """Cells whose text sticks out of them (a word wider than its column)."""
     image_sizes_px: list[tuple[str, float, float]]
-    """(alt text or tag name, width, height) of every <img> and outermost <svg>."""
+    """(alt text or tag name, width, height) of every <img> and outermost <svg>, measured
+    with every fold open."""
+    image_tops_px: list[tuple[str, float]]
+    """(alt text or tag name, where it starts from the page's top as the page opens)."""
+    folds: int
+    """<details> elements: sections folded until the reader opens them."""
+    folds_open: int
+    """Of those, open as the page loads."""
     console_errors: list[str]
     links: list[LinkMeasure]
     """Every <a href> Chromium rendered."""
@@ -107,6 +121,25 @@ def _instrumented(html: str, base_dir: Path) -> str:
     return head + html
 
 
+def screenshot(html_path: Path, png: Path) -> Path:
+    """The first screen of ``html_path`` (a ``WINDOW`` window, as the page opens) as
+    ``png``."""
+    browser = chromium_binary()
+    png.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="pgdyno-chromium-") as tmp:
+        proc = subprocess.run(
+            # No virtual time budget here: with one, the picture may be taken before every
+            # part of the screen is painted (a chart cut off half-way).
+            [browser, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+             f"--user-data-dir={tmp}/profile", f"--window-size={WINDOW[0]},{WINDOW[1]}",
+             f"--screenshot={png}", html_path.resolve().as_uri()],
+            capture_output=True, text=True, timeout=120)
+    assert png.is_file() and png.stat().st_size > 0, (
+        f"chromium made no screenshot of {html_path} (exit {proc.returncode}):\n"
+        f"{proc.stderr[-2000:]}")
+    return png
+
+
 def measure_page(html_path: Path) -> PageMeasure:
     """Render ``html_path`` in headless Chromium at a ``WINDOW`` window and measure it."""
     browser = chromium_binary()
@@ -128,9 +161,12 @@ def measure_page(html_path: Path) -> PageMeasure:
     data = json.loads(unescape(found.group(1)))
     return PageMeasure(
         viewport_width_px=data["viewport_width_px"], scroll_width_px=data["scroll_width_px"],
-        tables=[TableMeasure(t["width"], t["label"]) for t in data["tables"]],
+        tables=[TableMeasure(t["width"], t["label"], t["top"], t["height"])
+                for t in data["tables"]],
         overflowing_cells=data["overflowing_cells"],
         image_sizes_px=[(i["alt"], *i["size"]) for i in data["images"]],
+        image_tops_px=[(i["alt"], i["top"]) for i in data["images"]],
+        folds=data["folds"], folds_open=data["folds_open"],
         console_errors=data["console_errors"],
         links=[LinkMeasure(**link) for link in data["links"]],
         raw_markdown=data["raw_markdown"],

@@ -24,15 +24,28 @@
   const all = (selector) => [...document.querySelectorAll(selector)];
 
   window.addEventListener("load", () => {
+    // Where each table and picture starts on the page as it opens (folded sections
+    // closed): what the first screen shows. Then every fold is opened, so that what it
+    // holds is measured too.
+    const top = (el) => el.getBoundingClientRect().top + window.scrollY;
+    const pictures = () => all("img, svg").filter((e) => !e.parentElement.closest("svg"));
+    const tableTops = all("table").map(top);
+    const pictureTops = pictures().map(top);
+    const folds = all("details");
+    const foldsOpen = folds.filter((d) => d.open).length;
+    folds.forEach((d) => { d.open = true; });
     const result = {
       viewport_width_px: document.documentElement.clientWidth,
       scroll_width_px: document.documentElement.scrollWidth,
-      tables: all("table").map((t) => ({width: size(t)[0], label: label(t)})),
+      folds: folds.length,
+      folds_open: foldsOpen,
+      tables: all("table").map((t, i) => ({width: size(t)[0], height: size(t)[1],
+                                            label: label(t), top: tableTops[i]})),
       overflowing_cells: all("td, th")
         .filter((c) => c.scrollWidth > c.clientWidth + 1)
         .map((c) => c.textContent.slice(0, 80)),
-      images: all("img, svg").filter((e) => !e.parentElement.closest("svg"))
-        .map((e) => ({size: size(e), alt: e.getAttribute("alt") || e.tagName})),
+      images: pictures().map((e, i) => ({size: size(e), top: pictureTops[i],
+                                          alt: e.getAttribute("alt") || e.tagName})),
       // Links as the browser made them, and text that still reads as Markdown's syntax
       // (a link or stressed words that reached the page as raw text).
       links: all("a[href]").map((a) => ({

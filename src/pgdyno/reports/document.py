@@ -201,7 +201,17 @@ class Preformatted:
     """Shown as it is, in a fixed-width font: a log, a diff, a timeline."""
 
 
-Block = Paragraph | BulletList | Table | Image | Preformatted
+@dataclass
+class Beside:
+    """Two columns side by side where the page is wide enough (the HTML page): ``main``
+    and, at its right, ``aside`` (a chart beside the figures it draws). Markdown shows one
+    after the other."""
+
+    main: list[Block]
+    aside: list[Block]
+
+
+Block = Paragraph | BulletList | Table | Image | Preformatted | Beside
 
 
 @dataclass
@@ -218,6 +228,10 @@ class Section:
     body: list[Block] = field(default_factory=list)
     """Blocks in an order of their own (words between two tables, a list under a table),
     shown after the paragraphs, tables and preformatted text, before the images."""
+    folded: bool = False
+    """Long and for the curious (a client count's full telemetry): the HTML page shows its
+    title and folds the rest (the section and the deeper-level sections after it) until
+    the reader opens it; Markdown shows it as any other."""
 
     def blocks(self) -> list[Block]:
         """Everything the section shows, in order: the one list both renderers walk."""
@@ -230,6 +244,24 @@ class Section:
 class Document:
     title: str
     sections: list[Section]
+    contents: bool = False
+    """A table of contents (the top-level sections) after the first section, on the HTML
+    page: a long report's way to what a reader looks for."""
+
+
+@dataclass(frozen=True)
+class ClientHeadline:
+    """The headline metric at one client count, as the run's outcome computed it: the mean
+    of its iterations and the 95% t interval of that mean."""
+
+    clients: int
+    at: str
+    """The client count in the workload's words ("8 clients", "4 warehouses' terminals")."""
+    mean: float
+    interval: tuple[float, float] | None
+    """None with fewer than two iterations."""
+    iterations: int
+    p99_ms: float | None = None
 
 
 @dataclass
@@ -249,6 +281,10 @@ class RunView:
     clients_label: str = "Clients"
     clients: dict[int, str] = field(default_factory=dict)
     """Client count -> what ran at it, in the workload's words ("8 clients")."""
+    by_clients: list[ClientHeadline] = field(default_factory=list)
+    """The headline at each client count (``runner.outcome``), shown beside its chart."""
+    headline: tuple[str, str] = ("TPS", "tx/s")
+    """The headline metric's label and unit."""
 
 
 def build_document(summary: RunSummary, run: RunView, images: dict[str, str],
@@ -256,11 +292,13 @@ def build_document(summary: RunSummary, run: RunView, images: dict[str, str],
     """The report; ``insights`` (the workload's own, telemetry, verdicts) go after the
     throughput and latency. ``transactions``: whether the pgbench-style transaction sections
     apply (a program workload such as cpu brings all its figures in ``insights``)."""
-    sections = [_answer(run), _overview(summary, run, transactions), _environment(run)]
+    answer, chart = _answer(run, images)
+    sections = [answer, _overview(summary, run, transactions), _environment(run)]
     if run.load is not None:
         sections.append(_load(run.load))
     if transactions:
-        sections += [_tps(summary, images), _latency(summary, images)]
+        elsewhere = {k: v for k, v in images.items() if k != chart}  # each plot once
+        sections += [_tps(summary, elsewhere), _latency(summary, elsewhere)]
         if run.opts.rate_tps is not None:
             sections.append(_fixed_rate(summary, run.opts))
         if any(c.scripts for c in summary.per_clients):
@@ -272,20 +310,53 @@ def build_document(summary: RunSummary, run: RunView, images: dict[str, str],
         sections.append(_warnings(summary))
     sections.append(_files(run.manifest, run.plan))
     return Document(title=f"pgdyno: {run.plan.workload} on {run.plan.context}",
-                    sections=sections)
+                    sections=sections, contents=True)
 
 
-def _answer(run: RunView) -> Section:
-    """What the run answers, first: the peak, where it saturates, p99 and the verdict
-    there, where the dataset lived and how much of it was cached, and its load."""
+ANSWER_CHARTS = (("scaling", "TPS and p99 latency against clients (TPS: mean ± stddev "
+                             "across iterations)"),
+                 ("tps_timeline", "TPS over time"))
+"""The chart shown beside the headline by clients, the first the run has: the scaling
+curve needs two client counts."""
+
+
+def _answer(run: RunView, images: dict[str, str]) -> tuple[Section, str | None]:
+    """What the run answers, first: the headline at each client count with its interval,
+    beside its chart; then the peak, where it saturates, p99 and the verdict there, where
+    the dataset lived and how much of it was cached, and its load. Returns the section and
+    the name of the chart it shows (None: none)."""
     if not run.answer:
         manifest = run.manifest
         why = f": {manifest['reason']}" if manifest.get("reason") else ""
         return Section("Answer", paragraphs=[Text.of(
             "No headline figure: the run ended ", Strong(manifest.get("status", "unknown")),
-            f" before any iteration measured one{why}.")])
-    return Section("Answer", tables=[Table(["", "What this run measured"],
-                                           [[item, text] for item, text in run.answer])])
+            f" before any iteration measured one{why}.")]), None
+    said = Table(["", "What this run measured"], [[item, text] for item, text in run.answer])
+    if not run.by_clients:
+        return Section("Answer", tables=[said]), None
+    figures = _by_clients(run)
+    chart = next(((name, caption) for name, caption in ANSWER_CHARTS if name in images), None)
+    if chart is None:
+        return Section("Answer", body=[figures, said]), None
+    # The figures beside their chart first: on the first screen however many statements
+    # follow.
+    return Section("Answer", body=[Beside([figures], [Image(chart[1], images[chart[0]])]),
+                                   said]), chart[0]
+
+
+def _by_clients(run: RunView) -> Table:
+    """The headline at each client count: mean of the iterations, its 95% interval."""
+    label, unit = run.headline
+    rows: list[list[Inline]] = []
+    for c in run.by_clients:
+        low, high = c.interval if c.interval is not None else (None, None)
+        mean, low_text, high_text = alike(c.mean, low, high)
+        rows.append([c.at, mean, f"{low_text} – {high_text}" if c.interval else "–",
+                     count(c.iterations), rounded(c.p99_ms, 2)])
+    return Table([run.clients_label, f"{label} ({unit})", "95% interval", "Iterations",
+                  "p99 (ms)"], rows,
+                 caption=f"{label} by {run.clients_label.lower()}: the mean of the "
+                         "iterations and its 95% t interval (none from one iteration)")
 
 
 def _load(record: LoadRecord) -> Section:

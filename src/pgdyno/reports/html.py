@@ -17,6 +17,7 @@ import jinja2
 from markupsafe import Markup, escape
 
 from pgdyno.reports.document import (
+    Beside,
     Block,
     BulletList,
     Code,
@@ -26,6 +27,7 @@ from pgdyno.reports.document import (
     Link,
     Paragraph,
     Preformatted,
+    Section,
     Strong,
     Table,
     Text,
@@ -77,15 +79,74 @@ _ENV = jinja2.Environment(
 
 def render_document(doc: Document, base_dir: Path) -> str:
     """The page of ``doc``; images are read from ``base_dir`` and embedded as data URIs,
-    so the page stands alone."""
+    so the page stands alone. Every section gets an id (its anchor, else one made from its
+    title); a folded section is a <details> holding it and the deeper sections after it;
+    ``doc.contents``: a table of contents of the top-level sections after the first."""
     def data_uri(path: str) -> str:
         data = (base_dir / path).read_bytes()
         return "data:image/png;base64," + base64.b64encode(data).decode()
 
-    def block_html(block: Block) -> Markup:
-        return render_block(block, data_uri)
+    ids = section_ids(doc.sections)
+    top = min((s.level for s in doc.sections), default=2)
+    parts = [_part_html(section, children, data_uri)
+             for section, children in _folds(list(zip(doc.sections, ids, strict=True)))]
+    contents = ([(i, s.title, s.folded) for s, i in zip(doc.sections, ids, strict=True)
+                 if s.level == top] if doc.contents and len(parts) > 1 else [])
+    return _ENV.get_template("report.html.j2").render(doc=doc, parts=parts, contents=contents)
 
-    return _ENV.get_template("report.html.j2").render(doc=doc, block_html=block_html)
+
+def section_ids(sections: list[Section]) -> list[str]:
+    """One id per section, unique on the page: its anchor, else its title's words joined
+    by hyphens ("Transaction latency (ms)" -> "transaction-latency-ms")."""
+    taken = {s.anchor for s in sections if s.anchor}
+    ids = []
+    for section in sections:
+        if section.anchor:
+            ids.append(section.anchor)
+            continue
+        base = re.sub(r"[^a-z0-9]+", "-", section.title.lower()).strip("-") or "section"
+        made, n = base, 1
+        while made in taken:
+            n += 1
+            made = f"{base}-{n}"
+        taken.add(made)
+        ids.append(made)
+    return ids
+
+
+def _folds(sections: list[tuple[Section, str]]
+           ) -> list[tuple[tuple[Section, str], list[tuple[Section, str]]]]:
+    """Each section with the sections it folds: a folded one takes the deeper-level
+    sections that follow it; any other, none."""
+    out: list[tuple[tuple[Section, str], list[tuple[Section, str]]]] = []
+    i = 0
+    while i < len(sections):
+        head = sections[i]
+        j = i + 1
+        if head[0].folded:
+            while j < len(sections) and sections[j][0].level > head[0].level:
+                j += 1
+        out.append((head, sections[i + 1:j]))
+        i = j
+    return out
+
+
+def _part_html(head: tuple[Section, str], children: list[tuple[Section, str]],
+               data_uri: Callable[[str], str]) -> Markup:
+    section, anchor = head
+    if not section.folded:
+        return _section_html(section, anchor, data_uri)
+    inner = Markup("").join(_section_html(s, i, data_uri) for s, i in children)
+    body = Markup("").join(render_block(b, data_uri) for b in section.blocks())
+    return Markup('<details class="fold" id="{}"><summary><h{}>{}</h{}></summary>\n'
+                  "<section>{}</section>\n{}</details>\n").format(
+        anchor, section.level, section.title, section.level, body, inner)
+
+
+def _section_html(section: Section, anchor: str, data_uri: Callable[[str], str]) -> Markup:
+    body = Markup("\n").join(render_block(b, data_uri) for b in section.blocks())
+    return Markup('<section id="{}">\n<h{}>{}</h{}>\n{}\n</section>\n').format(
+        anchor, section.level, section.title, section.level, body)
 
 
 def render_block(block: Block, data_uri: Callable[[str], str]) -> Markup:
@@ -104,6 +165,12 @@ def render_block(block: Block, data_uri: Callable[[str], str]) -> Markup:
                       "</figure>").format(block.caption, data_uri(block.path))
     if isinstance(block, Preformatted):
         return Markup("<pre>{}</pre>").format(block.text)
+    if isinstance(block, Beside):
+        def column(blocks: list[Block]) -> Markup:
+            return Markup("<div>{}</div>").format(
+                Markup("\n").join(render_block(b, data_uri) for b in blocks))
+        return Markup('<div class="beside">{}{}</div>').format(column(block.main),
+                                                               column(block.aside))
     raise TypeError(f"no HTML for {type(block).__name__}")
 
 

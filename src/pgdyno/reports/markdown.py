@@ -5,6 +5,7 @@ other's output."""
 from __future__ import annotations
 
 from pgdyno.reports.document import (
+    Beside,
     Block,
     BulletList,
     Code,
@@ -52,6 +53,8 @@ def block_lines(block: Block) -> list[str]:
         return [f"![{block.caption}]({block.path})", ""]
     if isinstance(block, Preformatted):
         return ["```", block.text, "```", ""]
+    if isinstance(block, Beside):  # no columns in Markdown: one after the other
+        return [line for b in (*block.main, *block.aside) for line in block_lines(b)]
     raise TypeError(f"no Markdown for {type(block).__name__}")
 
 

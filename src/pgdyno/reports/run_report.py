@@ -76,7 +76,8 @@ def telemetry_report_sections(summary: RunSummary, run_dir: RunDirectory,
         names = {k: str(v.relative_to(run_dir.path)) for k, v in made.items()}
         sections.append(Section(
             f"Telemetry: {(named or {}).get(it.clients) or clients_words(it.clients)} "
-            f"(iteration {it.iteration}, median {metric_label})"))
-        # The telemetry's own sections one level under the heading that names the iteration.
+            f"(iteration {it.iteration}, median {metric_label})", folded=True))
+        # The telemetry's own sections one level under the heading that names the iteration
+        # (folded with it: a dozen tables and plots per client count).
         sections += telemetry_sections(it.telemetry, it.verdict, names, level=3)
     return sections

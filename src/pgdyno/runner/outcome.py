@@ -14,16 +14,17 @@ what ``pgdyno bench`` printed.
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from pgdyno.analysis.summary import IterationSummary, RunSummary
 from pgdyno.analysis.tdist import mean_interval
 from pgdyno.config.units import human_bytes
-from pgdyno.reports.document import clients_words
+from pgdyno.reports.document import ClientHeadline, clients_words
 from pgdyno.results.load import LoadRecord, load_lines, record_of
 from pgdyno.units import figure
 from pgdyno.workloads.base import LOWER, Headline
@@ -119,6 +120,8 @@ class RunOutcome:
     """Set when the peak is at the most clients tried and still above the count before."""
     past_peak: PastPeak | None = None
     """Set when more clients than the peak's were tried and p99 is known at both."""
+    by_clients: list[ClientHeadline] = field(default_factory=list)
+    """The headline at every client count that measured it, in ascending order."""
 
 
 def outcome_of(summary: RunSummary, head: Headline, dataset: str, *,
@@ -143,7 +146,27 @@ def outcome_of(summary: RunSummary, head: Headline, dataset: str, *,
                       direction=direction, peak_at=describe_clients(head.clients),
                       saturation_at=describe_clients(saturation) if saturation else "",
                       cached=cached_share(dataset_record or {}, at_peak),
-                      load=record_of(dataset_record), rising=rising, past_peak=past)
+                      load=record_of(dataset_record), rising=rising, past_peak=past,
+                      by_clients=by_clients(summary, head.metric, describe_clients))
+
+
+def by_clients(summary: RunSummary, metric: str,
+               describe_clients: Callable[[int], str] = clients_words) -> list[ClientHeadline]:
+    """``metric`` at each client count: the mean of its measured iterations, the 95% t
+    interval of that mean, and the mean of their p99."""
+    out = []
+    for clients in sorted(summary.client_counts):
+        its = _iterations(summary, clients, metric)
+        if not its:
+            continue
+        values = [it.metrics[metric] for it in its]
+        p99 = [v for it in its
+               if (v := it.metrics.get("latency_p99_ms")) is not None and not math.isnan(v)]
+        out.append(ClientHeadline(clients=clients, at=describe_clients(clients),
+                                  mean=statistics.fmean(values), interval=mean_interval(values),
+                                  iterations=len(values),
+                                  p99_ms=statistics.fmean(p99) if p99 else None))
+    return out
 
 
 def _iterations(summary: RunSummary, clients: int, metric: str) -> list[IterationSummary]:

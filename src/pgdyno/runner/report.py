@@ -59,7 +59,9 @@ def build_reports(path: Path) -> Built:
                    answer=([(row.item, row.text) for row in answer_rows(outcome)]
                            if outcome is not None else []),
                    load=record_of(manifest.dataset), clients_label=workload.clients_label,
-                   clients={c: workload.describe_clients(opts, c) for c in opts.clients})
+                   clients={c: workload.describe_clients(opts, c) for c in opts.clients},
+                   by_clients=outcome.by_clients if outcome is not None else [],
+                   headline=(spec.label, spec.unit))
     write_run_report(summary, view, run_dir,
                      workload.report_sections(summary, run_dir, plan, opts),
                      transactions=workload.common_report(opts),
