@@ -15,6 +15,8 @@ import re
 import pytest
 from rich.console import Console
 
+from pgdyno.compare.blocks import BlockPlan
+from pgdyno.options import BenchOptions
 from pgdyno.runner.longstep import long_step
 from pgdyno.search.validate_long import CycleFacts, window_rule, window_words
 from tests.conftest import make_shared_dir, run_cli_here
@@ -92,3 +94,13 @@ def test_the_long_validation_says_why_its_runs_are_longer_than_asked() -> None:
 def test_an_unchanged_window_gives_no_reason() -> None:
     rule = window_rule(3600, [CycleFacts("tuned", 300, 2**30, 60)])
     assert not rule.raised and window_words(rule, 0) == f"a {rule.window_s:,} s window"
+
+
+def test_a_block_comparison_announces_its_budget_or_its_pairs_time() -> None:
+    """A budget is said as the most it measures; without one, the pairs' blocks: two a
+    pair interleaved (one side after the other), one in a duet (both sides at once)."""
+    opts = BenchOptions(workload="tpcb", clients=(4,), threads=None, duration_s=10,
+                        warmup_s=2, iterations=1)
+    assert BlockPlan("interleaved", pairs=6, budget_s=300).measuring_time(opts) == (300, "up to ")
+    assert BlockPlan("interleaved", pairs=6).measuring_time(opts) == (6 * 2 * 12, "about ")
+    assert BlockPlan("duet", pairs=6).measuring_time(opts) == (6 * 12, "about ")

@@ -25,7 +25,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from rich.console import Console
 
@@ -35,9 +35,6 @@ from pgdyno.errors import PgdynoError, RunFailed, RunInterrupted
 from pgdyno.options import BenchOptions
 from pgdyno.results.rundir import new_stamped_dir, utc_now
 from pgdyno.runner.longstep import long_step
-
-if TYPE_CHECKING:
-    from pgdyno.compare.blocks import BlockPlan
 
 BLOCKS_EVENT = "blocks"
 """The journal event naming a block comparison's record (per workload, per sweep step)."""
@@ -232,7 +229,7 @@ def _compare_step(spec: CampaignSpec, plan: PairDesign, paired: PairedWorkload,
     def say(line: str) -> None:
         console.print(f"{where}: {line}", markup=False, highlight=False, soft_wrap=True)
 
-    seconds, qualifier = measuring_time(block_plan, a_opts)
+    seconds, qualifier = block_plan.measuring_time(a_opts)
     with long_step(console, f"{where}: block comparison, {sides[0].label} against "
                             f"{sides[1].label} ({paired.design})", seconds,
                    "measuring time, besides starting both servers and their datasets",
@@ -245,15 +242,6 @@ def _compare_step(spec: CampaignSpec, plan: PairDesign, paired: PairedWorkload,
              "seconds": round(time.monotonic() - started, 1)})
     say(f"stopped: {record.stop} after {record.pairs_done()} pairs")
     return Path(record.baseline_run), Path(record.candidate_run)
-
-
-def measuring_time(plan: BlockPlan, opts: BenchOptions) -> tuple[float, str]:
-    """How long a block comparison measures: its budget (at most), else its pairs' blocks
-    (about: a duet's two sides share one block's time)."""
-    if plan.budget_s is not None:
-        return plan.budget_s, "up to "
-    per_pair = 1 if plan.design == "duet" else 2
-    return plan.pairs * per_pair * (opts.warmup_s + opts.duration_s), "about "
 
 
 def _role(spec: CampaignSpec, cell: Cell, size: int | None) -> dict[str, Any]:

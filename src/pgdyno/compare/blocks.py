@@ -99,6 +99,15 @@ class BlockPlan:
     seed: int | None = None
     """The order's random seed (None: drawn, and recorded)."""
 
+    def measuring_time(self, opts: BenchOptions) -> tuple[float, str]:
+        """How long the comparison measures, and how sure that is: its budget ("up to "),
+        else its pairs' blocks of ``opts``' warm-up and window ("about ": a duet's two
+        sides share one block's time, a design chosen by pilot pairs may be either)."""
+        if self.budget_s is not None:
+            return self.budget_s, "up to "
+        per_pair = 1 if self.design == DUET else 2
+        return self.pairs * per_pair * (opts.warmup_s + opts.duration_s), "about "
+
 
 @dataclass
 class Block:

@@ -332,10 +332,10 @@ def _answer(run: RunView, images: dict[str, str]) -> tuple[Section, str | None]:
             "No headline figure: the run ended ", Strong(manifest.get("status", "unknown")),
             f" before any iteration measured one{why}.")]), None
     said = Table(["", "What this run measured"], [[item, text] for item, text in run.answer])
-    if not run.by_clients:
-        return Section("Answer", tables=[said]), None
-    figures = _by_clients(run)
     chart = next(((name, caption) for name, caption in ANSWER_CHARTS if name in images), None)
+    if not run.by_clients or (chart is None and len(run.by_clients) < 2):
+        return Section("Answer", tables=[said]), None  # the statements say it all
+    figures = _by_clients(run)
     if chart is None:
         return Section("Answer", body=[figures, said]), None
     # The figures beside their chart first: on the first screen however many statements
@@ -347,14 +347,16 @@ def _answer(run: RunView, images: dict[str, str]) -> tuple[Section, str | None]:
 def _by_clients(run: RunView) -> Table:
     """The headline at each client count: mean of the iterations, its 95% interval."""
     label, unit = run.headline
+    p99 = any(c.p99_ms is not None for c in run.by_clients)  # none: a workload without
     rows: list[list[Inline]] = []
     for c in run.by_clients:
         low, high = c.interval if c.interval is not None else (None, None)
         mean, low_text, high_text = alike(c.mean, low, high)
         rows.append([c.at, mean, f"{low_text} – {high_text}" if c.interval else "–",
-                     count(c.iterations), rounded(c.p99_ms, 2)])
-    return Table([run.clients_label, f"{label} ({unit})", "95% interval", "Iterations",
-                  "p99 (ms)"], rows,
+                     count(c.iterations), *([rounded(c.p99_ms, 2)] if p99 else [])])
+    metric = label if label.lower() == unit.lower() else f"{label} ({unit})"
+    return Table([run.clients_label, metric, "95% interval", "Iterations",
+                  *(["p99 (ms)"] if p99 else [])], rows,
                  caption=f"{label} by {run.clients_label.lower()}: the mean of the "
                          "iterations and its 95% t interval (none from one iteration)")
 

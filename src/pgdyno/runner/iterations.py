@@ -115,12 +115,12 @@ def preparing(workload: Workload, ctx: RunContext, console: Console,
               detail: Callable[[], str]) -> contextlib.AbstractContextManager:
     """The dataset's preparation announced (a load may take minutes; its length is not
     known before it starts), a line now and then in a log with ``detail()``; on a terminal
-    the overall bar's status follows it."""
-    if not workload.needs_server:
+    the overall bar's status follows it. ``--no-progress`` keeps a run quiet: nothing."""
+    if not workload.needs_server or not ctx.opts.show_progress:
         return contextlib.nullcontext()
     return long_step(console, f"dataset: {workload.name} {workload.describe_dataset(ctx.opts)}",
-                     why="loaded unless one of that size is there to reuse",
-                     show_progress=ctx.opts.show_progress, bar=False, detail=detail)
+                     why="loaded unless one of that size is there to reuse", bar=False,
+                     detail=detail)
 
 
 def step_figures(workload: Workload, ctx: RunContext, record: IterationRecord

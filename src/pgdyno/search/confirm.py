@@ -37,6 +37,7 @@ from pgdyno.compare.stats import FASTER, SAME, UNDETERMINED
 from pgdyno.options import BenchOptions
 from pgdyno.results.manifest import read_versioned
 from pgdyno.runner.bench import run_one
+from pgdyno.runner.longstep import long_step
 from pgdyno.search.noise import Noise, runs_noise
 from pgdyno.search.select import balanced_order
 from pgdyno.serde import Serialisable
@@ -280,8 +281,13 @@ def run_blocks(conf: Confirmation, base: BenchOptions, search_dir: Path,
                 console.print(f"final comparison vs {label}: {line}", markup=False,
                               highlight=False, soft_wrap=True)
 
-        record = BlockComparison(blocks, sides[0], sides[1], plan, out, metric.name,
-                                 metric.direction or 1, conf.why, say).run()
+        seconds, qualifier = plan.measuring_time(blocks)
+        with long_step(console, f"final comparison vs {label}: blocks against {winner} "
+                                f"({conf.design})", seconds,
+                       "measuring time, besides starting both servers and their datasets",
+                       qualifier=qualifier):
+            record = BlockComparison(blocks, sides[0], sides[1], plan, out, metric.name,
+                                     metric.direction or 1, conf.why, say).run()
         conf.blocks[label] = BlockPair(str(out.relative_to(search_dir) / "blocks.json"),
                                        record.baseline_run, record.candidate_run)
         conf.runs[label].append(record.baseline_run)
