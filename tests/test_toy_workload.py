@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import make_shared_dir, run_cli
+from tests.conftest import make_shared_dir, run_cli_here
 
 TOY = Path(__file__).resolve().parent / "data" / "toy_workload"
 ROOT = Path(__file__).resolve().parents[1]
@@ -25,9 +25,10 @@ SHORT = ["--clients", "1", "--duration", "1", "--warmup", "0", "--iterations", "
 
 
 @pytest.fixture(scope="module")
-def toy_env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+def toy_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The toy installed with pip (offline, no dependencies) into a directory of its own;
-    pgdyno's processes see it on PYTHONPATH, as they would see it in site-packages."""
+    pgdyno (``run_cli_here``) sees it first on the path, as PYTHONPATH puts it for a
+    process, as it would see it in site-packages."""
     root = tmp_path_factory.mktemp("toy")
     shutil.copytree(TOY, root / "src")  # a build writes beside its sources: not in the repo
     subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps",
@@ -35,20 +36,20 @@ def toy_env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
                     str(root / "src")], check=True, capture_output=True, timeout=300)
     assert (next((root / "site").glob("pgdyno_toy_workload-*.dist-info")) / "entry_points.txt"
             ).read_text().count("toy = toy_workload.plugin:Toy") == 1
-    return {"PYTHONPATH": str(root / "site")}
+    return root / "site"
 
 
-def test_the_toy_is_found_through_its_entry_point(toy_env: dict[str, str],
+def test_the_toy_is_found_through_its_entry_point(toy_site: Path,
                                                    tmp_path: Path) -> None:
-    out = run_cli(["bench", "--help"], tmp_path, env=toy_env)
+    out = run_cli_here(["bench", "--help"], tmp_path, site=toy_site)
     assert out.returncode == 0, out.stderr
     assert "toy: a toy from its own package" in out.stdout
     assert "--toy-rows" in out.stdout
     section = out.stdout.split("Workloads:", 1)[1].split("Arguments:", 1)[0]
     listed = re.findall(r"^\s+([a-z-]+): ", section, re.MULTILINE)
     assert listed[-1] == "toy" and listed[:3] == ["tpcb", "simple-update", "select-only"]
-    refused = run_cli(["bench", "tpcb", "--toy-rows", "5", "--results-dir",
-                       str(tmp_path / "r")], tmp_path, env=toy_env)
+    refused = run_cli_here(["bench", "tpcb", "--toy-rows", "5", "--results-dir",
+                            str(tmp_path / "r")], tmp_path, site=toy_site)
     assert refused.returncode == 2
     assert refused.stderr.strip() == "pgdyno: error: --toy-rows belongs to toy, not tpcb"
     assert not (tmp_path / "r").exists()
@@ -144,8 +145,8 @@ def test_sweeps_of_two_workloads_are_refused_in_one_line(tmp_path: Path) -> None
         compare_sweeps(tmp_path / "a", tmp_path / "b")
 
 
-def _broken_plugin(site: Path, entry: str) -> dict[str, str]:
-    """A package's metadata on PYTHONPATH whose entry point names ``entry``."""
+def _broken_plugin(site: Path, entry: str) -> Path:
+    """A package's metadata in ``site`` (returned) whose entry point names ``entry``."""
     info = site / "pgdyno_broken-0.1.dist-info"
     info.mkdir(parents=True)
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: pgdyno-broken\nVersion: 0.1\n")
@@ -154,7 +155,7 @@ def _broken_plugin(site: Path, entry: str) -> dict[str, str]:
         "from pgdyno.workloads.base import Workload\n\n"
         "class Named(Workload):\n    name = 'other'\n\n"
         "class NotAWorkload:\n    name = 'broken'\n")
-    return {"PYTHONPATH": str(site)}
+    return site
 
 
 @pytest.mark.parametrize(("entry", "why"), [
@@ -164,9 +165,9 @@ def _broken_plugin(site: Path, entry: str) -> dict[str, str]:
     ("broken = broken_plugin:Named", "names itself 'other'"),
 ])
 def test_a_plugin_that_fails_to_load_is_one_line(tmp_path: Path, entry: str, why: str) -> None:
-    env = _broken_plugin(tmp_path / "site", entry)
+    site = _broken_plugin(tmp_path / "site", entry)
     for args in (["bench", "--help"], ["runs", "--results-dir", str(tmp_path / "r")]):
-        out = run_cli(args, tmp_path, env=env)
+        out = run_cli_here(args, tmp_path, site=site)
         assert out.returncode == 2, out.stderr
         lines = out.stderr.strip().splitlines()
         assert len(lines) == 1, out.stderr
@@ -182,11 +183,11 @@ def results() -> Iterator[Path]:
 
 
 @pytest.mark.server
-def test_the_toy_end_to_end(toy_env: dict[str, str], workdir: Path, results: Path) -> None:
+def test_the_toy_end_to_end(toy_site: Path, workdir: Path, results: Path) -> None:
     base = ["--results-dir", str(results), *SHORT]
 
     def pgdyno(*args: str) -> subprocess.CompletedProcess:
-        out = run_cli([*args], workdir, env=toy_env)
+        out = run_cli_here([*args], workdir, site=toy_site)
         assert out.returncode == 0, out.stderr[-2000:]
         return out
 
