@@ -103,6 +103,8 @@ def execute(workload: Workload, ctx: RunContext, manifest: Manifest,
                             completed=step.number * per_step)
             if opts.cache == "cold" and step.number > 0 and ctx.target is not None:
                 make_cold(ctx)
+                # Restarted on a new port: the report names the last window's server.
+                describe_server(ctx, manifest)
             run_step(workload, ctx, step, progress, overall, gate)
             if gate.wants_figures:
                 gate.finished(step, ctx.plan.records[-1].status,
