@@ -64,7 +64,11 @@ class Manifest:
     config: dict[str, Any] = field(default_factory=dict)
     """The config record: name, pg_settings, sources (rationale per setting)."""
     server: dict[str, Any] | None = None
+    """The server's facts (version, settings with their stock values): read when it starts,
+    again once the dataset is ready (a load may restart it) and after each ``--cache cold``
+    restart, so they are those of the server the measured window ran on."""
     connection: str | None = None
+    """How the run connects to that server (its socket or host and port), read with it."""
     commands: list[str] = field(default_factory=list)
     dataset: dict[str, Any] | None = None
     notes: list[str] = field(default_factory=list)
