@@ -10,7 +10,8 @@ import pytest
 
 from pgdyno.targets.binaries import embedded_install
 from pgdyno.targets.local import LocalServer
-from tests.conftest import make_shared_dir, run_cli
+from tests.conftest import make_shared_dir
+from tests.conftest import run_cli_here as run_cli
 
 pytestmark = pytest.mark.server  # every test here starts PostgreSQL
 

@@ -16,7 +16,8 @@ import pytest
 from hdrh.histogram import HdrHistogram
 from hdrh.log import HistogramLogReader
 
-from tests.conftest import make_shared_dir, run_cli
+from tests.conftest import make_shared_dir
+from tests.conftest import run_cli_here as run_cli
 from tests.recompute import recompute_iteration
 
 pytestmark = pytest.mark.server
@@ -157,11 +158,9 @@ def test_aggregate_mode_counts_exactly_without_percentiles(workdir: Path) -> Non
 
 
 def test_aggregate_refuses_a_latency_limit(tmp_path: Path) -> None:
-    from tests.conftest import run_cli_here
-
-    out = run_cli_here(["bench", "tpcb", "--tx-logs", "aggregate", "--rate", "10",
-                        "--latency-limit", "5", "--results-dir", str(tmp_path / "r")],
-                       tmp_path / "work")
+    out = run_cli(["bench", "tpcb", "--tx-logs", "aggregate", "--rate", "10",
+                   "--latency-limit", "5", "--results-dir", str(tmp_path / "r")],
+                  tmp_path / "work")
     assert out.returncode == 2
     assert out.stderr.strip().splitlines() == [
         "pgdyno: error: --tx-logs aggregate counts no late transactions: drop "
