@@ -81,15 +81,18 @@ def test_the_answer_and_its_chart_are_on_the_first_screen(kept_run) -> None:
     answer = [t for t in page.tables if t.label.startswith("What this run measured")]
     by_clients = [t for t in page.tables if t.label.startswith("TPS by clients")]
     assert len(answer) == len(by_clients) == 1, [t.label for t in page.tables]
-    for table in (*answer, *by_clients):
-        assert table.height_px > 0 and table.top_px + table.height_px <= screen, table
+    figures, statements = by_clients[0], answer[0]
+    assert figures.height_px > 0 and figures.top_px + figures.height_px <= screen, figures
+    # The statements follow on the same screen, at least their header and the peak's line
+    # (how many there are below depends on the run: rising, past the peak, load phases).
+    assert statements.height_px > 0 and statements.top_px + 60 <= screen, statements
     charts = dict(page.image_tops_px)
     sizes = {alt: (w, h) for alt, w, h in page.image_sizes_px}
     (chart,) = [alt for alt in charts if alt.startswith("TPS and p99 latency against clients")]
     assert charts[chart] + sizes[chart][1] <= screen, (chart, charts[chart], sizes[chart])
-    # Beside it: the chart starts level with the table, to its right.
-    assert abs(charts[chart] - by_clients[0].top_px) < 60
-    assert by_clients[0].top_px < answer[0].top_px  # the figures first, then the words
+    # Beside it: the chart starts level with the table.
+    assert abs(charts[chart] - figures.top_px) < 60
+    assert figures.top_px < statements.top_px  # the figures first, then the words
 
 
 def test_the_headline_by_clients_is_each_count_mean_and_interval(kept_run) -> None:
