@@ -16,7 +16,8 @@ import pytest
 from pgdyno.config.units import human_bytes
 from pgdyno.runner.options import build_options, defaults
 from pgdyno.runner.outcome import fit_of
-from tests.conftest import make_shared_dir, run_cli
+from tests.conftest import make_shared_dir
+from tests.conftest import run_cli_here as run_cli
 
 T_975 = {1: 12.7062, 2: 4.3027}  # Student's t, two-sided 95%, from the published table
 CORES = len(os.sched_getaffinity(0))
