@@ -25,7 +25,7 @@ from rich.console import Console
 
 from pgdyno.runner.iterations import LIVE_LOG_EVERY_S, LiveProgress, LiveSink, live_text
 from pgdyno.runner.live import LIVE_LOG_ENV, LIVE_LOG_NAME, LiveFigures, LiveModel
-from tests.conftest import run_cli
+from tests.conftest import run_cli_here as run_cli
 
 WARMUP_S, DURATION_S = 1, 6
 LINE = re.compile(r"^(?:(?P<elapsed>\d+) s: (?P<tps>[\d,]+) tps, )?"
