@@ -30,7 +30,8 @@ from pgdyno.runner.options import build_options
 from pgdyno.workloads.bulkload import MINIMAL_WAL
 from pgdyno.workloads.tproch.schema import DATASET_SCHEMA as TPCH_SCHEMA
 from tests.answer import answer, check_load_table, markdown_table, seconds, sections
-from tests.conftest import make_shared_dir, run_cli, scratch_database
+from tests.conftest import make_shared_dir, scratch_database
+from tests.conftest import run_cli_here as run_cli
 
 pytestmark = pytest.mark.server
 
