@@ -91,9 +91,13 @@ def test_the_long_validation_says_why_its_runs_are_longer_than_asked() -> None:
     assert out.getvalue().splitlines()[0] == f"long validation: run 1/6, tuned, 1,810 s ({why})"
 
 
-def test_an_unchanged_window_gives_no_reason() -> None:
-    rule = window_rule(3600, [CycleFacts("tuned", 300, 2**30, 60)])
+def test_an_unchanged_window_gives_no_reason_and_one_left_short_says_so() -> None:
+    facts = [CycleFacts("tuned", 300, 2**30, 60)]
+    rule = window_rule(3600, facts)
     assert not rule.raised and window_words(rule, 0) == f"a {rule.window_s:,} s window"
+    short = window_rule(60, facts, enforce=False)  # 30 s runs; the cycles need 2 × 300 s
+    assert window_words(short, 0) == ("a 30 s window as asked, shorter than the 600 s of 2 "
+                                      "checkpoint and autovacuum cycles of tuned")
 
 
 def test_a_block_comparison_announces_its_budget_or_its_pairs_time() -> None:

@@ -389,9 +389,9 @@ def plan_words(val: LongValidation, warmup_s: float) -> str:
     left = len(val.order) - val.done
     total = left * (warmup_s + val.rule.window_s)
     resumed = f", {val.done} done before" if val.done else ""
+    length = seconds_words(total) if total < 120 else f"{total / 60:,.0f} min"
     return (f"long validation: {', '.join(val.sides)} in {left} runs of "
-            f"{seconds_words(warmup_s + val.rule.window_s)}{resumed}, about "
-            f"{total / 60:,.0f} min of load")
+            f"{seconds_words(warmup_s + val.rule.window_s)}{resumed}, about {length} of load")
 
 
 def window_words(rule: WindowRule, warmup_s: float) -> str:
@@ -402,4 +402,7 @@ def window_words(rule: WindowRule, warmup_s: float) -> str:
         return (f"{window}, raised from {rule.per_run_s:,.0f} s to hold {CYCLES} checkpoint "
                 f"cycles ({rule.checkpoint_cycle_s:,.0f} s each) and {CYCLES} autovacuum "
                 f"cycles ({rule.autovacuum_cycle_s:,.0f} s each) of {rule.slowest}")
+    if not rule.enforced and rule.needed_s > rule.window_s:
+        return (f"{window} as asked, shorter than the {rule.needed_s:,.0f} s of {CYCLES} "
+                f"checkpoint and autovacuum cycles of {rule.slowest}")
     return window
