@@ -96,9 +96,21 @@ def _runs_by_cell(spec: CampaignSpec) -> RunsByCell:
     return out
 
 
-def _iterations(runs: list[RunData], clients: int | None) -> list[IterationSummary]:
+def _iterations(runs: list[RunData], clients: int | None,
+                left_out: frozenset[int] = frozenset()) -> list[IterationSummary]:
+    """The ok iterations at ``clients``; ``left_out``: iteration numbers a block
+    comparison kept out of its rows (its pilot and check pairs)."""
     return [it for r in runs if r.summary is not None for it in r.summary.iterations
-            if it.status == "ok" and (clients is None or it.clients == clients)]
+            if it.status == "ok" and (clients is None or it.clients == clients)
+            and it.iteration not in left_out]
+
+
+def _left_out(cmp: Comparison | None) -> frozenset[int]:
+    """The iterations of a block comparison's sides that are not in its rows."""
+    design = cmp.design if cmp is not None else None
+    if design is None or design.blocks is None:
+        return frozenset()
+    return frozenset([*design.check_pairs, *range(1, design.pilot_pairs + 1)])
 
 
 def _common_clients(runs: list[list[RunData]]) -> int | None:
@@ -217,8 +229,12 @@ def _workload(report: VersionReport, workload: str, runs: RunsByCell,
               study_comparison: Comparison | None, candidate: str | None) -> None:
     by_label = {label: runs.get((workload, label), []) for label in report.labels}
     clients = _common_clients([r for r in by_label.values() if r])
+    # The base and the candidate are the study's comparison's sides: their figures are
+    # over the blocks its rows use (a duet's check pairs ran each side alone).
+    left_out = _left_out(study_comparison)
     for label, found in by_label.items():
-        report.figures.append(_figure(workload, label, found, clients))
+        skip = left_out if label in (report.base, candidate) else frozenset()
+        report.figures.append(_figure(workload, label, found, clients, skip))
     base = by_label[report.base]
     headline = _headline(workload)
     for label in report.labels[1:]:
@@ -242,17 +258,19 @@ def _cell(workload: str, label: str, m: MetricComparison) -> MatrixCell:
     def ratio(pct: float) -> float | None:
         return 1 + pct / 100 if math.isfinite(pct) else None
 
+    # The comparison's own estimate of the change (a paired design's: the pairs' median
+    # ratio), so the ratio sits inside its interval and agrees with the glance table.
     return MatrixCell(workload=workload, label=label, metric=m.metric,
                       base_mean=m.baseline_mean, mean=m.candidate_mean,
-                      ratio=m.candidate_mean / m.baseline_mean if m.baseline_mean else None,
+                      ratio=ratio(m.change_pct),
                       ratio_low=ratio(m.ci_low_pct), ratio_high=ratio(m.ci_high_pct),
                       verdict=m.verdict, method=m.method, base_n=m.baseline_n,
                       n=m.candidate_n)
 
 
-def _figure(workload: str, label: str, runs: list[RunData],
-            clients: int | None) -> VersionFigure:
-    its = _iterations(runs, clients)
+def _figure(workload: str, label: str, runs: list[RunData], clients: int | None,
+            left_out: frozenset[int] = frozenset()) -> VersionFigure:
+    its = _iterations(runs, clients, left_out)
     headline = _headline(workload)
     values = [it.metrics[headline] for it in its if headline in it.metrics]
     # A server that did work used CPU: a window whose sampling saw none of it (too short

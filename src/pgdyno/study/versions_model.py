@@ -54,7 +54,8 @@ class MatrixCell:
     base_mean: float
     mean: float
     ratio: float | None
-    """mean / base_mean (None: not computable)."""
+    """1 + the comparison's change: mean / base_mean for whole runs, the pairs' median
+    ratio (Hodges-Lehmann on the log ratios) for a paired design (None: not computed)."""
     ratio_low: float | None = None
     ratio_high: float | None = None
     """The ratio's interval (the comparison's interval on the change, + 1)."""

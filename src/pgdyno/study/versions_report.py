@@ -96,9 +96,11 @@ def _matrix(report: VersionReport, images: dict[str, str]) -> Section:
                      *[ratio_text(report.cell(workload, label)) for label in others]])
     section = Section("Throughput relative to the base", level=3,
                       anchor="versions-matrix", paragraphs=[
-                          "Each cell: the build's headline (TPS) over the base's, with its "
-                          "95% interval; ▲ faster, ▼ slower, = no significant difference, "
-                          "? undetermined (the interval could not be computed)."])
+                          "Each cell: the build's headline (TPS) over the base's, as the "
+                          "comparison estimates it (the median pair's ratio when the sides "
+                          "ran in pairs of blocks), with its 95% interval; ▲ faster, ▼ "
+                          "slower, = no significant difference, ? undetermined (the "
+                          "interval could not be computed)."])
     section.tables.append(Table(["Workload", f"{side_name(report, report.base)} TPS",
                                  *[side_name(report, label) for label in others]], rows,
                                 caption="Throughput relative to the base, by workload"))
