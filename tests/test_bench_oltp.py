@@ -11,7 +11,8 @@ import psycopg
 import pytest
 from psycopg import sql
 
-from tests.conftest import make_shared_dir, run_cli
+from tests.conftest import make_shared_dir
+from tests.conftest import run_cli_here as run_cli
 
 pytestmark = pytest.mark.server
 

@@ -1,5 +1,5 @@
 """Every config pgdyno generates leaves room for the benchmark's clients, pgdyno's own
-sessions and the reserved slots (issue 11, defect 1): the arithmetic recomputed here from
+sessions and the reserved slots: the arithmetic recomputed here from
 the runner's headroom and the catalogue's boot values, and one real server start."""
 
 from __future__ import annotations
@@ -16,7 +16,8 @@ from pgdyno.config.setting_specs import snapshot
 from pgdyno.config.sizing import PGDYNO_SESSIONS as CONNECTION_HEADROOM
 from pgdyno.config.units import KB
 from pgdyno.targets.local import BASE_SETTINGS
-from tests.conftest import make_shared_dir, run_cli
+from tests.conftest import make_shared_dir
+from tests.conftest import run_cli_here as run_cli
 
 RESERVED = ("superuser_reserved_connections", "reserved_connections")
 

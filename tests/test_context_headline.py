@@ -12,7 +12,8 @@ import pytest
 
 from pgdyno.compare.model import metric_title
 from pgdyno.units import figure, signed_pct
-from tests.conftest import make_shared_dir, run_campaign, run_cli
+from tests.conftest import make_shared_dir, run_campaign
+from tests.conftest import run_cli_here as run_cli
 
 pytestmark = pytest.mark.server  # the campaign starts PostgreSQL
 

@@ -32,7 +32,8 @@ from pgdyno.targets.clusterdir import (
     is_whole,
 )
 from pgdyno.targets.local import DATABASE, LocalServer
-from tests.conftest import SHORT_RUN, interruptible, make_shared_dir, run_cli
+from tests.conftest import SHORT_RUN, interruptible, make_shared_dir
+from tests.conftest import run_cli_here as run_cli
 
 pytestmark = pytest.mark.server
 

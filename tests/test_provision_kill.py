@@ -26,7 +26,7 @@ from pgdyno.provision.apply import PAUSE_AFTER_WRITE
 from pgdyno.provision.model import AppliedStep, ProvisionState, Step
 from pgdyno.provision.state import load_state, write_state
 from pgdyno.provision.system import is_root
-from tests.conftest import run_cli
+from tests.conftest import run_cli_here as run_cli
 
 SWAPPINESS = Path("/proc/sys/vm/swappiness")
 

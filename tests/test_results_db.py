@@ -22,7 +22,7 @@ from pgdyno.errors import UsageError
 from pgdyno.results.index import ROW_COLUMNS, RunIndex, RunRow
 from pgdyno.results.pgindex import Migration, PgRunIndex, migrate, shipped_migrations
 from pgdyno.targets.local import LocalServer
-from tests.conftest import make_shared_dir, run_cli, scratch_database
+from tests.conftest import make_shared_dir, scratch_database
 from tests.conftest import run_cli_here as run_here
 from tests.recompute import recompute_iteration
 from tests.settings_text import recorded, stock, with_stock
@@ -66,12 +66,12 @@ def made(server: LocalServer, workdir: Path) -> Iterator[Made]:
     for info in scratch_database(server, "pgdyno_rdb_runs"):
         results = make_shared_dir("pgdyno-resultsdb-")
         dsn = uri(server, info.dbname)
-        first = run_cli([*BENCH, "--clients", "1", "--results-dir", str(results),
-                         "--results-db", dsn], workdir)
+        first = run_here([*BENCH, "--clients", "1", "--results-dir", str(results),
+                          "--results-db", dsn], workdir)
         assert first.returncode == 0, first.stderr[-3000:]
-        second = run_cli([*BENCH, "--clients", "2", "--set", "work_mem=8MB",
-                          "--results-dir", str(results)], workdir,
-                         env={"PGDYNO_RESULTS_DB": dsn})
+        second = run_here([*BENCH, "--clients", "2", "--set", "work_mem=8MB",
+                           "--results-dir", str(results)], workdir,
+                          env={"PGDYNO_RESULTS_DB": dsn})
         assert second.returncode == 0, second.stderr[-3000:]
         yield Made(results, dsn, plain(server, info.dbname), server,
                    [first.stdout, first.stderr, second.stdout, second.stderr])

@@ -17,7 +17,7 @@ import pytest
 
 from pgdyno.results.index import RunRow
 from pgdyno.results.listing import COLUMNS, build_listing, cut, headline_text, short_names
-from tests.conftest import make_shared_dir, run_cli, run_cli_here
+from tests.conftest import make_shared_dir, run_cli_here
 
 HEADERS = [c.header for c in COLUMNS]
 NOTE = "note: left out to fit {width} columns: "
@@ -70,9 +70,10 @@ def results(workdir: Path) -> Path:
     """Two short pgbench runs in two contexts, 1 and 2 clients."""
     results = make_shared_dir("pgdyno-listing-")
     for clients, context in (("1", "listing-a--tpcb"), ("2", "listing-bb--tpcb")):
-        out = run_cli(["bench", "tpcb", "--scale", "1", "--clients", clients, "--duration", "2",
-                       "--warmup", "0", "--iterations", "1", "--no-progress", "--no-telemetry",
-                       "--context", context, "--results-dir", str(results)], workdir)
+        out = run_cli_here(["bench", "tpcb", "--scale", "1", "--clients", clients,
+                            "--duration", "2", "--warmup", "0", "--iterations", "1",
+                            "--no-progress", "--no-telemetry", "--context", context,
+                            "--results-dir", str(results)], workdir)
         assert out.returncode == 0, out.stderr
     return results
 

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from pgdyno.redact import redact, redact_values
-from tests.conftest import make_shared_dir, run_cli
+from tests.conftest import make_shared_dir
+from tests.conftest import run_cli_here as run_cli
 
 PASSWORD = "S3cret-pw'x"
 

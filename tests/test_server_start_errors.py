@@ -1,5 +1,5 @@
-"""A server that does not start says why in one line, then where its log is (issue 11,
-defect 2), and the campaign journal's root cause keeps that line whole. The expected lines
+"""A server that does not start says why in one line, then where its log is, and the
+campaign journal's root cause keeps that line whole. The expected lines
 are read from the real server log here."""
 
 from __future__ import annotations
@@ -13,7 +13,8 @@ from pgdyno.campaign.journal import root_cause
 from pgdyno.errors import TargetError
 from pgdyno.targets.binaries import embedded_install
 from pgdyno.targets.local import LocalServer, ServerStartError, start_error_line
-from tests.conftest import make_shared_dir, run_cli
+from tests.conftest import make_shared_dir
+from tests.conftest import run_cli_here as run_cli
 
 MISSING_LIBRARY = "pgdyno_no_such_library"
 

@@ -28,7 +28,8 @@ from pgdyno.runner.options import build_options
 from pgdyno.targets.remote import detect_hardware, scram_verifier
 from pgdyno.targets.ssh import SshTransport
 from tests.answer import check_database_host_columns
-from tests.conftest import make_shared_dir, run_cli
+from tests.conftest import make_shared_dir
+from tests.conftest import run_cli_here as run_cli
 from tests.sshhost import ssh_hosts
 
 # ----- quick checks (no server, no sshd) ---------------------------------------------------
