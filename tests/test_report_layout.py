@@ -66,3 +66,22 @@ def test_markdown_shows_every_block_in_order_and_unfolded() -> None:
              "## Iterations"]
     assert [text.index(w) for w in order] == sorted(text.index(w) for w in order)
     assert "<details" not in text and "Contents" not in text
+
+
+def test_the_scaling_curve_draws_the_answers_figures() -> None:
+    """Given the answer's TPS by clients, the curve beside it draws those: each count's
+    mean, its 95% interval as the bar (none from one iteration) and its p99."""
+    from pgdyno.reports import plots
+    from pgdyno.reports.document import ClientHeadline
+    from tests.test_report_rendering import iteration, run_summary
+
+    summary = run_summary([iteration(c, 1, [50.0, 60.0]) for c in (1, 4)])
+    by_clients = [ClientHeadline(1, "1 client", 100.0, (90.0, 112.0), 2, 5.0),
+                  ClientHeadline(4, "4 clients", 300.0, None, 1, 9.0)]
+    ax, ax2 = plots._scaling(summary, by_clients).axes
+    data, _caps, (bars,) = ax.containers[0].lines
+    assert list(data.get_xdata()) == [1, 4] and list(data.get_ydata()) == [100.0, 300.0]
+    assert [[tuple(p) for p in seg] for seg in bars.get_segments()] == [
+        [(1, 90.0), (1, 112.0)], [(4, 300.0), (4, 300.0)]]
+    assert list(ax2.lines[0].get_ydata()) == [5.0, 9.0]
+    assert "95% interval" in ax.get_legend().get_texts()[0].get_text()

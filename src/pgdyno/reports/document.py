@@ -313,8 +313,7 @@ def build_document(summary: RunSummary, run: RunView, images: dict[str, str],
                     sections=sections, contents=True)
 
 
-ANSWER_CHARTS = (("scaling", "TPS and p99 latency against clients (TPS: mean ± stddev "
-                             "across iterations)"),
+ANSWER_CHARTS = (("scaling", "TPS and p99 latency against clients"),
                  ("tps_timeline", "TPS over time"))
 """The chart shown beside the headline by clients, the first the run has: the scaling
 curve needs two client counts."""

@@ -14,6 +14,7 @@ import numpy as np  # noqa: E402
 from matplotlib.ticker import NullLocator  # noqa: E402
 
 from pgdyno.analysis.summary import IterationSummary, RunSummary, TimelinePoint  # noqa: E402
+from pgdyno.reports.document import ClientHeadline  # noqa: E402
 from pgdyno.results.rundir import replacing  # noqa: E402
 
 DPI = 110
@@ -21,15 +22,18 @@ MAX_TPS_BINS = 30
 TIME_AXIS = "seconds since the iteration's start (first transaction)"
 
 
-def make_plots(summary: RunSummary, plots_dir: Path) -> dict[str, str]:
-    """Draw every plot the data allows; returns name -> path relative to the run directory."""
+def make_plots(summary: RunSummary, plots_dir: Path,
+               tps_by_clients: list[ClientHeadline] | None = None) -> dict[str, str]:
+    """Draw every plot the data allows; returns name -> path relative to the run directory.
+    ``tps_by_clients``: TPS at each client count with its interval, as the run's answer
+    gives them, for the scaling curve to draw (without: each count's mean ± stddev)."""
     plots_dir.mkdir(parents=True, exist_ok=True)
     made: dict[str, str] = {}
     for name, draw in (("tps_timeline", _tps_timeline), ("tps_histogram", _tps_histogram),
                        ("latency_timeline", _latency_timeline),
                        ("latency_histogram", _latency_histogram),
                        ("latency_percentiles", _percentile_curve),
-                       ("scaling", _scaling)):
+                       ("scaling", lambda s: _scaling(s, tps_by_clients))):
         fig = draw(summary)
         if fig is None:  # nothing to draw: no stale file from an earlier rendering either
             (plots_dir / f"{name}.png").unlink(missing_ok=True)
@@ -181,26 +185,41 @@ def tps_bin_edges(values: list[float]) -> np.ndarray:
     return edges
 
 
-def _scaling(summary: RunSummary):
+def _scaling(summary: RunSummary, by_clients: list[ClientHeadline] | None = None):
     """TPS (left axis) and p99 latency (right axis) against clients; a curve needs two
-    client counts at least."""
-    if len(summary.per_clients) < 2:
+    client counts at least. With ``by_clients`` (the answer's figures): their means, 95%
+    intervals and p99, the figures the report's answer shows beside the curve; without,
+    each count's mean ± stddev across iterations and its p99 over every transaction."""
+    if by_clients is not None and len(by_clients) >= 2:
+        clients = [c.clients for c in by_clients]
+        tps_values = [c.mean for c in by_clients]
+        low = [c.mean - c.interval[0] if c.interval else 0.0 for c in by_clients]
+        high = [c.interval[1] - c.mean if c.interval else 0.0 for c in by_clients]
+        p99_values = [math.nan if c.p99_ms is None else c.p99_ms for c in by_clients]
+        tps_label = "TPS (mean of the iterations, 95% interval)"
+        p99_label = "p99 latency (ms, mean of the iterations)"
+    elif len(summary.per_clients) >= 2:
+        clients = [c.clients for c in summary.per_clients]
+        tps_values = [c.tps_mean for c in summary.per_clients]
+        low = high = [0 if math.isnan(c.tps_iteration_stddev) else c.tps_iteration_stddev
+                      for c in summary.per_clients]
+        p99_values = [c.latency.percentiles_ms.get("p99", math.nan)
+                      for c in summary.per_clients]
+        tps_label = "TPS (mean ± stddev across iterations)"
+        p99_label = "p99 latency (ms)"
+    else:
         return None
-    clients = [c.clients for c in summary.per_clients]
     fig, ax = plt.subplots(figsize=(7, 4))
-    tps_values = [c.tps_mean for c in summary.per_clients]
-    errors = [0 if math.isnan(c.tps_iteration_stddev) else c.tps_iteration_stddev
-              for c in summary.per_clients]
-    p99_values = [c.latency.percentiles_ms.get("p99", math.nan) for c in summary.per_clients]
-    tps = ax.errorbar(clients, tps_values, yerr=errors, marker="o", color="tab:blue",
-                      capsize=3, label="TPS (mean ± stddev across iterations)")
+    tps = ax.errorbar(clients, tps_values, yerr=[low, high], marker="o", color="tab:blue",
+                      capsize=3, label=tps_label)
     ax.set(xlabel="clients", title="Throughput and p99 latency by clients")
     ax.set_ylabel("TPS (transactions/s)", color="tab:blue")
-    # Both axes from zero with headroom, so neither series sits on the frame.
-    ax.set_ylim(0, _top([v + e for v, e in zip(tps_values, errors, strict=True)]))
+    # Both axes from zero with headroom, so neither series sits on the frame (an interval
+    # reaching below zero, from few iterations, is cut there).
+    ax.set_ylim(0, _top([v + e for v, e in zip(tps_values, high, strict=True)]))
     ax2 = ax.twinx()
     (p99,) = ax2.plot(clients, p99_values, marker="s", ls="--", color="tab:red",
-                      label="p99 latency (ms)")
+                      label=p99_label)
     ax2.set_ylabel("p99 latency (ms)", color="tab:red")
     ax2.set_ylim(0, _top(p99_values))
     ax.set_xscale("log" if max(clients) / min(clients) >= 8 else "linear")

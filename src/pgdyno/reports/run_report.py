@@ -24,7 +24,9 @@ def write_run_report(summary: RunSummary, run: RunView, run_dir: RunDirectory,
     # Every file goes through a temporary name and a rename: a Ctrl-C while rebuilding
     # leaves each one old or new, whole (the plots too, in plots.save_png).
     run_dir.write_json("summary.json", serde.to_dict(summary))
-    images = plots.make_plots(summary, run_dir.plots) if transactions else {}
+    # The scaling curve draws the answer's TPS by clients when TPS is the headline.
+    curve = run.by_clients if headline[0] == "tps" and run.by_clients else None
+    images = plots.make_plots(summary, run_dir.plots, curve) if transactions else {}
     extra = workload_sections + telemetry_report_sections(summary, run_dir, transactions,
                                                           headline, run.clients)
     doc = build_document(summary, run, images, extra, transactions)
