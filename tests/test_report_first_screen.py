@@ -20,6 +20,7 @@ import signal
 import statistics
 import struct
 import time
+from collections.abc import Iterator
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -39,7 +40,7 @@ T_975_DF1 = 12.706204736174705
 
 
 @pytest.fixture(scope="module")
-def kept_run() -> tuple[Path, Path, str]:
+def kept_run() -> Iterator[tuple[Path, Path, str]]:
     """(the run directory, its workdir, what it printed on stderr), its server still up
     until the module's tests are done."""
     results, workdir = make_shared_dir("pgdyno-first-"), make_shared_dir("pgdyno-first-work-")
