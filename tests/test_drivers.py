@@ -133,7 +133,7 @@ def test_a_driver_killed_mid_window_fails_the_run(drivers, workdir: Path) -> Non
         victim = found[0] if found else None
         time.sleep(0.1)
     assert victim is not None, proc.communicate()[1][-3000:]
-    time.sleep(2.5)  # inside the measured window (seconds 1-7 after launch)
+    time.sleep(4)  # inside the measured window (seconds 1-7 after launch)
     victim.send_signal(signal.SIGKILL)
     stdout, stderr = proc.communicate(timeout=120)
     assert proc.returncode == 1, stderr[-3000:]
@@ -145,10 +145,12 @@ def test_a_driver_killed_mid_window_fails_the_run(drivers, workdir: Path) -> Non
         "drivers"]}
     assert recorded["host-b"]["status"] == "failed"
     assert recorded["host-a"]["status"] == "stopped"
-    # host-a was stopped with host-b, well before its planned end (launch + 1 + 6 s).
-    a_logs = recompute(_driver_logs(it_dir, "host-a"), 0, 30, recorded["host-a"]["origin_epoch"])
-    last_second_a = max(i for i, n in enumerate(a_logs.interval_tps) if n)
-    assert last_second_a <= 5
+    # host-a was stopped with host-b (within the 0.2 s poll and its stop), well before its
+    # planned end (launch + 1 + 6 s).
+    last = {name: max(i for i, n in enumerate(recompute(
+        _driver_logs(it_dir, name), 0, 30, recorded[name]["origin_epoch"]).interval_tps) if n)
+        for name in ("host-a", "host-b")}
+    assert last["host-a"] <= last["host-b"] + 1 < 7, last
     # The partial data, over the seconds both drivers covered only.
     it = json.loads((run / "summary.json").read_text())["iterations"][0]
     assert 1 <= it["duration_s"] < 6

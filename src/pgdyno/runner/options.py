@@ -270,10 +270,11 @@ def check_drivers(values: dict[str, Any], plugin: Any) -> Path | None:
     if getattr(plugin, "engine", None) != "pgbench":
         raise UsageError(f"--drivers: {plugin.name} does not run pgbench; accepted with the "
                          "workloads whose engine is pgbench")
-    if str(values["tx_logs"]).strip().lower() in ("none", "aggregate") or \
+    if str(values["tx_logs"]).strip().lower() == "aggregate" or \
             parse_tx_sampling(values["tx_logs"]) is not None:
         raise UsageError(f"--drivers --tx-logs {values['tx_logs']}: every driver's "
-                         "per-transaction log is merged; accepted: a transaction count or all")
+                         "per-transaction log is merged; accepted: a transaction count, all "
+                         "or none")
     return path
 
 

@@ -47,7 +47,8 @@ from pgdyno.targets.drivers import DriverConnection, DriverPool
 from pgdyno.workloads.base import IterationProgress, RunContext, Step
 
 STOP_GRACE_S = 3
-"""After ``stop``: SIGINT to pgbench, SIGKILL this long after if it still runs."""
+"""After ``stop``: SIGTERM to pgbench (a background job of a non-interactive shell ignores
+SIGINT), SIGKILL this long after if it still runs."""
 END_MARGIN_S = 120.0
 """How long past its -T a driver may take to end (connecting, a \\sleep under way) before
 it counts as lost."""
@@ -140,7 +141,7 @@ if command -v python3 >/dev/null 2>&1; then
 fi
 ( while IFS= read -r line; do [ "$line" = stop ] && break; done
   if kill -0 "$pid" 2>/dev/null; then
-    kill -INT "$pid" 2>/dev/null; i=0
+    kill -TERM "$pid" 2>/dev/null; i=0
     while kill -0 "$pid" 2>/dev/null && [ "$i" -lt {grace} ]; do sleep 1; i=$((i + 1)); done
     kill -KILL "$pid" 2>/dev/null
   fi ) <&3 &
@@ -216,6 +217,9 @@ class EngineParts:
     """The window's database snapshots, writing to the given file (``WindowSnapshots``)."""
     compress: Callable[[Path, Path, list[str]], None]
     """``compress_logs``."""
+    collect: Callable[[Path], None]
+    """What the iteration left in the server log, copied under the iteration's directory
+    (TPROC-C's response times)."""
     session_options: str | None = None
 
 
@@ -261,6 +265,8 @@ def run_on_drivers(parts: EngineParts, ctx: RunContext, step: Step,
     finally:
         with contextlib.suppress(Exception):
             window.finish()
+        with contextlib.suppress(Exception):  # evidence, never the result
+            parts.collect(it_dir)
         for s in sessions:
             s.send("stop")
         for s in sessions:

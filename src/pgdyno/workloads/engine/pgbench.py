@@ -44,6 +44,7 @@ from pgdyno.analysis.summary import (
     IterationSummary,
     RunSummary,
     ScriptInfo,
+    StabilityWarning,
     pool_client_count,
     stability_warnings,
     summarise_iteration,
@@ -268,10 +269,12 @@ class PgbenchWorkload(Workload):
                             f"{last_error_line(it_dir / 'stderr.txt')}")
 
     def _driver_parts(self, ctx: RunContext) -> EngineParts:
-        assert ctx.conn is not None
+        assert ctx.conn is not None and ctx.target is not None
         conn, opts = ctx.conn, ctx.opts
+        log_offset = ctx.target.log_size() if ctx.manages_server else 0
         return EngineParts(
             engine_dir=self.engine_dir, command=pgbench_command, compress=compress_logs,
+            collect=lambda it_dir: self.collect(ctx, it_dir, log_offset),
             window=lambda path: WindowSnapshots(self, conn, opts.warmup_s, opts.duration_s,
                                                 path, count_as_ours=ctx.count_as_ours),
             session_options=self.session_options(ctx))
@@ -319,6 +322,7 @@ class PgbenchWorkload(Workload):
         scripts = [ScriptInfo(name=s["name"], weight=s["weight"]) for s in plan.scripts]
         parts: dict[int, list[tuple[IterationSummary, LogStats]]] = {}
         iterations = []
+        driver_notes: list[StabilityWarning] = []
         for record in plan.records:
             merged = merged_iteration(run_dir.path, record, opts)
             stats = merged.stats if merged else iteration_stats(run_dir.path, record, opts)
@@ -336,6 +340,10 @@ class PgbenchWorkload(Workload):
                                                    summary.transactions, expected)
             if merged is not None:
                 summary.drivers = merged.drivers
+                driver_notes += [StabilityWarning(
+                    "drivers_window", f"{record.clients} clients, iteration "
+                    f"{record.iteration}: {note}", "see the Driver hosts table and "
+                    "drivers.json of the iteration") for note in merged.notes]
             summary.metrics.update(self.window_metrics(plan, it_dir))
             connection_ms = connection_time_ms(_read(run_dir.path / record.stdout_file))
             if connection_ms is not None:
@@ -353,7 +361,8 @@ class PgbenchWorkload(Workload):
         return RunSummary(schema_version=SCHEMA_VERSION, workload=plan.workload,
                           context=plan.context, status=status,
                           client_counts=list(opts.clients), per_clients=per_clients,
-                          iterations=iterations, warnings=stability_warnings(iterations))
+                          iterations=iterations,
+                          warnings=stability_warnings(iterations) + driver_notes)
 
     def _cpu_per_unit(self, summary: IterationSummary) -> None:
         from pgdyno.analysis.telemetry import cpu_per_unit
