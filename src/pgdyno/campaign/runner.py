@@ -44,11 +44,10 @@ from pgdyno.options import BenchOptions
 from pgdyno.provision.model import ProvisionState
 from pgdyno.redact import redact, redact_values
 from pgdyno.results.rundir import utc_now
+from pgdyno.runner.bench import RUN_OVERHEAD_S
 from pgdyno.runner.longstep import long_step
 
 JOURNAL = "journal.jsonl"
-RUN_OVERHEAD_S = 8.0
-"""Measured start, checkpoint, stop and report time of one run on a small machine."""
 
 
 @dataclass
