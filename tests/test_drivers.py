@@ -1,17 +1,20 @@
 """bench --drivers: pgbench on two stand-in driver hosts against one server, merged.
 
 Two throwaway OS users behind two real sshd on loopback (tests/sshhost.py) are the drivers;
-the server is the embedded one pgdyno starts here, reached over loopback TCP. pgdyno copies
+the server is an embedded one started here that admits the benchmark's role over loopback
+TCP with its password only (scram-sha-256), given to pgdyno in the DSN. pgdyno copies
 pgbench to each driver, splits the clients, starts both together and merges their logs.
 The merged figures are recomputed here from the drivers' raw logs (tests/recompute.py,
 plain line splitting): per-second TPS is the sum of both drivers' counts, p99 the exact
 p99 of every transaction of both (as the HDR bucket holding it). A driver whose pgbench is
 killed mid-window fails the run, stops the other and leaves its partial data; an
-unreachable driver refuses the run in one line before anything is made.
+unreachable driver refuses the run in one line before anything is made. The password that
+every driver's pgbench logged in with is in no file on any host, nor in the results.
 """
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import pwd
@@ -23,14 +26,41 @@ from pathlib import Path
 
 import numpy as np
 import psutil
+import psycopg
 import pytest
 
 from pgdyno.analysis import hdr
 from pgdyno.errors import UsageError
+from pgdyno.targets.binaries import embedded_install
 from pgdyno.targets.drivers import read_drivers
+from pgdyno.targets.local import LocalServer
 from tests.conftest import make_shared_dir, run_cli
 from tests.recompute import recompute
 from tests.sshhost import SshHost, ssh_hosts
+
+PASSWORD = "Dr1ver-S3cret"
+
+
+@pytest.fixture(scope="module")
+def dsn(workdir: Path):
+    """A server whose benchmark role logs in over TCP with its password only."""
+    srv = LocalServer(install=embedded_install(), workdir=workdir, name="drivers-scram")
+    srv.prepare()
+    srv.start()
+    try:
+        with psycopg.connect(srv.admin_connection().conninfo(), autocommit=True) as db:
+            db.execute("DROP DATABASE IF EXISTS drivers_bench")
+            db.execute("DROP ROLE IF EXISTS drivers_bench")
+            db.execute(f"CREATE ROLE drivers_bench LOGIN SUPERUSER PASSWORD '{PASSWORD}'")
+            db.execute("CREATE DATABASE drivers_bench OWNER drivers_bench")
+            hba = srv.data_dir / "pg_hba.conf"
+            hba.write_text("host all drivers_bench 127.0.0.1/32 scram-sha-256\n"
+                           + hba.read_text())
+            db.execute("SELECT pg_reload_conf()")
+        conn = srv.connection("tcp")
+        yield (f"postgresql://drivers_bench:{PASSWORD}@127.0.0.1:{conn.port}/drivers_bench")
+    finally:
+        srv.stop()
 
 
 @pytest.fixture(scope="module")
@@ -46,11 +76,10 @@ def drivers():
         yield hosts, config, listing, base
 
 
-def _bench(listing: Path, config: Path, results: Path, duration: int, *extra: str) -> list[str]:
-    return ["bench", "tpcb", "--drivers", str(listing), "--ssh-config", str(config),
+def _bench(listing: Path, config: Path, results: Path, duration: int, dsn: str) -> list[str]:
+    return ["bench", "tpcb", "--dsn", dsn, "--drivers", str(listing), "--ssh-config", str(config),
             "--clients", "4", "--duration", str(duration), "--warmup", "1", "--iterations", "1",
-            "--scale", "1", "--tx-logs", "all", "--results-dir", str(results), "--no-progress",
-            *extra]
+            "--scale", "1", "--tx-logs", "all", "--results-dir", str(results), "--no-progress"]
 
 
 def _run_dir(results: Path) -> Path:
@@ -73,6 +102,16 @@ def _driver_logs(it_dir: Path, name: str) -> list[Path]:
     return sorted((it_dir / "drivers" / name).glob("tx.*.gz"))
 
 
+def _no_password_in(*roots: Path) -> None:
+    for root in roots:
+        for path in root.rglob("*"):
+            if path.is_file() and not path.is_symlink():
+                data = path.read_bytes()
+                if path.suffix == ".gz":
+                    data = gzip.decompress(data)
+                assert PASSWORD.encode() not in data, path
+
+
 def _left_behind(hosts: list[SshHost]) -> None:
     """No pgbench or sampler left on a driver, and no scratch directory of the run."""
     deadline = time.monotonic() + 10
@@ -87,11 +126,12 @@ def _left_behind(hosts: list[SshHost]) -> None:
 
 
 @pytest.mark.server
-def test_two_drivers_merged_exactly(drivers, workdir: Path) -> None:
+def test_two_drivers_merged_exactly(drivers, dsn: str, workdir: Path) -> None:
     hosts, config, listing, base = drivers
     results = base / "merged"
-    out = run_cli(_bench(listing, config, results, 4), workdir)
+    out = run_cli(_bench(listing, config, results, 4, dsn), workdir)
     assert out.returncode == 0, out.stderr[-3000:]
+    _no_password_in(results, *(h.home for h in hosts))
     run = _run_dir(results)
     it = json.loads((run / "summary.json").read_text())["iterations"][0]
     it_dir = run / "raw" / "pgbench" / "c4-i1"
@@ -119,12 +159,12 @@ def test_two_drivers_merged_exactly(drivers, workdir: Path) -> None:
 
 
 @pytest.mark.server
-def test_a_driver_killed_mid_window_fails_the_run(drivers, workdir: Path) -> None:
+def test_a_driver_killed_mid_window_fails_the_run(drivers, dsn: str, workdir: Path) -> None:
     hosts, config, listing, base = drivers
     results = base / "killed"
     env = {**os.environ, "PGDYNO_WORKDIR": str(workdir)}
     proc = subprocess.Popen([sys.executable, "-m", "pgdyno", *_bench(listing, config, results,
-                                                                    6)],
+                                                                    6, dsn)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     victim = None
     deadline = time.monotonic() + 120
@@ -158,11 +198,13 @@ def test_a_driver_killed_mid_window_fails_the_run(drivers, workdir: Path) -> Non
                             recorded[name]["origin_epoch"]) for name in ("host-a", "host-b")]
     assert all(min(r.interval_tps) > 0 for r in per_driver)  # both ran every second of it
     assert it["interval_tps"] == np.sum([r.interval_tps for r in per_driver], axis=0).tolist()
+    _no_password_in(results, *(h.home for h in hosts))
     _left_behind(hosts)
 
 
 @pytest.mark.server
-def test_an_unreachable_driver_is_refused_before_anything(drivers, workdir: Path) -> None:
+def test_an_unreachable_driver_is_refused_before_anything(drivers, dsn: str,
+                                                          workdir: Path) -> None:
     hosts, config, _listing, base = drivers
     listing = base / "unreachable.txt"
     listing.write_text(f"{hosts[0].destination}\nnobody@127.0.0.1\n")
@@ -170,7 +212,7 @@ def test_an_unreachable_driver_is_refused_before_anything(drivers, workdir: Path
     # Port 9 (discard) on loopback: nothing listens, the connection is refused at once.
     closed.write_text(config.read_text() + "Host 127.0.0.1\n  Port 9\n  BatchMode yes\n")
     results = base / "unreachable"
-    out = run_cli(_bench(listing, closed, results, 2), workdir)
+    out = run_cli(_bench(listing, closed, results, 2, dsn), workdir)
     assert out.returncode == 2, out.stderr
     lines = [line for line in out.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and "Traceback" not in out.stderr
