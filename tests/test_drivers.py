@@ -159,9 +159,15 @@ def test_two_drivers_merged_exactly(drivers, dsn: str, workdir: Path) -> None:
 
 
 @pytest.mark.server
-def test_a_driver_killed_mid_window_fails_the_run(drivers, dsn: str, workdir: Path) -> None:
+@pytest.mark.parametrize(("cut", "status", "said"), [
+    ("pgbench", "failed", "driver host-b pgbench exited with code"),
+    ("connection", "lost", "driver host-b lost (its connection ended before pgbench did)")])
+def test_a_driver_lost_mid_window_fails_the_run(drivers, dsn: str, workdir: Path, cut: str,
+                                                 status: str, said: str) -> None:
+    """host-b's pgbench killed, or every SSH session of host-b cut (a network loss as the
+    client sees it), four seconds into a six-second window."""
     hosts, config, listing, base = drivers
-    results = base / "killed"
+    results = base / f"lost-{cut}"
     env = {**os.environ, "PGDYNO_WORKDIR": str(workdir)}
     proc = subprocess.Popen([sys.executable, "-m", "pgdyno", *_bench(listing, config, results,
                                                                     6, dsn)],
@@ -174,16 +180,19 @@ def test_a_driver_killed_mid_window_fails_the_run(drivers, dsn: str, workdir: Pa
         time.sleep(0.1)
     assert victim is not None, proc.communicate()[1][-3000:]
     time.sleep(4)  # inside the measured window (seconds 1-7 after launch)
-    victim.send_signal(signal.SIGKILL)
+    if cut == "pgbench":
+        victim.send_signal(signal.SIGKILL)
+    else:
+        assert hosts[1].drop_connections() > 0
     stdout, stderr = proc.communicate(timeout=120)
     assert proc.returncode == 1, stderr[-3000:]
-    assert "driver host-b pgbench exited with code" in stderr
+    assert said in stderr
     run = _run_dir(results)
     assert json.loads((run / "manifest.json").read_text())["status"] == "failed"
     it_dir = run / "raw" / "pgbench" / "c4-i1"
     recorded = {d["name"]: d for d in json.loads((it_dir / "drivers.json").read_text())[
         "drivers"]}
-    assert recorded["host-b"]["status"] == "failed"
+    assert recorded["host-b"]["status"] == status
     assert recorded["host-a"]["status"] == "stopped"
     # host-a was stopped with host-b (within the 0.2 s poll and its stop), well before its
     # planned end (launch + 1 + 6 s).
