@@ -248,3 +248,63 @@ def test_driver_files_are_read_or_refused(tmp_path: Path) -> None:
         read_drivers(inventory)
     with pytest.raises(UsageError, match="no such file"):
         read_drivers(tmp_path / "missing.txt")
+
+
+def _sampler_lines(path: Path, cores_used: float, quota: float | None) -> None:
+    """Eleven samples a second apart, as a driver's sampler writes them: the host's CPU
+    ticks (100 a second a core, 2 cores, half of them idle), 3 running, 1 MiB/s received
+    and 1 MiB/s sent, and pgbench at ``cores_used``, throttled 40% of the time under a
+    quota."""
+    lines = []
+    for k in range(11):
+        lines.append(json.dumps({
+            "t": 1000.0 + k, "cpu": [100 * k, 0, 0, 100 * k, 0, 0, 0, 0], "running": 3,
+            "net": [k * 2**20, k * 2**20], "proc": round(100 * cores_used * k), "hz": 100,
+            "ncpu": 2, "quota": quota,
+            "throttled_us": 400_000 * k if quota else None}))
+    path.write_text("\n".join(lines) + "\n{\"t\": 10")  # the last line cut short
+
+
+def test_a_driver_load_and_driver_bound_verdict(tmp_path: Path) -> None:
+    from pgdyno.analysis import telemetry as t
+    from pgdyno.analysis.merge import DriverFigures, DriverRecord, driver_load
+    from pgdyno.analysis.verdict import CLIENT, DRIVER_BOUND, DRIVER_HOST, decide_bottleneck
+    from pgdyno.reports.evidence import evidence_text
+
+    rec = DriverRecord(name="gen1", destination="bench@gen1", clients=4, threads=2,
+                       directory="drivers/gen1")
+    _sampler_lines(tmp_path / "limited.jsonl", 0.245, 0.25)
+    load = driver_load(tmp_path / "limited.jsonl", rec, 1001.0, 1009.0)
+    assert load is not None
+    assert load.pgbench_cores == pytest.approx(0.245, abs=0.002)
+    assert load.capacity_cores == 0.25  # its quota, below its 2 threads and 2 cores
+    assert load.pgbench_pct == pytest.approx(98.0, abs=1.0)
+    assert load.host_busy_pct == pytest.approx(50.0)
+    assert load.run_queue == 3 and load.net_mib_s == pytest.approx(2.0)
+    assert load.throttled_pct == pytest.approx(40.0)
+    _sampler_lines(tmp_path / "free.jsonl", 0.5, None)
+    free = driver_load(tmp_path / "free.jsonl", rec, 1001.0, 1009.0)
+    assert free is not None and free.capacity_cores == 2 and free.pgbench_pct == 25.0
+    assert free.throttled_pct is None
+
+    def verdict(driver_load_: object, server_cores: float):
+        s = t.TelemetrySummary(duration_s=8.0)
+        s.cpu = t.CpuSummary(samples=8, online_cpus=2, effective_cores=2.0,
+                             busy=t.Stat(avg=50.0), busy_of_limit_pct=50.0)
+        s.waits = t.WaitSummary(ticks=80, sample_hz=10.0, aas=0.5, by_event=[
+            t.WaitShare("Client", "ClientRead", 0.4, 80.0),
+            t.WaitShare("CPU", "CPU", 0.1, 20.0)])
+        s.contamination = t.Contamination(cpu_attributed=True, host_cores=2,
+                                          server_cores=server_cores)
+        s.drivers = [DriverFigures("gen1", 4, "ok", 1000, 100.0, 5.0, 0, 0, driver_load_)]
+        return decide_bottleneck(s, clients=4, cpu_count=2)
+
+    bound = verdict(load, server_cores=0.2)
+    assert bound.primary == DRIVER_BOUND and bound.label == "driver-bound"
+    found = next(e for e in bound.evidence if e.kind == DRIVER_HOST)
+    assert found.names == {"driver": "gen1"}
+    assert found.figures["server_busy_pct"] == pytest.approx(10.0)
+    assert "pgbench on driver gen1 used 0.24 of the 0.25 cores" in evidence_text(found)
+    # A driver with room to spare, or a busy server, is not the limit.
+    assert verdict(free, server_cores=0.2).primary == CLIENT
+    assert verdict(load, server_cores=1.6).primary != DRIVER_BOUND

@@ -258,6 +258,8 @@ class DriverPool:
     connections: list[DriverConnection]
     remote_scripts: dict[str, dict[str, str]] = field(default_factory=dict)
     """Driver name -> local script path -> its copy on that driver."""
+    reached: set[str] = field(default_factory=set)
+    """Drivers that reached the server (checked before their first iteration)."""
 
     def shares(self, clients: int) -> list[int]:
         """``clients`` split as evenly as possible, the first drivers taking one more."""

@@ -257,6 +257,7 @@ def run_on_drivers(parts: EngineParts, ctx: RunContext, step: Step,
     record.stdout_file = str((it_dir / "stdout.txt").relative_to(ctx.run_dir.path))
     record.stderr_file = str((it_dir / "stderr.txt").relative_to(ctx.run_dir.path))
     window = parts.window(it_dir / "window.json")
+    check_reachable(pool, ctx.conn.host, ctx.conn.port)
     failure = ""
     try:
         _start(sessions, env)
@@ -276,6 +277,24 @@ def run_on_drivers(parts: EngineParts, ctx: RunContext, step: Step,
         raise RunFailed(f"driver {failure} at {step.clients} clients, iteration "
                         f"{step.iteration}; every other driver was stopped, the partial "
                         f"data kept in {it_dir}")
+
+
+def check_reachable(pool: DriverPool, host: str, port: int) -> None:
+    """Every driver reaches the server (``pg_isready`` there, no login), once a run: a
+    server listening where a driver cannot reach it is said in one line, not as pgbench's
+    connection error from the middle of an iteration."""
+    for conn in pool.connections:
+        if conn.host.name in pool.reached:
+            continue
+        isready = conn.pgbench.rsplit("/", 1)[0] + "/pg_isready"
+        proc = conn.transport.run(f"{shlex.quote(isready)} -h {shlex.quote(host)} -p {port} "
+                                  "-t 10", timeout_s=30)
+        if proc.returncode != 0:
+            said = (proc.stdout + proc.stderr).strip().splitlines()[-1:] or ["no answer"]
+            raise RunFailed(f"driver {conn.host.name} cannot reach the server at {host}:"
+                            f"{port} ({said[0]}); the server must listen on an address "
+                            "every driver reaches over TCP")
+        pool.reached.add(conn.host.name)
 
 
 def _start(sessions: list[_Session], env: dict[str, str]) -> None:
