@@ -29,7 +29,7 @@ from pgdyno.analysis.summary import IterationSummary, LatencyStats, stability_wa
 from pgdyno.analysis.telemetry import OTHER_MIN_CORES, OTHER_SHARE_PCT
 from pgdyno.analysis.telemetry.host import cpu_summary, device_summaries
 from pgdyno.analysis.telemetry.meta import CpuMeta
-from tests.conftest import make_shared_dir, postgres_processes, run_cli
+from tests.conftest import make_shared_dir, postgres_processes, run_cli_here
 
 # Rounding of per-process ticks (10 ms each) at the window's edges, and the half-interval
 # by which the sampler's window and the oracle's samples may differ.
@@ -165,7 +165,8 @@ def test_run_beside_a_cpu_hog_is_contaminated_by_its_share(own_workdir: Path) ->
     md = (run / "report.md").read_text()
     assert "other-load" in md and c["finding"] in md
     # compare says so too, with the figure, for each side holding such an iteration.
-    out = run_cli(["compare", str(run), str(run), "--results-dir", str(results)], own_workdir)
+    out = run_cli_here(["compare", str(run), str(run), "--results-dir", str(results)],
+                       own_workdir)
     assert out.returncode == 0, out.stderr
     name = f"{run.parent.name}/{run.name}"
     for side in ("A", "B"):
@@ -264,8 +265,8 @@ def _iteration(tps: list[float], telemetry: t.TelemetrySummary | None,
 
 
 def test_tps_variation_blames_the_causes_found_only() -> None:
-    """Issue 11: TPS swung 5,600/2,800 with 0 checkpoints and another job running, and the
-    warning blamed "checkpoints or warm-up"."""
+    """TPS that swung 5,600/2,800 with 0 checkpoints while another job ran: the warning
+    names the other load it found, never "checkpoints or warm-up" that were not there."""
     swing = [5600.0, 2800.0, 5600.0, 2800.0, 5600.0, 2800.0, 5600.0, 2800.0, 5600.0, 2800.0]
     figure = "other processes used 0.9 of 2 cores (45% of busy CPU)"
     (other, cv) = stability_warnings([_iteration(swing, t.TelemetrySummary(), figure)])[:2]

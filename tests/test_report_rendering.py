@@ -148,7 +148,8 @@ def test_cells_are_numbers_or_text() -> None:
 
 
 def test_numbers_right_text_left_in_markdown_and_html(tmp_path: Path) -> None:
-    """Defect 1: one per-column decision, the same in Markdown (---:) and HTML (class)."""
+    """Numbers right, text left: one decision per column, the same in Markdown (---:) and
+    HTML (its class)."""
     table = Table(["Clients", "Verdict", "TPS", "Evidence", "p99"], [
         ["2", "WAL write/sync", "3,838", "53% of active session time in WAL waits", "–"],
         ["4", "lock contention", "12,873", "65% of active session time waiting on locks",
@@ -195,12 +196,13 @@ def test_telemetry_tables_use_the_same_alignment() -> None:
     ("300", "300"), ("0.9", "0.9"),
 ])
 def test_setting_values_in_natural_units(raw: str, shown: str) -> None:
-    """Defect 2: 'shared_buffers 128 MB', not '16384 8kB' (arithmetic: 16384 × 8 kB)."""
+    """A setting in the unit a reader thinks in: 'shared_buffers 128 MB', not '16384 8kB'
+    (arithmetic: 16384 × 8 kB)."""
     assert setting_value(raw) == shown
 
 
 def test_settings_rationale_comes_from_the_config_engine() -> None:
-    """Defect 2: every setting a config set shows the config engine's own rationale, and a
+    """Every setting a config set shows the config engine's own rationale, and a
     --set value says '--set on the command line' once."""
     from pgdyno.config import resolve_config
 
@@ -228,7 +230,7 @@ def test_settings_rationale_comes_from_the_config_engine() -> None:
 
 
 def test_connection_says_how_it_connected_once() -> None:
-    """Defect 2: a --dsn over TCP is described as TCP, once; a socket by its file."""
+    """A --dsn over TCP is described as TCP, once; a socket by its file."""
     dsn = DsnServer(dsn="postgresql://bench:pw@127.0.0.1:5433/app?sslmode=disable",
                     install=embedded_install())
     conn = dsn.connection("socket")  # the CLI's default --via does not override the DSN
@@ -252,7 +254,7 @@ def test_connection_says_how_it_connected_once() -> None:
 
 
 def test_counts_have_thousands_separators() -> None:
-    """Defect 2: transactions, failed and other counts with separators in every table."""
+    """Transactions, failed and other counts with thousands separators in every table."""
     script = ScriptSummary(script_no=0, name="tpcb-like", weight=1, transactions=1_234_567,
                            failed=2_345, retried=0, tps=4115.2, latency=latency())
     its = [iteration(2, 1, [3838.0, 3900.0, 3790.0], transactions=11_515, failed=1_234),
@@ -297,7 +299,8 @@ def telemetry_summary(w_iops: list[float] | None = None) -> t.TelemetrySummary:
 
 
 def test_io_cv_of_an_idle_device_says_too_little_activity() -> None:
-    """Defect 6: no "309.9%" (nor "n/a") for a CV analysis left out below 10 IOPS."""
+    """An idle device's I/O variation is not shown as a figure: no "309.9%" (nor "n/a")
+    where the analysis leaves the CV out below 10 IOPS."""
     s = telemetry_summary()
     assert s.devices[0].write_iops_cv is None  # analysis' own decision, mean 3 < 10
     text = telemetry_markdown(s, None, {})
@@ -318,8 +321,8 @@ def test_io_cv_of_an_idle_device_says_too_little_activity() -> None:
 
 
 def test_hardware_limits_memory_and_checkpoints_units() -> None:
-    """Defect 7: a unit column, counts as integers, '–' for a missing value (no 'n/a s'),
-    huge pages in pages under no MiB heading."""
+    """The hardware limits table: a unit column, counts as integers, '–' for a missing value
+    (no 'n/a s'), huge pages in pages under no MiB heading."""
     text = telemetry_markdown(telemetry_summary(), None, {})
     limits = markdown_table(text, "| resource |")
     assert limits[0][:6] == ["resource", "unit", "capacity", "used (avg)", "used (peak)",
@@ -346,7 +349,8 @@ def test_dsn_run_report_against_the_server(server, workdir: Path) -> None:  # no
     in the units PostgreSQL's SHOW picks, and its counts match the raw logs."""
     import psycopg
 
-    from tests.conftest import make_shared_dir, run_cli
+    from tests.conftest import make_shared_dir
+    from tests.conftest import run_cli_here as run_cli
     from tests.recompute import recompute_iteration
 
     tcp = server.connection("tcp")

@@ -21,7 +21,7 @@ from pgdyno.analysis.sampled import (
     progress_counts,
     sampled_latency,
 )
-from tests.conftest import make_shared_dir, run_cli
+from tests.conftest import make_shared_dir, run_cli_here
 from tests.recompute import origin_of, recompute_iteration
 
 WARMUP, DURATION = 1, 3
@@ -89,10 +89,10 @@ def test_progress_lines_give_each_second_its_count() -> None:
 
 def _bench(workdir: Path, *extra: str) -> Path:
     results = make_shared_dir("pgdyno-results-")
-    proc = run_cli(["bench", "select-only", "--scale", "1", "--clients", "2",
-                    "--duration", str(DURATION), "--warmup", str(WARMUP), "--iterations", "1",
-                    "--no-progress", "--no-telemetry", "--results-dir", str(results), *extra],
-                   workdir)
+    proc = run_cli_here(["bench", "select-only", "--scale", "1", "--clients", "2",
+                         "--duration", str(DURATION), "--warmup", str(WARMUP), "--iterations",
+                         "1", "--no-progress", "--no-telemetry", "--results-dir",
+                         str(results), *extra], workdir)
     assert proc.returncode == 0, proc.stderr
     return next(results.glob("*/*/manifest.json")).parent
 
