@@ -53,6 +53,10 @@ def dsn(workdir: Path):
             db.execute("DROP ROLE IF EXISTS drivers_bench")
             db.execute(f"CREATE ROLE drivers_bench LOGIN SUPERUSER PASSWORD '{PASSWORD}'")
             db.execute("CREATE DATABASE drivers_bench OWNER drivers_bench")
+        with psycopg.connect(srv.admin_connection().conninfo(dbname="drivers_bench"),
+                             autocommit=True) as db:
+            db.execute("CREATE TABLE public.drivers_seen (client integer)")
+            db.execute("GRANT ALL ON public.drivers_seen TO drivers_bench")
             hba = srv.data_dir / "pg_hba.conf"
             hba.write_text("host all drivers_bench 127.0.0.1/32 scram-sha-256\n"
                            + hba.read_text())
@@ -79,7 +83,8 @@ def drivers():
 def _bench(listing: Path, config: Path, results: Path, duration: int, dsn: str) -> list[str]:
     return ["bench", "tpcb", "--dsn", dsn, "--drivers", str(listing), "--ssh-config", str(config),
             "--clients", "4", "--duration", str(duration), "--warmup", "1", "--iterations", "1",
-            "--scale", "1", "--tx-logs", "all", "--results-dir", str(results), "--no-progress"]
+            "--scale", "1", "--tx-logs", "all", "--results-dir", str(results), "--no-progress",
+            "--force"]  # beside public.drivers_seen
 
 
 def _run_dir(results: Path) -> Path:
@@ -129,8 +134,17 @@ def _left_behind(hosts: list[SshHost]) -> None:
 def test_two_drivers_merged_exactly(drivers, dsn: str, workdir: Path) -> None:
     hosts, config, listing, base = drivers
     results = base / "merged"
-    out = run_cli(_bench(listing, config, results, 4, dsn), workdir)
+    # A script that records each client's :client_id, mixed into TPC-B.
+    seen = base / "seen.sql"
+    seen.write_text("INSERT INTO public.drivers_seen VALUES (:client_id);\n")
+    out = run_cli([*_bench(listing, config, results, 4, dsn), "--script", f"{seen}@1"],
+                  workdir)
     assert out.returncode == 0, out.stderr[-3000:]
+    # Client ids run across the drivers (TPROC-C's home warehouses, OLTP's slices rely on
+    # them): 2 clients on each of 2 drivers are clients 0 to 3, not 0 and 1 twice.
+    with psycopg.connect(dsn) as db:
+        ids = {row[0] for row in db.execute("SELECT DISTINCT client FROM drivers_seen")}
+    assert ids == {0, 1, 2, 3}
     _no_password_in(results, *(h.home for h in hosts))
     run = _run_dir(results)
     it = json.loads((run / "summary.json").read_text())["iterations"][0]

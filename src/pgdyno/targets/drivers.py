@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import json
 import platform
+import re
 import shlex
 import shutil
 import subprocess
@@ -232,12 +233,32 @@ def make_scratch(conn: DriverConnection, name: str) -> None:
             f"&& chmod 0700 {shlex.quote(conn.scratch)}")
 
 
-def copy_file(conn: DriverConnection, local: Path, remote_name: str) -> str:
+CLIENT_OFFSET = "pgdyno_client_offset"
+"""The pgbench variable (``-D``) holding the number of clients on the drivers before this
+one: scripts that spread clients by ``:client_id`` (TPROC-C's home warehouses, OLTP's
+slices) see the ids of the whole run, not each driver's own from 0."""
+_CLIENT_ID = re.compile(r":client_id\b")
+
+
+RUN_CLIENT_ID = "pgdyno_client_id"
+
+
+def driver_script(text: str) -> str:
+    """A pgbench script as a driver runs it: ``:client_id`` counted across the drivers. The
+    sum is a variable of its own, set first: in SQL a variable is one parameter (with
+    -M extended or prepared, ``$1 + $2`` of unknown types would not parse)."""
+    if not _CLIENT_ID.search(text):
+        return text
+    return (f"\\set {RUN_CLIENT_ID} :client_id + :{CLIENT_OFFSET}\n"
+            + _CLIENT_ID.sub(f":{RUN_CLIENT_ID}", text))
+
+
+def copy_file(conn: DriverConnection, text: str, remote_name: str) -> str:
     """A file of this run (a pgbench script) into the driver's scratch directory."""
     dest = f"{conn.scratch}/{remote_name}"
-    proc = conn.transport.run(f"cat > {shlex.quote(dest)}", input_text=local.read_text())
+    proc = conn.transport.run(f"cat > {shlex.quote(dest)}", input_text=text)
     if proc.returncode != 0:
-        raise TargetError(f"--drivers {conn.host.name}: copying {local.name} failed: "
+        raise TargetError(f"--drivers {conn.host.name}: copying {remote_name} failed: "
                           f"{_last(proc.stderr)}")
     return dest
 
@@ -261,6 +282,11 @@ class DriverPool:
     reached: set[str] = field(default_factory=set)
     """Drivers that reached the server (checked before their first iteration)."""
 
+    def offsets(self, clients: int) -> list[int]:
+        """The clients on the drivers before each one (its first client's run-wide id)."""
+        shares = self.shares(clients)
+        return [sum(shares[:i]) for i in range(len(shares))]
+
     def shares(self, clients: int) -> list[int]:
         """``clients`` split as evenly as possible, the first drivers taking one more."""
         n = len(self.connections)
@@ -269,7 +295,8 @@ class DriverPool:
     def script_on(self, conn: DriverConnection, local: Path) -> str:
         copies = self.remote_scripts.setdefault(conn.host.name, {})
         if str(local) not in copies:
-            copies[str(local)] = copy_file(conn, local, f"{len(copies)}-{local.name}")
+            copies[str(local)] = copy_file(conn, driver_script(local.read_text()),
+                                           f"{len(copies)}-{local.name}")
         return copies[str(local)]
 
     def close(self) -> None:

@@ -1,7 +1,8 @@
 """One pgbench iteration run by several driver hosts (``--drivers``) against one server.
 
-Each driver runs pgbench with its share of the clients, the same scripts (copied to it) and
-the same options, in a shell at the end of an SSH connection of its own. The shells start
+Each driver runs pgbench with its share of the clients, the same scripts (copied to it,
+``:client_id`` counted across the drivers: ``targets.drivers.driver_script``) and the same
+options, in a shell at the end of an SSH connection of its own. The shells start
 together: each reads the connection's environment (the password among it: into pgbench's
 environment only, never a file or a command line) and waits for the word ``go``, which is
 sent to every driver at once; each then notes its launch epoch and starts pgbench, whose
@@ -43,7 +44,7 @@ from pgdyno.analysis.per_second import LogLayout, SecondBinner, SecondsWriter
 from pgdyno.analysis.pgbench_log import iter_rows
 from pgdyno.errors import RunFailed
 from pgdyno.results.rundir import IterationRecord
-from pgdyno.targets.drivers import DriverConnection, DriverPool
+from pgdyno.targets.drivers import CLIENT_OFFSET, DriverConnection, DriverPool
 from pgdyno.workloads.base import IterationProgress, RunContext, Step
 
 STOP_GRACE_S = 3
@@ -236,7 +237,8 @@ def run_on_drivers(parts: EngineParts, ctx: RunContext, step: Step,
     if pgoptions := parts.session_options:
         env["PGOPTIONS"] = " ".join(filter(None, [env.get("PGOPTIONS"), pgoptions]))
     sessions = []
-    for conn, clients in zip(pool.connections, pool.shares(step.clients), strict=True):
+    for conn, clients, offset in zip(pool.connections, pool.shares(step.clients),
+                                     pool.offsets(step.clients), strict=True):
         threads = min(opts.threads or conn.cores, clients)
         remote_dir = f"{conn.scratch}/{it_dir.name}"
         scripts = [dataclasses.replace(s, path=Path(pool.script_on(conn, s.path)))
@@ -245,6 +247,7 @@ def run_on_drivers(parts: EngineParts, ctx: RunContext, step: Step,
                               Path("tx"))
         cmd[0] = conn.pgbench
         cmd[cmd.index("-j") + 1] = str(threads)
+        cmd[1:1] = ["-D", f"{CLIENT_OFFSET}={offset}"]
         if opts.rate_tps is not None:  # the rate shared as the clients are
             cmd[cmd.index("-R") + 1] = f"{opts.rate_tps * clients / step.clients:g}"
         sessions.append(_Session(conn, DriverRecord(
