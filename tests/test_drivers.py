@@ -322,3 +322,27 @@ def test_a_driver_load_and_driver_bound_verdict(tmp_path: Path) -> None:
     # A driver with room to spare, or a busy server, is not the limit.
     assert verdict(free, server_cores=0.2).primary == CLIENT
     assert verdict(load, server_cores=1.6).primary != DRIVER_BOUND
+
+
+def test_drivers_option_checked_in_bench_and_campaigns(tmp_path: Path) -> None:
+    from pgdyno.campaign.spec import load_spec
+    from pgdyno.runner.options import build_options
+
+    listing = tmp_path / "drivers.txt"
+    listing.write_text("bench@gen1\nbench@gen2\n")
+    opts = build_options("tpcb", drivers=str(listing))
+    assert opts.drivers == listing and opts.via == "tcp"  # drivers reach the server by TCP
+    for kw, said in (({"drivers": str(tmp_path / "none.txt")}, "--drivers .*: no such file"),
+                     ({"drivers": str(listing), "tx_logs": "aggregate"},
+                      "--drivers --tx-logs aggregate: every driver's per-transaction log"),
+                     ({"drivers": str(listing), "tx_logs": "sample"},
+                      "--drivers --tx-logs sample")):
+        with pytest.raises(UsageError, match=said):
+            build_options("tpcb", **kw)
+    with pytest.raises(UsageError, match="--drivers: cpu does not run pgbench"):
+        build_options("cpu", drivers=str(listing))
+    campaign = tmp_path / "campaign.toml"
+    campaign.write_text('[campaign]\nname = "d"\nworkloads = ["tpcb"]\nclients = [2]\n'
+                        f'repeat = 1\n\n[bench]\ndrivers = "{listing}"\nscale = 1\n\n'
+                        '[[config]]\nlabel = "default"\n')
+    assert load_spec(campaign, tmp_path / "results").bench["drivers"] == str(listing)
