@@ -376,9 +376,11 @@ def _collect(sessions: list[_Session], it_dir: Path, ctx: RunContext,
         if rec.origin_epoch is not None:
             record.transactions_logged = (record.transactions_logged or 0) + _bin(
                 local, rec.origin_epoch, layout, opts.latency_limit_ms)
-            _keep_logs(local, ctx.run_dir.path, record, opts.tx_log_cap, compress)
         record.latency_files.extend(
             str(p.relative_to(ctx.run_dir.path)) for p in sorted(local.glob("seconds.csv")))
+    for s in sessions:  # every driver's logs kept, or none: --tx-logs counts them all
+        _keep_logs(it_dir / s.record.directory, ctx.run_dir.path, record, opts.tx_log_cap,
+                   compress)
     launched = [s.launched for s in sessions if s.launched is not None]
     record.origin_epoch = min(launched) if launched else None
     (it_dir / "stdout.txt").write_text("".join(out))
