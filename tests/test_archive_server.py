@@ -17,7 +17,7 @@ import pytest
 from pgdyno.compare.sweeps import compare_sweeps, write_sweep_comparison
 from pgdyno.targets.archive import LOG_NAME
 from tests.answer import markdown_table
-from tests.conftest import make_shared_dir, run_cli
+from tests.conftest import make_shared_dir, run_cli, run_cli_here
 
 pytestmark = pytest.mark.server
 SEGMENT = re.compile(r"^[0-9A-F]{24}$")
@@ -71,8 +71,8 @@ def sweeps(root: Path) -> dict[str, Path]:
     """The two sweeps, run by the example campaign (one cell per archive method)."""
     campaign = root / "wal-archiving.toml"
     campaign.write_text(small_example(root))
-    result = run_cli(["campaign", str(campaign), "--results-dir", str(root / "results"),
-                      "--no-progress"], root / "wd", timeout=400)
+    result = run_cli_here(["campaign", str(campaign), "--results-dir",
+                           str(root / "results"), "--no-progress"], root / "wd")
     assert result.returncode == 0, result.stderr[-2000:]
     journal = root / "results" / "campaigns" / "wal-archiving" / "journal.jsonl"
     ends = [json.loads(line) for line in journal.read_text().splitlines()]
@@ -171,8 +171,8 @@ def test_sweep_against_sweep(sweeps, root: Path) -> None:
     assert (root / "cmp" / "plots" / "sweeps_nopm.png").stat().st_size > 0
     assert (root / "cmp" / "plots" / "sweeps_memory.png").stat().st_size > 0
     # The CLI takes the same branch for two sweep directories.
-    result = run_cli(["compare", str(sweeps["buffered"]), str(sweeps["direct"]), "--out",
-                      str(root / "cmp-cli")], root / "wd")
+    result = run_cli_here(["compare", str(sweeps["buffered"]), str(sweeps["direct"]),
+                           "--out", str(root / "cmp-cli")], root / "wd")
     assert result.returncode == 0, result.stderr
     assert (root / "cmp-cli" / "compare.md").exists()
 

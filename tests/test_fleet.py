@@ -22,7 +22,7 @@ import pytest
 from pgdyno import __version__
 from pgdyno.fleet.bundle import cache_root
 from pgdyno.fleet.run import parse_play
-from tests.conftest import make_shared_dir, run_cli
+from tests.conftest import make_shared_dir, run_cli_here
 from tests.sshhost import SshHost, ssh_hosts
 
 CAMPAIGN = """[campaign]
@@ -105,16 +105,15 @@ def test_fleet_of_two_hosts_one_failing_then_resumed(workdir: Path) -> None:
 
             args = ["fleet", "run", str(campaign), "--group", "db", "--results-dir",
                     str(results)]
-            first = run_cli([*args, "--inventory", str(inventory("/nonexistent/python3"))],
-                            workdir, timeout=900)
+            first = run_cli_here([*args, "--inventory",
+                                  str(inventory("/nonexistent/python3"))], workdir)
             assert first.returncode == 1, first.stderr
             assert "host-b  failed" in first.stdout
             assert "host-a  ok" in first.stdout, first.stdout[-4000:]
             before = _runs(results)
             assert set(before) == {"host-a--tpcb"} and len(before["host-a--tpcb"]) == 1
 
-            second = run_cli([*args, "--inventory", str(inventory(None))], workdir,
-                             timeout=900)
+            second = run_cli_here([*args, "--inventory", str(inventory(None))], workdir)
             assert second.returncode == 0, second.stdout + second.stderr
             runs = _runs(results)
             assert set(runs) == {"host-a--tpcb", "host-b--tpcb"}
@@ -132,8 +131,8 @@ def test_fleet_of_two_hosts_one_failing_then_resumed(workdir: Path) -> None:
                     "*/manifest.json")).read_text())
                 assert manifest["status"] == "ok"
                 assert manifest["context"] == f"{h.alias}--tpcb"
-            listing = run_cli(["runs", "--results-dir", str(results), "--context",
-                               "host-b--tpcb"], workdir)
+            listing = run_cli_here(["runs", "--results-dir", str(results), "--context",
+                                    "host-b--tpcb"], workdir)
             assert listing.returncode == 0 and "host-b--tpcb" in listing.stdout
             # Each host unpacked the one archive it was sent into the bundle's wheels.
             wheels = {p.name for p in _bundle_directory().glob("*.whl")}
