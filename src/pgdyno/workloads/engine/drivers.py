@@ -265,7 +265,7 @@ def run_on_drivers(parts: EngineParts, ctx: RunContext, step: Step,
     try:
         _start(sessions, env)
         window.start()
-        failure = _watch(sessions, opts.warmup_s + opts.duration_s, progress)
+        failure = _watch(sessions, opts.warmup_s, opts.duration_s, progress)
     finally:
         with contextlib.suppress(Exception):
             window.finish()
@@ -319,15 +319,19 @@ def _start(sessions: list[_Session], env: dict[str, str]) -> None:
         s.send("go")
 
 
-def _watch(sessions: list[_Session], seconds: float, progress: IterationProgress) -> str:
+def _watch(sessions: list[_Session], warmup_s: int, duration_s: int,
+           progress: IterationProgress) -> str:
     """Until every driver ended; the first that failed or was lost (its name and why), or
     ''. A failure stops the others at once."""
+    seconds = warmup_s + duration_s
     started = time.monotonic()
     deadline = started + seconds + END_MARGIN_S
     while not all(s.ended.is_set() for s in sessions):
         time.sleep(0.2)
         elapsed = time.monotonic() - started
-        progress(min(elapsed, seconds), f"{len(sessions)} drivers")
+        phase = "warm-up" if elapsed <= warmup_s else "measuring"
+        running = sum(not s.ended.is_set() for s in sessions)
+        progress(min(elapsed, seconds), f"{phase} on {running} of {len(sessions)} drivers")
         bad = next((s for s in sessions if s.ended.is_set() and s.exit_code != 0), None)
         if bad is None and time.monotonic() > deadline:
             bad = next(s for s in sessions if not s.ended.is_set())
