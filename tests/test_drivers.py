@@ -34,7 +34,7 @@ from pgdyno.errors import UsageError
 from pgdyno.targets.binaries import embedded_install
 from pgdyno.targets.drivers import read_drivers
 from pgdyno.targets.local import LocalServer
-from tests.conftest import make_shared_dir, run_cli
+from tests.conftest import make_shared_dir, run_cli_here
 from tests.recompute import recompute
 from tests.sshhost import SshHost, ssh_hosts
 
@@ -137,7 +137,7 @@ def test_two_drivers_merged_exactly(drivers, dsn: str, workdir: Path) -> None:
     # A script that records each client's :client_id, mixed into TPC-B.
     seen = base / "seen.sql"
     seen.write_text("INSERT INTO public.drivers_seen VALUES (:client_id);\n")
-    out = run_cli([*_bench(listing, config, results, 4, dsn), "--script", f"{seen}@1"],
+    out = run_cli_here([*_bench(listing, config, results, 4, dsn), "--script", f"{seen}@1"],
                   workdir)
     assert out.returncode == 0, out.stderr[-3000:]
     # Client ids run across the drivers (TPROC-C's home warehouses, OLTP's slices rely on
@@ -236,7 +236,7 @@ def test_an_unreachable_driver_is_refused_before_anything(drivers, dsn: str,
     # Port 9 (discard) on loopback: nothing listens, the connection is refused at once.
     closed.write_text(config.read_text() + "Host 127.0.0.1\n  Port 9\n  BatchMode yes\n")
     results = base / "unreachable"
-    out = run_cli(_bench(listing, closed, results, 2, dsn), workdir)
+    out = run_cli_here(_bench(listing, closed, results, 2, dsn), workdir)
     assert out.returncode == 2, out.stderr
     lines = [line for line in out.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and "Traceback" not in out.stderr
