@@ -44,8 +44,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from pgdyno import serde
 from pgdyno.analysis.telemetry import TelemetrySummary, WaitShare
+from pgdyno.serde import Serialisable
 
 CPU = "cpu"
 DATA_READS = "data_reads"
@@ -245,7 +245,7 @@ class Candidate:
 
 
 @dataclass
-class Verdict:
+class Verdict(Serialisable):
     primary: str
     """Name of the top class (``cpu``, ``data_reads``, ``wal``, ``lock``, ``client``,
     ``checkpoint_storm``), or ``undetermined`` when no class explains enough DB time."""
@@ -260,13 +260,6 @@ class Verdict:
     """The figures the scores were computed from, for the report and for audits."""
     contaminated: bool = False
     """Other load on the host during the window (its finding is the first evidence)."""
-
-    def to_dict(self) -> dict:
-        return serde.to_dict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict) -> Verdict:
-        return serde.from_dict(cls, data)
 
     def top(self, n: int) -> list[str]:
         return [c.name for c in self.ranked[:n]]
