@@ -190,7 +190,7 @@ def run_compare(opts: CompareOptions, console: Console,
         else:
             target = target or _block_out_dir(opts)
             a_runs, b_runs, design = _run_blocks(opts, chosen, why, a_side, b_side, target,
-                                                 note)
+                                                 note, console)
         if a_side == b_side:
             note("note: baseline and candidate are the same config (an A/A test)")
         labels = {"baseline_label": a_side.label, "candidate_label": b_side.label}
@@ -299,11 +299,14 @@ def _block_out_dir(opts: CompareOptions) -> Path:
 
 
 def _run_blocks(opts: CompareOptions, design: str, why: str, a_side: Any, b_side: Any,
-                out_dir: Path, note: Callable[[str], None]) -> tuple[list, list, Any]:
-    """Both servers up, the load alternating (or shared) in blocks until the plan stops."""
+                out_dir: Path, note: Callable[[str], None],
+                console: Console | None = None) -> tuple[list, list, Any]:
+    """Both servers up, the load alternating (or shared) in blocks until the plan stops;
+    announced with how long it measures, and heard of now and then in a log."""
     from pgdyno.compare.blocks import BlockComparison, BlockPlan
     from pgdyno.compare.design import block_design_summary
     from pgdyno.compare.runs import load_run
+    from pgdyno.runner.longstep import long_step
     from pgdyno.workloads import registry
     from pgdyno.workloads.metrics import headline_metric
 
@@ -312,8 +315,13 @@ def _run_blocks(opts: CompareOptions, design: str, why: str, a_side: Any, b_side
     plan = BlockPlan(design=design, pairs=pairs_for(opts, design), budget_s=opts.budget_s,
                      precision_pct=opts.precision_pct, confidence=opts.confidence,
                      seed=opts.seed)
-    record = BlockComparison(opts.bench, a_side, b_side, plan, out_dir, spec.name,
-                             spec.direction or 1, why, note).run()
+    seconds, qualifier = plan.measuring_time(opts.bench)
+    with long_step(console, f"comparison: {a_side.label} against {b_side.label} in "
+                            f"{design} blocks", seconds,
+                   "measuring time, besides starting both servers and their datasets",
+                   qualifier=qualifier, show_progress=opts.progress, bar=False):
+        record = BlockComparison(opts.bench, a_side, b_side, plan, out_dir, spec.name,
+                                 spec.direction or 1, why, note).run()
     note(f"stopped: {record.stop} after {record.pairs_done()} pairs "
          f"({record.measuring_s:.0f} s measuring, {record.setup_s:.0f} s to set up)")
     a_run, b_run = load_run(Path(record.baseline_run)), load_run(Path(record.candidate_run))
