@@ -53,7 +53,10 @@ def small_example(root: Path) -> str:
              ("duration = 60\nwarmup = 15\niterations = 2",
               "duration = 4\nwarmup = 1\niterations = 1"),
              ("keying-thinking = true",
-              f'keying-thinking = true\ntime-scale = 0.02\nworkdir = "{root / "wd"}"')]
+              f'keying-thinking = true\ntime-scale = 0.02\nworkdir = "{root / "wd"}"'),
+             # whole runs on one cluster, whose pg_wal the archived copies are checked
+             # against (a block comparison's clusters are removed when it ends)
+             ('design = "interleaved"', 'design = "sequential"')]
     for method in ("buffered", "direct"):
         edits += [(f'label = "archive-{method}"',
                    f'label = "archive-{method}"\n'

@@ -137,3 +137,19 @@ def test_each_side_archives_into_its_own_workdir(tmp_path: Path) -> None:
     command = build_options("tpcb", archive="cp %p /tmp/%f", workdir=tmp_path / "wd",
                             clients="2")
     assert choose_design("auto", command, True, 1 << 20, 1 << 34)[0] == "sequential"
+
+
+def test_configs_that_archive_into_their_own_directories_pair(tmp_path: Path) -> None:
+    """One --archive-dir for both sides blocks the blocks; a campaign whose two configs
+    each name their own does not."""
+    text = STUDY.format(more="", config="", study='design = "interleaved"', size="")
+    for last_line, method in (('label = "stock"\n', "buffered"),
+                              ('config = "tuned"\n', "direct")):
+        text = text.replace(last_line, f'{last_line}[config.bench]\narchive = "{method}"\n'
+                            f'archive-dir = "{tmp_path / method}"\n', 1)
+    path = tmp_path / "study.toml"
+    path.write_text(text)
+    spec = load_spec(path, tmp_path / "results")
+    paired, _ = paired_workloads(spec, pair_design(study_of(spec)), spec.cells())
+    assert set(paired) == {"tpcb"}
+

@@ -120,13 +120,19 @@ def _design_for(spec: CampaignSpec, plan: PairDesign, a: Cell, b: Cell) -> tuple
                              "or \"auto\"")
         return SEQUENTIAL, f"auto: {blocker}, so the sides run one after the other"
     workload = registry.get(a.workload)
+    if not workload.needs_server:  # whatever the design asked: there is no server to keep
+        return SEQUENTIAL, (f"{a.workload} runs no server, so there is nothing to keep up "
+                            "between blocks: the sides run one after the other")
     steps = []
     for cell in (a, b):
         opts = spec.options_for(cell)
         steps += [o for _, o in sweep_steps(opts)] or [opts]
     available = psutil.virtual_memory().available
+    dirs = {spec.options_for(cell).target.archive_dir for cell in (a, b)}
+    apart = len(dirs) == 2 and None not in dirs  # each config archives into its own
     chosen = [choose_design(plan.design, step, workload.needs_server,
-                            workload.dataset_bytes(step), available) for step in steps]
+                            workload.dataset_bytes(step), available, archive_dirs_apart=apart)
+              for step in steps]
     # Either side, any step of a sweep: what blocks one blocks the comparison.
     return next((c for c in chosen if c[0] == SEQUENTIAL), chosen[-1])
 

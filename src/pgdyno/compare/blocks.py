@@ -689,12 +689,15 @@ def pilot_choice(spread: dict[str, tuple[float, float]]) -> tuple[str, str]:
 # ----- choosing the design --------------------------------------------------------------
 
 def choose_design(asked: str, opts: BenchOptions, needs_server: bool,
-                  dataset_bytes: int | None, available_bytes: int) -> tuple[str, str]:
+                  dataset_bytes: int | None, available_bytes: int, *,
+                  archive_dirs_apart: bool = False) -> tuple[str, str]:
     """(design, why): ``asked`` when it can run here, ``auto``'s pick otherwise; a design
-    asked for that cannot run is refused in one line."""
+    asked for that cannot run is refused in one line. ``archive_dirs_apart``: each side
+    names an archive directory of its own (a campaign's configs), which blocks nothing."""
     if asked not in DESIGNS:
         raise UsageError(f"--design {asked}: accepted values are {', '.join(DESIGNS)}")
-    blockers = _block_blockers(opts, needs_server, dataset_bytes, available_bytes)
+    blockers = _block_blockers(opts, needs_server, dataset_bytes, available_bytes,
+                               archive_dirs_apart)
     if asked == SEQUENTIAL:
         return SEQUENTIAL, "asked for"
     if asked in (INTERLEAVED, DUET):
@@ -709,7 +712,7 @@ def choose_design(asked: str, opts: BenchOptions, needs_server: bool,
 
 
 def _block_blockers(opts: BenchOptions, needs_server: bool, dataset_bytes: int | None,
-                    available_bytes: int) -> list[str]:
+                    available_bytes: int, archive_dirs_apart: bool = False) -> list[str]:
     """Why both sides cannot be up at once here (empty: they can)."""
     out = []
     if not needs_server:
@@ -727,7 +730,8 @@ def _block_blockers(opts: BenchOptions, needs_server: bool, dataset_bytes: int |
     if opts.target.archive not in ("off", "buffered", "direct"):
         out.append("--archive runs a command of yours, which both servers would run into "
                    "the same place")
-    elif opts.target.archive != "off" and not _is_default_archive_dir(opts):
+    elif (opts.target.archive != "off" and not _is_default_archive_dir(opts)
+          and not archive_dirs_apart):
         out.append(f"--archive-dir {opts.target.archive_dir} is one directory, which both "
                    "servers would write (without --archive-dir each side archives into its "
                    "own workdir)")
