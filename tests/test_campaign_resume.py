@@ -43,6 +43,7 @@ set = ["synchronous_commit=off"]
 
 [study]
 question = "Does a campaign interrupted midway resume into a whole study?"
+design = "sequential"   # cell by cell: what the resume is checked on
 """
 
 

@@ -1,4 +1,4 @@
-"""Studies (issue 25): every example study at its quick size, its report's sections, its
+"""Studies: every example study at its quick size, its report's sections, its
 conclusions recomputed from the runs' own summaries, and a failed and a contaminated cell.
 An interrupted study resumed into a whole report: tests/test_campaign_resume.py, whose
 interrupted campaign is a study."""
@@ -152,7 +152,7 @@ def test_example_study_report_has_every_section(quick_studies, name: str) -> Non
     assert positions == sorted(positions)
     assert {"summary", "glance", "charts", "workloads", "settings", "conclusions",
             "threats"} <= set(record.sections)
-    if "context" in record.sections:  # seed 002's matrix, sizing math, journal and limits
+    if "context" in record.sections:  # the context: matrix, sizing math, journal and limits
         for title in ("Configuration matrix", "Sizing math", "Benchmark journal",
                       "Hardware limits"):
             assert re.search(rf"^### .+: \d+\. {title}$", text, re.MULTILINE), title
@@ -298,6 +298,7 @@ label = "broken"
 set = ["shared_buffers=64GB"]
 [study]
 question = "What happens to a study with a failed and a contaminated cell?"
+design = "sequential"   # cell by cell: a block comparison fails both sides with one
 """
 
 
@@ -329,7 +330,7 @@ def test_failed_and_contaminated_cells_are_threats(tmp_path: Path) -> None:
 
 @pytest.mark.server
 def test_the_status_line_is_measured_against_the_sizing_target(quick_studies) -> None:
-    """Seed 002: warm TPS over vCPUs × the file's TPS per core, VALIDATED only in the band."""
+    """The status line: warm TPS over vCPUs × the file's TPS per core, VALIDATED in the band."""
     results, _ = quick_studies["instance-report"]
     record, folder = _record(results, "instance-report")
     v = record.validation
@@ -348,7 +349,7 @@ def test_the_status_line_is_measured_against_the_sizing_target(quick_studies) ->
 
 @pytest.mark.server
 def test_the_provisioning_plan_is_the_hosts_own(quick_studies) -> None:
-    """Seed 002: the tuned config's provisioning plan, read before the first cell. Each
+    """The tuned config's provisioning plan, read before the first cell. Each
     sysctl step's "now" is what the kernel holds (read here from /proc/sys), its planned
     value the config engine's, and the report tables every step it would change."""
     results, _ = quick_studies["instance-report"]
@@ -381,7 +382,7 @@ def test_the_provisioning_plan_is_the_hosts_own(quick_studies) -> None:
 
 @pytest.mark.server
 def test_smart_phases_say_why_a_virtual_disk_has_none(quick_studies) -> None:
-    """Seed 002's SMART table: this VM's disk has no SMART log, so the study says why, with
+    """The SMART table: this VM's disk has no SMART log, so the study says why, with
     the reason the runs' own telemetry recorded, and tables no figure."""
     results, _ = quick_studies["drive-qualification"]
     record, folder = _record(results, "drive-qualification")
@@ -402,7 +403,7 @@ def test_smart_phases_say_why_a_virtual_disk_has_none(quick_studies) -> None:
 
 
 def test_smart_phases_before_the_study_and_after_each_workload() -> None:
-    """Seed 000's phases from SMART changes in time order: absolute temperature, wear and
+    """Phases from SMART changes in time order: absolute temperature, wear and
     errors at each phase's reading, traffic and throttling summed from the first reading."""
     from pgdyno.analysis.telemetry.model import SmartChange
     from pgdyno.study.build import smart_phases
@@ -438,7 +439,7 @@ def test_smart_phases_before_the_study_and_after_each_workload() -> None:
 
 @pytest.mark.server
 def test_cache_states_are_the_validation_runs_timeline(quick_studies) -> None:
-    """Seed 002's cold, warming, warm and after-CHECKPOINT states: one run of the baseline
+    """The cache states: cold, warming, warm and after-CHECKPOINT states: one run of the baseline
     after the cells, each state's TPS recomputed here from its iterations' 1 s timeline in
     summary.json, and tabled in the study's context section."""
     results, _ = quick_studies["instance-report"]
