@@ -167,7 +167,11 @@ def test_order_check_sees_a_one_sided_carry_over() -> None:
     a = list(1000 * rng.normal(1, 0.01, n))
     # B's block is 8% slower whenever it runs after A's (A leaves work behind).
     b = [x * (0.92 if f else 1.0) * rng.normal(1, 0.01) for x, f in zip(a, first, strict=True)]
-    assert not order_check(a, b, first).holds
+    check = order_check(a, b, first)
+    assert not check.holds
+    # The gap is A-then-B less B-then-A: about -8.7% (ln 0.92), its interval below 0.
+    assert check.gap_low_pct < -8.3 < check.gap_high_pct < 0
+    assert check.ab_change_pct == pytest.approx(-8, abs=1) and abs(check.ba_change_pct) < 1
     b_even = [x * rng.normal(1, 0.01) for x in a]
     assert order_check(a, b_even, first).holds
 

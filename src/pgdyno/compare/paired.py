@@ -253,24 +253,33 @@ class OrderCheck:
 def order_check(baseline: list[float], candidate: list[float],
                 a_first: list[bool]) -> OrderCheck:
     """Compare the pairs whose A block ran first with those whose B block did."""
-    from pgdyno.compare.stats import welch
-
-    d = {True: [], False: []}
+    d: dict[bool, list[float]] = {True: [], False: []}
     for a, b, first in zip(baseline, candidate, a_first, strict=True):
         if _finite(a) and _finite(b) and a > 0 and b > 0:
             d[first].append(math.log(b) - math.log(a))
     ab, ba = d[True], d[False]
-    nan = math.nan
-    ab_pct = 100.0 * math.expm1(statistics.fmean(ab)) if ab else nan
-    ba_pct = 100.0 * math.expm1(statistics.fmean(ba)) if ba else nan
-    if len(ab) < 2 or len(ba) < 2:
-        return OrderCheck(len(ab), len(ba), ab_pct, ba_pct, nan, nan, True)
-    diff, se, df = welch(ba, ab)
+    return OrderCheck(len(ab), len(ba), _mean_change_pct(ab), _mean_change_pct(ba),
+                      *_gap(ba, ab))
+
+
+def _mean_change_pct(logs: list[float]) -> float:
+    """The change the mean of some pairs' ln(B/A) says, in % (NaN: no pair)."""
+    return 100.0 * math.expm1(statistics.fmean(logs)) if logs else math.nan
+
+
+def _gap(x: list[float], y: list[float]) -> tuple[float, float, bool]:
+    """Welch's 95% interval of mean(y) - mean(x), in % of log ratio, and whether it holds
+    0 (NaN ends and True: too few to tell)."""
+    from pgdyno.compare.stats import welch
+
+    if len(x) < 2 or len(y) < 2:
+        return math.nan, math.nan, True
+    diff, se, df = welch(x, y)
     if se == 0.0 or math.isnan(se):
-        return OrderCheck(len(ab), len(ba), ab_pct, ba_pct, nan, nan, True)
+        return math.nan, math.nan, True
     t = t_quantile(0.975, df)
     low, high = 100.0 * (diff - t * se), 100.0 * (diff + t * se)
-    return OrderCheck(len(ab), len(ba), ab_pct, ba_pct, low, high, low <= 0.0 <= high)
+    return low, high, low <= 0.0 <= high
 
 
 @dataclass
@@ -308,24 +317,12 @@ def duet_check(duet: tuple[list[float], list[float]],
                solo: tuple[list[float], list[float]]) -> DuetCheck:
     """Compare the duet pairs' log ratios B/A with the check pairs' (Welch's interval of
     the gap, 95%)."""
-    from pgdyno.compare.stats import welch
-
     def logs(pairs: tuple[list[float], list[float]]) -> list[float]:
         return [math.log(b) - math.log(a) for a, b in zip(*pairs, strict=True)
                 if _finite(a) and _finite(b) and a > 0 and b > 0]
 
     d, s = logs(duet), logs(solo)
-    nan = math.nan
-    d_pct = 100.0 * math.expm1(statistics.fmean(d)) if d else nan
-    s_pct = 100.0 * math.expm1(statistics.fmean(s)) if s else nan
-    if len(d) < 2 or len(s) < 2:
-        return DuetCheck(len(d), len(s), d_pct, s_pct, nan, nan, True)
-    diff, se, df = welch(d, s)
-    if se == 0.0 or math.isnan(se):
-        return DuetCheck(len(d), len(s), d_pct, s_pct, nan, nan, True)
-    t = t_quantile(0.975, df)
-    low, high = 100.0 * (diff - t * se), 100.0 * (diff + t * se)
-    return DuetCheck(len(d), len(s), d_pct, s_pct, low, high, low <= 0.0 <= high)
+    return DuetCheck(len(d), len(s), _mean_change_pct(d), _mean_change_pct(s), *_gap(d, s))
 
 
 def robust_spread_pct(d: list[float]) -> float:
