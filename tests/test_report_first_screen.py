@@ -112,9 +112,21 @@ def test_the_headline_by_clients_is_each_count_mean_and_interval(kept_run) -> No
         assert len(values) == 2 and row[3] == "2"
         mean = statistics.fmean(values)
         half = T_975_DF1 * statistics.stdev(values) / math.sqrt(2)
-        shown = [float(x.replace(",", "")) for x in re.split(r" – ", row[2])]
-        assert float(row[1].replace(",", "")) == pytest.approx(mean, abs=0.051)
-        assert shown == pytest.approx([mean - half, mean + half], abs=0.051)
+        # Each figure to the precision it is shown with (1,283 for 1,283.25; 12.4 for 12.43).
+        ends = re.split(r" – ", row[2])
+        assert _number(row[1]) == pytest.approx(mean, abs=_half_unit(row[1]))
+        assert [_number(x) for x in ends] == pytest.approx(
+            [mean - half, mean + half], abs=max(_half_unit(x) for x in ends))
+
+
+def _number(text: str) -> float:
+    return float(text.replace(",", ""))
+
+
+def _half_unit(text: str) -> float:
+    """Half a unit of a shown figure's last digit: how far rounding may have moved it."""
+    decimals = len(text.split(".", 1)[1]) if "." in text else 0
+    return 0.5 * 10 ** -decimals + 1e-9
 
 
 class _Folds(HTMLParser):

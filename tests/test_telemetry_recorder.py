@@ -254,6 +254,11 @@ def test_round_trip_covers_every_field() -> None:
         cache_mib={"wal": 16.0}, cache_sample_ms=120.0, fell_behind=True, failing=True,
         evidence=["e"], lag_t=[1.0], lag_segments=[1],
         memory=a.MemorySeries([1.0], {"Cached": [10.0]}, {"wal": [16.0]}))
+    from pgdyno.analysis import merge as m
+
+    s.drivers = [m.DriverFigures(  # --drivers
+        "d1", 2, "ok", 100, 50.0, 3.5, 1, 2,
+        m.DriverLoad("d1", 0.5, 1.0, 50.0, 60.0, 1.5, 0.2, 12.0))]
     assert _every_field_set(s) == []
     assert TelemetrySummary.from_dict(json.loads(json.dumps(s.to_dict()))) == s
 
