@@ -11,7 +11,6 @@ import pytest
 from pgdyno.targets.binaries import embedded_install
 from pgdyno.targets.local import LocalServer
 from tests.conftest import make_shared_dir
-from tests.conftest import run_cli as run_cli_process
 from tests.conftest import run_cli_here as run_cli
 
 pytestmark = pytest.mark.server  # every test here starts PostgreSQL
@@ -23,10 +22,8 @@ SHORT = ["--clients", "2", "--duration", "2", "--warmup", "0", "--iterations", "
 def test_tuned_config_is_applied_and_recorded(workdir: Path) -> None:
     own = make_shared_dir("pgdyno-cfg-")
     results = make_shared_dir("pgdyno-results-")
-    # In a process of its own: the server it keeps must see no connection left open by
-    # this one, or the next run's stop waits for it (a smart shutdown's minute).
-    proc = run_cli_process(["bench", "tpcb", "--config", "tuned", "--set", "work_mem=8MB",
-                            *SHORT, "--results-dir", str(results), "--keep"], own)
+    proc = run_cli(["bench", "tpcb", "--config", "tuned", "--set", "work_mem=8MB", *SHORT,
+                    "--results-dir", str(results), "--keep"], own)
     assert proc.returncode == 0, proc.stderr
     manifest = json.loads(next(results.glob("*/*/manifest.json")).read_text())
     config = manifest["config"]

@@ -657,6 +657,15 @@ def stop_postmaster(pid: int, process: subprocess.Popen | None = None) -> None:
 
 
 def pid_alive(pid: int) -> bool:
+    """Whether the process runs. A child of this process that has exited is a zombie until
+    reaped, which a signal 0 still reaches: it is reaped here and reads as gone (a server
+    one run kept, stopped by a later run in the same process: a campaign's or a test's)."""
+    try:
+        reaped, _ = os.waitpid(pid, os.WNOHANG)
+        if reaped == pid:
+            return False
+    except ChildProcessError:
+        pass  # not a child of this process: the signal tells
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
