@@ -29,12 +29,10 @@ from typing import Any
 
 from rich.console import Console
 
-from pgdyno import serde
 from pgdyno.campaign.spec import CampaignSpec, Cell
 from pgdyno.errors import PgdynoError, RunFailed, RunInterrupted
 from pgdyno.options import BenchOptions
-from pgdyno.results.rundir import new_stamped_dir, utc_now
-from pgdyno.runner.longstep import long_step
+from pgdyno.results.rundir import utc_now
 
 BLOCKS_EVENT = "blocks"
 """The journal event naming a block comparison's record (per workload, per sweep step)."""
@@ -178,9 +176,7 @@ def run_paired(spec: CampaignSpec, plan: PairDesign, paired: PairedWorkload,
                                      console)
         return PairResult("ok", "", a_run, b_run)
     b_by_size = dict(b_steps)
-    sweeps = {side: _SideSweep.start(opts, side_cell)
-              for side, opts, side_cell in (("A", a_opts, paired.baseline),
-                                            ("B", b_opts, paired.candidate))}
+    sweeps = {"A": _SideSweep.start(a_opts), "B": _SideSweep.start(b_opts)}
     try:
         for size, a_step in a_steps:
             try:
@@ -216,12 +212,9 @@ def _compare_step(spec: CampaignSpec, plan: PairDesign, paired: PairedWorkload,
                   a_opts: BenchOptions, b_opts: BenchOptions, size: int | None,
                   journal: Journal, console: Console) -> tuple[Path, Path]:
     """One block comparison between the two cells' options; the sides' run directories."""
-    from pgdyno.compare.blocks import BlockComparison, BlockPlan, Side
+    from pgdyno.compare.blocks import BlockPlan, Side, run_announced
     from pgdyno.compare.command import pairs_for_design
-    from pgdyno.workloads import registry
-    from pgdyno.workloads.metrics import headline_metric
 
-    metric = headline_metric(registry.get(paired.workload).metrics)
     sides = [Side(cell.config.label, options=opts, role=tuple(_role(spec, cell, size).items()))
              for cell, opts in ((paired.baseline, a_opts), (paired.candidate, b_opts))]
     block_plan = BlockPlan(design=paired.design,
@@ -235,13 +228,9 @@ def _compare_step(spec: CampaignSpec, plan: PairDesign, paired: PairedWorkload,
     def say(line: str) -> None:
         console.print(f"{where}: {line}", markup=False, highlight=False, soft_wrap=True)
 
-    seconds, qualifier = block_plan.measuring_time(a_opts)
-    with long_step(console, f"{where}: block comparison, {sides[0].label} against "
-                            f"{sides[1].label} ({paired.design})", seconds,
-                   "measuring time, besides starting both servers and their datasets",
-                   qualifier=qualifier):
-        record = BlockComparison(a_opts, sides[0], sides[1], block_plan, out, metric.name,
-                                 metric.direction or 1, paired.why, say).run()
+    record = run_announced(a_opts, sides[0], sides[1], block_plan, out, paired.why, say,
+                           console, f"{where}: block comparison, {sides[0].label} against "
+                           f"{sides[1].label} ({paired.design})")
     journal({"event": BLOCKS_EVENT, "workload": paired.workload, "size": size,
              "record": str(out.relative_to(spec.journal_dir) / "blocks.json"),
              "design": record.design, "stop": record.stop, "pairs": record.pairs_done(),
@@ -268,23 +257,10 @@ class _SideSweep:
     record: Any
 
     @classmethod
-    def start(cls, opts: BenchOptions, cell: Cell) -> _SideSweep:
-        from pgdyno.results.sweepdir import SCHEMA_VERSION, SweepRecord, SweepStep
-        from pgdyno.runner.bench import context_of
-        from pgdyno.runner.sweep import sweep_steps
-        from pgdyno.workloads import registry
+    def start(cls, opts: BenchOptions) -> _SideSweep:
+        from pgdyno.runner.sweep import new_sweep
 
-        context = context_of(opts)
-        path = new_stamped_dir(opts.results_dir, context, f"{opts.workload}-sweep")
-        record = SweepRecord(
-            schema_version=SCHEMA_VERSION, context=context, status="running",
-            started_at=utc_now(), ended_at=None, config=opts.config, workload=opts.workload,
-            size_unit=registry.get(opts.workload).size_unit,
-            workload_options=serde.to_dict(opts.workload_options),
-            steps=[SweepStep(size=size, clients=list(step.clients))
-                   for size, step in sweep_steps(opts)])
-        record.save(path)
-        return cls(path, record)
+        return cls(*new_sweep(opts))
 
     def step_done(self, size: int, run: Path | None, status: str, reason: str = "") -> None:
         step = next(s for s in self.record.steps if s.size == size)
@@ -294,10 +270,9 @@ class _SideSweep:
 
     def end(self, interrupted: bool) -> None:
         from pgdyno.runner.report import build_sweep_reports
+        from pgdyno.runner.sweep import overall_status
 
-        statuses = {s.status for s in self.record.steps}
-        self.record.status = ("interrupted" if interrupted else "ok" if statuses == {"ok"}
-                              else "partial" if "ok" in statuses else "failed")
+        self.record.status = overall_status(self.record, interrupted)
         self.record.ended_at = utc_now()
         self.record.save(self.path)
         # The study reads the runs; a sweep report that fails is rebuilt by `pgdyno report`.

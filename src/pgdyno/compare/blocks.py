@@ -620,6 +620,25 @@ class BlockComparison:
                                             check=check))
 
 
+def run_announced(base: BenchOptions, baseline: Side, candidate: Side, plan: BlockPlan,
+                  out_dir: Path, why: str, say: Callable[[str], None], console: Any,
+                  what: str, *, show_progress: bool = True, bar: bool = True) -> BlockRecord:
+    """A block comparison on ``base``'s workload headline, announced as a long step (what,
+    how long it measures) before it starts and heard of now and then in a log: how
+    `pgdyno compare`, a study and the search's final comparison each run one."""
+    from pgdyno.runner.longstep import long_step
+    from pgdyno.workloads import registry
+    from pgdyno.workloads.metrics import headline_metric
+
+    metric = headline_metric(registry.get(base.workload).metrics)
+    seconds, qualifier = plan.measuring_time(base)
+    with long_step(console, what, seconds,
+                   "measuring time, besides starting both servers and their datasets",
+                   qualifier=qualifier, show_progress=show_progress, bar=bar):
+        return BlockComparison(base, baseline, candidate, plan, out_dir, metric.name,
+                               metric.direction or 1, why, say).run()
+
+
 def _look_words(look: Look, metric: str) -> str:
     if math.isnan(look.low_pct):
         return f"after {look.pairs} pairs: {metric} change undetermined so far"

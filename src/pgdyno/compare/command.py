@@ -303,25 +303,17 @@ def _run_blocks(opts: CompareOptions, design: str, why: str, a_side: Any, b_side
                 console: Console | None = None) -> tuple[list, list, Any]:
     """Both servers up, the load alternating (or shared) in blocks until the plan stops;
     announced with how long it measures, and heard of now and then in a log."""
-    from pgdyno.compare.blocks import BlockComparison, BlockPlan
+    from pgdyno.compare.blocks import BlockPlan, run_announced
     from pgdyno.compare.design import block_design_summary
     from pgdyno.compare.runs import load_run
-    from pgdyno.runner.longstep import long_step
-    from pgdyno.workloads import registry
-    from pgdyno.workloads.metrics import headline_metric
 
     assert opts.bench is not None
-    spec = headline_metric(registry.get(opts.bench.workload).metrics)
     plan = BlockPlan(design=design, pairs=pairs_for(opts, design), budget_s=opts.budget_s,
                      precision_pct=opts.precision_pct, confidence=opts.confidence,
                      seed=opts.seed)
-    seconds, qualifier = plan.measuring_time(opts.bench)
-    with long_step(console, f"comparison: {a_side.label} against {b_side.label} in "
-                            f"{design} blocks", seconds,
-                   "measuring time, besides starting both servers and their datasets",
-                   qualifier=qualifier, show_progress=opts.progress, bar=False):
-        record = BlockComparison(opts.bench, a_side, b_side, plan, out_dir, spec.name,
-                                 spec.direction or 1, why, note).run()
+    record = run_announced(opts.bench, a_side, b_side, plan, out_dir, why, note, console,
+                           f"comparison: {a_side.label} against {b_side.label} in {design} "
+                           "blocks", show_progress=opts.progress, bar=False)
     note(f"stopped: {record.stop} after {record.pairs_done()} pairs "
          f"({record.measuring_s:.0f} s measuring, {record.setup_s:.0f} s to set up)")
     a_run, b_run = load_run(Path(record.baseline_run)), load_run(Path(record.candidate_run))

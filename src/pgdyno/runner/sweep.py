@@ -51,15 +51,9 @@ def run_sweep(opts: BenchOptions, console: Console | None = None,
     console = console or Console(stderr=True)
     context = context_of(opts)
     opts = dataclasses.replace(opts, context=context)
-    sweep_dir = new_stamped_dir(opts.results_dir, context, f"{opts.workload}-sweep")
     unit = workload.size_unit
-    record = SweepRecord(
-        schema_version=SCHEMA_VERSION, context=context, status="running", started_at=utc_now(),
-        ended_at=None, config=opts.config, workload=opts.workload, size_unit=unit,
-        workload_options=serde.to_dict(opts.workload_options),
-        steps=[SweepStep(size=size, clients=list(step.clients)) for size, step in steps])
+    sweep_dir, record = new_sweep(opts)
     options = {size: dataclasses.replace(step, context=context) for size, step in steps}
-    record.save(sweep_dir)
     interrupted: RunInterrupted | None = None
     try:
         for step in record.steps:
@@ -84,7 +78,7 @@ def run_sweep(opts: BenchOptions, console: Console | None = None,
                 console.print(f"[red]sweep: {step.size} {unit} failed:[/red] {exc}")
             record.save(sweep_dir)
     finally:
-        record.status = _overall(record, interrupted is not None)
+        record.status = overall_status(record, interrupted is not None)
         record.ended_at = utc_now()
         record.save(sweep_dir)
         build_sweep_reports(sweep_dir)
@@ -94,7 +88,23 @@ def run_sweep(opts: BenchOptions, console: Console | None = None,
     return sweep_dir
 
 
-def _overall(record: SweepRecord, interrupted: bool) -> str:
+def new_sweep(opts: BenchOptions) -> tuple[Path, SweepRecord]:
+    """The sweep directory of ``opts`` and its record, every step pending, saved: what
+    `pgdyno bench` and a study's block comparisons (one per step) fill in."""
+    context = context_of(opts)
+    sweep_dir = new_stamped_dir(opts.results_dir, context, f"{opts.workload}-sweep")
+    record = SweepRecord(
+        schema_version=SCHEMA_VERSION, context=context, status="running", started_at=utc_now(),
+        ended_at=None, config=opts.config, workload=opts.workload,
+        size_unit=registry.get(opts.workload).size_unit,
+        workload_options=serde.to_dict(opts.workload_options),
+        steps=[SweepStep(size=size, clients=list(step.clients))
+               for size, step in sweep_steps(opts)])
+    record.save(sweep_dir)
+    return sweep_dir, record
+
+
+def overall_status(record: SweepRecord, interrupted: bool) -> str:
     if interrupted:
         return "interrupted"
     statuses = {s.status for s in record.steps}

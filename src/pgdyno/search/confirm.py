@@ -37,7 +37,6 @@ from pgdyno.compare.stats import FASTER, SAME, UNDETERMINED
 from pgdyno.options import BenchOptions
 from pgdyno.results.manifest import read_versioned
 from pgdyno.runner.bench import run_one
-from pgdyno.runner.longstep import long_step
 from pgdyno.search.noise import Noise, runs_noise
 from pgdyno.search.select import balanced_order
 from pgdyno.serde import Serialisable
@@ -256,12 +255,9 @@ def run_blocks(conf: Confirmation, base: BenchOptions, search_dir: Path,
                role: dict[str, Any], console: Console | None,
                save: Callable[[Confirmation], None]) -> None:
     """Each baseline not compared yet meets the winner in a block comparison of its own."""
-    from pgdyno.compare.blocks import BlockComparison, BlockPlan, Side
+    from pgdyno.compare.blocks import BlockPlan, Side, run_announced
     from pgdyno.results.rundir import safe_name
-    from pgdyno.workloads import registry
-    from pgdyno.workloads.metrics import headline_metric
 
-    metric = headline_metric(registry.get(base.workload).metrics)
     blocks = block_options(base)
     winner = conf.winner
     for label in list(conf.sides)[1:]:
@@ -281,13 +277,9 @@ def run_blocks(conf: Confirmation, base: BenchOptions, search_dir: Path,
                 console.print(f"final comparison vs {label}: {line}", markup=False,
                               highlight=False, soft_wrap=True)
 
-        seconds, qualifier = plan.measuring_time(blocks)
-        with long_step(console, f"final comparison vs {label}: blocks against {winner} "
-                                f"({conf.design})", seconds,
-                       "measuring time, besides starting both servers and their datasets",
-                       qualifier=qualifier):
-            record = BlockComparison(blocks, sides[0], sides[1], plan, out, metric.name,
-                                     metric.direction or 1, conf.why, say).run()
+        record = run_announced(blocks, sides[0], sides[1], plan, out, conf.why, say, console,
+                               f"final comparison vs {label}: blocks against {winner} "
+                               f"({conf.design})")
         conf.blocks[label] = BlockPair(str(out.relative_to(search_dir) / "blocks.json"),
                                        record.baseline_run, record.candidate_run)
         conf.runs[label].append(record.baseline_run)
