@@ -10,6 +10,7 @@ W=100 shows on a stock server: hint-bit page images in the keys and vacuum phase
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -45,14 +46,23 @@ def _show(conn: ConnectionInfo, name: str) -> str:
         return c.execute("SELECT current_setting(%s)", (name,)).fetchone()[0]
 
 
-def _counters(conn: ConnectionInfo, settle: bool = False) -> tuple[int, str]:
+def _counters(conn: ConnectionInfo, settle: bool = False,
+              at_least: int = 0) -> tuple[int, str]:
     """(checkpoints so far, WAL position); ``settle``: after a CHECKPOINT, so that one an
-    earlier load requested is counted before, not during, what follows."""
+    earlier load requested is counted before, not during, what follows. The checkpointer
+    reports its count a moment after a checkpoint ends (later on a busy host), so the
+    count is waited for: one above what it was before the CHECKPOINT, or ``at_least``."""
+    query = ("SELECT (SELECT num_requested + num_timed FROM pg_stat_checkpointer),"
+             " pg_current_wal_lsn()::text")
     with psycopg.connect(conn.conninfo(), autocommit=True) as c:
         if settle:
+            at_least = c.execute(query).fetchone()[0] + 1
             c.execute("CHECKPOINT")
-        return c.execute("SELECT (SELECT num_requested + num_timed FROM pg_stat_checkpointer),"
-                         " pg_current_wal_lsn()::text").fetchone()
+        deadline = time.monotonic() + 10
+        while (row := c.execute(query).fetchone())[0] < at_least \
+                and time.monotonic() < deadline:
+            time.sleep(0.05)
+        return row
 
 
 def _measured_load(conn: ConnectionInfo, spaced: bool) -> tuple[int, float, object]:
@@ -60,7 +70,7 @@ def _measured_load(conn: ConnectionInfo, spaced: bool) -> tuple[int, float, obje
     ckpt0, lsn0 = _counters(conn, settle=True)
     result = load(conn, LoadOptions(warehouses=1, workers=2, rebuild=True,
                                     checkpoint_at_end=spaced))
-    ckpt1, lsn1 = _counters(conn)
+    ckpt1, lsn1 = _counters(conn, at_least=ckpt0 + 1 if spaced else 0)  # its closing one
     with psycopg.connect(conn.conninfo(), autocommit=True) as c:
         wal = c.execute("SELECT pg_wal_lsn_diff(%s, %s)", (lsn1, lsn0)).fetchone()[0]
     return ckpt1 - ckpt0, float(wal), result
@@ -99,7 +109,7 @@ def test_the_oltp_build_is_spaced_the_same_way(small_wal_server) -> None:
                 result = oltp.load(conn, oltp.LoadOptions(
                     tables=2, table_size=rows // 2 + spaced, workers=2,  # a new size: rebuilt
                     checkpoint_at_end=spacing.applied))
-                ckpt1, lsn1 = _counters(conn)
+                ckpt1, lsn1 = _counters(conn, at_least=ckpt0 + 1 if spaced else 0)
             with psycopg.connect(conn.conninfo(), autocommit=True) as c:
                 wal = c.execute("SELECT pg_wal_lsn_diff(%s, %s)", (lsn1, lsn0)).fetchone()[0]
             counted.append((ckpt1 - ckpt0, float(wal), result))
