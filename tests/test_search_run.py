@@ -38,7 +38,7 @@ def _search(results: Path, workdir: Path) -> subprocess.Popen:
     return subprocess.Popen(
         [sys.executable, "-m", "pgdyno", "tune", "--search", "tpcb", *SHORT, "--budget", "4",
          "--top", "2", "--reruns", "1", "--compare-pairs", "2", "--compare-max-pairs", "2",
-         "--compare-design", "sequential",
+         "--compare-design", "sequential", "--trial-design", "runs",
          "--search-name", "t", "--validate", "0",
          "--results-dir", str(results), "--no-progress"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
@@ -210,6 +210,7 @@ def test_config_that_does_not_start_is_a_failed_trial(workdir: Path) -> None:
                           progress=False)
     outcome = run_search(SearchOptions(
         bench=bench, budget=3, baselines=("default",), compare_pairs=0, name="f",
+        trial_design="runs",
         fixes=("shared_preload_libraries=no_such_lib",), show_progress=False))
     found = _rows(outcome.search_dir)
     assert [r.status for r in found] == ["ok", "failed", "failed"]

@@ -137,6 +137,10 @@ def _search_params() -> list:
             help="--search: how the final comparison runs: auto (both servers up at once, "
                  "in blocks, where they fit), interleaved, duet, or sequential (whole runs, "
                  "--compare-pairs each)"),
+        opt("trial_design", "auto", str, "--trial-design",
+            help="--search: how each trial is measured: auto (against the best config so "
+                 "far, both servers up at once, in interleaved blocks, where they fit), "
+                 "interleaved, or runs (one run each)"),
         opt("compare_max_pairs", None, int | None, "--compare-max-pairs",
             help="--search: rounds the comparison may grow to while undecided (default: "
                  "twice --compare-pairs)"),

@@ -336,7 +336,7 @@ class BlockComparison:
 
     def __init__(self, base: BenchOptions, baseline: Side, candidate: Side, plan: BlockPlan,
                  out_dir: Path, headline: str, direction: int, why: str,
-                 say: Callable[[str], None]) -> None:
+                 say: Callable[[str], None], sides_root: Path | None = None) -> None:
         self.base, self.plan, self.out_dir, self.say = base, plan, out_dir, say
         self.sides = {"A": baseline, "B": candidate}
         self.headline, self.direction = headline, direction
@@ -351,16 +351,19 @@ class BlockComparison:
             budget_s=plan.budget_s, precision_pct=plan.precision_pct,
             confidence=plan.confidence)
         self.procs: dict[str, _SideProcess] = {}
-        # The stamp and this process: two comparisons never share a side's cluster.
-        self.workdir_root = (base.target.workdir
-                             / f"compare-{utc_now().replace(':', '')}-{os.getpid()}")
+        # The stamp and this process: two comparisons never share a side's cluster. A
+        # caller that gives its own root keeps the clusters (and their datasets) for its
+        # next comparison, as the search's trials do, and removes them itself.
+        self.workdir_root = sides_root or (
+            base.target.workdir / f"compare-{utc_now().replace(':', '')}-{os.getpid()}")
+        self.owns_root = sides_root is None
         self.values: dict[str, list[float]] = {"A": [], "B": []}
         self.piloting = False
 
     # ----- the whole comparison ---------------------------------------------------------
     def run(self) -> BlockRecord:
         started = time.monotonic()
-        made_root = not self.workdir_root.exists()
+        made_root = self.owns_root and not self.workdir_root.exists()
         try:
             self._start_sides()
             self._await_ready(list(self.procs.values()))
@@ -622,7 +625,8 @@ class BlockComparison:
 
 def run_announced(base: BenchOptions, baseline: Side, candidate: Side, plan: BlockPlan,
                   out_dir: Path, why: str, say: Callable[[str], None], console: Any,
-                  what: str, *, show_progress: bool = True, bar: bool = True) -> BlockRecord:
+                  what: str, *, show_progress: bool = True, bar: bool = True,
+                  sides_root: Path | None = None) -> BlockRecord:
     """A block comparison on ``base``'s workload headline, announced as a long step (what,
     how long it measures) before it starts and heard of now and then in a log: how
     `pgdyno compare`, a study and the search's final comparison each run one."""
@@ -636,7 +640,7 @@ def run_announced(base: BenchOptions, baseline: Side, candidate: Side, plan: Blo
                    "measuring time, besides starting both servers and their datasets",
                    qualifier=qualifier, show_progress=show_progress, bar=bar):
         return BlockComparison(base, baseline, candidate, plan, out_dir, metric.name,
-                               metric.direction or 1, why, say).run()
+                               metric.direction or 1, why, say, sides_root).run()
 
 
 def _look_words(look: Look, metric: str) -> str:

@@ -58,6 +58,9 @@ class TrialResult:
     raw_value: float | None = None
     """The run's headline before the debt penalty (``value`` is after it)."""
     penalty: DebtPenalty | None = None
+    against: dict[str, Any] | None = None
+    """A trial measured in blocks: the config it was measured against and the change
+    (``search.trial_blocks``); None for a run of its own."""
 
 
 PENALTY_CAP = 0.5

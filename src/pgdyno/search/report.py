@@ -17,7 +17,14 @@ from pgdyno.search.noise import (
     SearchNoise,
 )
 from pgdyno.search.report_data import CandidateLine, SearchReportData
-from pgdyno.units import alike, count, figure, format_bytes, percent
+from pgdyno.units import MISSING, alike, count, figure, format_bytes, percent, signed_pct
+
+
+def interval_text(low: float | None, high: float | None) -> str:
+    """A change's interval (``undetermined`` without one: too few pairs)."""
+    if MISSING in (signed_pct(low), signed_pct(high)):
+        return "undetermined"
+    return f"{signed_pct(low)} to {signed_pct(high)}"
 
 
 def convergence_plot(data: SearchReportData, path: Path) -> Path | None:
@@ -77,6 +84,21 @@ def build_document(data: SearchReportData, images: dict[str, str]) -> Document:
           figure(t.dead_growth_per_min), count(t.backlog),
           format_bytes(t.wal_since_checkpoint_bytes), f"{t.seconds:.0f}", t.reason or "",
           t.run_dir] for t in data.trials]))
+    blocks = [t for t in data.trials if t.against]
+    if blocks:
+        conv.paragraphs.append(
+            "Trials measured in blocks: each against the best config measured before it, "
+            "both servers up at once, the load alternating between them; its figure is the "
+            "reference's times the pairs' geometric mean ratio (the interval is the pairs' "
+            "95% interval of the change, as `pgdyno compare` gives it).")
+        conv.tables.append(Table(
+            ["Trial", "Config", "Measured against", "Change", "95% interval", "Pairs",
+             "Blocks"],
+            [[str(t.number), t.label, f"trial {t.against['trial']} ({t.against['label']})",
+              signed_pct(t.against.get("change_pct")),
+              interval_text(t.against.get("low_pct"), t.against.get("high_pct")),
+              str(t.against.get("pairs", "")), str(t.against.get("blocks", ""))]
+             for t in blocks]))
     if data.os_knobs:
         conv.tables.append(Table(["Trial", "Config", "OS values"], [
             [str(t.number), t.label, t.os_values or "–"] for t in data.trials]))

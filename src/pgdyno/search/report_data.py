@@ -51,6 +51,9 @@ class TrialLine:
     wal_since_checkpoint_bytes: float | None = None
     os_values: str = ""
     """The trial's OS knobs (``--allow-os-changes``): applied, or the host's for a baseline."""
+    against: dict[str, Any] | None = None
+    """Measured in blocks against another trial (``search.trial_blocks.against_record``):
+    its number and label, the change with its 95% interval, the pairs, the blocks' file."""
 
 
 @dataclass
@@ -110,7 +113,8 @@ def build_search_report(record, study, selection, conf, opts, hardware, install,
         if r.value is not None and (best is None or direction * (r.value - best) > 0):
             best = r.value
         line = TrialLine(r.number, r.label, r.status, r.value, best, r.seconds, r.reason,
-                         r.run_dir, os_values=os_text(os_of.get(r.number, {})))
+                         r.run_dir, os_values=os_text(os_of.get(r.number, {})),
+                         against=r.against)
         lines.append(_with_debt(line, direction))
     baselines = {r.label: r.value for r in rows if r.kind == "baseline" and r.value is not None}
     importance, note = setting_importance(study, rows)

@@ -61,6 +61,14 @@ from pgdyno.search.select import (
 )
 from pgdyno.search.space import SCHEMA_VERSION as SPACE_VERSION
 from pgdyno.search.space import SearchSpace, build_space
+from pgdyno.search.trial_blocks import (
+    RUNS,
+    TrialDesign,
+    measure_against,
+    reference_for,
+    remove_sides,
+    trial_design,
+)
 from pgdyno.search.worker import start_local_workers, wait_for_workers
 from pgdyno.targets import host_hardware, install_for, target_class
 from pgdyno.workloads import registry
@@ -89,6 +97,9 @@ class SearchOptions:
     up at once, in blocks: ``search.confirm``), or ``sequential`` (whole runs)."""
     compare_max_pairs: int | None = None
     """Rounds the final comparison may grow to while undecided (default: twice)."""
+    trial_design: str = "auto"
+    """How each trial is measured: ``auto`` or ``interleaved`` (against the incumbent, in
+    blocks: ``search.trial_blocks``), or ``runs`` (one run each)."""
     validate_s: float = 0.0
     """--validate: each config's load in the long-window validation (0: none; the CLI's
     default is 30 min)."""
@@ -132,6 +143,9 @@ class SearchRecord:
     allow_unsafe: bool
     created_at: str
     schema_version: int = SCHEMA_VERSION
+    trial_design: str = ""
+    """How its trials are measured (``interleaved`` or ``runs``; empty in a record made
+    before trials could run in blocks: runs)."""
 
 
 def read_record(path: Path, advice: str = "") -> SearchRecord:
@@ -229,6 +243,11 @@ def validate(opts: SearchOptions) -> None:
     if opts.compare_design not in DESIGNS:
         raise UsageError(f"--compare-design {opts.compare_design}: accepted values are "
                          f"{', '.join(DESIGNS)}")
+    from pgdyno.search.trial_blocks import TRIAL_DESIGNS
+
+    if opts.trial_design not in TRIAL_DESIGNS:
+        raise UsageError(f"--trial-design {opts.trial_design}: accepted values are "
+                         f"{', '.join(TRIAL_DESIGNS)}")
     if opts.compare_pairs == 1 or opts.compare_pairs < 0:
         raise UsageError(f"--compare-pairs {opts.compare_pairs}: accepted: 2 or more runs "
                          "per side (an interval needs two)")
@@ -243,6 +262,8 @@ def search_name(opts: SearchOptions) -> str:
     parts = [bench, opts.knobs, opts.fixes, opts.allow_unsafe, opts.seed, opts.baselines]
     if opts.allow_os_changes:  # another space: another search (earlier names unchanged)
         parts.append("allow_os_changes")
+    if opts.trial_design != "auto":  # trials measured otherwise: another search
+        parts.append(f"trials:{opts.trial_design}")
     key = json.dumps(parts, sort_keys=True, default=str)
     return f"{opts.bench.workload}-{hashlib.sha256(key.encode()).hexdigest()[:10]}"
 
@@ -286,13 +307,15 @@ def _run_search(opts: SearchOptions, console: Console, bench: BenchOptions, name
                 search_dir: Path, spec, install, hardware, space: SearchSpace,
                 os_run: OsRun, place: study_mod.StudyPlace,
                 seeds: tuple[list, str] | None) -> SearchOutcome:
-    record = _open_record(search_dir, name, bench, space, spec, opts)
+    design = trial_design(opts.trial_design, bench, os_changes=opts.allow_os_changes,
+                          shared=place.shared or opts.workers > 1 or opts.worker)
+    record = _open_record(search_dir, name, bench, space, spec, opts, design)
     space = record.space
     study, created = study_mod.open_or_create(
         search_dir, optuna_direction(spec), opts.seed,
         startup=len(opts.baselines) + space.random_start(), place=place)
     (search_dir / "trials").mkdir(exist_ok=True)
-    notes = list(space.notes)
+    notes = [design.sentence(), *space.notes]
     warm_start(study, created, place, opts, bench, space, install, hardware, notes, console,
                os_run, seeds)
     recovered = [] if place.shared else study_mod.recover_interrupted(study)
@@ -304,7 +327,7 @@ def _run_search(opts: SearchOptions, console: Console, bench: BenchOptions, name
     procs = start_local_workers(opts.argv, opts.workers - 1, name, place.name,
                                 bench.target.workdir, search_dir / "workers") \
         if opts.workers > 1 else []
-    _trials(opts, bench, study, space, search_dir, role, console, spec, os_run)
+    _trials(opts, bench, study, space, search_dir, role, console, spec, os_run, design)
     if opts.worker:
         done = study_mod.own_rows(study)
         return SearchOutcome(search_dir=search_dir, trials=len(done),
@@ -313,7 +336,7 @@ def _run_search(opts: SearchOptions, console: Console, bench: BenchOptions, name
                              "compares and reports")
     while place.shared and study_mod.running(study):
         time.sleep(study_mod.heartbeat_s())  # other workers' trials, or lost ones re-run
-        _trials(opts, bench, study, space, search_dir, role, console, spec, os_run)
+        _trials(opts, bench, study, space, search_dir, role, console, spec, os_run, design)
     if any(wait_for_workers(procs)):
         notes.append(f"a local worker failed: see {search_dir / 'workers'}")
     rows = study_mod.own_rows(study)
@@ -327,11 +350,13 @@ def _run_search(opts: SearchOptions, console: Console, bench: BenchOptions, name
     if not ok_rows:
         outcome.recommendation = ("No trial finished: nothing to select or compare; see the "
                                   "failed trials' reasons.")
+        remove_sides(bench, name)
         _finish(outcome, study, record, None, None, search_dir, opts, install, hardware)
         return outcome
     os_of = os_run.applied_by(study)
     selection = _select(ok_rows, search_dir, bench, opts, spec.direction or 1, role, console,
-                        os_run, os_of)
+                        os_run, os_of, design, rows)
+    remove_sides(bench, name)  # the trials' clusters: the comparison makes its own
     winner = selection.candidate(selection.winner)
     winner_os = os_of.get(int(winner.key), {}) if winner.key.isdigit() else {}
     winner_file = write_winner(search_dir, winner, rows, space, winner_os)
@@ -460,14 +485,14 @@ _RECORD_ADVICE = ("; move the search's directory away to start it afresh, or giv
 
 
 def _open_record(search_dir: Path, name: str, bench: BenchOptions, space: SearchSpace, spec,
-                 opts: SearchOptions) -> SearchRecord:
+                 opts: SearchOptions, design: TrialDesign) -> SearchRecord:
     from pgdyno.results.rundir import utc_now
 
     path = search_dir / "search.json"
     record = SearchRecord(name=name, workload=bench.workload, metric=spec.name,
                           direction=spec.direction or 1, space=space,
                           options=serde.to_dict(bench), allow_unsafe=opts.allow_unsafe,
-                          created_at=utc_now())
+                          created_at=utc_now(), trial_design=design.design)
     if path.exists():
         old = read_record(path, _RECORD_ADVICE)
         old_space = old.space
@@ -478,6 +503,12 @@ def _open_record(search_dir: Path, name: str, bench: BenchOptions, space: Search
             raise UsageError(f"search {name}: its knobs or pins ({path}) differ from this "
                              "command's; accepted: the same --knobs and --fix, or a new "
                              "--search-name")
+        if (old.trial_design or RUNS) != design.design:
+            # Figures of trials measured alone and against an incumbent are on other scales.
+            raise UsageError(f"search {name}: its trials were measured as "
+                             f"{old.trial_design or RUNS} ({path}), this command's would be "
+                             f"{design.design}; accepted: --trial-design "
+                             f"{old.trial_design or RUNS}, or a new --search-name")
         record.created_at = old.created_at
         record.space = old_space
     search_dir.mkdir(parents=True, exist_ok=True)
@@ -488,7 +519,8 @@ def _open_record(search_dir: Path, name: str, bench: BenchOptions, space: Search
 # ----- trials ----------------------------------------------------------------------------
 
 def _trials(opts: SearchOptions, bench: BenchOptions, study, space: SearchSpace,
-            search_dir: Path, role: dict, console: Console, spec, os_run: OsRun) -> None:
+            search_dir: Path, role: dict, console: Console, spec, os_run: OsRun,
+            design: TrialDesign) -> None:
     """Trials until the budget or time is spent: the queued ones first (the baselines, a
     lost worker's trial), then TPE's. A baseline runs its named config; the parameters it
     was queued with are its point of the space. A searched trial's OS values are applied
@@ -519,9 +551,17 @@ def _trials(opts: SearchOptions, bench: BenchOptions, study, space: SearchSpace,
                 trial.set_user_attr("os_host", True)
             run_role = {**role, "label": f"search {role['search']}: {label}", "phase": "trial",
                         **extra, **({"os": os_settings} if os_settings else {})}
+            reference = (reference_for(study_mod.own_rows(study), spec.direction or 1)
+                         if design.in_blocks else None)
             with study_mod.heartbeat(study, trial):
-                result = os_run.measure(bench, config, run_role, console, os_settings,
-                                        f"search {role['search']} {label}")
+                if reference is not None:
+                    result = measure_against(bench, design, reference, config, label,
+                                             run_role, search_dir / "trials"
+                                             / f"blocks-{trial.number}", role["search"],
+                                             console)
+                else:
+                    result = os_run.measure(bench, config, run_role, console, os_settings,
+                                            f"search {role['search']} {label}")
             study_mod.record_searched(study, trial, config, {} if baseline else settings,
                                       result)
             _update(progress, task, study, opts, spec)
@@ -676,7 +716,7 @@ def _toml_value(value: str) -> str:
 
 def _select(ok_rows: list, search_dir: Path, bench: BenchOptions, opts: SearchOptions,
             direction: int, role: dict, console: Console, os_run: OsRun,
-            os_of: dict[int, dict[str, str]]) -> Selection:
+            os_of: dict[int, dict[str, str]], design: TrialDesign, rows: list) -> Selection:
     path = search_dir / "select.json"
     selection = load_selection(path)
     if selection is None:
@@ -688,15 +728,31 @@ def _select(ok_rows: list, search_dir: Path, bench: BenchOptions, opts: SearchOp
         if opts.show_progress:
             console.print(f"re-run of {cand.label}")
         os_settings = os_of.get(int(cand.key), {})
-        result = os_run.measure(bench, cand.config, {
-            **role, "label": f"search {role['search']}: {cand.label} (re-run)",
-            "phase": "select", "trial": int(cand.key),
-            **({"os": os_settings} if os_settings else {})}, console, os_settings,
-            f"search {role['search']} {cand.label} (re-run)")
+        run_role = {**role, "label": f"search {role['search']}: {cand.label} (re-run)",
+                    "phase": "select", "trial": int(cand.key),
+                    **({"os": os_settings} if os_settings else {})}
+        # A re-run in blocks: against the best other trial (never itself).
+        reference = (reference_for(rows, direction, leaving_out=int(cand.key))
+                     if design.in_blocks else None)
+        if reference is not None:
+            result = measure_against(bench, design, reference, cand.config,
+                                     f"{cand.label} (re-run)", run_role,
+                                     _rerun_dir(search_dir, cand.key), role["search"], console)
+        else:
+            result = os_run.measure(bench, cand.config, run_role, console, os_settings,
+                                    f"search {role['search']} {cand.label} (re-run)")
         return result.value, result.run_dir, result.reason
 
     run_selection(selection, one, lambda s: write_json_atomic(path, s.to_dict()))
     return selection
+
+
+def _rerun_dir(search_dir: Path, key: str) -> Path:
+    """A new directory for a re-run's blocks: blocks-N-rerun-K."""
+    k = 1
+    while (search_dir / "trials" / f"blocks-{key}-rerun-{k}").exists():
+        k += 1
+    return search_dir / "trials" / f"blocks-{key}-rerun-{k}"
 
 
 def _confirm(search_dir: Path, winner: Candidate, winner_file: Path, bench: BenchOptions,

@@ -86,6 +86,11 @@ class TrialRow:
     ended: float | None = None
     """When the trial started and finished (epoch seconds, Optuna's own record; None for a
     trial recorded without them)."""
+    raw_value: float | None = None
+    """The figure before the debt penalty (None for a trial recorded without it)."""
+    against: dict[str, Any] | None = None
+    """Measured in blocks against another trial: which, and the change
+    (``search.trial_blocks.against_record``)."""
 
 
 _ADVICE = ("; move it away to start this search afresh (its trials' run directories are "
@@ -410,8 +415,10 @@ def record_searched(study: optuna.Study, trial: optuna.Trial, config: str,
 
 
 def _attrs(result: Any) -> dict[str, Any]:
+    extra = {key: getattr(result, key) for key in ("raw_value", "against")
+             if getattr(result, key, None) is not None}
     return {"status": result.status, "run_dir": result.run_dir, "reason": result.reason,
-            "seconds": result.seconds}
+            "seconds": result.seconds, **extra}
 
 
 def rows(study: optuna.Study) -> list[TrialRow]:
@@ -442,7 +449,8 @@ def _row(t: FrozenTrial) -> TrialRow:
                     run_dir=a.get("run_dir", ""), reason=a.get("reason", ""),
                     seconds=float(a.get("seconds", 0.0)), settings=dict(a.get("settings", {})),
                     started=t.datetime_start.timestamp() if t.datetime_start else None,
-                    ended=t.datetime_complete.timestamp() if t.datetime_complete else None)
+                    ended=t.datetime_complete.timestamp() if t.datetime_complete else None,
+                    raw_value=a.get("raw_value") if ok else None, against=a.get("against"))
 
 
 def wall_seconds(rows: list[TrialRow]) -> float:

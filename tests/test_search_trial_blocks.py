@@ -1,0 +1,175 @@
+"""The search's trials measured against the incumbent in blocks: which design runs where,
+the reference each trial meets, and a real search whose trial figures are recomputed here
+from the side runs' own per-block figures."""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from pgdyno.errors import UsageError
+from pgdyno.runner.options import build_options
+from pgdyno.search.trial_blocks import reference_for, sides_root, trial_design
+from tests.conftest import make_shared_dir, postgres_processes
+
+
+def _options(results: Path, workdir: Path, **more):
+    given = {"scale": 1, "duration": 1, "warmup": 0, "iterations": 1, "clients": "2",
+             "telemetry": False,
+             **more}
+    return build_options("tpcb", results_dir=results, workdir=workdir, progress=False,
+                         **given)
+
+
+def test_auto_runs_trials_in_blocks_where_both_servers_fit(tmp_path: Path) -> None:
+    base = _options(tmp_path / "r", tmp_path / "w", duration=30, warmup=10)
+    design = trial_design("auto", base, os_changes=False, shared=False)
+    # Blocks of 10 s after 2 s; the trial config measured as long as a 30 s run would be.
+    assert (design.design, design.pairs, design.block_s, design.warmup_s) == (
+        "interleaved", 3, 10, 2)
+    assert "against the incumbent" in design.sentence()
+    assert trial_design("interleaved", base, os_changes=False, shared=False).why == "asked for"
+    assert trial_design("runs", base, os_changes=False, shared=False).design == "runs"
+
+
+@pytest.mark.parametrize(("os_changes", "shared", "more", "words"), [
+    (True, False, {}, "OS knobs are searched"),
+    (False, True, {}, "several workers share the study"),
+    (False, False, {"cache": "cold"}, "--cache cold drops the OS page cache"),
+])
+def test_where_blocks_cannot_serve_auto_runs_trials_and_says_why(
+        tmp_path: Path, os_changes: bool, shared: bool, more: dict, words: str) -> None:
+    base = _options(tmp_path / "r", tmp_path / "w", **more)
+    design = trial_design("auto", base, os_changes=os_changes, shared=shared)
+    assert design.design == "runs" and words in design.why
+    assert design.why.endswith("so each trial is one run")
+    with pytest.raises(UsageError, match=r"^--trial-design interleaved: .*accepted: auto or runs$"
+                       if os_changes or shared else r"^--trial-design interleaved: .*"
+                       "use --trial-design runs$"):
+        trial_design("interleaved", base, os_changes=os_changes, shared=shared)
+
+
+def test_an_unknown_trial_design_is_refused_in_one_line(tmp_path: Path) -> None:
+    with pytest.raises(UsageError, match="^--trial-design duet: accepted values are auto, "
+                                         "interleaved, runs$"):
+        trial_design("duet", _options(tmp_path / "r", tmp_path / "w"), os_changes=False,
+                     shared=False)
+
+
+@dataclass
+class _Row:
+    number: int
+    status: str
+    value: float | None
+    raw_value: float | None
+    label: str = ""
+    config: str = ""
+
+
+def test_the_reference_is_the_best_trial_with_a_figure_and_never_the_one_measured() -> None:
+    rows = [_Row(0, "ok", 100.0, 100.0), _Row(1, "ok", 130.0, 140.0),
+            _Row(2, "failed", None, None), _Row(3, "ok", 120.0, 120.0),
+            _Row(4, "ok", 150.0, None)]  # recorded before trials kept their raw figure
+    assert reference_for(rows, 1).number == 1
+    assert reference_for(rows, 1).raw_value == 140.0  # the scale is the raw figure
+    assert reference_for(rows, 1, leaving_out=1).number == 3
+    assert reference_for(rows, -1).number == 0  # lower is better
+    assert reference_for([], 1) is None
+
+
+def _block_tps(run: Path) -> dict[int, float]:
+    summary = json.loads((run / "summary.json").read_text())
+    return {it["iteration"]: it["metrics"]["tps"] for it in summary["iterations"]
+            if it["status"] == "ok"}
+
+
+def _by_hand(record: dict) -> list[tuple[float, float]]:
+    """(reference, trial) TPS of each pair, read from the two side runs' summaries."""
+    a = _block_tps(Path(record["baseline_run"]))
+    b = _block_tps(Path(record["candidate_run"]))
+    pairs: dict[int, dict[str, float]] = {}
+    for block in record["blocks"]:
+        run = a if block["side"] == "A" else b
+        pairs.setdefault(block["pair"], {})[block["side"]] = run[block["iteration"]]
+    return [(p["A"], p["B"]) for _, p in sorted(pairs.items())]
+
+
+@pytest.mark.server
+def test_a_search_in_blocks_recomputed_from_the_side_runs(workdir: Path) -> None:
+    from pgdyno.search.run import SearchOptions, run_search
+    from pgdyno.search.study import open_or_create, own_rows
+
+    results = make_shared_dir("pgdyno-search-blocks-")
+    bench = _options(results, workdir)
+    outcome = run_search(SearchOptions(
+        bench=bench, budget=2, baselines=("default",), top=1, reruns=1, compare_pairs=0,
+        name="b", knobs=("work_mem",), show_progress=False))
+    search_dir = outcome.search_dir
+    study, _ = open_or_create(search_dir, "maximize", 0, startup=1)
+    first, trial = own_rows(study)
+    # The first trial sets the scale: one run, its figure the run's own.
+    assert first.against is None and first.raw_value == pytest.approx(
+        json.loads((Path(first.run_dir) / "summary.json").read_text())["headline"]["value"])
+    # The second is measured against it, in two pairs of interleaved blocks.
+    against = trial.against
+    assert against["trial"] == first.number and against["pairs"] == 2
+    record = json.loads((search_dir / against["blocks"]).read_text())
+    assert record["design"] == "interleaved" and sorted(record["orders"]) == ["AB", "BA"]
+    assert record["candidate_run"] == trial.run_dir
+    pairs = _by_hand(record)
+    ratio = math.exp(sum(math.log(b / a) for a, b in pairs) / len(pairs))
+    assert trial.raw_value == pytest.approx(first.raw_value * ratio, rel=1e-9)
+    assert trial.value == pytest.approx(trial.raw_value)  # no telemetry: no debt charged
+    for run, side in ((record["baseline_run"], "A"), (record["candidate_run"], "B")):
+        role = json.loads((Path(run) / "manifest.json").read_text())["role"]
+        assert role["phase"] == "trial" and role["compare_side"] == side
+    # The leading candidate's re-run: in blocks too, against the other trial.
+    best = max((first, trial), key=lambda r: r.value)
+    rerun = json.loads((search_dir / "trials" / f"blocks-{best.number}-rerun-1"
+                        / "blocks.json").read_text())
+    other = trial if best is first else first
+    assert json.loads((Path(rerun["baseline_run"]) / "manifest.json").read_text())[
+        "config"]["name"] in (other.config, Path(other.config).stem, "default")
+    selection = json.loads((search_dir / "select.json").read_text())
+    rerun_value = other.raw_value * math.exp(
+        sum(math.log(b / a) for a, b in _by_hand(rerun)) / 2)
+    assert rerun_value == pytest.approx(selection["candidates"][0]["values"][1], rel=1e-9)
+    report = (search_dir / "report.md").read_text()
+    assert "Trials: each measured against the incumbent" in report
+    assert f"trial {first.number} (default)" in report
+    # The trials' clusters are gone, and no server was left running.
+    assert not sides_root(bench, "b").exists()
+    assert not postgres_processes(str(sides_root(bench, "b")))
+
+
+def test_a_search_resumed_with_another_trial_design_is_refused(tmp_path: Path) -> None:
+    from pgdyno.config.detect import detect_profile
+    from pgdyno.config.setting_specs import snapshot
+    from pgdyno.search.run import SearchOptions, _open_record
+    from pgdyno.search.space import build_space
+    from pgdyno.search.trial_blocks import TrialDesign
+    from pgdyno.workloads.base import headline_metric
+    from pgdyno.workloads.registry import get
+
+    bench = _options(tmp_path / "r", tmp_path / "w")
+    space = build_space(detect_profile(), snapshot(18), clients=1, write_heavy=True,
+                        knobs=["work_mem"])
+    spec = headline_metric(get("tpcb").metrics)
+    opts = SearchOptions(bench=bench, budget=2)
+    search_dir = tmp_path / "s"
+    runs = TrialDesign("runs", "asked for")
+    assert _open_record(search_dir, "s", bench, space, spec, opts, runs).trial_design == "runs"
+    record = json.loads((search_dir / "search.json").read_text())
+    with pytest.raises(UsageError, match=r"^search s: its trials were measured as runs .*"
+                                         r"accepted: --trial-design runs, or a new "
+                                         r"--search-name$"):
+        _open_record(search_dir, "s", bench, space, spec, opts,
+                     TrialDesign("interleaved", "asked for", 2, 1, 0))
+    # A record from before trials could run in blocks resumes as runs.
+    del record["trial_design"]
+    (search_dir / "search.json").write_text(json.dumps(record))
+    assert _open_record(search_dir, "s", bench, space, spec, opts, runs).trial_design == "runs"
