@@ -6,12 +6,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar
 
-import psycopg
-from psycopg.conninfo import conninfo_to_dict
-
 from pgdyno.errors import UsageError
 from pgdyno.targets.binaries import PgInstall
 from pgdyno.targets.connection import ConnectionInfo
+
+# psycopg is imported where used: every start of pgdyno loads this module (with the
+# workload plugins), and start-up stays fast.
 
 CONNECT_TIMEOUT_S = 5
 SAFE_EXTRA_KEYS = ("sslmode", "application_name", "target_session_attrs")
@@ -68,6 +68,8 @@ class DsnServer:
         """Nothing to create: the server exists already."""
 
     def start(self) -> None:
+        import psycopg
+
         try:
             with psycopg.connect(self._conn.conninfo(), connect_timeout=CONNECT_TIMEOUT_S):
                 pass
@@ -123,6 +125,9 @@ class DsnServer:
 def dsn_connection(dsn: str) -> ConnectionInfo:
     """The one server a DSN names; a DSN pgdyno cannot use is a one-line UsageError
     (the DSN itself is never repeated: it may hold a password)."""
+    import psycopg
+    from psycopg.conninfo import conninfo_to_dict
+
     try:
         params = conninfo_to_dict(dsn)
     except psycopg.ProgrammingError as exc:

@@ -33,8 +33,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar
 
-import psycopg
-
 from pgdyno.config.setting_specs import unquote
 from pgdyno.errors import TargetError, UsageError
 from pgdyno.targets.binaries import PgInstall, reachable_install
@@ -52,6 +50,9 @@ from pgdyno.targets.clusterdir import (
 from pgdyno.targets.connection import ConnectionInfo
 from pgdyno.targets.lock import WorkdirLock
 from pgdyno.targets.osuser import ServerUser, give_to, server_user, unreachable_ancestor
+
+# psycopg is imported where used: every start of pgdyno loads this module (with the
+# workload plugins), and start-up stays fast.
 
 SUPERUSER = "pgdyno"
 DATABASE = "pgdyno"
@@ -424,6 +425,8 @@ class LocalServer:
             self._stop_pid(pid)
 
     def _wait_ready(self, timeout_s: float) -> None:
+        import psycopg
+
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             if self.process is not None and self.process.poll() is not None:
@@ -527,6 +530,8 @@ def include_file_text(settings: dict[str, str], socket_dir: str,
 
 def ensure_database(admin: ConnectionInfo) -> None:
     """pgdyno's workload database on a server it starts, created on first use."""
+    import psycopg
+
     with psycopg.connect(admin.conninfo("postgres"), autocommit=True) as conn:
         exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (DATABASE,))
         if exists.fetchone() is None:

@@ -49,8 +49,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import ClassVar
 
-import psycopg
-
 from pgdyno.errors import TargetError, UsageError
 from pgdyno.targets.binaries import PgInstall
 from pgdyno.targets.clusterdir import BUILD_SUFFIX, INCLUDE_LINE
@@ -73,6 +71,9 @@ from pgdyno.targets.local import (
 from pgdyno.targets.lock import LOCK_FILE
 from pgdyno.targets.osuser import DEFAULT_SERVER_USER
 from pgdyno.targets.ssh import SshTransport
+
+# psycopg is imported where used: every start of pgdyno loads this module (with the
+# workload plugins), and start-up stays fast.
 
 SERVER_PROGRAMS = ("postgres", "initdb", "pg_ctl", "psql")
 """What pgdyno runs on the host (pgbench runs here, where the load comes from)."""
@@ -432,6 +433,8 @@ class RemoteServer:
                     "setting the password", input_text=sql)
 
     def _wait_reachable(self, timeout_s: float) -> None:
+        import psycopg
+
         deadline = time.monotonic() + timeout_s
         conninfo = self.admin_connection().conninfo("postgres")
         while True:

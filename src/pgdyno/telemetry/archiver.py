@@ -29,15 +29,18 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
-
-import psycopg
+from typing import TYPE_CHECKING, Protocol
 
 from pgdyno.targets.archive import ArchiveSpec, read_log
 from pgdyno.targets.connection import ConnectionInfo
 from pgdyno.telemetry import pg
 from pgdyno.telemetry.catalog import Catalog
 from pgdyno.telemetry.files import CsvWriter
+
+# psycopg is imported where used: every start of pgdyno loads this module (with the
+# workload plugins), and start-up stays fast.
+if TYPE_CHECKING:
+    import psycopg
 
 RESIDENCY_INTERVAL_S = 5.0
 ARCHIVER_COLUMNS = ["t", "archived_count", "failed_count", "last_archived_wal",

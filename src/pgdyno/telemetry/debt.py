@@ -20,14 +20,17 @@ import contextlib
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Protocol
-
-import psycopg
+from typing import TYPE_CHECKING, Any, Protocol
 
 from pgdyno.analysis.debt import DEBT_FILE
 from pgdyno.targets.connection import ConnectionInfo
 from pgdyno.telemetry import catalog
 from pgdyno.telemetry.files import JsonlWriter
+
+# psycopg is imported where used: every start of pgdyno loads this module (with the
+# workload plugins), and start-up stays fast.
+if TYPE_CHECKING:
+    import psycopg
 
 DEBT_INTERVAL_S = 2.0
 """Often enough for a reading near the start of a short window; rare enough that its
@@ -51,6 +54,8 @@ def start_debt(recorder: Samplers) -> None:
 
 def read_debt(pgconn: psycopg.Connection) -> dict[str, Any]:
     """One reading: {t, server: {...settings, workers, wal_since_redo_bytes}, tables: [...]}."""
+    import psycopg
+
     reading: dict[str, Any] = {"t": time.time()}
     cur = pgconn.execute(catalog.DEBT_SERVER_SQL)
     row = cur.fetchone()

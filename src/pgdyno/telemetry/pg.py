@@ -7,11 +7,15 @@ sampler leaves the telemetry connections themselves out of the picture.
 from __future__ import annotations
 
 import time
-
-import psycopg
+from typing import TYPE_CHECKING
 
 from pgdyno.targets.connection import ConnectionInfo
 from pgdyno.telemetry import catalog
+
+# psycopg is imported where used: every start of pgdyno loads this module (with the
+# workload plugins), and start-up stays fast.
+if TYPE_CHECKING:
+    import psycopg
 
 CONNECT_TIMEOUT_S = 5
 # A statistics query slower than this means the server is in trouble; give up on that tick
@@ -20,6 +24,8 @@ STATEMENT_TIMEOUT_MS = 2000
 
 
 def connect(conn: ConnectionInfo, dbname: str | None = None) -> psycopg.Connection:
+    import psycopg
+
     pg = psycopg.connect(conn.conninfo(dbname), autocommit=True,
                          connect_timeout=CONNECT_TIMEOUT_S,
                          application_name=catalog.APPLICATION_NAME)
@@ -57,6 +63,8 @@ class WaitSampler:
         self._name = b""
 
     def sample(self, pg: psycopg.Connection) -> list[list]:
+        import psycopg
+
         raw = pg.pgconn
         if self._prepared_on is not raw:
             # A new name each time: after a failed sample the old one may still exist.
@@ -78,6 +86,8 @@ class WaitSampler:
 
 def _check(res: psycopg.pq.abc.PGresult) -> psycopg.pq.abc.PGresult:
     """A libpq result that is not a success raised as psycopg would raise it."""
+    import psycopg
+
     if res.status not in (psycopg.pq.ExecStatus.COMMAND_OK, psycopg.pq.ExecStatus.TUPLES_OK):
         message = (res.error_message or b"").decode(errors="replace").strip()
         raise psycopg.OperationalError(message or f"libpq status {res.status.name}")

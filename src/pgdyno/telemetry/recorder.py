@@ -24,8 +24,7 @@ import traceback
 from collections.abc import Callable, Iterator
 from dataclasses import asdict
 from pathlib import Path
-
-import psycopg
+from typing import TYPE_CHECKING
 
 from pgdyno import serde
 from pgdyno.analysis.hosttick import HostTick
@@ -48,6 +47,11 @@ from pgdyno.telemetry.debt import start_debt
 from pgdyno.telemetry.devices import DeviceResolution, resolve_path
 from pgdyno.telemetry.files import CsvWriter, JsonlWriter
 from pgdyno.telemetry.remote import RemoteHost
+
+# psycopg is imported where used: every start of pgdyno loads this module (with the
+# workload plugins), and start-up stays fast.
+if TYPE_CHECKING:
+    import psycopg
 
 SCHEMA_VERSION = META_SCHEMA_VERSION
 JOIN_TIMEOUT_S = 5.0

@@ -53,8 +53,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-
-import psycopg
+from typing import TYPE_CHECKING
 
 from pgdyno.errors import TargetError
 from pgdyno.results.load import LoadRecord
@@ -63,6 +62,11 @@ from pgdyno.targets.connection import ConnectionInfo
 from pgdyno.units import format_bytes
 from pgdyno.workloads import dataset
 from pgdyno.workloads.base import RunContext
+
+# psycopg is imported where used: every start of pgdyno loads this module (with the
+# workload plugins), and start-up stays fast.
+if TYPE_CHECKING:
+    import psycopg
 
 CHECKPOINT_TIMEOUT = "1h"
 REQUEST_SHARE = 3
@@ -193,6 +197,8 @@ def _minimal_settings(ctx: RunContext, server: Target | None,
                       ) -> tuple[dict[str, str], str]:
     """The load's settings and '' , or {} and why the load keeps the configured wal_level
     (REUSED when there is nothing to load)."""
+    import psycopg
+
     if server is None or ctx.conn is None:
         return {}, "wal_level left as configured: pgdyno does not own a server on this machine"
     if ctx.opts.load_wal == "configured":
@@ -259,6 +265,8 @@ def spaced_checkpoints(server: Target | None, conn: ConnectionInfo,
     """Run the body (a load through ``conn``) with spaced checkpoints when ``server`` is
     one pgdyno started here (``owned_here``); the config's own settings are written back
     and reloaded however the body ends."""
+    import psycopg
+
     if server is None:
         yield LoadSpacing(note="checkpoints left as configured: pgdyno does not own a server "
                                "on this machine")
@@ -283,6 +291,8 @@ def _apply(server: Target, conn: ConnectionInfo, settings: dict[str, str],
            max_wal_bytes: int) -> None:
     """Write the include file, reload, and wait until new sessions see it (the postmaster
     takes the reload in its own time)."""
+    import psycopg
+
     server.write_settings(settings)
     with psycopg.connect(conn.conninfo(), autocommit=True) as session:
         session.execute("SELECT pg_reload_conf()")

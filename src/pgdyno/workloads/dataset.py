@@ -23,13 +23,16 @@ pgdyno's, so they are not foreign; they are never dropped or reused.
 from __future__ import annotations
 
 from dataclasses import dataclass
-
-import psycopg
-from psycopg import sql
+from typing import TYPE_CHECKING
 
 from pgdyno import __version__
 from pgdyno.errors import UsageError
 from pgdyno.targets.connection import ConnectionInfo
+
+# psycopg is imported where used: every start of pgdyno loads this module (with the
+# workload plugins), and start-up stays fast.
+if TYPE_CHECKING:
+    import psycopg
 
 SCHEMA = "pgdyno_bench"
 """pgdyno's own schema in the workload database (not ``pgdyno``: that is the embedded
@@ -98,6 +101,8 @@ class DatasetState:
 def inspect(conn: psycopg.Connection, workload: str, size_key: str,
             tables: list[str], schema: str = SCHEMA) -> DatasetState:
     """Look at the database without changing it."""
+    from psycopg import sql
+
     present = {row[0] for row in conn.execute(_USER_TABLES)}
     ours: set[str] = set()
     recorded_size = None
@@ -125,6 +130,8 @@ def inspect(conn: psycopg.Connection, workload: str, size_key: str,
 
 def _build_seconds(conn: psycopg.Connection, workload: str, schema: str) -> float | None:
     """The recorded build's seconds of ``workload`` in ``schema``'s registry."""
+    from psycopg import sql
+
     row = conn.execute(sql.SQL("SELECT build_seconds FROM {}.{} WHERE workload = %s").format(
         sql.Identifier(schema), sql.Identifier(REGISTRY_TABLE)), (workload,)).fetchone()
     return float(row[0]) if row and row[0] is not None else None
@@ -162,6 +169,9 @@ def schema_is_ours(conn: psycopg.Connection, schema: str = SCHEMA) -> bool:
 
 def ensure_schema(conn: psycopg.Connection, schema: str = SCHEMA) -> None:
     """Create pgdyno's schema with its marker, or check that the one there is pgdyno's."""
+    import psycopg
+    from psycopg import sql
+
     row = conn.execute(_SCHEMA_MARKER, (schema,)).fetchone()
     dbname = conn.info.dbname
     if row is not None:
@@ -200,6 +210,9 @@ def drop_tables(conn: psycopg.Connection, tables: list[str], what: str,
     """Drop pgdyno's own tables of these names: schema-qualified, after the marker check,
     and without CASCADE, so that a view or key of the user's that depends on one stops the
     rebuild with an error instead of disappearing with it."""
+    import psycopg
+    from psycopg import sql
+
     if not schema_is_ours(conn, schema):
         raise UsageError(f"schema {schema} in database {conn.info.dbname} is not pgdyno's "
                          "(no marker); refusing to drop anything in it")
@@ -217,6 +230,8 @@ def drop_tables(conn: psycopg.Connection, tables: list[str], what: str,
 def record(conn: psycopg.Connection, workload: str, size_key: str, tables: list[str],
            build_seconds: float, version: str, schema: str = SCHEMA) -> None:
     """Remember a dataset pgdyno just built (after a successful initialisation)."""
+    from psycopg import sql
+
     registry = (sql.Identifier(schema), sql.Identifier(REGISTRY_TABLE))
     conn.execute(sql.SQL(_CREATE_REGISTRY).format(*registry))
     conn.execute(sql.SQL(
@@ -246,6 +261,8 @@ def check_database(conn: ConnectionInfo, workload: str, size_key: str, tables: l
     """The build's refusals, read from a database that is up already (``--dsn``) without
     changing anything: run before the run directory exists, so that bad input creates
     nothing. A server that does not answer is left to the target's own check."""
+    import psycopg
+
     try:
         db = psycopg.connect(scoped(conn, schema).conninfo(), autocommit=True,
                              connect_timeout=5)

@@ -4,8 +4,12 @@ the loaders (TPROC-C, TPROC-H) that run them over several connections, largest f
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from psycopg import sql
+# psycopg is imported where used: every start of pgdyno loads this module (with the
+# workload plugins), and start-up stays fast.
+if TYPE_CHECKING:
+    from psycopg import sql
 
 
 @dataclass(frozen=True)
@@ -18,12 +22,16 @@ class KeyJob:
 
 
 def primary_key(table: str, columns: tuple[str, ...], weight: float) -> KeyJob:
+    from psycopg import sql
+
     statement = sql.SQL("ALTER TABLE {} ADD PRIMARY KEY ({})").format(
         sql.Identifier(table), sql.SQL(", ").join(map(sql.Identifier, columns)))
     return KeyJob(table, statement, weight)
 
 
 def index(table: str, name: str, columns: tuple[str, ...], weight: float) -> KeyJob:
+    from psycopg import sql
+
     statement = sql.SQL("CREATE INDEX {} ON {} ({})").format(
         sql.Identifier(name), sql.Identifier(table),
         sql.SQL(", ").join(map(sql.Identifier, columns)))

@@ -20,11 +20,14 @@ import queue
 import threading
 import time
 from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
-from typing import Any, Protocol, TypeVar
-
-import psycopg
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from pgdyno.targets.connection import ConnectionInfo
+
+# psycopg is imported where used: every start of pgdyno loads this module (with the
+# workload plugins), and start-up stays fast.
+if TYPE_CHECKING:
+    import psycopg
 
 
 class Job(Protocol):
@@ -111,6 +114,8 @@ def run_pool(target: ConnectionInfo, jobs: Sequence[J], workers: int,
 
 
 def _connect(target: ConnectionInfo, settings: dict[str, str]) -> psycopg.Connection:
+    import psycopg
+
     conn = psycopg.connect(target.conninfo(), autocommit=True)
     for name, value in settings.items():
         conn.execute("SELECT set_config(%s, %s, false)", (name, value))

@@ -13,9 +13,7 @@ anti-join over each table's primary key (tens of milliseconds per 100,000 rows).
 from __future__ import annotations
 
 from dataclasses import dataclass
-
-import psycopg
-from psycopg import sql
+from typing import TYPE_CHECKING
 
 from pgdyno.targets.connection import ConnectionInfo
 from pgdyno.workloads import dataset
@@ -27,6 +25,11 @@ from pgdyno.workloads.oltp.schema import (
     special_rand,
     table_names,
 )
+
+# psycopg is imported where used: every start of pgdyno loads this module (with the
+# workload plugins), and start-up stays fast.
+if TYPE_CHECKING:
+    import psycopg
 
 _MISSING = " WHERE NOT EXISTS (SELECT 1 FROM {table} AS kept WHERE kept.id = draws.id)"
 
@@ -46,6 +49,9 @@ class Restored:
 
 def restore_rows(conn: ConnectionInfo, tables: int, table_size: int) -> Restored:
     """Every table back to ids 1..table_size (values of restored rows drawn afresh)."""
+    import psycopg
+    from psycopg import sql
+
     spec = special_rand(table_size)
     params = {"span": spec.span, "t": spec.t, "iter_mult": spec.iter_mult,
               "hot_width": spec.hot_width, "hot_offset": spec.hot_offset,
@@ -71,6 +77,9 @@ def restore_rows(conn: ConnectionInfo, tables: int, table_size: int) -> Restored
 def ensure_sequences(conn: ConnectionInfo, tables: int, table_size: int) -> None:
     """sysbench's ``id SERIAL``: a sequence owned by each table's id, its default, starting
     after table_size (the build leaves it out: only oltp-insert draws ids from it)."""
+    import psycopg
+    from psycopg import sql
+
     with psycopg.connect(dataset.scoped(conn).conninfo(), autocommit=True) as db:
         for table in table_names(tables):
             seq = sql.Identifier(dataset.SCHEMA, sequence_name(table))

@@ -42,9 +42,7 @@ import re
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-
-import psycopg
-from psycopg import sql
+from typing import TYPE_CHECKING
 
 from pgdyno import __version__
 from pgdyno.errors import UsageError
@@ -52,6 +50,12 @@ from pgdyno.results import load as common_load
 from pgdyno.targets.connection import ConnectionInfo
 from pgdyno.workloads import dataset
 from pgdyno.workloads.parallel import BuildPhases, run_pool
+
+# psycopg is imported where used: every start of pgdyno loads this module (with the
+# workload plugins), and start-up stays fast.
+if TYPE_CHECKING:
+    import psycopg
+    from psycopg import sql
 
 DATASET = "oltp"
 """Registry name (pgdyno_dataset.workload), shared by oltp-read-only and oltp-read-write,
@@ -210,6 +214,9 @@ def default_workers() -> int:
 def load(conn: ConnectionInfo, opts: LoadOptions,
          progress: Callable[[LoadProgress], None] | None = None) -> LoadResult:
     """Build (or reuse) ``opts.tables`` sbtest tables of ``opts.table_size`` rows."""
+    import psycopg
+    from psycopg import sql
+
     tables = table_names(opts.tables)
     conn = dataset.scoped(conn)
     with psycopg.connect(conn.conninfo(), autocommit=True) as db:
@@ -262,6 +269,8 @@ CREATE TABLE {} (
 
 def _create_tables(db: psycopg.Connection, tables: list[str]) -> None:
     """Bare tables: keys are built after the data, which is much faster."""
+    from psycopg import sql
+
     for table in tables:
         db.execute(sql.SQL(_CREATE_TABLE).format(sql.Identifier(table)))
 
@@ -293,6 +302,8 @@ FROM (SELECT id, random() AS u
 
 def _data_jobs(opts: LoadOptions, workers: int) -> list[_Job]:
     """Id ranges of every table, enough of them to keep all connections busy."""
+    from psycopg import sql
+
     per_table = max(-(-workers // opts.tables), -(-opts.table_size // MAX_ROWS_PER_JOB))
     per_table = min(per_table, opts.table_size)
     spec = special_rand(opts.table_size)
@@ -320,6 +331,8 @@ def _split(size: int, parts: int) -> Iterator[tuple[int, int]]:
 
 def _index_jobs(tables: int) -> list[_Job]:
     """Every index at once: the unique index of each primary key first, then k_N."""
+    from psycopg import sql
+
     unique = [sql.SQL("CREATE UNIQUE INDEX {} ON {} (id)").format(
         sql.Identifier(key_name(n)), sql.Identifier(table))
         for n, table in enumerate(table_names(tables), 1)]
@@ -331,12 +344,16 @@ def _index_jobs(tables: int) -> list[_Job]:
 
 def _primary_key_jobs(tables: int) -> list[_Job]:
     """Turn each unique index into the primary key (id is already NOT NULL: no scan)."""
+    from psycopg import sql
+
     return [_Job(sql.SQL("ALTER TABLE {} ADD CONSTRAINT {} PRIMARY KEY USING INDEX {}").format(
         sql.Identifier(table), sql.Identifier(key_name(n)), sql.Identifier(key_name(n))))
         for n, table in enumerate(table_names(tables), 1)]
 
 
 def _vacuum_jobs(tables: int) -> list[_Job]:
+    from psycopg import sql
+
     return [_Job(sql.SQL("VACUUM (ANALYZE) {}").format(sql.Identifier(table)))
             for table in table_names(tables)]
 

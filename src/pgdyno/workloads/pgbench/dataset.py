@@ -7,14 +7,18 @@ import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-
-import psycopg
+from typing import TYPE_CHECKING
 
 from pgdyno import __version__
 from pgdyno.errors import RunFailed
 from pgdyno.results import load
 from pgdyno.targets import ConnectionInfo, PgInstall
 from pgdyno.workloads import dataset
+
+# psycopg is imported where used: every start of pgdyno loads this module (with the
+# workload plugins), and start-up stays fast.
+if TYPE_CHECKING:
+    import psycopg
 
 PGBENCH_TABLES = ["pgbench_accounts", "pgbench_branches", "pgbench_tellers", "pgbench_history"]
 DATASET_NAME = "pgbench"
@@ -89,6 +93,8 @@ def initialise(conn: ConnectionInfo, install: PgInstall, scale: int, force: bool
     schema's marker), so pgbench's own drop step (``-I d``, an unqualified DROP that follows
     the search_path) never runs; pgbench creates the tables in pgdyno's schema through the
     connection's search_path."""
+    import psycopg
+
     size_key = f"scale={scale}"
     conn = dataset.scoped(conn)
     with psycopg.connect(conn.conninfo(), autocommit=True) as db:

@@ -9,10 +9,14 @@ long as a sequential scan of both.
 from __future__ import annotations
 
 import time
-
-import psycopg
+from typing import TYPE_CHECKING
 
 from pgdyno.workloads.tprocc.model import SCHEMA_VERSION, ConditionResult, ConsistencyReport
+
+# psycopg is imported where used: every start of pgdyno loads this module (with the
+# workload plugins), and start-up stays fast.
+if TYPE_CHECKING:
+    import psycopg
 
 EXAMPLES = 5
 

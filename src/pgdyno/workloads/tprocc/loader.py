@@ -41,9 +41,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
-
-import psycopg
+from typing import TYPE_CHECKING, Any
 
 from pgdyno import __version__
 from pgdyno.config import detect
@@ -60,6 +58,11 @@ from pgdyno.workloads.tprocc.model import (
     LoadResult,
 )
 
+# psycopg is imported where used: every start of pgdyno loads this module (with the
+# workload plugins), and start-up stays fast.
+if TYPE_CHECKING:
+    import psycopg
+
 ProgressCallback = Callable[[LoadProgress], None]
 __all__ = ["default_workers", "load"]
 
@@ -67,6 +70,8 @@ __all__ = ["default_workers", "load"]
 def load(target: ConnectionInfo, options: LoadOptions,
          progress: ProgressCallback | None = None) -> LoadResult:
     """Build (or reuse) the TPROC-C dataset of ``options.warehouses`` in ``target``."""
+    import psycopg
+
     workers = options.workers or default_workers()
     partitions = (schema.auto_partitions(options.warehouses)
                   if options.order_line_partitions is None else options.order_line_partitions)

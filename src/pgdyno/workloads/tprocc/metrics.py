@@ -10,8 +10,7 @@ a window of minutes; NOPM has no such lag.
 from __future__ import annotations
 
 from collections.abc import Sequence
-
-import psycopg
+from typing import TYPE_CHECKING
 
 from pgdyno.workloads.tprocc.model import (
     IDEAL_NOPM_PER_WAREHOUSE,
@@ -21,6 +20,11 @@ from pgdyno.workloads.tprocc.model import (
     ThroughputMetrics,
 )
 from pgdyno.workloads.tprocc.scripts import ideal_nopm
+
+# psycopg is imported where used: every start of pgdyno loads this module (with the
+# workload plugins), and start-up stays fast.
+if TYPE_CHECKING:
+    import psycopg
 
 SATURATION_RATIO = 0.9
 """Real/ideal below this marks saturation (reference: below ~90%)."""

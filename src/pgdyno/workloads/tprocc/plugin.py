@@ -9,9 +9,7 @@ import dataclasses
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar
-
-import psycopg
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from pgdyno.analysis.verdict import Paced
 from pgdyno.errors import UsageError
@@ -35,6 +33,11 @@ from pgdyno.workloads.checks import (
 )
 from pgdyno.workloads.engine.pgbench import PgbenchWorkload, ScriptSpec
 from pgdyno.workloads.tprocc import loader, metrics, model, response, schema, scripts
+
+# psycopg is imported where used: every start of pgdyno loads this module (with the
+# workload plugins), and start-up stays fast.
+if TYPE_CHECKING:
+    import psycopg
 
 BYTES_PER_WAREHOUSE = 100 * 1024**2
 """A loaded TPROC-C warehouse with its indexes takes about 100 MB (reference facts)."""
@@ -170,6 +173,8 @@ class Tprocc(PgbenchWorkload):
                         "constants": script_set.constants.to_dict()})
 
     def open_session(self, conn) -> psycopg.Connection:
+        import psycopg
+
         return psycopg.connect(conn.conninfo(), autocommit=True,
                                application_name="pgdyno-snapshot")
 
@@ -192,6 +197,8 @@ class Tprocc(PgbenchWorkload):
             response.write_samples(ctx.target.log_since(log_offset).splitlines(), out)
 
     def finish(self, ctx: RunContext) -> None:
+        import psycopg
+
         from pgdyno.workloads.tprocc.consistency import check
 
         assert ctx.conn is not None

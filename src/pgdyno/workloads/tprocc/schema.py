@@ -9,13 +9,17 @@ small for large warehouse counts.
 from __future__ import annotations
 
 from importlib import resources
-
-import psycopg
-from psycopg import sql
+from typing import TYPE_CHECKING
 
 from pgdyno.workloads.keys import KeyJob
 from pgdyno.workloads.keys import index as _index
 from pgdyno.workloads.keys import primary_key as _pk
+
+# psycopg is imported where used: every start of pgdyno loads this module (with the
+# workload plugins), and start-up stays fast.
+if TYPE_CHECKING:
+    import psycopg
+    from psycopg import sql
 
 WORKLOAD = "tprocc"
 """The name the dataset is recorded under (pgdyno_dataset.workload)."""
@@ -69,6 +73,8 @@ def sql_text(name: str) -> str:
 
 
 def create_tables(conn: psycopg.Connection, partitions: int) -> None:
+    from psycopg import sql
+
     conn.execute(sql_text("tables.sql"))
     if partitions <= 0:
         conn.execute(_ORDER_LINE)
@@ -138,6 +144,8 @@ def autovacuum_statements(partitions: int, enabled: bool) -> list[sql.Composed]:
     (every autovacuum_vacuum_insert_threshold rows plus a fifth of the table): work the
     load's own VACUUM ANALYZE repeats at its end. RESET leaves no storage parameter behind,
     so the run afterwards sees the tables exactly as if the option had never been set."""
+    from psycopg import sql
+
     template = ("ALTER TABLE {} SET (autovacuum_enabled = off)" if not enabled
                 else "ALTER TABLE {} RESET (autovacuum_enabled)")
     return [sql.SQL(template).format(sql.Identifier(t)) for t in leaf_tables(partitions)]
@@ -146,6 +154,8 @@ def autovacuum_statements(partitions: int, enabled: bool) -> list[sql.Composed]:
 def vacuum_statements(partitions: int, server_version_num: int) -> list[sql.Composed]:
     """VACUUM ANALYZE per table, largest first; partitions one by one (in parallel), then
     statistics for the partitioned parent alone where the server can (ANALYZE ONLY, 18+)."""
+    from psycopg import sql
+
     big = ["stock"]
     big += [partition_name(r) for r in range(partitions)] if partitions > 0 else ["order_line"]
     rest = ["customer", "orders", "history", "new_order", "item", "district", "warehouse"]

@@ -52,10 +52,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
-
-import psycopg
-from psycopg import sql
+from typing import IO, TYPE_CHECKING, Any
 
 from pgdyno import __version__
 from pgdyno.errors import RunFailed, UsageError
@@ -64,6 +61,12 @@ from pgdyno.workloads import dataset
 from pgdyno.workloads.parallel import BuildPhases, default_workers, run_pool
 from pgdyno.workloads.tproch import schema
 from pgdyno.workloads.tproch.model import SCHEMA_VERSION, LoadOptions, LoadProgress, LoadResult
+
+# psycopg is imported where used: every start of pgdyno loads this module (with the
+# workload plugins), and start-up stays fast.
+if TYPE_CHECKING:
+    import psycopg
+    from psycopg import sql
 
 ProgressCallback = Callable[[LoadProgress], None]
 
@@ -167,6 +170,8 @@ def data_jobs(sf: float, parts: dict[str, int]) -> list[CopyJob]:
 def load(target: ConnectionInfo, options: LoadOptions,
          progress: ProgressCallback | None = None) -> LoadResult:
     """Build (or reuse) the TPROC-H dataset of ``options.scale_factor`` in ``target``."""
+    import psycopg
+
     workers = options.workers or default_workers()
     target = dataset.scoped(target, schema.DATASET_SCHEMA)
     with psycopg.connect(target.conninfo(), autocommit=True) as conn:
@@ -273,6 +278,8 @@ class _Loader:
 
     def run(self, data: list[CopyJob]) -> None:
         """Every stage in one pool (see the module's docstring)."""
+        import psycopg
+
         later = stage_jobs(self.options.scale_factor, data, self.workers,
                            self.options.last_build_workers(self.workers))
         self.total = {"data": len(data), "keys": sum(j.stage == "keys" for j in later),
@@ -416,6 +423,8 @@ def _load_pool(target: ConnectionInfo, jobs: list[CopyJob | StageJob], workers: 
 
     def run(conn: psycopg.Connection, job: CopyJob | StageJob, note: Callable[[int], None]
             ) -> tuple[dict[str, int], int] | None:
+        import psycopg
+
         if isinstance(job, CopyJob):
             result = _run_job(conn, job, program, sf, generators, note)
             stages.done("data", job.tables)
@@ -472,12 +481,16 @@ def _generator_command(program: str, sf: float, tables: tuple[str, ...], part: i
 
 
 def _copy_statement(table: str, freeze: bool) -> sql.Composed:
+    from psycopg import sql
+
     options = "FORMAT csv, HEADER true" + (", FREEZE true" if freeze else "")
     return sql.SQL("COPY {} FROM STDIN ({})").format(sql.Identifier(table), sql.SQL(options))
 
 
 def _truncate(conn: psycopg.Connection, table: str) -> None:
     """Make the table new in this transaction, which COPY FREEZE requires."""
+    from psycopg import sql
+
     conn.execute(sql.SQL("TRUNCATE {}").format(sql.Identifier(table)))
 
 
@@ -564,6 +577,8 @@ def _check_generator(proc: subprocess.Popen, errors: IO[bytes], label: str) -> N
 def _one_line_error(exc: BaseException) -> BaseException:
     """What the caller sees: one line for generator and database failures; anything else
     (KeyboardInterrupt, a bug) unchanged."""
+    import psycopg
+
     if isinstance(exc, _GeneratorFailed):
         return RunFailed(f"TPROC-H load stopped: {exc}")
     if isinstance(exc, _StageFailed):

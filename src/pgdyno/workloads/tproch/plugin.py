@@ -17,8 +17,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
-import psycopg
-
 from pgdyno.analysis.summary import (
     SCHEMA_VERSION,
     IterationSummary,
@@ -48,6 +46,9 @@ from pgdyno.workloads.checks import check_positive, exclusive, parse_int_list, p
 from pgdyno.workloads.tproch import loader, queries, refresh, schema, streams
 from pgdyno.workloads.tproch.metrics import iteration_figures, stream_geomeans, streams_words
 from pgdyno.workloads.tproch.model import LoadOptions, LoadProgress
+
+# psycopg is imported where used: every start of pgdyno loads this module (with the
+# workload plugins), and start-up stays fast.
 
 BYTES_PER_SF = 1.8 * 1024**3
 """SF 1 takes about 1.8 GB in PostgreSQL with its keys and indexes (1 GB of raw data)."""
@@ -220,6 +221,8 @@ class Tproch(Workload):
 
     def run_iteration(self, ctx: RunContext, step: Step, record: IterationRecord,
                       progress: IterationProgress) -> None:
+        import psycopg
+
         assert ctx.conn is not None
         t: TprochOptions = ctx.opts.workload_options
         it_dir = step.directory(ctx.run_dir.raw, self.engine_dir)

@@ -34,13 +34,17 @@ import csv
 import io
 import random
 from datetime import date, timedelta
-
-import psycopg
-from psycopg import sql
+from typing import TYPE_CHECKING
 
 from pgdyno.errors import RunFailed, UsageError
 from pgdyno.workloads.tproch import schema
 from pgdyno.workloads.tproch.model import RefreshSet
+
+# psycopg is imported where used: every start of pgdyno loads this module (with the
+# workload plugins), and start-up stays fast.
+if TYPE_CHECKING:
+    import psycopg
+    from psycopg import sql
 
 ROWS_SOURCE = ("RF1's new orders and lineitems come from pgdyno's own generator (seeded "
                "by scale factor, pair and seed, following the specification's rules for "
@@ -145,6 +149,8 @@ def _check_pair(pair: int) -> int:
 
 def next_pair(conn: psycopg.Connection) -> int:
     """The first pair no run has used on this dataset."""
+    from psycopg import sql
+
     row = conn.execute(sql.SQL("SELECT coalesce(max(pair), 0) + 1 FROM {}").format(
         sql.Identifier(schema.REFRESH_TABLE))).fetchone()
     return int(row[0])
@@ -153,27 +159,37 @@ def next_pair(conn: psycopg.Connection) -> int:
 def unfinished_pairs(conn: psycopg.Connection) -> list[int]:
     """Pairs whose RF1 was committed but not their RF2 (a run that stopped in between):
     until their RF2 is applied the dataset has more orders than its scale factor says."""
+    from psycopg import sql
+
     return [row[0] for row in conn.execute(sql.SQL(
         "SELECT pair FROM {} WHERE rf1_at IS NOT NULL AND rf2_at IS NULL ORDER BY pair"
     ).format(sql.Identifier(schema.REFRESH_TABLE)))]
 
 
 def _pair_state(conn: psycopg.Connection, pair: int) -> tuple[bool, bool]:
+    from psycopg import sql
+
     row = conn.execute(sql.SQL(
         "SELECT rf1_at IS NOT NULL, rf2_at IS NOT NULL FROM {} WHERE pair = %s"
     ).format(sql.Identifier(schema.REFRESH_TABLE)), (pair,)).fetchone()
     return (bool(row[0]), bool(row[1])) if row else (False, False)
 
 
-_RECORD_RF1 = sql.SQL("""
+_RECORD_RF1 = """
 INSERT INTO {} (pair, seed, orders, rf1_at) VALUES (%s, %s, %s, now())
 ON CONFLICT (pair) DO UPDATE SET rf1_at = now(), seed = EXCLUDED.seed,
-    orders = EXCLUDED.orders""").format(sql.Identifier(schema.REFRESH_TABLE))
+    orders = EXCLUDED.orders"""
 
-_RECORD_RF2 = sql.SQL("""
+_RECORD_RF2 = """
 INSERT INTO {} (pair, seed, orders, rf2_at) VALUES (%s, %s, %s, now())
-ON CONFLICT (pair) DO UPDATE SET rf2_at = now()""").format(
-    sql.Identifier(schema.REFRESH_TABLE))
+ON CONFLICT (pair) DO UPDATE SET rf2_at = now()"""
+
+
+def _on_refresh_table(statement: str) -> sql.Composed:
+    """``statement`` with the refresh table's name in its ``{}``."""
+    from psycopg import sql
+
+    return sql.SQL(statement).format(sql.Identifier(schema.REFRESH_TABLE))
 
 
 # ----- preparing a pair (untimed) ----------------------------------------------------------
@@ -316,7 +332,7 @@ def rf1(conn: psycopg.Connection, rs: RefreshSet) -> int:
         inserted = cur.rowcount
         with cur.copy("COPY lineitem FROM STDIN (FORMAT csv)") as copy:
             copy.write(rs.lineitem_csv)
-        cur.execute(_RECORD_RF1, (rs.pair, rs.seed, rs.new_orders))
+        cur.execute(_on_refresh_table(_RECORD_RF1), (rs.pair, rs.seed, rs.new_orders))
     return inserted
 
 
@@ -332,7 +348,7 @@ def rf2(conn: psycopg.Connection, rs: RefreshSet) -> int:
             deleted = cur.rowcount
             if deleted != len(keys):
                 raise _Incomplete(deleted)
-            cur.execute(_RECORD_RF2, (rs.pair, rs.seed, len(keys)))
+            cur.execute(_on_refresh_table(_RECORD_RF2), (rs.pair, rs.seed, len(keys)))
     except _Incomplete as exc:
         raise RunFailed(f"RF2 of refresh pair {rs.pair} found {exc.args[0]} of its "
                         f"{len(keys)} orders; nothing was deleted") from None

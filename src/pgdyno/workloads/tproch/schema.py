@@ -24,14 +24,18 @@ would add work to the refresh functions that other TPC-H-derived tools do not me
 from __future__ import annotations
 
 import functools
-
-import psycopg
-from psycopg import sql
+from typing import TYPE_CHECKING
 
 from pgdyno.errors import UsageError
 from pgdyno.workloads.keys import KeyJob
 from pgdyno.workloads.keys import index as _index
 from pgdyno.workloads.keys import primary_key as _pk
+
+# psycopg is imported where used: every start of pgdyno loads this module (with the
+# workload plugins), and start-up stays fast.
+if TYPE_CHECKING:
+    import psycopg
+    from psycopg import sql
 
 WORKLOAD = "tproch"
 """The name the dataset is recorded under (pgdyno_dataset.workload)."""
@@ -201,6 +205,8 @@ def approx_rows(sf: float) -> dict[str, int]:
 
 
 def create_table_statement(table: str) -> sql.Composed:
+    from psycopg import sql
+
     columns = sql.SQL(", ").join(
         sql.SQL("{} {} NOT NULL").format(sql.Identifier(name), sql.SQL(kind))
         for name, kind in COLUMNS[table])
@@ -228,4 +234,6 @@ def key_jobs(sf: float) -> list[KeyJob]:
 
 def vacuum_statement(table: str) -> sql.Composed:
     """VACUUM ANALYZE of one data table (the state table is empty)."""
+    from psycopg import sql
+
     return sql.SQL("VACUUM (ANALYZE) {}").format(sql.Identifier(table))

@@ -24,13 +24,16 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
-
-import psycopg
+from typing import TYPE_CHECKING, Any
 
 from pgdyno.errors import UsageError
 from pgdyno.results.manifest import read_json_file
 from pgdyno.workloads.tproch import params, queries, refresh
+
+# psycopg is imported where used: every start of pgdyno loads this module (with the
+# workload plugins), and start-up stays fast.
+if TYPE_CHECKING:
+    import psycopg
 
 QUERIES_CSV = "queries.csv"
 REFRESH_CSV = "refresh.csv"
@@ -232,6 +235,8 @@ class Iteration:
 
     def _query(self, conn: psycopg.Connection, test: str, stream: int, position: int,
                q: int, text: queries.QueryText, name: str) -> QueryTiming:
+        import psycopg
+
         start, seconds, rows, status, error = time.time(), 0.0, 0, OK, ""
         try:
             seconds += _execute(conn, text.setup)
@@ -285,6 +290,8 @@ class Iteration:
 
     def _refresh(self, conn: psycopg.Connection, test: str, rs: refresh.RefreshSet,
                  function: str) -> None:
+        import psycopg
+
         start, t0, rows, status, error = time.time(), time.perf_counter(), 0, OK, ""
         try:
             rows = (refresh.rf1 if function == "RF1" else refresh.rf2)(conn, rs)
@@ -303,6 +310,8 @@ class Iteration:
 
     # ----- connections ----------------------------------------------------------------
     def _connect(self) -> psycopg.Connection:
+        import psycopg
+
         conn = psycopg.connect(self.conninfo, autocommit=True,
                                application_name="pgdyno-tproch")
         if self.plan.query_timeout_ms:
