@@ -16,18 +16,16 @@ import zlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-
-import numpy as np
-from hdrh.codec import (
-    HdrCookieException,
-    HdrHistogramEncoder,
-    HdrHistogramSettingsException,
-    HdrLengthException,
-)
-from hdrh.histogram import HdrHistogram
+from typing import TYPE_CHECKING
 
 from pgdyno.analysis.histogram import nearest_rank
 from pgdyno.errors import UsageError
+
+# numpy and hdrh are imported where used: every start of pgdyno loads this module (with the
+# workload plugins), and start-up stays fast.
+if TYPE_CHECKING:
+    import numpy as np
+    from hdrh.histogram import HdrHistogram
 
 SIGNIFICANT_DIGITS = 3
 LOWEST_US = 1
@@ -40,11 +38,15 @@ HLOG_NAME = "latency.hlog"
 
 
 def new_histogram() -> HdrHistogram:
+    from hdrh.histogram import HdrHistogram
+
     return HdrHistogram(LOWEST_US, HIGHEST_US, SIGNIFICANT_DIGITS)
 
 
 def record(hist: HdrHistogram, latencies_us: np.ndarray) -> int:
     """Record whole-µs latencies; returns how many were above HIGHEST_US (clamped)."""
+    import numpy as np
+
     if latencies_us.size == 0:
         return 0
     values = np.maximum(latencies_us.astype(np.int64, copy=False), 0)
@@ -67,6 +69,8 @@ def counts_indexes(hist: HdrHistogram, values: np.ndarray) -> np.ndarray:
     The library computes it per value in Python (``_counts_index_for``, a microsecond
     each: a third of the log reader's time); this is the same arithmetic on arrays, and a
     test holds it equal to the library's over the whole range."""
+    import numpy as np
+
     # Bit length of (value | sub_bucket_mask): frexp's exponent, exact below 2**53.
     bit_length = np.frexp((values | hist.sub_bucket_mask).astype(np.float64))[1]
     bucket = bit_length.astype(np.int64) - hist.unit_magnitude - (
@@ -79,6 +83,8 @@ def counts_indexes(hist: HdrHistogram, values: np.ndarray) -> np.ndarray:
 def bucket_counts(hist: HdrHistogram) -> tuple[np.ndarray, np.ndarray]:
     """(value, count) of every populated bucket, ascending; each value is the top of its
     bucket (HdrHistogram's highest equivalent value)."""
+    import numpy as np
+
     counts = np.ctypeslib.as_array(hist.counts)[: hist.counts_len]
     index = np.flatnonzero(counts)
     values = np.fromiter((hist.get_highest_equivalent_value(hist.get_value_from_index(int(i)))
@@ -168,6 +174,13 @@ def _payload_problem(payload: str) -> str | None:
     """What keeps an encoded histogram from decoding (None: it decodes). HdrHistogram's
     own decoder checks the base64, the header's cookie and length, and the zlib data: a
     few microseconds, against a millisecond for the merge that follows."""
+    from hdrh.codec import (
+        HdrCookieException,
+        HdrHistogramEncoder,
+        HdrHistogramSettingsException,
+        HdrLengthException,
+    )
+
     try:
         HdrHistogramEncoder.decode(payload)
     except (ValueError, TypeError, zlib.error, HdrCookieException, HdrLengthException,
@@ -189,6 +202,8 @@ def merge(intervals: Iterable[Interval], tag: str, seconds: range | None = None
 def value_at_percentile(hist: HdrHistogram, p: float) -> float:
     """Nearest-rank percentile (as ``histogram.nearest_rank``), as a bucket top; NaN when
     empty. Vectorised over the counts array: the library's own walks it in Python."""
+    import numpy as np
+
     total_count = hist.get_total_count()
     if not total_count:
         return math.nan

@@ -15,8 +15,13 @@ import math
 from collections import Counter
 from dataclasses import dataclass, field
 from fractions import Fraction
+from typing import TYPE_CHECKING
 
-import numpy as np
+# numpy is imported where used: every start of pgdyno loads this module (with the
+# workload plugins), and start-up stays fast.
+if TYPE_CHECKING:
+    import numpy as np
+
 
 PERCENTILES = (50.0, 75.0, 80.0, 90.0, 95.0, 99.0, 99.9)
 
@@ -45,6 +50,8 @@ class LatencyHistogram:
     """Known exactly even when the counts are bucketed (kept per second)."""
 
     def add_array(self, latencies_us: np.ndarray) -> None:
+        import numpy as np
+
         if latencies_us.size == 0:
             return
         values = latencies_us.astype(np.int64, copy=False)
@@ -82,11 +89,15 @@ class LatencyHistogram:
         return math.sqrt(max(variance, 0.0))
 
     def sorted_arrays(self) -> tuple[np.ndarray, np.ndarray]:
+        import numpy as np
+
         values = np.fromiter(sorted(self.counts), dtype=np.int64, count=len(self.counts))
         counts = np.array([self.counts[v] for v in values.tolist()], dtype=np.int64)
         return values, counts
 
     def percentiles_us(self, ps: tuple[float, ...] = PERCENTILES) -> dict[float, float]:
+        import numpy as np
+
         if not self.n or not self.counts:  # no counts: moments only (pgbench's aggregates)
             return {p: math.nan for p in ps}
         values, counts = self.sorted_arrays()
@@ -111,6 +122,8 @@ class LatencyHistogram:
 
     def percentile_curve(self, points: int = 200) -> list[tuple[float, float]]:
         """(percentile, latency µs) pairs, dense towards the tail (for the percentile plot)."""
+        import numpy as np
+
         if not self.n or not self.counts:
             return []
         # 1 - 10^-x spacing puts as many points between p99 and p99.99 as between p0 and p90.

@@ -19,12 +19,16 @@ from __future__ import annotations
 import csv
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-
-import numpy as np
-from hdrh.histogram import HdrHistogram
+from typing import TYPE_CHECKING
 
 from pgdyno.analysis import hdr
 from pgdyno.errors import UsageError
+
+# numpy and hdrh are imported where used: every start of pgdyno loads this module (with the
+# workload plugins), and start-up stays fast.
+if TYPE_CHECKING:
+    import numpy as np
+    from hdrh.histogram import HdrHistogram
 
 SECONDS_NAME = "seconds.csv"
 # Codes substituted for the words pgbench writes in the latency column.
@@ -98,6 +102,8 @@ _SUMMED = [c for c in _COLUMNS if c not in ("second", "script") and not c.endswi
 def _sum_of_squares(values: np.ndarray) -> int:
     """In float64: squares of int64 µs overflow past 50 minutes; the sum is exact below
     2^53 (300,000 transactions of 100 ms in one second) and within 1e-16 beyond."""
+    import numpy as np
+
     as_float = values.astype(np.float64)
     return round(float(np.square(as_float).sum()))  # not np.dot: no BLAS call in the reader
 
@@ -135,10 +141,14 @@ class SecondBinner:
         self.newest_second = -1
 
     def seconds_of(self, rows: np.ndarray) -> np.ndarray:
+        import numpy as np
+
         end = rows[:, 4] + rows[:, 5] / 1e6
         return np.floor(end - self.origin).astype(np.int64)
 
     def add(self, rows: np.ndarray) -> None:
+        import numpy as np
+
         if rows.size == 0:
             return
         seconds = self.seconds_of(rows)
@@ -198,6 +208,8 @@ def aggregate_rows(data: bytes, first_interval: int | None) -> tuple[list[Second
     together), and the thread's first interval start: its second 0. pgbench starts a
     thread's intervals when the thread starts (a few ms after the launch) and prints every
     interval, empty ones too, so line k of a thread's log is its second k."""
+    import numpy as np
+
     values = np.fromstring(data, dtype=np.float64, sep=" ")  # noqa: NPY201 - text mode
     values = values[: values.size - values.size % AGGREGATE_COLUMNS].reshape(
         -1, AGGREGATE_COLUMNS)

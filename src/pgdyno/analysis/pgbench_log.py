@@ -23,8 +23,7 @@ import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from pgdyno.analysis import hdr
 from pgdyno.analysis.histogram import LatencyHistogram
@@ -40,6 +39,11 @@ from pgdyno.analysis.per_second import (
     total,
 )
 from pgdyno.errors import UsageError
+
+# numpy is imported where used: every start of pgdyno loads this module (with the
+# workload plugins), and start-up stays fast.
+if TYPE_CHECKING:
+    import numpy as np
 
 CHUNK_BYTES = 8 << 20
 _WORDS = {b"failed": b"-1", b"skipped": b"-2", b"serialization": b"-3", b"deadlock": b"-4"}
@@ -102,6 +106,8 @@ def parse_block(data: bytes, columns: int) -> np.ndarray:
     """Whole log lines into int64 rows ``columns`` wide, words replaced by their codes.
 
     A torn last line (an interrupted run) is dropped: what does not form a whole row."""
+    import numpy as np
+
     for word, code in _WORDS.items():
         if word in data:
             data = data.replace(word, code)
@@ -159,6 +165,8 @@ def _read_block(fh, path: Path, size: int) -> bytes:  # noqa: ANN001 - a binary 
 def first_start(paths: list[Path], columns: int) -> float:
     """Earliest transaction start (end minus latency) among the first lines of each log:
     the time origin of runs recorded before pgdyno kept the launch time."""
+    import numpy as np
+
     earliest = math.inf
     for path in paths:
         for head in iter_rows(path, columns, HEAD_BYTES_FOR_START):
@@ -190,6 +198,8 @@ class _ExactWindow:
     lag: LatencyHistogram = field(default_factory=LatencyHistogram)
 
     def add(self, rows: np.ndarray, seconds: np.ndarray, has_lag: bool) -> None:
+        import numpy as np
+
         inside = (seconds >= self.window.start) & (seconds < self.window.stop)
         rows = rows[inside & (rows[:, 2] >= 0)]
         for script in np.unique(rows[:, 3]).tolist():
@@ -250,6 +260,8 @@ def stats_of(seconds: Seconds, *, warmup_s: int, duration_s: int,
              exact: _ExactWindow | None = None) -> LogStats:
     """LogStats from per-second data; percentiles from ``exact`` when given, else from the
     per-second histograms of the window merged."""
+    import numpy as np
+
     window = range(int(warmup_s), int(warmup_s) + duration_s)
     in_window = [r for k, r in seconds.rows.items() if k[0] in window]
     scripts = sorted({r.script for r in seconds.rows.values() if r.script != ALL_SCRIPTS})
@@ -319,6 +331,8 @@ def _hdr_latency(hist, rows: list[SecondRow], *, lag: bool) -> LatencyHistogram:
 
 
 def _timeline(seconds: Seconds) -> dict[str, np.ndarray]:
+    import numpy as np
+
     last = max((k[0] for k in seconds.rows), default=-1)
     n = last + 1
     ok, failed = np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64)

@@ -26,11 +26,15 @@ import dataclasses
 import math
 import re
 from dataclasses import dataclass, field
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from pgdyno.analysis.histogram import LatencyHistogram
 from pgdyno.analysis.pgbench_log import LogStats
+
+# numpy is imported where used: every start of pgdyno loads this module (with the
+# workload plugins), and start-up stays fast.
+if TYPE_CHECKING:
+    import numpy as np
 
 LOGGED_PER_SECOND = 2_000
 """``--tx-logs sample`` (auto) logs about this many transactions a second at most.
@@ -79,6 +83,8 @@ def order_statistics(values: np.ndarray, counts: np.ndarray, ranks: list[int]
                      ) -> list[float]:
     """The value at each 1-based rank of a sample given as sorted distinct values and
     their counts."""
+    import numpy as np
+
     cumulative = np.cumsum(counts)
     return [float(values[np.searchsorted(cumulative, r)]) for r in ranks]
 
@@ -153,6 +159,8 @@ def with_progress_counts(stats: LogStats, counts: dict[int, int]) -> LogStats:
     """An iteration's statistics from sampled logs with every second's successful count
     replaced by pgbench's own (``progress_counts``): TPS exact; each second's latency sum
     scaled with its count, so its mean stays the sample's."""
+    import numpy as np
+
     length = max([len(stats.timeline_ok), *[s + 1 for s in counts if s >= 0]])
     ok = np.zeros(length, dtype=np.int64)
     for second, n in counts.items():
@@ -171,6 +179,8 @@ def with_progress_counts(stats: LogStats, counts: dict[int, int]) -> LogStats:
 
 
 def _padded(values: np.ndarray, length: int, fill: float = 0) -> np.ndarray:
+    import numpy as np
+
     out = np.full(length, fill, dtype=values.dtype if fill == 0 else np.float64)
     out[:min(length, len(values))] = values[:length]
     return out

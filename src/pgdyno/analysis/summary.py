@@ -11,9 +11,7 @@ import math
 import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from pgdyno import serde
 from pgdyno.analysis.histogram import PERCENTILES, LatencyHistogram
@@ -24,6 +22,11 @@ from pgdyno.analysis.telemetry import TelemetrySummary
 from pgdyno.analysis.verdict import Verdict
 from pgdyno.errors import UsageError
 from pgdyno.results.manifest import read_versioned
+
+# numpy is imported where used: every start of pgdyno loads this module (with the
+# workload plugins), and start-up stays fast.
+if TYPE_CHECKING:
+    import numpy as np
 
 SCHEMA_VERSION = 3
 """2: per-iteration ``metrics`` declared by the workload (was: ``extras``). 3: a verdict's
@@ -229,6 +232,8 @@ class ScriptInfo:
 def summarise_iteration(stats: LogStats, *, clients: int, iteration: int, status: str,
                         scripts: list[ScriptInfo], log_files: list[str],
                         pgbench_tps: float | None) -> IterationSummary:
+    import numpy as np
+
     tps = stats.interval_ok.astype(np.float64)
     o = stats.overall
     summary = IterationSummary(
@@ -276,6 +281,8 @@ def _script_summaries(per_script: dict[int, ScriptStats], scripts: list[ScriptIn
 
 
 def _timeline(stats: LogStats) -> list[TimelinePoint]:
+    import numpy as np
+
     last = int(np.nonzero(stats.timeline_ok + stats.timeline_failed)[0].max(initial=-1))
     p99 = stats.timeline_p99_us
     points = []
@@ -295,6 +302,8 @@ def _timeline(stats: LogStats) -> list[TimelinePoint]:
 def pool_client_count(clients: int, parts: list[tuple[IterationSummary, LogStats]],
                       scripts: list[ScriptInfo]) -> ClientSummary:
     """Merge iterations at one client count: histograms merged, intervals concatenated."""
+    import numpy as np
+
     hist, lag = LatencyHistogram(), LatencyHistogram()
     per_script: dict[int, ScriptStats] = {}
     intervals: list[float] = []
@@ -331,6 +340,8 @@ def pool_client_count(clients: int, parts: list[tuple[IterationSummary, LogStats
 
 def histogram_bins(hist: LatencyHistogram, bins: int = 50) -> list[list[float]]:
     """Equal-width bins from the minimum to p99.9, and one last bin for the tail beyond."""
+    import numpy as np
+
     if not hist.n or not hist.counts:
         return []
     values, counts = hist.sorted_arrays()
@@ -456,6 +467,8 @@ def _mean(a: np.ndarray) -> float:
 
 
 def _median(a: np.ndarray) -> float:
+    import numpy as np
+
     return float(np.median(a)) if a.size else math.nan
 
 

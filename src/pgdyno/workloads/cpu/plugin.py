@@ -17,8 +17,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
-import numpy as np
-
 from pgdyno.analysis.histogram import LatencyHistogram
 from pgdyno.analysis.summary import (
     SCHEMA_VERSION,
@@ -32,7 +30,6 @@ from pgdyno.analysis.summary import (
 )
 from pgdyno.errors import RunFailed
 from pgdyno.reports.document import Section, Table
-from pgdyno.reports.plots import plt, save_figure, series_style
 from pgdyno.results.rundir import (
     IterationRecord,
     RunDirectory,
@@ -58,6 +55,8 @@ from pgdyno.workloads.checks import check_positive
 from pgdyno.workloads.cpu import sysbench
 from pgdyno.workloads.engine.process import last_error_line, run_program
 
+# numpy and matplotlib (reports.plots) are imported where used: every start of pgdyno
+# loads this module (with the workload plugins), and start-up stays fast.
 STDOUT = "stdout.txt"
 PER_CORE = "events_per_s_per_core"
 """The host's measured per-core speed: the CPU baseline the context report projects other
@@ -219,6 +218,8 @@ class Cpu(Workload):
 
 def _iteration(result: sysbench.CpuResult, hist: LatencyHistogram, record: IterationRecord,
                opts: BenchOptions, window_start: float, cores: int) -> IterationSummary:
+    import numpy as np
+
     eps = np.array([p.events_per_s for p in result.intervals], dtype=np.float64)
     pct = hist.percentiles_us() if hist.n else {}
     latency = LatencyStats(
@@ -261,6 +262,8 @@ def _histogram(result: sysbench.CpuResult) -> LatencyHistogram:
 
 def _pool(clients: int, its: list[IterationSummary],
           hists: list[LatencyHistogram]) -> ClientSummary:
+    import numpy as np
+
     merged = LatencyHistogram()
     for h in hists:
         merged.merge(h)
@@ -284,6 +287,8 @@ def _pool(clients: int, its: list[IterationSummary],
 
 
 def _events_plot(summary: RunSummary, path: Path) -> Path | None:
+    from pgdyno.reports.plots import plt, save_figure, series_style
+
     series = [(it, [(p.t_s, p.tps) for p in it.timeline]) for it in summary.iterations]
     if not any(points for _, points in series):
         return None

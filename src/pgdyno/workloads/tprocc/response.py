@@ -31,12 +31,13 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
-
 from pgdyno.analysis.histogram import LatencyHistogram
 from pgdyno.errors import UsageError
 from pgdyno.telemetry.checkpoints import line_time
 from pgdyno.workloads.tprocc.model import TRANSACTIONS
+
+# numpy is imported where used: every start of pgdyno loads this module (with the
+# workload plugins), and start-up stays fast.
 
 SESSION_OPTIONS = "-c log_min_duration_statement=0 -c log_parameter_max_length=0"
 """PGOPTIONS for pgbench's sessions: log every statement with its duration (parameters
@@ -152,6 +153,8 @@ def stats_by_type(samples: Iterable[ResponseSample], window: tuple[float, float]
                   ) -> list[ResponseStats]:
     """Count, mean, nearest-rank percentiles and max per type, for statements that
     finished inside ``window`` (epoch seconds; None: all)."""
+    import numpy as np
+
     by_type: dict[str, list[float]] = {t: [] for t in TRANSACTIONS}
     for s in samples:
         if window is None or window[0] <= s.end_epoch < window[1]:
