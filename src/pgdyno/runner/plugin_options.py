@@ -26,7 +26,9 @@ RESERVED = {"workload": "the WORKLOAD argument", "--help": "the help option"}
 
 def check_plugin_options() -> None:
     """Raise ``PluginError`` for the first plugin option whose name or flag is taken."""
-    owners: dict[str, str] = dict(RESERVED)  # option name or flag -> who has it, in words
+    # option name or flag -> who has it: words, or (flag, workload) for a plugin's option,
+    # worded only for an error (naming a plugin's package reads its metadata: slow)
+    owners: dict[str, str | tuple[str, str]] = dict(RESERVED)
     flag_of: dict[str, str] = {}  # option name -> its flag (workloads may share an option)
     for opt in COMMON:
         flags = _flags(opt.cli_flag, opt.type is bool)
@@ -42,24 +44,35 @@ def check_plugin_options() -> None:
             _claim(owners, flag_of, f, is_bool, name)
 
 
-def _claim(owners: dict[str, str], flag_of: dict[str, str], f: dataclasses.Field,
-           is_bool: bool, workload: str) -> None:
+def _claim(owners: dict[str, str | tuple[str, str]], flag_of: dict[str, str],
+           f: dataclasses.Field, is_bool: bool, workload: str) -> None:
     """Record one option field of ``workload``; refuse it when its name or flag is taken."""
     flag = cli_flag(f)
-    where = f"workload plugin {registry.origin(workload)}: option {flag} (field {f.name})"
     if not _FLAG.fullmatch(flag):
-        raise PluginError(f"{where}: not a usable flag; accepted: -- then lower-case "
-                          "letters, digits and dashes")
+        raise PluginError(f"{_where(workload, flag, f)}: not a usable flag; accepted: -- then "
+                          "lower-case letters, digits and dashes")
     if flag_of.get(f.name) == flag:  # the same option as another workload's (--scale)
         return
     keys = (f.name, *_flags(flag, is_bool))
     for key in keys:
         if key in owners:
-            raise PluginError(f"{where} takes the name of {owners[key]}; accepted: a name "
-                              "and flag of its own (option(..., flag='--...'))")
+            raise PluginError(f"{_where(workload, flag, f)} takes the name of "
+                              f"{_owner_words(owners[key])}; accepted: a name and flag of "
+                              "its own (option(..., flag='--...'))")
     for key in keys:
-        owners[key] = f"option {flag} of workload plugin {registry.origin(workload)}"
+        owners[key] = (flag, workload)
     flag_of[f.name] = flag
+
+
+def _where(workload: str, flag: str, f: dataclasses.Field) -> str:
+    return f"workload plugin {registry.origin(workload)}: option {flag} (field {f.name})"
+
+
+def _owner_words(owner: str | tuple[str, str]) -> str:
+    if isinstance(owner, str):
+        return owner
+    flag, workload = owner
+    return f"option {flag} of workload plugin {registry.origin(workload)}"
 
 
 def _flags(flag: str, is_bool: bool) -> tuple[str, ...]:
