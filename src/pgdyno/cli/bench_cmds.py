@@ -21,8 +21,6 @@ from pathlib import Path
 from typing import Any
 
 import typer
-from rich.console import Console
-from rich.markup import escape
 
 from pgdyno.cli import signals
 from pgdyno.errors import PgdynoError, RunInterrupted, UsageError
@@ -31,6 +29,9 @@ from pgdyno.results.names import check_dir_name
 from pgdyno.results.rundir import STATUSES
 from pgdyno.results.store import RunStore
 from pgdyno.workloads.checks import check_choice
+
+# What a command uses (rich, the runner, the reports, psycopg...) is imported inside it:
+# every start builds every command, and start-up stays fast (tests/test_startup.py).
 
 
 def register(app: typer.Typer) -> None:
@@ -77,6 +78,8 @@ def _bench_command():
         *bench_parameters()]
 
     def bench(**kw: Any) -> None:
+        from rich.console import Console
+
         from pgdyno.runner.bench import run_bench
         from pgdyno.runner.options import build_options
         from pgdyno.runner.outcome import terminal_lines
@@ -188,6 +191,9 @@ def runs(
 ) -> None:
     """List past runs from the results index (or a shared database), export them, or show
     one."""
+    from rich.console import Console
+    from rich.markup import escape
+
     from pgdyno.results.export import FORMATS, write_export
     from pgdyno.results.store import check_dsn, open_index
     from pgdyno.results.store import results_db as results_db_dsn

@@ -13,11 +13,13 @@ from pathlib import Path
 from typing import Any
 
 import typer
-from rich.console import Console
 
 from pgdyno.compare.stats import DEFAULT_CONFIDENCE
 from pgdyno.errors import UsageError
 from pgdyno.results.names import check_dir_name
+
+# What a command uses (rich, the runner, the reports, psycopg...) is imported inside it:
+# every start builds every command, and start-up stays fast (tests/test_startup.py).
 
 
 def _bench_option(name: str) -> Any:
@@ -129,6 +131,8 @@ def compare(
     **bench_args: Any,
 ) -> None:
     """Baseline against candidate: change, interval and verdict for every metric."""
+    from rich.console import Console
+
     from pgdyno.compare.command import compare_options, run_compare
     from pgdyno.compare.render import headline
     from pgdyno.reports.document import plain
@@ -189,6 +193,8 @@ def campaign(
 ) -> None:
     """Run a campaign (configs × workloads × clients × repetitions); resumable. A campaign
     with a [study] question ends with its study report."""
+    from rich.console import Console
+
     from pgdyno.campaign.spec import load_spec
     from pgdyno.study.run import run_campaign_or_study
 
@@ -228,6 +234,8 @@ def validate(
     telemetry: bool = TELEMETRY, progress: bool = PROGRESS,
 ) -> None:
     """Validation runs: cold cache, warming, warm, after CHECKPOINT, tabulated."""
+    from rich.console import Console
+
     from pgdyno.campaign.validation import run_validation
     from pgdyno.units import rounded
 
@@ -254,6 +262,8 @@ def scaling_check(
                                       "interval"),
 ) -> None:
     """The same workload with the server pinned to 1 and to 2 cores: is scaling linear?"""
+    from rich.console import Console
+
     from pgdyno.campaign.scaling import run_scaling_check
 
     opts = _bench_options(workload, **_run_args(

@@ -13,11 +13,13 @@ import json
 from pathlib import Path
 
 import typer
-from rich.console import Console
 
 from pgdyno.errors import UsageError
 from pgdyno.search.command import SEARCH_BENCH_DEFAULTS
 from pgdyno.workloads.checks import check_choice
+
+# What a command uses (rich, the runner, the reports, psycopg...) is imported inside it:
+# every start builds every command, and start-up stays fast (tests/test_startup.py).
 
 DETECT_FORMATS = ("table", "toml", "json", "env")
 
@@ -34,6 +36,8 @@ def detect(
     fmt: str = typer.Option("table", "--format", help="table, toml, json or env."),
 ) -> None:
     """The host's hardware profile (cgroup-aware vCPUs and RAM, storage, kernel, huge pages)."""
+    from rich.console import Console
+
     from pgdyno.config.detect import detect_profile
     from pgdyno.config.envfile import profile_to_env
     from pgdyno.config.profiles import profile_to_toml
@@ -71,6 +75,8 @@ def tune(
                                   help="A stopped cluster: PostgreSQL reports the huge pages."),
 ) -> None:
     """The full configuration matrix with rationale and sizing math, in the chosen format."""
+    from rich.console import Console
+
     from pgdyno.config.render import FORMATS, RENDERERS, diff_table, render_table
     from pgdyno.provision.tune import tune as tune_config
     from pgdyno.provision.tune import tune_options
@@ -219,6 +225,8 @@ def _tune_command():
 
 def _tune_search(picked: dict, bench_kw: dict, tune_kw: dict) -> None:
     """Arguments to SearchOptions, one call to the search, its result to stdout."""
+    from rich.console import Console
+
     from pgdyno.search.command import search_options
     from pgdyno.search.report import noise_line
     from pgdyno.search.run import run_search, winner_path

@@ -9,12 +9,18 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
-from rich.console import Console
 
 from pgdyno.results.names import check_dir_name
 from pgdyno.workloads.checks import check_choice
+
+# What a command uses (rich, the runner, the reports, psycopg...) is imported inside it:
+# every start builds every command, and start-up stays fast (tests/test_startup.py).
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 provision_app = typer.Typer(help="Plan, apply, verify and revert OS and storage settings.",
                             no_args_is_help=True)
@@ -175,4 +181,6 @@ def _warn(message: str) -> None:
 
 
 def _console() -> Console:
+    from rich.console import Console
+
     return Console(width=200)
