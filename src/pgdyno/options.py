@@ -115,6 +115,9 @@ class BenchOptions:
     drivers: Path | None = None
     """``--drivers``: a file naming the hosts that run pgbench (SSH destinations or an
     Ansible inventory, ``pgdyno.targets.drivers``); None: pgbench runs here."""
+    drivers_group: str | None = None
+    """``--drivers-group``: only the hosts of this group of the ``--drivers`` inventory (and
+    of its child groups); None: every host."""
     show_progress: bool = field(default=True, metadata={"serialise": False})
     results_db: str | None = field(default=None, metadata={"serialise": False})
     """``--results-db``: the shared PostgreSQL index of runs, also written; never saved in

@@ -20,4 +20,5 @@ def open_drivers(opts: BenchOptions, target: Target | None) -> DriverPool | None
     if opts.drivers is None or target is None:
         return None
     return open_pool(opts.drivers, opts.target.ssh_config, target.install,
-                     f"run-{os.getpid()}-{secrets.token_hex(4)}", opts.clients)
+                     f"run-{os.getpid()}-{secrets.token_hex(4)}", opts.clients,
+                     group=opts.drivers_group)

@@ -119,6 +119,8 @@ COMMON: tuple[CliOption, ...] = (
               "against the one server (reached over TCP from each): a file of SSH "
               "destinations, one a line, or an Ansible inventory (every host); one result "
               "merged from every driver's logs", Path | None),
+    CliOption("drivers_group", None, "with an Ansible inventory as --drivers: only the hosts "
+              "of this group (and its child groups)", str | None),
     CliOption("progress", True, "show progress bars", bool),
 )
 
@@ -249,7 +251,8 @@ def build_options(workload: str, **kw: Any) -> BenchOptions:
         telemetry=values["telemetry"], tx_log_cap=parse_tx_logs(values["tx_logs"]),
         tx_aggregate_only=_aggregate_only(values),
         tx_sampling_rate=parse_tx_sampling(values["tx_logs"]),
-        drivers=drivers, show_progress=values["progress"],
+        drivers=drivers, drivers_group=values.get("drivers_group"),
+        show_progress=values["progress"],
         results_db=results_db(values["results_db"]))
     # Given means not None, not a false flag, not an empty list: a 0 is given (--ramp 0).
     given = {f.name: v for f in cli_fields(plugin.options_type)
@@ -261,7 +264,10 @@ def check_drivers(values: dict[str, Any], plugin: Any) -> Path | None:
     """--drivers: a file there, a workload that runs pgbench, per-transaction logs (every
     driver's are merged); the server is then reached over TCP."""
     drivers = values.get("drivers")
+    group = values.get("drivers_group")
     if drivers is None:
+        if group is not None:
+            raise UsageError(f"--drivers-group {group}: needs --drivers INVENTORY")
         return None
     path = Path(drivers).absolute()
     if not path.is_file():
@@ -275,6 +281,10 @@ def check_drivers(values: dict[str, Any], plugin: Any) -> Path | None:
         raise UsageError(f"--drivers --tx-logs {values['tx_logs']}: every driver's "
                          "per-transaction log is merged; accepted: a transaction count, all "
                          "or none")
+    if group is not None:  # an unknown or empty group refused now, before anything starts
+        from pgdyno.targets.drivers import read_drivers
+
+        read_drivers(path, group=group)
     return path
 
 

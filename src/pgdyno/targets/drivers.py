@@ -5,8 +5,9 @@ of ~/.ssh/config; ``#`` comments), or an Ansible inventory (any format Ansible r
 ``pgdyno fleet`` takes it), read by Ansible's own ``ansible-inventory --list``: every host
 of the inventory is a driver, reached as Ansible would reach it (``ansible_host``,
 ``ansible_user``, ``ansible_port``, ``ansible_ssh_private_key_file``, and ``-F FILE`` or
-``-o Key=Value`` in ``ansible_ssh_common_args``). A password in the inventory is refused:
-drivers are reached with keys or an agent, as ``--ssh`` is.
+``-o Key=Value`` in ``ansible_ssh_common_args``); ``--drivers-group NAME`` keeps the hosts
+of one group and its child groups. A password in the inventory is refused: drivers are
+reached with keys or an agent, as ``--ssh`` is.
 
 Each driver gets pgbench the way ``--ssh`` gets the server: the embedded PostgreSQL copied
 over the connection once (``remote.copy_embedded``), under the driver's
@@ -49,19 +50,25 @@ class DriverHost:
     """Further ``-o Key=Value`` options for ssh (a port, a key file from the inventory)."""
 
 
-def read_drivers(path: Path, ssh_config: Path | None = None) -> list[DriverHost]:
-    """The drivers a ``--drivers`` file names; a bad file is one line naming it."""
+def read_drivers(path: Path, ssh_config: Path | None = None,
+                 group: str | None = None) -> list[DriverHost]:
+    """The drivers a ``--drivers`` file names (``group``: of that inventory group only); a
+    bad file or group is one line naming it."""
     if not path.is_file():
         raise UsageError(f"--drivers {path}: no such file")
     lines = [line.split("#", 1)[0].strip() for line in path.read_text().splitlines()]
     lines = [line for line in lines if line]
     if lines and all(_is_destination(line) for line in lines):
+        if group is not None:
+            raise UsageError(f"--drivers-group {group}: --drivers {path} lists SSH "
+                             "destinations, which have no groups; accepted: an Ansible "
+                             "inventory, or no --drivers-group")
         short = [line.rpartition("@")[2] for line in lines]
         # Named by their host, unless two share one (two users of one machine).
         names = short if len(set(short)) == len(short) else lines
         hosts = [DriverHost(n, line, ssh_config) for n, line in zip(names, lines, strict=True)]
     else:
-        hosts = _from_inventory(path)
+        hosts = _from_inventory(path, group)
     if not hosts:
         raise UsageError(f"--drivers {path}: no host in it; accepted: one SSH destination a "
                          "line ([user@]host), or an Ansible inventory")
@@ -72,7 +79,13 @@ def read_drivers(path: Path, ssh_config: Path | None = None) -> list[DriverHost]
     return hosts
 
 
+_INI_HEADER = re.compile(r"^\[[\w.-]+(:(children|vars))?\]$")
+"""An INI inventory's group line (``[drivers]``, ``[drivers:children]``): not a host."""
+
+
 def _is_destination(line: str) -> bool:
+    if _INI_HEADER.match(line):
+        return False
     try:
         check_destination(line)
     except UsageError:
@@ -80,8 +93,9 @@ def _is_destination(line: str) -> bool:
     return True
 
 
-def _from_inventory(path: Path) -> list[DriverHost]:
-    """Every host of an Ansible inventory, as ansible-inventory resolves it."""
+def _from_inventory(path: Path, group: str | None = None) -> list[DriverHost]:
+    """Every host of an Ansible inventory (or of one of its groups), as ansible-inventory
+    resolves it."""
     program = _ansible_inventory()
     try:
         proc = subprocess.run([program, "-i", str(path), "--list"], capture_output=True,
@@ -102,7 +116,13 @@ def _from_inventory(path: Path) -> list[DriverHost]:
         raise UsageError(f"--drivers {path}: neither SSH destinations one a line nor an "
                          f"Ansible inventory ({detail.strip()[:200]})")
     hostvars = data.get("_meta", {}).get("hostvars", {})
-    names = _hosts_of(data, "all", set())
+    names = _hosts_of(data, group or "all", set())
+    if group is not None and not names:
+        groups = sorted(g for g in data if g not in ("_meta", "all", "ungrouped")
+                        and _hosts_of(data, g, set()))
+        raise UsageError(f"--drivers-group {group}: no host of --drivers {path} is in such a "
+                         f"group; accepted: its groups with hosts: "
+                         f"{', '.join(groups) or 'none (every host is ungrouped)'}")
     return [_driver_of(path, name, hostvars.get(name, {})) for name in names]
 
 
@@ -305,11 +325,11 @@ class DriverPool:
 
 
 def open_pool(source: Path, ssh_config: Path | None, install: PgInstall, run_name: str,
-              clients: tuple[int, ...]) -> DriverPool:
+              clients: tuple[int, ...], group: str | None = None) -> DriverPool:
     """Every driver reached, pgbench there and a scratch directory made, before anything
     else starts; the first driver that cannot be reached is refused in one line (the
     drivers already reached are closed)."""
-    hosts = read_drivers(source, ssh_config)
+    hosts = read_drivers(source, ssh_config, group)
     if min(clients) < len(hosts):
         raise UsageError(f"--clients {min(clients)} with {len(hosts)} drivers (--drivers "
                          f"{source}): each driver runs at least one client")
