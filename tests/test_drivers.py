@@ -287,7 +287,7 @@ def test_a_driver_load_and_driver_bound_verdict(tmp_path: Path) -> None:
     from pgdyno.reports.evidence import evidence_text
 
     rec = DriverRecord(name="gen1", destination="bench@gen1", clients=4, threads=2,
-                       directory="drivers/gen1")
+                       directory="drivers/gen1", origin_epoch=999.0)
     _sampler_lines(tmp_path / "limited.jsonl", 0.245, 0.25)
     load = driver_load(tmp_path / "limited.jsonl", rec, 1001.0, 1009.0)
     assert load is not None
@@ -297,10 +297,15 @@ def test_a_driver_load_and_driver_bound_verdict(tmp_path: Path) -> None:
     assert load.host_busy_pct == pytest.approx(50.0)
     assert load.run_queue == 3 and load.net_mib_s == pytest.approx(2.0)
     assert load.throttled_pct == pytest.approx(40.0)
+    # Second by second, from the driver's launch: pgbench's ticks between two samples.
+    ticks = [round(100 * 0.245 * k) for k in range(11)]
+    assert [(x.t_s, x.pgbench_cores, x.net_mib_s) for x in load.series] == [
+        (1.5 + k, (ticks[k + 1] - ticks[k]) / 100, 2.0) for k in range(10)]
+    assert (load.seconds, load.seconds_at_limit) == (10, 10)  # 0.24 or 0.25 of 0.25 cores
     _sampler_lines(tmp_path / "free.jsonl", 0.5, None)
     free = driver_load(tmp_path / "free.jsonl", rec, 1001.0, 1009.0)
     assert free is not None and free.capacity_cores == 2 and free.pgbench_pct == 25.0
-    assert free.throttled_pct is None
+    assert free.throttled_pct is None and (free.seconds, free.seconds_at_limit) == (10, 0)
 
     def verdict(driver_load_: object, server_cores: float):
         s = t.TelemetrySummary(duration_s=8.0)
@@ -319,7 +324,8 @@ def test_a_driver_load_and_driver_bound_verdict(tmp_path: Path) -> None:
     found = next(e for e in bound.evidence if e.kind == DRIVER_HOST)
     assert found.names == {"driver": "gen1"}
     assert found.figures["server_busy_pct"] == pytest.approx(10.0)
-    assert "pgbench on driver gen1 used 0.24 of the 0.25 cores" in evidence_text(found)
+    assert "pgbench on driver gen1 used 0.24 of the 0.25 cores it could use (98%; at 90% " \
+           "or more of them 10 of 10 seconds" in evidence_text(found)
     # A driver with room to spare, or a busy server, is not the limit.
     assert verdict(free, server_cores=0.2).primary == CLIENT
     assert verdict(load, server_cores=1.6).primary != DRIVER_BOUND
@@ -347,3 +353,56 @@ def test_drivers_option_checked_in_bench_and_campaigns(tmp_path: Path) -> None:
                         f'repeat = 1\n\n[bench]\ndrivers = "{listing}"\nscale = 1\n\n'
                         '[[config]]\nlabel = "default"\n')
     assert load_spec(campaign, tmp_path / "results").bench["drivers"] == str(listing)
+
+
+def test_an_inventory_group_selects_drivers_or_is_refused(tmp_path: Path) -> None:
+    """Bare host names under group lines are an inventory, not SSH destinations; a group
+    keeps its hosts and its children's; an unknown or empty group names the groups there."""
+    inventory = tmp_path / "hosts.ini"
+    inventory.write_text("[drivers]\ngen1\ngen2\n[drivers:children]\nlate\n[late]\ngen3\n"
+                         "[empty]\n[db]\ndb1\n")
+    assert [h.name for h in read_drivers(inventory, group="drivers")] == [
+        "gen1", "gen2", "gen3"]
+    with pytest.raises(UsageError) as refused:
+        read_drivers(inventory, group="empty")
+    assert str(refused.value) == (
+        f"--drivers-group empty: no host of --drivers {inventory} is in such a group; "
+        "accepted: its groups with hosts: db, drivers, late")
+    listing = tmp_path / "drivers.txt"
+    listing.write_text("bench@gen1\n")
+    with pytest.raises(UsageError, match="lists SSH destinations, which have no groups"):
+        read_drivers(listing, group="drivers")
+
+
+def test_an_unknown_drivers_group_starts_nothing(tmp_path: Path) -> None:
+    inventory = tmp_path / "hosts.ini"
+    inventory.write_text("[drivers]\ngen1\ngen2\n")
+    results = tmp_path / "results"
+    out = run_cli_here(["bench", "tpcb", "--drivers", str(inventory), "--drivers-group", "gens",
+                        "--clients", "4", "--results-dir", str(results)], tmp_path / "work")
+    assert out.returncode == 2
+    assert out.stderr.strip().splitlines() == [
+        f"pgdyno: error: --drivers-group gens: no host of --drivers {inventory} is in such a "
+        "group; accepted: its groups with hosts: drivers"]
+    assert not results.exists() and not (tmp_path / "work").exists()
+
+
+def test_the_live_line_sums_the_drivers_seconds(tmp_path: Path) -> None:
+    """The view shows the newest second every driver reported: TPS summed, the worst mean."""
+    from pgdyno.analysis.merge import PROGRESS_NAME
+    from pgdyno.runner.iterations import live_text
+    from pgdyno.runner.live import LiveModel
+
+    lines = [("a", 1.0, 100.0, 2.0), ("b", 1.0, 110.0, 3.5), ("a", 2.0, 120.0, 1.5)]
+    (tmp_path / PROGRESS_NAME).write_text("".join(
+        json.dumps({"driver": d, "t": t, "tps": tps, "lat_ms": lat}) + "\n"
+        for d, t, tps, lat in lines))
+    model = LiveModel(tmp_path, last_second=4)
+    fig = model.update()
+    assert (fig.elapsed_s, fig.tps, fig.worst_mean_ms, fig.drivers) == (1, 210.0, 3.5, 2)
+    assert live_text(fig) == "1 s: 210 tps on 2 drivers, worst driver's mean 3.50 ms"
+    with (tmp_path / PROGRESS_NAME).open("a") as fh:  # b's second 2 arrives
+        fh.write(json.dumps({"driver": "b", "t": 2.0, "tps": 90.0, "lat_ms": 1.25}) + "\n")
+    fig = model.update()
+    assert (fig.elapsed_s, fig.tps, fig.worst_mean_ms) == (2, 210.0, 1.5)
+    model.close()

@@ -15,8 +15,9 @@ are summed over the drivers, and the latency percentiles come from the drivers' 
 histograms added together (``hdr.merge``), never from averaged percentiles.
 
 Each driver's own figures (its TPS and p99 over the same window, failures, and its host's
-load: pgbench's CPU against its capacity, the host's CPU, run queue and network, from the
-``telemetry.jsonl`` its sampler wrote) are kept for the report's per-driver table and the
+load: pgbench's CPU against its capacity, the host's CPU, run queue and network without
+loopback, from the ``telemetry.jsonl`` its sampler wrote, as averages over the window and
+second by second) are kept for the report's per-driver table and the
 "driver-bound" verdict.
 """
 
@@ -36,6 +37,13 @@ from pgdyno.errors import UsageError
 DRIVERS_NAME = "drivers.json"
 DRIVERS_SCHEMA_VERSION = 1
 TELEMETRY_NAME = "telemetry.jsonl"
+AT_LIMIT_PCT = 90.0
+"""A driver's second counts as at its CPU limit when pgbench used this share of what it
+could use (the driver-bound verdict's threshold, second by second)."""
+PROGRESS_NAME = "drivers_progress.jsonl"
+"""Beside ``drivers.json``: each driver's ``pgbench -P 1`` lines as they arrived during the
+iteration (``{"driver", "t", "tps", "lat_ms"}``, ``t`` the end of the second since that
+driver's launch), for the live view."""
 
 
 @dataclass
@@ -66,6 +74,19 @@ class DriversFile:
 
 
 @dataclass
+class DriverSample:
+    """One interval between two of a driver's samples (about a second)."""
+
+    t_s: float
+    """The interval's middle, in seconds since the driver launched pgbench."""
+    pgbench_cores: float
+    host_busy_pct: float
+    run_queue: int
+    net_mib_s: float
+    """Bytes received and sent on every interface but loopback (lo), MiB a second."""
+
+
+@dataclass
 class DriverLoad:
     """A driver host's load over the measured window, from its sampler."""
 
@@ -80,6 +101,12 @@ class DriverLoad:
     net_mib_s: float
     throttled_pct: float | None = None
     """Share of the window pgbench's cgroup was throttled by cpu.max (None: no limit)."""
+    seconds: int = 0
+    """Sampled intervals inside the window."""
+    seconds_at_limit: int = 0
+    """Of them, those in which pgbench used ``AT_LIMIT_PCT`` or more of its capacity."""
+    series: list[DriverSample] = field(default_factory=list)
+    """The whole iteration, interval by interval (warm-up and the stop included)."""
 
 
 @dataclass
@@ -219,21 +246,42 @@ def driver_load(path: Path, rec: DriverRecord, start: float, end: float) -> Driv
     if len(inside) < 2:
         return None
     a, b = inside[0], inside[-1]
+    whole = _interval(a, b, rec.origin_epoch or 0.0)
+    if whole is None:
+        return None
+    ncpu = float(b["ncpu"])
+    capacity = min(float(rec.threads), ncpu, b["quota"] or ncpu)
+    dt = b["t"] - a["t"]
+    throttled = None
+    if b.get("quota") and b.get("throttled_us") is not None and a.get("throttled_us") is not None:
+        throttled = 100.0 * (b["throttled_us"] - a["throttled_us"]) / 1e6 / dt
+    series = [x for p, q in zip(samples, samples[1:], strict=False)
+              if (x := _interval(p, q, rec.origin_epoch or 0.0)) is not None]
+    in_window = [x for p, q in zip(inside, inside[1:], strict=False)
+                 if (x := _interval(p, q, 0.0)) is not None]
+    return DriverLoad(
+        name=rec.name, pgbench_cores=round(whole.pgbench_cores, 4), capacity_cores=capacity,
+        pgbench_pct=round(100.0 * whole.pgbench_cores / capacity, 2) if capacity else 0.0,
+        host_busy_pct=whole.host_busy_pct,
+        run_queue=round(sum(s["running"] for s in inside) / len(inside), 2),
+        net_mib_s=whole.net_mib_s,
+        throttled_pct=None if throttled is None else round(min(throttled, 100.0), 2),
+        seconds=len(in_window),
+        seconds_at_limit=sum(100.0 * x.pgbench_cores >= AT_LIMIT_PCT * capacity
+                             for x in in_window) if capacity else 0,
+        series=series)
+
+
+def _interval(a: dict, b: dict, origin: float) -> DriverSample | None:
+    """The load between two samples (None: no time between them)."""
     dt = b["t"] - a["t"]
     if dt <= 0:
         return None
     total = sum(b["cpu"]) - sum(a["cpu"])
     idle = (b["cpu"][3] + b["cpu"][4]) - (a["cpu"][3] + a["cpu"][4])
-    cores = (b["proc"] - a["proc"]) / b["hz"] / dt
-    ncpu = float(b["ncpu"])
-    capacity = min(float(rec.threads), ncpu, b["quota"] or ncpu)
-    throttled = None
-    if b.get("quota") and b.get("throttled_us") is not None and a.get("throttled_us") is not None:
-        throttled = 100.0 * (b["throttled_us"] - a["throttled_us"]) / 1e6 / dt
-    return DriverLoad(
-        name=rec.name, pgbench_cores=round(cores, 4), capacity_cores=capacity,
-        pgbench_pct=round(100.0 * cores / capacity, 2) if capacity else 0.0,
+    return DriverSample(
+        t_s=round((a["t"] + b["t"]) / 2 - origin, 3),
+        pgbench_cores=round((b["proc"] - a["proc"]) / b["hz"] / dt, 4),
         host_busy_pct=round(100.0 * (total - idle) / total, 2) if total > 0 else 0.0,
-        run_queue=round(sum(s["running"] for s in inside) / len(inside), 2),
-        net_mib_s=round((sum(b["net"]) - sum(a["net"])) / dt / 2**20, 4),
-        throttled_pct=None if throttled is None else round(min(throttled, 100.0), 2))
+        run_queue=int(b["running"]),
+        net_mib_s=round((sum(b["net"]) - sum(a["net"])) / dt / 2**20, 4))

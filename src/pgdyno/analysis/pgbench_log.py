@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import gzip
 import math
+import re
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -46,6 +47,10 @@ if TYPE_CHECKING:
     import numpy as np
 
 CHUNK_BYTES = 8 << 20
+PROGRESS_LINE = re.compile(
+    r"^progress: (?P<t>[\d.]+) s, (?P<tps>[\d.]+) tps, lat (?P<lat>[\d.]+) ms")
+"""A line of pgbench's ``-P`` report: the end of its interval (seconds since pgbench
+started, or an epoch with --progress-timestamp), that interval's TPS and mean latency."""
 _WORDS = {b"failed": b"-1", b"skipped": b"-2", b"serialization": b"-3", b"deadlock": b"-4"}
 """The words pgbench writes in the latency column, as the codes of ``per_second``."""
 HEAD_BYTES_FOR_START = 1 << 20

@@ -501,6 +501,8 @@ def driver_bound(summary: TelemetrySummary) -> list[Evidence]:
         figures = {"pgbench_pct": load.pgbench_pct, "pgbench_cores": load.pgbench_cores,
                    "capacity_cores": load.capacity_cores, "host_busy_pct": load.host_busy_pct,
                    "run_queue": load.run_queue, "server_busy_pct": server_busy}
+        if load.seconds:  # from its series: how much of the window it spent at the limit
+            figures |= {"seconds_at_limit": load.seconds_at_limit, "seconds": load.seconds}
         if load.throttled_pct is not None:
             figures["throttled_pct"] = load.throttled_pct
         out.append(Evidence(DRIVER_HOST, figures, {"driver": d.name}))

@@ -162,8 +162,11 @@ _WORDS: dict[str, Callable[[dict[str, float], Evidence], Inline]] = {
     DRIVER_HOST: lambda f, e: (
         f"driver-bound: pgbench on driver {e.names['driver']} used "
         f"{f['pgbench_cores']:.2f} of the {f['capacity_cores']:g} cores it could use "
-        f"({f['pgbench_pct']:.0f}%" + (f", throttled by its cgroup {f['throttled_pct']:.0f}% "
-                                       "of the time" if "throttled_pct" in f else "")
+        f"({f['pgbench_pct']:.0f}%" + (f"; at 90% or more of them {f['seconds_at_limit']:.0f} "
+                                       f"of {f['seconds']:.0f} seconds" if "seconds" in f
+                                       else "")
+        + (f", throttled by its cgroup {f['throttled_pct']:.0f}% of the time"
+           if "throttled_pct" in f else "")
         + f") while the database host's CPU was {f['server_busy_pct']:.0f}% busy"),
     CPU_USE: _cpu_use,
     SESSIONS: lambda f, e: _sessions(f),

@@ -10,6 +10,7 @@ from pgdyno import serde
 from pgdyno.analysis.summary import IterationSummary, RunSummary
 from pgdyno.reports import html, plots
 from pgdyno.reports.document import RunView, Section, Table, build_document, clients_words
+from pgdyno.reports.drivers_section import drivers_sections
 from pgdyno.reports.evidence import evidence_words
 from pgdyno.reports.telemetry_sections import telemetry_plots, telemetry_sections
 from pgdyno.results.rundir import RunDirectory
@@ -27,8 +28,11 @@ def write_run_report(summary: RunSummary, run: RunView, run_dir: RunDirectory,
     # The scaling curve draws the answer's TPS by clients when TPS is the headline.
     curve = run.by_clients if headline[0] == "tps" and run.by_clients else None
     images = plots.make_plots(summary, run_dir.plots, curve) if transactions else {}
-    extra = workload_sections + telemetry_report_sections(summary, run_dir, transactions,
-                                                          headline, run.clients)
+    # The drivers' own figures come from their logs: shown with telemetry off too.
+    extra = (workload_sections + drivers_sections(summary.iterations, run_dir.plots,
+                                                  run_dir.path)
+             + telemetry_report_sections(summary, run_dir, transactions, headline,
+                                         run.clients))
     doc = build_document(summary, run, images, extra, transactions)
     html.write_document(doc, run_dir.path)
 

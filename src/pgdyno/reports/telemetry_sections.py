@@ -33,7 +33,6 @@ from pgdyno.reports.document import (
     Table,
     Text,
 )
-from pgdyno.reports.drivers_section import drivers_section
 from pgdyno.reports.evidence import evidence_words
 from pgdyno.units import (
     KIB,
@@ -252,7 +251,6 @@ def telemetry_sections(summary: TelemetrySummary, verdict: Verdict | None,
     parts = [
         _verdict_section(verdict) if verdict is not None else [],
         _cpu_section(summary, plot_names),
-        drivers_section(summary.drivers),
         _disk_section(summary, plot_names),
         _wait_section(summary, plot_names) if summary.server_sampled else [],
         _checkpoint_section(summary) if summary.server_sampled else [],

@@ -343,12 +343,16 @@ def _progress(opts: BenchOptions, console: Console):
 
 
 def live_text(fig: LiveFigures) -> str:
-    """One live line, ``12 s: 1,234 tps, p99 3.21 ms (5 s), CPU 87% busy, wait CPU 62%``;
+    """One live line, ``12 s: 1,234 tps, p99 3.21 ms (5 s), CPU 87% busy, wait CPU 62%``
+    (with --drivers: ``12 s: 2,468 tps on 2 drivers, worst driver's mean 1.62 ms, ...``);
     what the run has not (yet: the first second; ever: no telemetry, no transactions) is
     left out."""
     parts = []
     if fig.tps is not None:
-        parts.append(f"{fig.tps:,.0f} tps")
+        parts.append(f"{fig.tps:,.0f} tps" + (f" on {fig.drivers} drivers" if fig.drivers
+                                               else ""))
+    if fig.worst_mean_ms is not None:
+        parts.append(f"worst driver's mean {_ms(fig.worst_mean_ms)} ms")
     if fig.p99_ms is not None:
         parts.append(f"p99 {_ms(fig.p99_ms)} ms ({fig.p99_seconds} s)")
     if fig.cpu_busy_pct is not None:

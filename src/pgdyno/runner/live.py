@@ -8,7 +8,12 @@ of its own (no query, no /proc read):
   (``workloads.engine.txtail``) appends as seconds finish (pgbench workloads only);
 - CPU busy % of the host: the newest row of the telemetry's ``cpu.csv``;
 - the leading wait class of the active sessions over the last ``WAIT_WINDOW_S`` seconds
-  (``CPU`` for an active session that waits on nothing): ``waits.jsonl``.
+  (``CPU`` for an active session that waits on nothing): ``waits.jsonl``;
+- with ``--drivers``, where no per-second file grows here until the iteration ends: TPS
+  summed over the drivers for the newest second every driver reported, and the highest of
+  the drivers' mean latencies of that second (pgbench's ``-P 1`` gives a mean, not a
+  percentile: the worst-served driver's mean, labelled so), from
+  ``drivers_progress.jsonl``, which the drivers' connections feed as the seconds end.
 
 A thread follows the four files, reading only what each grew by since its last look, once
 a second, at the low priority of the log tail: a few hundred bytes of CSV and JSON a second
@@ -36,6 +41,7 @@ from typing import BinaryIO
 from hdrh.histogram import HdrHistogram
 
 from pgdyno.analysis import hdr
+from pgdyno.analysis.merge import PROGRESS_NAME
 from pgdyno.analysis.per_second import SECONDS_NAME
 from pgdyno.analysis.telemetry.server import classify_wait
 
@@ -70,6 +76,10 @@ class LiveFigures:
     """The class most active sessions were in over the last WAIT_WINDOW_S (CPU: none)."""
     wait_share_pct: float | None
     """Its share of the active sessions sampled."""
+    drivers: int = 0
+    """--drivers: how many drivers' seconds ``tps`` sums (0: a run from this host)."""
+    worst_mean_ms: float | None = None
+    """--drivers: the highest of the drivers' mean latencies in that second."""
 
     @property
     def empty(self) -> bool:
@@ -133,6 +143,10 @@ class LiveModel:
         self.hlog = _Follower(it_dir / hdr.HLOG_NAME)
         self.cpu = _CsvFollower(it_dir / "telemetry" / "cpu.csv")
         self.waits = _Follower(it_dir / "telemetry" / "waits.jsonl")
+        self.progress = _Follower(it_dir / PROGRESS_NAME)
+        self.by_driver: dict[int, dict[str, tuple[float, float]]] = {}
+        """--drivers: second -> driver -> (its TPS, its mean latency in ms)."""
+        self.driver_names: set[str] = set()
         self.ok: dict[int, int] = {}
         self.latency: dict[int, HdrHistogram] = {}
         self.busy: float | None = None
@@ -145,11 +159,36 @@ class LiveModel:
             with contextlib.suppress(KeyError, ValueError):
                 self.busy = float(row["busy"])
         self._read_waits()
+        self._read_driver_progress()
         return self.figures()
 
     def close(self) -> None:
-        for follower in (self.seconds, self.hlog, self.cpu, self.waits):
+        for follower in (self.seconds, self.hlog, self.cpu, self.waits, self.progress):
             follower.close()
+
+    def _read_driver_progress(self) -> None:
+        for line in self.progress.lines():
+            try:
+                entry = json.loads(line)
+                second = round(float(entry["t"])) - 1  # -P's label is the second's end
+                name, tps, lat = str(entry["driver"]), float(entry["tps"]), float(entry["lat_ms"])
+            except (ValueError, KeyError, TypeError):
+                continue
+            if self._wanted(second):
+                self.driver_names.add(name)
+                self.by_driver.setdefault(second, {})[name] = (tps, lat)
+        for second in sorted(self.by_driver)[:-KEPT_SECONDS]:
+            del self.by_driver[second]
+
+    def _drivers_figures(self) -> tuple[int, float, float] | None:
+        """(second, TPS summed, worst mean latency) of the newest second every driver
+        reported; None before the first."""
+        whole = [s for s, seen in self.by_driver.items() if len(seen) == len(self.driver_names)]
+        if not whole:
+            return None
+        newest = max(whole)
+        seen = self.by_driver[newest].values()
+        return newest, sum(tps for tps, _ in seen), max(lat for _, lat in seen)
 
     def _wanted(self, second: int) -> bool:
         return self.last_second is None or second <= self.last_second
@@ -205,6 +244,13 @@ class LiveModel:
         newest = max(self.ok) if self.ok else None
         p99, spanned = self._p99(newest)
         wait_class, share = self._leading_wait()
+        drivers = self._drivers_figures() if newest is None else None
+        if drivers is not None:
+            second, tps, worst = drivers
+            return LiveFigures(
+                elapsed_s=second + 1, tps=tps, p99_ms=None, p99_seconds=0,
+                cpu_busy_pct=self.busy, wait_class=wait_class, wait_share_pct=share,
+                drivers=len(self.driver_names), worst_mean_ms=worst)
         return LiveFigures(
             elapsed_s=newest + 1 if newest is not None else None,
             tps=float(self.ok[newest]) if newest is not None else None,

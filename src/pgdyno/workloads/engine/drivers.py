@@ -7,7 +7,9 @@ together: each reads the connection's environment (the password among it: into p
 environment only, never a file or a command line) and waits for the word ``go``, which is
 sent to every driver at once; each then notes its launch epoch and starts pgbench, whose
 logs and output stay on the driver until the iteration ends. A sampler beside pgbench
-writes the driver's load once a second (``telemetry.jsonl``).
+writes the driver's load once a second (``telemetry.jsonl``) and sends pgbench's ``-P 1``
+lines back through the connection as they come; they are appended to the iteration's
+``drivers_progress.jsonl`` here, which the live view sums second by second.
 
 A watcher in each shell stops pgbench when its stdin ends or says ``stop``: when pgdyno
 ends the iteration, dies, or loses the connection, pgbench on that driver stops too. When
@@ -25,6 +27,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import json
 import shlex
 import subprocess
 import tarfile
@@ -36,12 +39,13 @@ from typing import Any
 
 from pgdyno.analysis.merge import (
     DRIVERS_SCHEMA_VERSION,
+    PROGRESS_NAME,
     DriverRecord,
     DriversFile,
     write_drivers_file,
 )
 from pgdyno.analysis.per_second import LogLayout, SecondBinner, SecondsWriter
-from pgdyno.analysis.pgbench_log import iter_rows
+from pgdyno.analysis.pgbench_log import PROGRESS_LINE, iter_rows
 from pgdyno.errors import RunFailed
 from pgdyno.results.rundir import IterationRecord
 from pgdyno.targets.drivers import CLIENT_OFFSET, DriverConnection, DriverPool
@@ -62,7 +66,26 @@ ENV_KEYS = ("PGPASSWORD", "PGOPTIONS", "PGSSLMODE")
 
 SAMPLER = r"""
 import json, os, sys, time
-pid = sys.argv[1]
+pid, out, err = sys.argv[1], open(sys.argv[2], "a", buffering=1), sys.argv[3]
+# pgbench's -P lines (its stderr) sent on through the connection as they come, each once.
+seen = 0
+def progress():
+    global seen
+    try:
+        with open(err, "rb") as f:
+            f.seek(seen)
+            data = f.read()
+    except OSError:
+        return
+    cut = data.rfind(b"\n") + 1
+    seen += cut
+    for line in data[:cut].decode(errors="replace").splitlines():
+        if line.startswith("progress: "):
+            try:
+                sys.stdout.write("progress " + line + "\n")
+                sys.stdout.flush()
+            except OSError:  # the connection gone: the load is still sampled
+                pass
 hz = os.sysconf("SC_CLK_TCK"); ncpu = os.cpu_count() or 1
 # The tightest CPU quota on pgbench's cgroup path (v2 cpu.max or v1 cfs quota): (cores,
 # its cpu.stat, the throttled-time key, its unit in microseconds).
@@ -112,19 +135,21 @@ while True:
         st = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
     except OSError:
         break
+    progress()
     stat = open("/proc/stat").read().split("\n")
     cpu = [int(x) for x in stat[0].split()[1:9]]
     running = next(int(l.split()[1]) for l in stat if l.startswith("procs_running"))
     rx = tx = 0
     for l in open("/proc/net/dev").read().split("\n")[2:]:
-        if ":" in l:
+        if ":" in l and l.split(":", 1)[0].strip() != "lo":  # the wire's bytes, not loopback
             f = l.split(":", 1)[1].split()
             rx += int(f[0]); tx += int(f[8])
     print(json.dumps({"t": time.time(), "cpu": cpu, "running": running, "net": [rx, tx],
                       "proc": int(st[11]) + int(st[12]), "hz": hz, "ncpu": ncpu,
                       "quota": lim[0] if lim else None,
-                      "throttled_us": throttled(lim) if lim else None}), flush=True)
+                      "throttled_us": throttled(lim) if lim else None}), file=out)
     time.sleep(1)
+progress()
 """
 
 SHELL = """\
@@ -138,7 +163,7 @@ launched=$(date +%s.%N)
 pid=$!
 echo "launched $launched $pid"
 if command -v python3 >/dev/null 2>&1; then
-  python3 -c {sampler} "$pid" 3<&- >telemetry.jsonl 2>/dev/null &
+  python3 -c {sampler} "$pid" telemetry.jsonl stderr.txt 3<&- 2>/dev/null &
 fi
 ( while IFS= read -r line; do [ "$line" = stop ] && break; done
   if kill -0 "$pid" 2>/dev/null; then
@@ -155,6 +180,41 @@ wait "$watcher"
 stdin for the watcher: a background job's own stdin is /dev/null."""
 
 
+class _ProgressLog:
+    """The drivers' ``-P 1`` lines, appended to ``drivers_progress.jsonl`` as they come (from
+    every driver's reader thread), and the newest second every driver has reported."""
+
+    def __init__(self, path: Path, drivers: int) -> None:
+        self.path = path
+        self.drivers = drivers
+        self.lock = threading.Lock()
+        self.seconds: dict[int, dict[str, float]] = {}
+        self.latest: tuple[int, float] | None = None
+        """(second label, TPS summed over every driver)."""
+
+    def add(self, driver: str, line: str) -> None:
+        match = PROGRESS_LINE.match(line)
+        if match is None:
+            return
+        t, tps = float(match["t"]), float(match["tps"])
+        entry = {"driver": driver, "t": t, "tps": tps, "lat_ms": float(match["lat"])}
+        with self.lock:
+            with self.path.open("a") as fh:
+                fh.write(json.dumps(entry) + "\n")
+            second = self.seconds.setdefault(round(t), {})
+            second[driver] = tps
+            if len(second) == self.drivers:
+                self.latest = (round(t), sum(second.values()))
+                for older in [k for k in self.seconds if k <= round(t)]:
+                    del self.seconds[older]
+
+    def words(self) -> str:
+        """The bar's figure: the newest second every driver reported, summed."""
+        if self.latest is None:
+            return ""
+        return f", {self.latest[1]:,.0f} tps at {self.latest[0]} s"
+
+
 @dataclasses.dataclass
 class _Session:
     """One driver's shell, seen from here."""
@@ -164,6 +224,7 @@ class _Session:
     remote_dir: str
     command: str
     """pgbench's command line on the driver, quoted for its shell."""
+    progress: _ProgressLog
     proc: subprocess.Popen | None = None
     launched: float | None = None
     exit_code: int | None = None
@@ -185,6 +246,8 @@ class _Session:
                 self.ready.set()
             elif word == "launched":
                 self.launched = float(rest.split()[0])
+            elif word == "progress":
+                self.progress.add(self.record.name, rest)
             elif word == "exit":
                 self.exit_code = int(rest)
                 break
@@ -237,6 +300,7 @@ def run_on_drivers(parts: EngineParts, ctx: RunContext, step: Step,
     if pgoptions := parts.session_options:
         env["PGOPTIONS"] = " ".join(filter(None, [env.get("PGOPTIONS"), pgoptions]))
     sessions = []
+    live = _ProgressLog(it_dir / PROGRESS_NAME, len(pool.connections))
     for conn, clients, offset in zip(pool.connections, pool.shares(step.clients),
                                      pool.offsets(step.clients), strict=True):
         threads = min(opts.threads or conn.cores, clients)
@@ -253,7 +317,7 @@ def run_on_drivers(parts: EngineParts, ctx: RunContext, step: Step,
         sessions.append(_Session(conn, DriverRecord(
             name=conn.host.name, destination=conn.host.destination, clients=clients,
             threads=threads, directory=f"drivers/{conn.host.name}"), remote_dir,
-            " ".join(shlex.quote(c) for c in cmd)))
+            " ".join(shlex.quote(c) for c in cmd), live))
         ctx.commands.append(f"[driver {conn.host.name}] " + " ".join(cmd))
     record.threads = sum(s.record.threads for s in sessions)
     record.command = [f"[driver {s.record.name}] {s.command}" for s in sessions]
@@ -265,7 +329,7 @@ def run_on_drivers(parts: EngineParts, ctx: RunContext, step: Step,
     try:
         _start(sessions, env)
         window.start()
-        failure = _watch(sessions, opts.warmup_s, opts.duration_s, progress)
+        failure = _watch(sessions, opts.warmup_s, opts.duration_s, progress, live)
     finally:
         with contextlib.suppress(Exception):
             window.finish()
@@ -320,7 +384,7 @@ def _start(sessions: list[_Session], env: dict[str, str]) -> None:
 
 
 def _watch(sessions: list[_Session], warmup_s: int, duration_s: int,
-           progress: IterationProgress) -> str:
+           progress: IterationProgress, live: _ProgressLog) -> str:
     """Until every driver ended; the first that failed or was lost (its name and why), or
     ''. A failure stops the others at once."""
     seconds = warmup_s + duration_s
@@ -331,7 +395,8 @@ def _watch(sessions: list[_Session], warmup_s: int, duration_s: int,
         elapsed = time.monotonic() - started
         phase = "warm-up" if elapsed <= warmup_s else "measuring"
         running = sum(not s.ended.is_set() for s in sessions)
-        progress(min(elapsed, seconds), f"{phase} on {running} of {len(sessions)} drivers")
+        progress(min(elapsed, seconds),
+                 f"{phase} on {running} of {len(sessions)} drivers{live.words()}")
         bad = next((s for s in sessions if s.ended.is_set() and s.exit_code != 0), None)
         if bad is None and time.monotonic() > deadline:
             bad = next(s for s in sessions if not s.ended.is_set())

@@ -31,7 +31,13 @@ from typing import Any, ClassVar
 from pgdyno.analysis import hdr
 from pgdyno.analysis.merge import MergedIteration, merge_iteration
 from pgdyno.analysis.per_second import SECONDS_NAME, LogLayout
-from pgdyno.analysis.pgbench_log import LogStats, read_kept_seconds, stats_of, summarise_logs
+from pgdyno.analysis.pgbench_log import (
+    PROGRESS_LINE,
+    LogStats,
+    read_kept_seconds,
+    stats_of,
+    summarise_logs,
+)
 from pgdyno.analysis.sampled import (
     SAMPLED,
     choose_sampling_rate,
@@ -68,7 +74,6 @@ from pgdyno.workloads.engine.drivers import EngineParts, run_on_drivers
 from pgdyno.workloads.engine.process import last_error_line, raise_open_files, run_program
 from pgdyno.workloads.engine.txtail import LogTail, TailResult
 
-_PROGRESS = re.compile(r"^progress: (?P<t>[\d.]+) s, (?P<tps>[\d.]+) tps, lat (?P<lat>[\d.]+) ms")
 _TPS = re.compile(r"^tps = (?P<tps>[\d.]+)", re.MULTILINE)
 _CONNECTION = re.compile(r"^initial connection time = (?P<ms>[\d.]+) ms", re.MULTILINE)
 CONNECTION_METRIC = "connection_ms"
@@ -230,7 +235,7 @@ class PgbenchWorkload(Workload):
         launched = time.time()
 
         def on_line(line: str) -> None:
-            if match := _PROGRESS.match(line):
+            if match := PROGRESS_LINE.match(line):
                 t = float(match["t"])
                 if opts.tx_sampling_rate is not None:  # --progress-timestamp: epoch seconds
                     t -= launched
