@@ -136,6 +136,12 @@ def test_a_search_in_blocks_recomputed_from_the_side_runs(workdir: Path) -> None
         role = json.loads((Path(rerun["baseline_run"]) / "manifest.json").read_text())["role"]
         assert role["phase"] == "select" and role["compare_side"] == "A"
         assert rerun["baseline_run"] != other.run_dir  # measured again, not reused
+        # In the trials' two clusters, whose datasets were built once.
+        assert rerun["side_workdirs"] == record["side_workdirs"]
+        assert all(str(sides_root(bench, "b")) in w for w in rerun["side_workdirs"])
+        for run in (rerun["baseline_run"], rerun["candidate_run"]):
+            manifest = json.loads((Path(run) / "manifest.json").read_text())
+            assert manifest["dataset"]["load_record"]["reused"], run
         pairs = _by_hand(rerun)
         assert cand["values"][1] == pytest.approx(other.raw_value * math.exp(
             sum(math.log(b / a) for a, b in pairs) / len(pairs)), rel=1e-9)

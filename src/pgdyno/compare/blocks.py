@@ -489,9 +489,18 @@ class BlockComparison:
             proc.process.join(5)
             if proc.process.is_alive():
                 proc.process.kill()
+        self._drain()
         for proc in self.procs.values():
             if proc.finished is not None and proc.finished[1] == "failed":
                 raise RunFailed(f"compare: side {proc.name} failed: {proc.finished[2]}", None)
+
+    def _drain(self) -> None:
+        """Read what ended sides sent last: a side's process may exit (so it no longer
+        counts as alive) before its report of the run it made has been read."""
+        for proc in self.procs.values():
+            with contextlib.suppress(EOFError, OSError):
+                while proc.finished is None and proc.conn.poll():
+                    proc.handle(proc.conn.recv())
 
     def _interrupt_sides(self) -> None:
         """One SIGINT to every side still running (a Ctrl-C, as the run loop handles it),
@@ -512,6 +521,7 @@ class BlockComparison:
             proc.process.join(5)
             if proc.process.is_alive():
                 proc.process.kill()
+        self._drain()
 
     # ----- the blocks -----------------------------------------------------------------------
     def _measure(self) -> None:

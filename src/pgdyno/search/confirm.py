@@ -171,12 +171,13 @@ def run_confirmation(conf: Confirmation, base: BenchOptions, search_dir: Path,
                      role: dict[str, Any], console: Console | None,
                      save: Callable[[Confirmation], None],
                      on_run: Callable[[str], None] | None = None,
-                     around: Callable[[str], contextlib.AbstractContextManager] | None = None
-                    ) -> Confirmation:
+                     around: Callable[[str], contextlib.AbstractContextManager] | None = None,
+                     sides_root: Path | None = None) -> Confirmation:
     """Run what is left of the order, compare, and add rounds while undecided (whole
-    runs); or each baseline's block comparison with the winner."""
+    runs); or each baseline's block comparison with the winner (in ``sides_root``'s two
+    clusters when given: the trials', their datasets built already)."""
     if conf.design != SEQUENTIAL:
-        run_blocks(conf, base, search_dir, role, console, save)
+        run_blocks(conf, base, search_dir, role, console, save, sides_root)
         conf.verdicts = compare_sides(conf, search_dir)
         conf.noise = _block_noise(conf, search_dir, base)
         conf.recommended, conf.recommendation = recommend(conf)
@@ -253,7 +254,7 @@ def block_budget_s(conf: Confirmation, base: BenchOptions) -> float:
 
 def run_blocks(conf: Confirmation, base: BenchOptions, search_dir: Path,
                role: dict[str, Any], console: Console | None,
-               save: Callable[[Confirmation], None]) -> None:
+               save: Callable[[Confirmation], None], sides_root: Path | None = None) -> None:
     """Each baseline not compared yet meets the winner in a block comparison of its own."""
     from pgdyno.compare.blocks import BlockPlan, Side, run_announced
     from pgdyno.results.rundir import safe_name
@@ -279,7 +280,7 @@ def run_blocks(conf: Confirmation, base: BenchOptions, search_dir: Path,
 
         record = run_announced(blocks, sides[0], sides[1], plan, out, conf.why, say, console,
                                f"final comparison vs {label}: blocks against {winner} "
-                               f"({conf.design})")
+                               f"({conf.design})", sides_root=sides_root)
         conf.blocks[label] = BlockPair(str(out.relative_to(search_dir) / "blocks.json"),
                                        record.baseline_run, record.candidate_run)
         conf.runs[label].append(record.baseline_run)

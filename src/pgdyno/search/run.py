@@ -67,6 +67,7 @@ from pgdyno.search.trial_blocks import (
     measure_against,
     reference_for,
     remove_sides,
+    sides_root,
     trial_design,
 )
 from pgdyno.search.worker import start_local_workers, wait_for_workers
@@ -356,7 +357,6 @@ def _run_search(opts: SearchOptions, console: Console, bench: BenchOptions, name
     os_of = os_run.applied_by(study)
     selection = _select(ok_rows, search_dir, bench, opts, spec.direction or 1, role, console,
                         os_run, os_of, design, rows)
-    remove_sides(bench, name)  # the trials' clusters: the comparison makes its own
     winner = selection.candidate(selection.winner)
     winner_os = os_of.get(int(winner.key), {}) if winner.key.isdigit() else {}
     winner_file = write_winner(search_dir, winner, rows, space, winner_os)
@@ -365,11 +365,12 @@ def _run_search(opts: SearchOptions, console: Console, bench: BenchOptions, name
     conf = None
     if opts.compare_pairs >= 2:
         conf = _confirm(search_dir, winner, winner_file, bench, opts, role, console, around,
-                        winner_os)
+                        winner_os, sides_root(bench, name))
         outcome.recommendation = conf.recommendation
         outcome.verdicts = [v.sentence() for v in conf.verdicts]
     else:
         outcome.recommendation = "No final comparison was run (--compare-pairs 0)."
+    remove_sides(bench, name)  # the trials' and the comparison's clusters
     val = None
     if opts.validate_s > 0:
         from pgdyno.search.validate_long import validate_winner
@@ -757,7 +758,7 @@ def _rerun_dir(search_dir: Path, key: str) -> Path:
 
 def _confirm(search_dir: Path, winner: Candidate, winner_file: Path, bench: BenchOptions,
              opts: SearchOptions, role: dict, console: Console, around=None,
-             winner_os: dict | None = None):
+             winner_os: dict | None = None, sides: Path | None = None):
     path = search_dir / "confirm.json"
     conf = confirm_mod.load_confirmation(path)
     if conf is None:
@@ -777,7 +778,7 @@ def _confirm(search_dir: Path, winner: Candidate, winner_file: Path, bench: Benc
 
     return confirm_mod.run_confirmation(
         conf, bench, search_dir, {**role, "phase": "compare"}, console,
-        lambda c: write_json_atomic(path, c.to_dict()), on_run, around)
+        lambda c: write_json_atomic(path, c.to_dict()), on_run, around, sides)
 
 
 def write_winner(search_dir: Path, winner: Candidate, rows: list, space: SearchSpace,
