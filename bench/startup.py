@@ -1,5 +1,7 @@
 """How long pgdyno takes to start: wall seconds of ``pgdyno --help``, ``pgdyno runs`` (on an
-empty results directory) and ``pgdyno --version``, each started N times as a new process.
+empty results directory) and ``pgdyno --version``, each started N times as a new process;
+wall seconds, and CPU seconds (user + system, which a shared machine's speed changes disturb
+far less).
 
 Every test, fleet host and SSH target that starts pgdyno pays this before any work. One
 version at a time (the checkout's, or another commit's source with ``--src``); rounds
@@ -23,7 +25,7 @@ import sys
 import time
 from pathlib import Path
 
-from harness import ROOT, ResultWriter, new_parser, run, scratch
+from harness import ROOT, ResultWriter, children_cpu_s, new_parser, run, scratch
 
 COMMANDS: dict[str, list[str]] = {
     "--help": ["--help"],
@@ -55,23 +57,24 @@ def _environments(src: Path | None, pycache: Path) -> dict[str, dict[str, str]]:
     return {"as-environment": base, "bytecode-cached": cached}
 
 
-def _start_s(argv: list[str], env: dict[str, str]) -> float:
-    """Wall seconds of one start of ``python -m pgdyno ARGV``, to its exit."""
-    started = time.perf_counter()
+def _start_s(argv: list[str], env: dict[str, str]) -> tuple[float, float]:
+    """Wall and CPU seconds of one start of ``python -m pgdyno ARGV``, to its exit."""
+    started, cpu_before = time.perf_counter(), children_cpu_s()
     done = subprocess.run([sys.executable, "-m", "pgdyno", *argv], env=env,
                           capture_output=True, text=True, check=False)
-    seconds = time.perf_counter() - started
+    seconds, cpu_s = time.perf_counter() - started, children_cpu_s() - cpu_before
     if done.returncode != 0:
         raise SystemExit(f"startup.py: pgdyno {' '.join(argv)} failed "
                          f"(exit {done.returncode}): {done.stderr.strip()[-300:]}")
-    return seconds
+    return seconds, cpu_s
 
 
-def _spread(samples: list[float]) -> dict[str, float]:
-    quartiles = statistics.quantiles(samples, n=4)
-    return {"median_s": statistics.median(samples), "min_s": min(samples),
-            "max_s": max(samples), "q1_s": quartiles[0], "q3_s": quartiles[2],
-            "starts": len(samples)}
+def _spread(samples: list[tuple[float, float]]) -> dict[str, float]:
+    wall = [w for w, _ in samples]
+    quartiles = statistics.quantiles(wall, n=4)
+    return {"median_s": statistics.median(wall), "min_s": min(wall), "max_s": max(wall),
+            "q1_s": quartiles[0], "q3_s": quartiles[2],
+            "cpu_median_s": statistics.median(c for _, c in samples), "starts": len(wall)}
 
 
 def _commit(src: Path | None, named: str | None) -> str:
@@ -94,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
             commands = {name: [w.format(results=results) for w in words]
                         for name, words in COMMANDS.items()}
             _start_s(commands["runs"], env)  # untimed: fills the bytecode cache, if any
-            samples: dict[str, list[float]] = {name: [] for name in commands}
+            samples: dict[str, list[tuple[float, float]]] = {name: [] for name in commands}
             for _ in range(args.starts):
                 for name, words in commands.items():
                     samples[name].append(_start_s(words, env))
@@ -103,8 +106,8 @@ def main(argv: list[str] | None = None) -> int:
                 spread = _spread(s)
                 print(f"{mode:16} pgdyno {name:10} median {spread['median_s']:.3f} s "
                       f"(quartiles {spread['q1_s']:.3f}-{spread['q3_s']:.3f}, "
-                      f"min {spread['min_s']:.3f}, max {spread['max_s']:.3f}, "
-                      f"{len(s)} starts)")
+                      f"min {spread['min_s']:.3f}, max {spread['max_s']:.3f}; "
+                      f"CPU median {spread['cpu_median_s']:.3f} s; {len(s)} starts)")
             writer.write(figures)
     writer.finish(figures)
     return 0
