@@ -294,19 +294,25 @@ MIN_BLOCK_PAIRS = 4
 
 
 def _block_noise(conf: Confirmation, search_dir: Path, base: BenchOptions) -> Noise | None:
-    """The comparison's noise as its blocks show it: each config's blocks (its headline
+    return blocks_noise(conf.blocks, conf.winner, search_dir,
+                        block_options(base).duration_s)
+
+
+def blocks_noise(blocks: dict[str, BlockPair], winner: str, search_dir: Path,
+                 window_s: float) -> Noise | None:
+    """The comparisons' noise as their blocks show it: each config's blocks (its headline
     per block, pilot and check pairs included) pooled as runs of the block's window."""
     from pgdyno.compare.blocks import BLOCK_SCHEMA_VERSION, BlockRecord
     from pgdyno.search.noise import noise_of
 
     points: list[tuple[str, float]] = []
-    for label, pair in conf.blocks.items():
+    for label, pair in blocks.items():
         record = read_versioned(BlockRecord, search_dir / pair.record, BLOCK_SCHEMA_VERSION,
                                 "block comparison record")
-        names = {"A": label, "B": conf.winner}
+        names = {"A": label, "B": winner}
         points += [(f"{names[b.side]} ({label})", b.headline) for b in record.blocks
                    if b.status == "ok" and b.headline is not None]
-    return noise_of(points, window_s=block_options(base).duration_s) if points else None
+    return noise_of(points, window_s=window_s) if points else None
 
 
 def _undecided(conf: Confirmation) -> bool:
@@ -326,14 +332,16 @@ def compare_sides(conf: Confirmation, search_dir: Path) -> list[Verdict]:
         return compare_labels(list(conf.sides), conf.runs, search_dir, "compare-vs-")
     out = []
     for label, pair in conf.blocks.items():
-        verdict = _block_verdict(conf.winner, label, pair, search_dir)
+        verdict = block_verdict(conf.winner, label, pair, search_dir)
         if verdict is not None:
             out.append(verdict)
     return out
 
 
-def _block_verdict(winner: str, label: str, pair: BlockPair,
-                   search_dir: Path) -> Verdict | None:
+def block_verdict(winner: str, label: str, pair: BlockPair, search_dir: Path,
+                  prefix: str = "compare-vs-") -> Verdict | None:
+    """The winner against ``label`` pair by pair of blocks, through the compare engine,
+    written to ``prefix`` + label."""
     from pgdyno.compare.blocks import BLOCK_SCHEMA_VERSION, BlockRecord
     from pgdyno.compare.design import block_design_summary
 
@@ -342,7 +350,7 @@ def _block_verdict(winner: str, label: str, pair: BlockPair,
     a, b = load_run(Path(pair.baseline_run)), load_run(Path(pair.winner_run))
     cmp = compare_runs([a], [b], baseline_label=label, candidate_label=winner,
                        design=block_design_summary(record, a, b))
-    out_dir = search_dir / f"compare-vs-{label}"
+    out_dir = search_dir / f"{prefix}{label}"
     write_comparison(cmp, [a], [b], out_dir)
     return headline_verdict(cmp, label, winner, out_dir)
 

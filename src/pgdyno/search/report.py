@@ -164,9 +164,16 @@ def validation_section(data: SearchReportData, image: str | None) -> Section:
     and whether the winner holds."""
     val = data.validation
     rule = val.rule
-    paras = [f"Each config ran {len(val.order) // max(1, len(val.sides))} interleaved runs "
-             f"of {rule.window_s} s (--validate {rule.asked_s:,.0f} s per config)."
-             + (f" Note: {rule.note}." if rule.note else ""),
+    if val.design == "sequential":
+        how = (f"Each config ran {len(val.order) // max(1, len(val.sides))} interleaved runs "
+               f"of {rule.window_s} s (--validate {rule.asked_s:,.0f} s per config).")
+    else:
+        how = (f"Each baseline met the winner in {rule.rounds} pairs of {rule.window_s} s "
+               "windows, both servers up at once, the windows interleaved in balanced order "
+               f"and compared pair by pair ({val.why}); the winner's windows of every "
+               f"comparison count for its figures (--validate {rule.asked_s:,.0f} s per "
+               "config).")
+    paras = [how + (f" Note: {rule.note}." if rule.note else ""),
              *[v.sentence() for v in val.verdicts],
              ("The winner holds. " if val.holds else "The winner does not hold. ")
              + val.recommendation, *val.failed]

@@ -370,16 +370,18 @@ def _run_search(opts: SearchOptions, console: Console, bench: BenchOptions, name
         outcome.verdicts = [v.sentence() for v in conf.verdicts]
     else:
         outcome.recommendation = "No final comparison was run (--compare-pairs 0)."
-    remove_sides(bench, name)  # the trials' and the comparison's clusters
     val = None
     if opts.validate_s > 0:
-        from pgdyno.search.validate_long import validate_winner
+        from pgdyno.search.validate_long import validate_winner, validation_design
 
         val = validate_winner(search_dir, conf, winner, winner_file, bench, opts.validate_s,
                               opts.validate_cycles, {**role, "phase": "validate"}, console,
-                              opts.show_progress, around, opts.validate_against)
+                              opts.show_progress, around, opts.validate_against,
+                              validation_design(opts.compare_design, bench, bool(winner_os)),
+                              sides_root(bench, name))
         outcome.recommendation = val.recommendation
         outcome.verdicts += [v.sentence() for v in val.verdicts]
+    remove_sides(bench, name)  # the trials', the comparison's and the validation's clusters
     outcome.noise = search_noise(conf.noise if conf is not None else None,
                                  val.noise if val is not None else None)
     _finish(outcome, study, record, selection, conf, search_dir, opts, install, hardware)

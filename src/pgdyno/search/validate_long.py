@@ -10,6 +10,14 @@ checkpoint_timeout, or less when max_wal_size fills sooner at the WAL rate measu
 earlier runs; an autovacuum cycle is its autovacuum_naptime. The report says when the asked
 duration was raised.
 
+Where both servers fit on the machine at once (the final comparison's ``--compare-design``
+decides, as for it), each baseline instead meets the winner in a block comparison of its
+own (``compare.blocks``): both servers up, their long windows interleaved in balanced
+order, as many pairs as the rule's rounds, each pair of windows compared; so a change of
+the machine's speed between two long runs falls on both configs of a pair alike. The
+winner's windows in each comparison count for its figures and debt. A winner that changes
+OS settings runs the rounds of whole runs (they would hold for both servers).
+
 The winner holds when its long-window headline beats tuned's significantly (the compare
 engine's interval) and its debt is bounded (``unbounded``: tables over their autovacuum
 threshold with autovacuum off, or, with it on, tables over it that no worker is on, dead
@@ -33,11 +41,19 @@ from rich.console import Console
 
 from pgdyno.analysis.debt import MaintenanceDebt
 from pgdyno.analysis.summary import load_summary
+from pgdyno.compare.blocks import INTERLEAVED, SEQUENTIAL
 from pgdyno.errors import UsageError
 from pgdyno.options import BenchOptions
 from pgdyno.results.manifest import read_versioned
 from pgdyno.runner.longstep import long_step, seconds_words
-from pgdyno.search.confirm import Verdict, compare_labels, run_order
+from pgdyno.search.confirm import (
+    BlockPair,
+    Verdict,
+    block_verdict,
+    blocks_noise,
+    compare_labels,
+    run_order,
+)
 from pgdyno.search.noise import Noise, runs_noise
 from pgdyno.search.objective import run_debt
 from pgdyno.search.select import balanced_order
@@ -45,7 +61,8 @@ from pgdyno.serde import Serialisable
 from pgdyno.workloads import registry
 from pgdyno.workloads.base import headline_metric, headline_of
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+"""2: block comparisons (``design``, ``why``, ``blocks``); version 1 ran whole runs."""
 MIN_ROUNDS = 2
 """Runs per config: the fewest that give the comparison an interval."""
 MAX_ROUNDS = 4
@@ -205,6 +222,12 @@ class LongValidation(Serialisable):
     recommendation: str = ""
     noise: Noise | None = None
     """The run-to-run noise of the long runs, and what it lets the comparison resolve."""
+    design: str = SEQUENTIAL
+    """``sequential`` (whole runs in rounds) or ``interleaved`` (each baseline against the
+    winner in blocks of the long window)."""
+    why: str = ""
+    blocks: dict[str, BlockPair] = field(default_factory=dict)
+    """Baseline label -> its block comparison with the winner, once done."""
     schema_version: int = SCHEMA_VERSION
 
     @property
@@ -218,7 +241,8 @@ def load_validation(path: Path) -> LongValidation | None:
     if not path.exists():
         return None
     return read_versioned(LongValidation, path, SCHEMA_VERSION, "long validation",
-                          "; move it away to run the validation afresh")
+                          "; move it away to run the validation afresh",
+                          older={1: dict})  # version 1: whole runs, the default
 
 
 def cycle_facts(label: str, run_dirs: list[str]) -> CycleFacts | None:
@@ -242,29 +266,94 @@ def cycle_facts(label: str, run_dirs: list[str]) -> CycleFacts | None:
 
 
 def plan_validation(sides: dict[str, str], asked_s: float, earlier: dict[str, list[str]],
-                    enforce: bool = True) -> LongValidation:
+                    enforce: bool = True, design: str = SEQUENTIAL, why: str = ""
+                    ) -> LongValidation:
     facts = [f for label in sides if (f := cycle_facts(label, earlier.get(label, [])))]
     rule = window_rule(asked_s, facts, enforce)
-    return LongValidation(sides=dict(sides), rule=rule,
-                          order=balanced_order(list(sides), rule.rounds),
-                          runs={label: [] for label in sides})
+    order = balanced_order(list(sides), rule.rounds) if design == SEQUENTIAL else []
+    return LongValidation(sides=dict(sides), rule=rule, order=order,
+                          runs={label: [] for label in sides}, design=design, why=why)
+
+
+def validation_design(asked: str, base: BenchOptions, winner_changes_os: bool
+                      ) -> tuple[str, str]:
+    """(design, why): the final comparison's choice (``confirm.confirmation_design``),
+    a duet's interleaved: the long window judges each config's own debt and throughput,
+    which sharing the machine for minutes would change."""
+    from pgdyno.search.confirm import confirmation_design
+
+    design, why = confirmation_design(asked, base, winner_changes_os)
+    if design == SEQUENTIAL:
+        return design, why
+    return INTERLEAVED, (why if design == INTERLEAVED else
+                         "duet asked for the comparison; the long windows run interleaved, "
+                         "each config alone in its windows, as its debt is judged alone")
 
 
 def run_validation(val: LongValidation, base: BenchOptions, search_dir: Path,
                    role: dict[str, Any], console: Console | None,
                    save: Callable[[LongValidation], None],
                    on_run: Callable[[str], None] | None = None,
-                   around: Callable[[str], contextlib.AbstractContextManager] | None = None
-                  ) -> LongValidation:
-    """Run what is left of the order, compare, judge the debt, and recommend."""
-    run_order(val, base, role, console, save, on_run, around, duration_s=val.rule.window_s)
-    val.verdicts = compare_labels(list(val.sides), val.runs, search_dir, "validate-vs-")
-    val.noise = runs_noise(val.runs, base.workload, val.rule.window_s)
+                   around: Callable[[str], contextlib.AbstractContextManager] | None = None,
+                   sides_root: Path | None = None) -> LongValidation:
+    """Run what is left of the order (or of the block comparisons), compare, judge the
+    debt, and recommend."""
+    if val.design == SEQUENTIAL:
+        run_order(val, base, role, console, save, on_run, around,
+                  duration_s=val.rule.window_s)
+        val.verdicts = compare_labels(list(val.sides), val.runs, search_dir, "validate-vs-")
+        val.noise = runs_noise(val.runs, base.workload, val.rule.window_s)
+    else:
+        run_long_blocks(val, base, search_dir, role, console, save, sides_root)
+        val.verdicts = [v for label, pair in val.blocks.items()
+                        if (v := block_verdict(val.winner, label, pair, search_dir,
+                                               "validate-vs-")) is not None]
+        val.noise = blocks_noise(val.blocks, val.winner, search_dir, val.rule.window_s)
     val.results = [side_result(label, val.sides[label], val.runs[label], base.workload)
                    for label in val.sides]
     val.holds, val.recommended, val.recommendation = recommend_long(val, direction_of(base))
     save(val)
     return val
+
+
+def run_long_blocks(val: LongValidation, base: BenchOptions, search_dir: Path,
+                    role: dict[str, Any], console: Console | None,
+                    save: Callable[[LongValidation], None], sides_root: Path | None = None
+                    ) -> None:
+    """Each baseline not compared yet meets the winner in interleaved blocks of the long
+    window, as many pairs as the rule's rounds; each comparison saved as it ends."""
+    import dataclasses
+
+    from pgdyno.compare.blocks import BlockPlan, Side, run_announced
+    from pgdyno.results.rundir import safe_name
+
+    long = dataclasses.replace(base, duration_s=val.rule.window_s, iterations=1, sets=(),
+                               show_progress=False)
+    winner = val.winner
+    for label in list(val.sides)[1:]:
+        if label in val.blocks:
+            continue  # compared before an interruption: kept
+        sides = [Side(name, options=dataclasses.replace(long, config=val.sides[name]),
+                      role=tuple({**role, "compare_side": side}.items()))
+                 for name, side in ((label, "A"), (winner, "B"))]
+        out = search_dir / f"validate-blocks-vs-{safe_name(label)}"
+
+        def say(line: str, label: str = label) -> None:
+            if console is not None:
+                console.print(f"long validation vs {label}: {line}", markup=False,
+                              highlight=False, soft_wrap=True)
+
+        record = run_announced(long, sides[0], sides[1],
+                               BlockPlan(design=INTERLEAVED, pairs=val.rule.rounds), out,
+                               val.why, say, console,
+                               f"long validation vs {label}: {val.rule.rounds} pairs of "
+                               f"{val.rule.window_s} s windows against {winner}",
+                               show_progress=base.show_progress, sides_root=sides_root)
+        val.blocks[label] = BlockPair(str(out.relative_to(search_dir) / "blocks.json"),
+                                      record.baseline_run, record.candidate_run)
+        val.runs[label].append(record.baseline_run)
+        val.runs[winner].append(record.candidate_run)
+        save(val)
 
 
 def direction_of(base: BenchOptions) -> int:
@@ -339,7 +428,9 @@ def validate_winner(search_dir: Path, conf: Any, winner: Any, winner_file: Path,
                     base: BenchOptions, asked_s: float, enforce: bool, role: dict[str, Any],
                     console: Console | None, show_progress: bool,
                     around: Callable[[str], contextlib.AbstractContextManager] | None = None,
-                    against: tuple[str, ...] = ("pgtune", "tuned")) -> LongValidation:
+                    against: tuple[str, ...] = ("pgtune", "tuned"),
+                    design: tuple[str, str] = (SEQUENTIAL, "asked for"),
+                    sides_root: Path | None = None) -> LongValidation:
     """The step after the confirmation (``conf``, or None without one): the winner
     (a search ``Candidate``), pgtune and tuned over the long window, resumed from
     validate.json when it is there."""
@@ -359,7 +450,7 @@ def validate_winner(search_dir: Path, conf: Any, winner: Any, winner_file: Path,
         if conf is not None:
             for key, dirs in conf.runs.items():
                 earlier.setdefault(key, []).extend(dirs)
-        val = plan_validation(sides, asked_s, earlier, enforce)
+        val = plan_validation(sides, asked_s, earlier, enforce, *design)
 
     def on_run(label: str) -> None:
         if show_progress and console is not None:
@@ -377,15 +468,26 @@ def validate_winner(search_dir: Path, conf: Any, winner: Any, winner_file: Path,
             show_progress=show_progress))
         return stack
 
-    if console is not None and val.done < len(val.order):
+    left = (val.done < len(val.order) if val.design == SEQUENTIAL
+            else len(val.blocks) < len(val.sides) - 1)
+    if console is not None and left:
         console.print(plan_words(val, base.warmup_s), markup=False, highlight=False,
                       soft_wrap=True)
     return run_validation(val, base, search_dir, role, console,
-                          lambda v: write_json_atomic(path, v.to_dict()), on_run, announced)
+                          lambda v: write_json_atomic(path, v.to_dict()), on_run, announced,
+                          sides_root)
 
 
 def plan_words(val: LongValidation, warmup_s: float) -> str:
     """The validation's plan in a line: its configs, runs, their length and the whole."""
+    if val.design != SEQUENTIAL:
+        left_cmp = len(val.sides) - 1 - len(val.blocks)
+        total = left_cmp * 2 * val.rule.rounds * (warmup_s + val.rule.window_s)
+        length = seconds_words(total) if total < 120 else f"{total / 60:,.0f} min"
+        return (f"long validation: {', '.join(list(val.sides)[1:])} each against "
+                f"{val.winner} in {val.rule.rounds} pairs of interleaved windows of "
+                f"{seconds_words(warmup_s + val.rule.window_s)}, both servers up at once "
+                f"({left_cmp} comparison(s) left), about {length} of load")
     left = len(val.order) - val.done
     total = left * (warmup_s + val.rule.window_s)
     resumed = f", {val.done} done before" if val.done else ""
