@@ -34,7 +34,7 @@ from pgdyno.errors import UsageError
 from pgdyno.targets.binaries import embedded_install
 from pgdyno.targets.drivers import read_drivers
 from pgdyno.targets.local import LocalServer
-from tests.conftest import make_shared_dir, run_cli_here
+from tests.conftest import interruptible, make_shared_dir, run_cli_here
 from tests.recompute import recompute
 from tests.sshhost import SshHost, ssh_hosts
 
@@ -138,7 +138,7 @@ def test_two_drivers_merged_exactly(drivers, dsn: str, workdir: Path) -> None:
     seen = base / "seen.sql"
     seen.write_text("INSERT INTO public.drivers_seen VALUES (:client_id);\n")
     out = run_cli_here([*_bench(listing, config, results, 4, dsn), "--script", f"{seen}@1"],
-                  workdir)
+                       workdir, env={"PGDYNO_LIVE_LOG": "1"})
     assert out.returncode == 0, out.stderr[-3000:]
     # Client ids run across the drivers (TPROC-C's home warehouses, OLTP's slices rely on
     # them): 2 clients on each of 2 drivers are clients 0 to 3, not 0 and 1 twice.
@@ -169,7 +169,30 @@ def test_two_drivers_merged_exactly(drivers, dsn: str, workdir: Path) -> None:
         name: r.transactions for name, r in per_driver.items()}
     assert all(d["load"] is not None and d["load"]["capacity_cores"] == 2 for d in it["drivers"])
     assert "| host-a | 2 | ok |" in (run / "report.md").read_text()
+    _live_line_is_the_drivers_seconds(it_dir, ["host-a", "host-b"])
     _left_behind(hosts)
+
+
+def _live_line_is_the_drivers_seconds(it_dir: Path, names: list[str]) -> None:
+    """Each second the live view showed: the drivers' own -P 1 lines of that second (in their
+    fetched stderr), TPS summed and the highest mean latency."""
+    reported: dict[str, dict[str, tuple[float, float]]] = {}
+    for name in names:
+        for line in (it_dir / "drivers" / name / "stderr.txt").read_text().splitlines():
+            if line.startswith("progress: "):
+                words = line.replace(",", "").split()
+                reported.setdefault(words[1], {})[name] = (float(words[3]), float(words[6]))
+    shown = [line for line in (it_dir / "live.log").read_text().splitlines()
+             if not line.startswith("#")]
+    assert len(shown) >= 3, shown
+    for line in shown:
+        second, _, rest = line.partition(" s: ")
+        seen = reported[f"{second}.0"]
+        assert set(seen) == set(names), line
+        tps = sum(t for t, _ in seen.values())
+        worst = max(lat for _, lat in seen.values())
+        assert rest.startswith(f"{tps:,.0f} tps on {len(names)} drivers, worst driver's "
+                               f"mean {worst:.2f} ms"), (line, seen)
 
 
 @pytest.mark.server
@@ -243,6 +266,108 @@ def test_an_unreachable_driver_is_refused_before_anything(drivers, dsn: str,
     assert "driver 127.0.0.1 (nobody@127.0.0.1) cannot be reached" in lines[0]
     assert not results.exists() or not list(results.glob("*/*/manifest.json"))
     _left_behind(hosts)
+
+
+RATE = 400
+"""--rate of the paced run: 200 a second on each driver, well within the stand-in server."""
+
+
+@pytest.fixture(scope="module")
+def paced_interrupted(drivers, dsn: str, workdir: Path):
+    """A paced run (--rate RATE, 2 clients a driver) stopped by Ctrl-C four seconds after
+    both drivers' pgbench started: (the process, its stderr, the run's directory)."""
+    hosts, config, listing, base = drivers
+    results = base / "paced"
+    env = {**os.environ, "PGDYNO_WORKDIR": str(workdir)}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pgdyno", *_bench(listing, config, results, 30, dsn),
+         "--rate", str(RATE), "--no-telemetry"], stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True, env=env, preexec_fn=interruptible)
+    deadline = time.monotonic() + 120
+    while (time.monotonic() < deadline and proc.poll() is None
+           and not all(_programs_of(h, "pgbench") for h in hosts)):
+        time.sleep(0.1)
+    assert proc.poll() is None, proc.communicate()[1][-3000:]
+    time.sleep(4)
+    proc.send_signal(signal.SIGINT)
+    _, stderr = proc.communicate(timeout=120)
+    return proc, stderr, _run_dir(results)
+
+
+@pytest.mark.server
+def test_ctrl_c_stops_every_driver_and_keeps_the_partial_run(drivers, paced_interrupted
+                                                              ) -> None:
+    hosts = drivers[0]
+    proc, stderr, run = paced_interrupted
+    assert proc.returncode == 130, stderr[-3000:]
+    assert json.loads((run / "manifest.json").read_text())["status"] == "interrupted"
+    record = json.loads((run / "raw" / "run.json").read_text())["records"][0]
+    assert record["status"] == "interrupted"
+    it_dir = run / "raw" / "pgbench" / "c4-i1"
+    recorded = json.loads((it_dir / "drivers.json").read_text())["drivers"]
+    assert [(d["name"], d["status"]) for d in recorded] == [("host-a", "stopped"),
+                                                            ("host-b", "stopped")]
+    it = json.loads((run / "summary.json").read_text())["iterations"][0]
+    assert it["status"] == "interrupted" and 1 <= it["duration_s"] < 5
+    per_driver = [recompute(_driver_logs(it_dir, d["name"]), it["warmup_s"], it["duration_s"],
+                            d["origin_epoch"]) for d in recorded]
+    assert it["interval_tps"] == np.sum([r.interval_tps for r in per_driver], axis=0).tolist()
+    # Each driver stopped about when Ctrl-C came, far before its planned 31 s.
+    for d in recorded:
+        done = recompute(_driver_logs(it_dir, d["name"]), 0, 60, d["origin_epoch"])
+        assert max(i for i, n in enumerate(done.interval_tps) if n) < 10, d["name"]
+    assert "| host-a | 2 | stopped |" in (run / "report.md").read_text()  # no telemetry
+    _left_behind(hosts)
+
+
+@pytest.mark.server
+def test_the_rate_is_split_across_the_drivers(paced_interrupted) -> None:
+    _proc, _stderr, run = paced_interrupted
+    record = json.loads((run / "raw" / "run.json").read_text())["records"][0]
+    assert [c.split()[:2] + c.split()[c.split().index("-R"):][:2] for c in record["command"]
+            ] == [["[driver", "host-a]", "-R", "200"], ["[driver", "host-b]", "-R", "200"]]
+    it_dir = run / "raw" / "pgbench" / "c4-i1"
+    recorded = json.loads((it_dir / "drivers.json").read_text())["drivers"]
+    it = json.loads((run / "summary.json").read_text())["iterations"][0]
+    shares = [recompute(_driver_logs(it_dir, d["name"]), it["warmup_s"], it["duration_s"],
+                        d["origin_epoch"]).transactions / it["duration_s"] for d in recorded]
+    # Poisson arrivals: 200 ± 14 a second on each driver over 2 s (one standard deviation).
+    assert shares == [pytest.approx(RATE / 2, rel=0.25)] * 2, shares
+    assert it["tps_mean"] == pytest.approx(sum(shares))
+    assert it["tps_mean"] == pytest.approx(RATE, rel=0.2)
+
+
+@pytest.mark.server
+def test_latency_limit_skips_summed_over_the_drivers(drivers, dsn: str, workdir: Path
+                                                     ) -> None:
+    """A rate far past what the stand-in server does, with a 1 ms limit: pgbench skips the
+    transactions already late at their scheduled start, on every driver."""
+    hosts, config, listing, base = drivers
+    results = base / "limited"
+    out = run_cli_here([*_bench(listing, config, results, 2, dsn), "--rate", "40000",
+                        "--latency-limit", "1", "--no-telemetry"], workdir)
+    assert out.returncode == 0, out.stderr[-3000:]
+    run = _run_dir(results)
+    it_dir = run / "raw" / "pgbench" / "c4-i1"
+    recorded = json.loads((it_dir / "drivers.json").read_text())["drivers"]
+    it = json.loads((run / "summary.json").read_text())["iterations"][0]
+    skipped = {d["name"]: _skipped_in(_driver_logs(it_dir, d["name"]), d["origin_epoch"]
+                                      + it["warmup_s"], it["duration_s"]) for d in recorded}
+    assert all(n > 0 for n in skipped.values()), skipped
+    assert it["skipped"] == sum(skipped.values())
+    _left_behind(hosts)
+
+
+def _skipped_in(logs: list[Path], start: float, seconds: int) -> int:
+    """Lines of pgbench's logs marked ``skipped`` that ended inside [start, start+seconds)."""
+    count = 0
+    for path in logs:
+        with gzip.open(path, "rt") as fh:
+            for line in fh:
+                f = line.split()
+                if len(f) >= 6 and line.endswith("\n") and f[2] == "skipped":
+                    count += 0 <= int(f[4]) + int(f[5]) / 1e6 - start < seconds
+    return count
 
 
 def test_driver_files_are_read_or_refused(tmp_path: Path) -> None:

@@ -325,11 +325,17 @@ def run_on_drivers(parts: EngineParts, ctx: RunContext, step: Step,
     record.stderr_file = str((it_dir / "stderr.txt").relative_to(ctx.run_dir.path))
     window = parts.window(it_dir / "window.json")
     check_reachable(pool, ctx.conn.host, ctx.conn.port)
-    failure = ""
+    failure, interrupted = "", False
     try:
         _start(sessions, env)
         window.start()
         failure = _watch(sessions, opts.warmup_s, opts.duration_s, progress, live)
+    except KeyboardInterrupt:
+        # Ctrl-C reached the drivers' ssh clients too (this process group): their shells
+        # saw their stdin end and stopped pgbench; each driver's files are still fetched,
+        # through its master connection, which ssh -f detached from the terminal.
+        interrupted = True
+        raise
     finally:
         with contextlib.suppress(Exception):
             window.finish()
@@ -339,7 +345,7 @@ def run_on_drivers(parts: EngineParts, ctx: RunContext, step: Step,
             s.send("stop")
         for s in sessions:
             s.close()
-        _collect(sessions, it_dir, ctx, record, failure, parts.compress)
+        _collect(sessions, it_dir, ctx, record, failure, parts.compress, interrupted)
     if failure:
         raise RunFailed(f"driver {failure} at {step.clients} clients, iteration "
                         f"{step.iteration}; every other driver was stopped, the partial "
@@ -422,16 +428,19 @@ def _fail(bad: _Session, sessions: list[_Session]) -> str:
 
 def _collect(sessions: list[_Session], it_dir: Path, ctx: RunContext,
              record: IterationRecord, failure: str,
-             compress: Callable[[Path, Path, list[str]], None]) -> None:
+             compress: Callable[[Path, Path, list[str]], None], interrupted: bool) -> None:
     """Each driver's files fetched and binned, its outcome in ``drivers.json``; the
-    iteration's stdout/stderr hold every driver's, each under its name."""
+    iteration's stdout/stderr hold every driver's, each under its name. After a Ctrl-C
+    every driver was stopped, none failed."""
     opts = ctx.opts
     layout = LogLayout(has_lag=opts.has_lag_column, has_retries=opts.has_retries_column)
     out, err = [], []
     for s in sessions:
         rec = s.record
         rec.origin_epoch, rec.returncode = s.launched, s.exit_code
-        if rec.status == "ok" and s.exit_code != 0:
+        if rec.status == "ok" and interrupted:
+            rec.status, rec.note = "stopped", "stopped by Ctrl-C"
+        elif rec.status == "ok" and s.exit_code != 0:
             rec.status = "lost" if s.exit_code is None else "failed"
         local = it_dir / rec.directory
         local.mkdir(parents=True, exist_ok=True)
