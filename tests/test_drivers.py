@@ -14,6 +14,7 @@ every driver's pgbench logged in with is in no file on any host, nor in the resu
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import json
 import os
@@ -32,7 +33,7 @@ import pytest
 from pgdyno.analysis import hdr
 from pgdyno.errors import UsageError
 from pgdyno.targets.binaries import embedded_install
-from pgdyno.targets.drivers import read_drivers
+from pgdyno.targets.drivers import DriverConnection, read_drivers
 from pgdyno.targets.local import LocalServer
 from tests.conftest import interruptible, make_shared_dir, run_cli_here
 from tests.recompute import recompute
@@ -78,6 +79,37 @@ def drivers():
         listing.write_text("# the load generators\n" + "".join(f"{h.destination}\n"
                                                                for h in hosts))
         yield hosts, config, listing, base
+
+
+SYSTEM_PYTHON = Path("/usr/bin/python3")
+
+
+@contextlib.contextmanager
+def pgdyno_on(host: SshHost):
+    """This pgdyno in the host's ~/.local/bin (where ``pip install --user`` puts it), so
+    that the driver bins its own logs, until the block ends. The test's interpreter may sit
+    where that user cannot read (a pyenv under /root): the system's python3 of the same
+    version runs this checkout's source with this environment's packages."""
+    import sysconfig
+
+    import pgdyno
+
+    said = subprocess.run([str(SYSTEM_PYTHON), "-c", "import sys; print(sys.version_info[:2])"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    assert said == str(sys.version_info[:2]), f"{SYSTEM_PYTHON} is {said}"
+    source = Path(pgdyno.__file__).parents[1]
+    local_bin = host.home / ".local" / "bin"
+    local_bin.mkdir(parents=True, exist_ok=True)
+    script = local_bin / "pgdyno"
+    script.write_text(f"#!/bin/sh\nPYTHONPATH={source}:{sysconfig.get_paths()['purelib']} "
+                      f"exec {SYSTEM_PYTHON} -m pgdyno \"$@\"\n")
+    script.chmod(0o755)
+    for path in (host.home / ".local", local_bin, script):
+        os.chown(path, _uid(host), -1)
+    try:
+        yield
+    finally:
+        script.unlink()
 
 
 def _bench(listing: Path, config: Path, results: Path, duration: int, dsn: str) -> list[str]:
@@ -137,8 +169,9 @@ def test_two_drivers_merged_exactly(drivers, dsn: str, workdir: Path) -> None:
     # A script that records each client's :client_id, mixed into TPC-B.
     seen = base / "seen.sql"
     seen.write_text("INSERT INTO public.drivers_seen VALUES (:client_id);\n")
-    out = run_cli_here([*_bench(listing, config, results, 4, dsn), "--script", f"{seen}@1"],
-                       workdir, env={"PGDYNO_LIVE_LOG": "1"})
+    with pgdyno_on(hosts[0]):  # host-a bins its logs; host-b's are fetched and binned here
+        out = run_cli_here([*_bench(listing, config, results, 4, dsn), "--script",
+                            f"{seen}@1"], workdir, env={"PGDYNO_LIVE_LOG": "1"})
     assert out.returncode == 0, out.stderr[-3000:]
     # Client ids run across the drivers (TPROC-C's home warehouses, OLTP's slices rely on
     # them): 2 clients on each of 2 drivers are clients 0 to 3, not 0 and 1 twice.
@@ -150,8 +183,8 @@ def test_two_drivers_merged_exactly(drivers, dsn: str, workdir: Path) -> None:
     it = json.loads((run / "summary.json").read_text())["iterations"][0]
     it_dir = run / "raw" / "pgbench" / "c4-i1"
     recorded = json.loads((it_dir / "drivers.json").read_text())["drivers"]
-    assert [(d["name"], d["clients"], d["status"]) for d in recorded] == [
-        ("host-a", 2, "ok"), ("host-b", 2, "ok")]
+    assert [(d["name"], d["clients"], d["status"], d["binned_on"]) for d in recorded] == [
+        ("host-a", 2, "ok", "driver"), ("host-b", 2, "ok", "here")]
     # Each driver's seconds from its own launch, over the window the merge used.
     per_driver = {d["name"]: recompute(_driver_logs(it_dir, d["name"]), it["warmup_s"],
                                        it["duration_s"], d["origin_epoch"]) for d in recorded}
@@ -182,9 +215,10 @@ def _live_line_is_the_drivers_seconds(it_dir: Path, names: list[str]) -> None:
             if line.startswith("progress: "):
                 words = line.replace(",", "").split()
                 reported.setdefault(words[1], {})[name] = (float(words[3]), float(words[6]))
+    # Lines before the drivers' first second hold the database host's CPU alone.
     shown = [line for line in (it_dir / "live.log").read_text().splitlines()
-             if not line.startswith("#")]
-    assert len(shown) >= 3, shown
+             if line[:1].isdigit()]
+    assert len(shown) >= 3, (it_dir / "live.log").read_text()
     for line in shown:
         second, _, rest = line.partition(" s: ")
         seen = reported[f"{second}.0"]
@@ -358,6 +392,58 @@ def test_latency_limit_skips_summed_over_the_drivers(drivers, dsn: str, workdir:
     _left_behind(hosts)
 
 
+@pytest.mark.server
+def test_a_driver_with_pgdyno_bins_its_logs_and_keeps_them_there(drivers, tmp_path: Path,
+                                                                  monkeypatch) -> None:
+    """pgdyno on the driver bins a log there; only the per-second files come back when the
+    logs are not kept, and the driver's directory is gone. A pgdyno of another version
+    there bins nothing (its files might not be what this one reads)."""
+    from pgdyno.targets.drivers import DriverHost, connect, find_pgdyno
+
+    hosts, config, _listing, _base = drivers
+    conn = connect(DriverHost("host-a", hosts[0].destination, config))
+    try:
+        with pgdyno_on(hosts[0]):
+            find_pgdyno(conn)
+            assert conn.pgdyno == f"{hosts[0].home}/.local/bin/pgdyno"
+            count = _bin_a_log_there(conn, hosts[0], tmp_path)
+            from pgdyno.workloads.engine import drivers as engine
+
+            monkeypatch.setattr(engine, "__version__", "0.0.0-another")
+            assert _bin_a_log_there(conn, hosts[0], tmp_path / "another") is None
+        assert count == 13
+        local = tmp_path / "drivers" / "host-a"
+        assert sorted(p.name for p in local.iterdir()) == ["latency.hlog", "seconds.csv"]
+        rows = (local / "seconds.csv").read_text().splitlines()
+        assert [r.split(",")[:4] for r in rows[1:]] == [["0", "0", "5", "0"],
+                                                       ["1", "0", "7", "0"],
+                                                       ["2", "0", "0", "1"]]
+        assert not (hosts[0].home / "bin-test").exists()
+    finally:
+        conn.transport.close()
+
+
+def _bin_a_log_there(conn: DriverConnection, host: SshHost, tmp_path: Path) -> int | None:
+    """A log written on the driver, binned there, fetched without it: its count."""
+    from pgdyno.analysis.merge import DriverRecord
+    from pgdyno.analysis.per_second import LogLayout
+    from pgdyno.workloads.engine import drivers as engine
+
+    # 5 transactions ending in second 0, 7 in second 1, 1 failed in second 2 of 1000.0.
+    log = "".join(f"0 {k} {100 + k} 0 1000 {k * 1000}\n" for k in range(5))
+    log += "".join(f"1 {k} {200 + k} 0 1001 {k * 1000}\n" for k in range(7))
+    log += "1 7 failed 0 1002 5\n"
+    remote = f"{host.home}/bin-test"
+    assert conn.transport.run(f"mkdir -p {remote} && cat > {remote}/tx.42",
+                              input_text=log).returncode == 0
+    session = engine._Session(conn, DriverRecord("host-a", "", 2, 1, "drivers/host-a",
+                                                 origin_epoch=1000.0), remote, "",
+                              engine._ProgressLog(tmp_path / "p.jsonl", 1))
+    count = engine._bin_there(session, LogLayout(has_lag=False, has_retries=False), None)
+    assert engine._fetch_driver(session, tmp_path, logs=False)
+    return count
+
+
 def _skipped_in(logs: list[Path], start: float, seconds: int) -> int:
     """Lines of pgbench's logs marked ``skipped`` that ended inside [start, start+seconds)."""
     count = 0
@@ -482,34 +568,26 @@ def test_drivers_option_checked_in_bench_and_campaigns(tmp_path: Path) -> None:
 
 def test_an_inventory_group_selects_drivers_or_is_refused(tmp_path: Path) -> None:
     """Bare host names under group lines are an inventory, not SSH destinations; a group
-    keeps its hosts and its children's; an unknown or empty group names the groups there."""
+    keeps its hosts and its children's; an empty (or unknown) group refuses the run before
+    anything starts, naming the groups there."""
     inventory = tmp_path / "hosts.ini"
     inventory.write_text("[drivers]\ngen1\ngen2\n[drivers:children]\nlate\n[late]\ngen3\n"
                          "[empty]\n[db]\ndb1\n")
     assert [h.name for h in read_drivers(inventory, group="drivers")] == [
         "gen1", "gen2", "gen3"]
-    with pytest.raises(UsageError) as refused:
-        read_drivers(inventory, group="empty")
-    assert str(refused.value) == (
-        f"--drivers-group empty: no host of --drivers {inventory} is in such a group; "
-        "accepted: its groups with hosts: db, drivers, late")
+    results = tmp_path / "results"
+    out = run_cli_here(["bench", "tpcb", "--drivers", str(inventory), "--drivers-group",
+                        "empty", "--clients", "4", "--results-dir", str(results)],
+                       tmp_path / "work")
+    assert out.returncode == 2
+    assert out.stderr.strip().splitlines() == [
+        f"pgdyno: error: --drivers-group empty: no host of --drivers {inventory} is in such "
+        "a group; accepted: its groups with hosts: db, drivers, late"]
+    assert not results.exists() and not (tmp_path / "work").exists()
     listing = tmp_path / "drivers.txt"
     listing.write_text("bench@gen1\n")
     with pytest.raises(UsageError, match="lists SSH destinations, which have no groups"):
         read_drivers(listing, group="drivers")
-
-
-def test_an_unknown_drivers_group_starts_nothing(tmp_path: Path) -> None:
-    inventory = tmp_path / "hosts.ini"
-    inventory.write_text("[drivers]\ngen1\ngen2\n")
-    results = tmp_path / "results"
-    out = run_cli_here(["bench", "tpcb", "--drivers", str(inventory), "--drivers-group", "gens",
-                        "--clients", "4", "--results-dir", str(results)], tmp_path / "work")
-    assert out.returncode == 2
-    assert out.stderr.strip().splitlines() == [
-        f"pgdyno: error: --drivers-group gens: no host of --drivers {inventory} is in such a "
-        "group; accepted: its groups with hosts: drivers"]
-    assert not results.exists() and not (tmp_path / "work").exists()
 
 
 def test_the_live_line_sums_the_drivers_seconds(tmp_path: Path) -> None:
@@ -518,16 +596,19 @@ def test_the_live_line_sums_the_drivers_seconds(tmp_path: Path) -> None:
     from pgdyno.runner.iterations import live_text
     from pgdyno.runner.live import LiveModel
 
-    lines = [("a", 1.0, 100.0, 2.0), ("b", 1.0, 110.0, 3.5), ("a", 2.0, 120.0, 1.5)]
-    (tmp_path / PROGRESS_NAME).write_text("".join(
-        json.dumps({"driver": d, "t": t, "tps": tps, "lat_ms": lat}) + "\n"
-        for d, t, tps, lat in lines))
+    def line(driver: str, t: float, tps: float, lat: float) -> str:
+        return json.dumps({"driver": driver, "of": 2, "t": t, "tps": tps, "lat_ms": lat}) + "\n"
+
+    (tmp_path / PROGRESS_NAME).write_text(line("a", 1.0, 100.0, 2.0))
     model = LiveModel(tmp_path, last_second=4)
+    assert model.update().tps is None  # b has not reported its first second yet
+    with (tmp_path / PROGRESS_NAME).open("a") as fh:
+        fh.write(line("b", 1.0, 110.0, 3.5) + line("a", 2.0, 120.0, 1.5))
     fig = model.update()
     assert (fig.elapsed_s, fig.tps, fig.worst_mean_ms, fig.drivers) == (1, 210.0, 3.5, 2)
     assert live_text(fig) == "1 s: 210 tps on 2 drivers, worst driver's mean 3.50 ms"
     with (tmp_path / PROGRESS_NAME).open("a") as fh:  # b's second 2 arrives
-        fh.write(json.dumps({"driver": "b", "t": 2.0, "tps": 90.0, "lat_ms": 1.25}) + "\n")
+        fh.write(line("b", 2.0, 90.0, 1.25))
     fig = model.update()
     assert (fig.elapsed_s, fig.tps, fig.worst_mean_ms) == (2, 210.0, 1.5)
     model.close()

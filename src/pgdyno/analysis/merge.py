@@ -35,15 +35,17 @@ from pgdyno.analysis.pgbench_log import LogStats, Seconds, read_kept_seconds, st
 from pgdyno.errors import UsageError
 
 DRIVERS_NAME = "drivers.json"
-DRIVERS_SCHEMA_VERSION = 1
+DRIVERS_SCHEMA_VERSION = 2
+READS_DRIVERS_SCHEMAS = (1, 2)
+"""Version 1 had no ``binned_on`` (every driver's logs were binned here)."""
 TELEMETRY_NAME = "telemetry.jsonl"
 AT_LIMIT_PCT = 90.0
 """A driver's second counts as at its CPU limit when pgbench used this share of what it
 could use (the driver-bound verdict's threshold, second by second)."""
 PROGRESS_NAME = "drivers_progress.jsonl"
 """Beside ``drivers.json``: each driver's ``pgbench -P 1`` lines as they arrived during the
-iteration (``{"driver", "t", "tps", "lat_ms"}``, ``t`` the end of the second since that
-driver's launch), for the live view."""
+iteration (``{"driver", "of", "t", "tps", "lat_ms"}``: ``of`` the iteration's number of
+drivers, ``t`` the end of the second since that driver's launch), for the live view."""
 
 
 @dataclass
@@ -63,6 +65,8 @@ class DriverRecord:
     pgbench's exit); ``stopped`` (stopped because another driver failed)."""
     returncode: int | None = None
     note: str = ""
+    binned_on: str = "here"
+    """Where its logs were binned: ``driver`` (pgdyno there) or ``here`` (fetched whole)."""
 
 
 @dataclass
@@ -138,9 +142,9 @@ def read_drivers_file(it_dir: Path) -> DriversFile | None:
     if not path.is_file():
         return None
     data = json.loads(path.read_text())
-    if data.get("schema_version") != DRIVERS_SCHEMA_VERSION:
+    if data.get("schema_version") not in READS_DRIVERS_SCHEMAS:
         raise UsageError(f"{path}: schema version {data.get('schema_version')}; this pgdyno "
-                         f"reads {DRIVERS_SCHEMA_VERSION}")
+                         f"reads {', '.join(map(str, READS_DRIVERS_SCHEMAS))}")
     return serde.from_dict(DriversFile, data)
 
 

@@ -38,6 +38,31 @@ def register(app: typer.Typer) -> None:
     app.command("bench", help=_bench_help())(_bench_command())
     app.command("report")(report)
     app.command("runs")(runs)
+    app.command("driver-bin", hidden=True)(driver_bin)
+
+
+def driver_bin(
+    directory: Path = typer.Argument(..., help="the iteration's directory on this driver"),
+    origin: float = typer.Option(..., help="the epoch pgbench was launched at here"),
+    lag: bool = typer.Option(False, help="the logs have a schedule-lag column (--rate)"),
+    retries: bool = typer.Option(False, help="the logs have a retries column"),
+    latency_limit: float | None = typer.Option(None, help="--latency-limit of the run, ms"),
+    expect_version: str | None = typer.Option(None, help="refuse unless pgdyno is this "
+                                              "version (the files are read by that one)"),
+) -> None:
+    """On a driver host of --drivers: bin pgbench's logs in DIRECTORY into its per-second
+    files (seconds.csv, latency.hlog), and print how many transactions they held."""
+    from pgdyno import __version__
+    from pgdyno.analysis.per_second import LogLayout
+    from pgdyno.workloads.engine.drivers import bin_driver_logs
+
+    if expect_version is not None and expect_version != __version__:
+        raise UsageError(f"driver-bin --expect-version {expect_version}: this pgdyno is "
+                         f"{__version__}")
+    if not directory.is_dir():
+        raise UsageError(f"driver-bin {directory}: no such directory")
+    typer.echo(bin_driver_logs(directory, origin, LogLayout(has_lag=lag, has_retries=retries),
+                               latency_limit))
 
 
 def _bench_help() -> str:

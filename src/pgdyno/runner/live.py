@@ -146,7 +146,8 @@ class LiveModel:
         self.progress = _Follower(it_dir / PROGRESS_NAME)
         self.by_driver: dict[int, dict[str, tuple[float, float]]] = {}
         """--drivers: second -> driver -> (its TPS, its mean latency in ms)."""
-        self.driver_names: set[str] = set()
+        self.drivers = 0
+        """How many drivers the iteration has (each second waits for all of them)."""
         self.ok: dict[int, int] = {}
         self.latency: dict[int, HdrHistogram] = {}
         self.busy: float | None = None
@@ -172,10 +173,11 @@ class LiveModel:
                 entry = json.loads(line)
                 second = round(float(entry["t"])) - 1  # -P's label is the second's end
                 name, tps, lat = str(entry["driver"]), float(entry["tps"]), float(entry["lat_ms"])
+                drivers = int(entry["of"])
             except (ValueError, KeyError, TypeError):
                 continue
             if self._wanted(second):
-                self.driver_names.add(name)
+                self.drivers = max(self.drivers, drivers)
                 self.by_driver.setdefault(second, {})[name] = (tps, lat)
         for second in sorted(self.by_driver)[:-KEPT_SECONDS]:
             del self.by_driver[second]
@@ -183,7 +185,7 @@ class LiveModel:
     def _drivers_figures(self) -> tuple[int, float, float] | None:
         """(second, TPS summed, worst mean latency) of the newest second every driver
         reported; None before the first."""
-        whole = [s for s, seen in self.by_driver.items() if len(seen) == len(self.driver_names)]
+        whole = [s for s, seen in self.by_driver.items() if len(seen) >= self.drivers]
         if not whole:
             return None
         newest = max(whole)
@@ -250,7 +252,7 @@ class LiveModel:
             return LiveFigures(
                 elapsed_s=second + 1, tps=tps, p99_ms=None, p99_seconds=0,
                 cpu_busy_pct=self.busy, wait_class=wait_class, wait_share_pct=share,
-                drivers=len(self.driver_names), worst_mean_ms=worst)
+                drivers=self.drivers, worst_mean_ms=worst)
         return LiveFigures(
             elapsed_s=newest + 1 if newest is not None else None,
             tps=float(self.ok[newest]) if newest is not None else None,

@@ -206,6 +206,10 @@ class DriverConnection:
     machine: str = ""
     cores: int = 1
     pgbench: str = ""
+    pgdyno: str = ""
+    """pgdyno on the driver (its PATH or ~/.local/bin), which bins pgbench's logs there when
+    it is this version (``pgdyno driver-bin --expect-version``); '': none, its logs are
+    fetched whole and binned here."""
     scratch: str = ""
     """This run's directory on the driver (scripts, logs), removed when the run ends."""
     opened: bool = field(default=False, repr=False)
@@ -245,6 +249,21 @@ def install_pgbench(conn: DriverConnection, install: PgInstall) -> None:
         copy_embedded(conn.transport, install, root, lambda script: script,
                       f"--drivers {conn.host.name}")
     conn.pgbench = f"{root}/{EMBEDDED_BIN}/pgbench"
+
+
+FIND_PGDYNO = """\
+for p in "$(command -v pgdyno 2>/dev/null)" "$HOME/.local/bin/pgdyno"; do
+  if [ -n "$p" ] && [ -x "$p" ]; then printf '%s\\n' "$p"; exit 0; fi
+done"""
+
+
+def find_pgdyno(conn: DriverConnection) -> None:
+    """pgdyno on the driver, if any (its version is checked where it is used: starting it
+    once more here would cost every run a second or so)."""
+    proc = conn.transport.run(FIND_PGDYNO, timeout_s=60)
+    lines = proc.stdout.splitlines()
+    if proc.returncode == 0 and lines:
+        conn.pgdyno = lines[0].strip()
 
 
 def make_scratch(conn: DriverConnection, name: str) -> None:
@@ -339,6 +358,7 @@ def open_pool(source: Path, ssh_config: Path | None, install: PgInstall, run_nam
             pool.connections.append(connect(host))
         for conn in pool.connections:
             install_pgbench(conn, install)
+            find_pgdyno(conn)
             make_scratch(conn, run_name)
     except BaseException:
         pool.close()

@@ -17,9 +17,12 @@ one driver fails (pgbench exits non-zero) or is lost (its connection ends before
 exit code), every other driver is told to stop, what each left is fetched, and the
 iteration fails with its partial data kept.
 
-After the iteration every driver's directory is fetched (a tar through the connection)
-into ``drivers/<name>/`` of the iteration and its logs are binned into its own per-second
-files, counted from its own launch; ``drivers.json`` says who ran what and how it ended.
+After the iteration each driver's logs are binned into its own per-second files, counted
+from its own launch: on the driver by ``pgdyno driver-bin`` where pgdyno of this version is
+there (only the binned files come back, the logs too when ``--tx-logs`` keeps them), else
+here after its whole directory is fetched. Either way the driver's directory comes as a tar
+through the connection into ``drivers/<name>/`` of the iteration and is removed from the
+driver; ``drivers.json`` says who ran what, where it was binned and how it ended.
 ``analysis.merge`` makes one result of them.
 """
 
@@ -37,6 +40,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from pgdyno import __version__
 from pgdyno.analysis.merge import (
     DRIVERS_SCHEMA_VERSION,
     PROGRESS_NAME,
@@ -197,7 +201,8 @@ class _ProgressLog:
         if match is None:
             return
         t, tps = float(match["t"]), float(match["tps"])
-        entry = {"driver": driver, "t": t, "tps": tps, "lat_ms": float(match["lat"])}
+        entry = {"driver": driver, "of": self.drivers, "t": t, "tps": tps,
+                 "lat_ms": float(match["lat"])}
         with self.lock:
             with self.path.open("a") as fh:
                 fh.write(json.dumps(entry) + "\n")
@@ -429,12 +434,12 @@ def _fail(bad: _Session, sessions: list[_Session]) -> str:
 def _collect(sessions: list[_Session], it_dir: Path, ctx: RunContext,
              record: IterationRecord, failure: str,
              compress: Callable[[Path, Path, list[str]], None], interrupted: bool) -> None:
-    """Each driver's files fetched and binned, its outcome in ``drivers.json``; the
+    """Each driver's logs binned (on the driver where pgdyno is there, else here after
+    fetching them whole), its files fetched, its outcome in ``drivers.json``; the
     iteration's stdout/stderr hold every driver's, each under its name. After a Ctrl-C
     every driver was stopped, none failed."""
     opts = ctx.opts
     layout = LogLayout(has_lag=opts.has_lag_column, has_retries=opts.has_retries_column)
-    out, err = [], []
     for s in sessions:
         rec = s.record
         rec.origin_epoch, rec.returncode = s.launched, s.exit_code
@@ -442,23 +447,33 @@ def _collect(sessions: list[_Session], it_dir: Path, ctx: RunContext,
             rec.status, rec.note = "stopped", "stopped by Ctrl-C"
         elif rec.status == "ok" and s.exit_code != 0:
             rec.status = "lost" if s.exit_code is None else "failed"
-        local = it_dir / rec.directory
-        local.mkdir(parents=True, exist_ok=True)
-        try:
-            _fetch(s.conn, s.remote_dir, local)
-        except (OSError, subprocess.SubprocessError, tarfile.TarError) as exc:
-            rec.note = f"its files could not be fetched: {exc}"
-            continue
-        out.append(f"# driver {rec.name}\n" + _text(local / "stdout.txt"))
-        err.append(f"# driver {rec.name}\n" + _text(local / "stderr.txt"))
-        if rec.origin_epoch is not None:
-            record.transactions_logged = (record.transactions_logged or 0) + _bin(
-                local, rec.origin_epoch, layout, opts.latency_limit_ms)
+    counts: dict[str, int] = {}
+    for s in sessions:  # only the counts come back; the logs stay there for now
+        if s.conn.pgdyno and s.record.origin_epoch is not None:
+            count = _bin_there(s, layout, opts.latency_limit_ms)
+            if count is not None:
+                counts[s.record.name], s.record.binned_on = count, "driver"
+    fetched = {s.record.name: _fetch_driver(s, it_dir, logs=True) for s in sessions
+               if s.record.binned_on != "driver"}
+    for s in sessions:
+        if fetched.get(s.record.name) and s.record.origin_epoch is not None:
+            counts[s.record.name] = bin_driver_logs(
+                it_dir / s.record.directory, s.record.origin_epoch, layout,
+                opts.latency_limit_ms)
+    record.transactions_logged = sum(counts.values()) if counts else None
+    keep = opts.tx_log_cap is None or (record.transactions_logged or 0) <= opts.tx_log_cap
+    for s in sessions:  # every driver's logs kept, or none: --tx-logs counts them all
+        if s.record.binned_on == "driver":
+            fetched[s.record.name] = _fetch_driver(s, it_dir, logs=keep)
+    out, err = [], []
+    for s in sessions:
+        local = it_dir / s.record.directory
+        if fetched[s.record.name]:
+            out.append(f"# driver {s.record.name}\n" + _text(local / "stdout.txt"))
+            err.append(f"# driver {s.record.name}\n" + _text(local / "stderr.txt"))
         record.latency_files.extend(
             str(p.relative_to(ctx.run_dir.path)) for p in sorted(local.glob("seconds.csv")))
-    for s in sessions:  # every driver's logs kept, or none: --tx-logs counts them all
-        _keep_logs(it_dir / s.record.directory, ctx.run_dir.path, record, opts.tx_log_cap,
-                   compress)
+        _keep_logs(local, ctx.run_dir.path, record, opts.tx_log_cap, compress)
     launched = [s.launched for s in sessions if s.launched is not None]
     record.origin_epoch = min(launched) if launched else None
     (it_dir / "stdout.txt").write_text("".join(out))
@@ -471,10 +486,45 @@ def _collect(sessions: list[_Session], it_dir: Path, ctx: RunContext,
                                            first_failure=failure.split(" ", 1)[0]))
 
 
-def _fetch(conn: DriverConnection, remote_dir: str, local: Path) -> None:
+def _bin_there(s: _Session, layout: LogLayout, latency_limit_ms: float | None) -> int | None:
+    """pgdyno on the driver bins its logs into its own per-second files (``pgdyno
+    driver-bin``); their transaction count, or None (noted) when it could not."""
+    args = [s.conn.pgdyno, "driver-bin", s.remote_dir, "--origin", repr(s.record.origin_epoch),
+            "--expect-version", __version__]
+    args += ["--lag"] if layout.has_lag else []
+    args += ["--retries"] if layout.has_retries else []
+    if latency_limit_ms is not None:
+        args += ["--latency-limit", repr(latency_limit_ms)]
+    try:
+        proc = s.conn.transport.run(" ".join(shlex.quote(a) for a in args),
+                                    timeout_s=FETCH_TIMEOUT_S)
+        if proc.returncode == 0:
+            return int(proc.stdout.split()[-1])
+        said = (proc.stderr.strip().splitlines() or [f"exit {proc.returncode}"])[-1]
+    except (OSError, subprocess.SubprocessError, ValueError, IndexError) as exc:
+        said = str(exc)
+    s.record.note = f"pgdyno on the driver could not bin its logs ({said}); fetched whole"
+    return None
+
+
+def _fetch_driver(s: _Session, it_dir: Path, logs: bool) -> bool:
+    """The driver's iteration directory fetched (its per-transaction logs only when
+    ``logs``) and removed there; False (noted) when it could not be."""
+    local = it_dir / s.record.directory
+    local.mkdir(parents=True, exist_ok=True)
+    try:
+        _fetch(s.conn, s.remote_dir, local, logs)
+    except (OSError, subprocess.SubprocessError, tarfile.TarError) as exc:
+        s.record.note = f"its files could not be fetched: {exc}"
+        return False
+    return True
+
+
+def _fetch(conn: DriverConnection, remote_dir: str, local: Path, logs: bool = True) -> None:
     """The driver's iteration directory, as a tar through the connection."""
+    exclude = "" if logs else "--exclude='./tx.*' "
     proc = subprocess.Popen(conn.transport.remote_command(
-        f"cd {shlex.quote(remote_dir)} && tar -cf - . && cd / && rm -rf "
+        f"cd {shlex.quote(remote_dir)} && tar -cf - {exclude}. && cd / && rm -rf "
         f"{shlex.quote(remote_dir)}"), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
         stderr=subprocess.PIPE)
     assert proc.stdout is not None
@@ -488,9 +538,10 @@ def _fetch(conn: DriverConnection, remote_dir: str, local: Path) -> None:
         raise OSError(f"tar on the driver exited with {proc.returncode}")
 
 
-def _bin(directory: Path, origin: float, layout: LogLayout,
-         latency_limit_ms: float | None) -> int:
-    """A driver's logs into its own ``seconds.csv`` and ``latency.hlog``; its transactions."""
+def bin_driver_logs(directory: Path, origin: float, layout: LogLayout,
+                    latency_limit_ms: float | None) -> int:
+    """A driver's logs into its own ``seconds.csv`` and ``latency.hlog``; its transactions.
+    Run here on fetched logs, or on the driver by ``pgdyno driver-bin``."""
     binner = SecondBinner(origin, layout, latency_limit_ms)
     count = 0
     for path in sorted(directory.glob("tx.*")):
