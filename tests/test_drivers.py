@@ -378,7 +378,7 @@ def test_latency_limit_skips_summed_over_the_drivers(drivers, dsn: str, workdir:
     transactions already late at their scheduled start, on every driver."""
     hosts, config, listing, base = drivers
     results = base / "limited"
-    out = run_cli_here([*_bench(listing, config, results, 2, dsn), "--rate", "40000",
+    out = run_cli_here([*_bench(listing, config, results, 1, dsn), "--rate", "40000",
                         "--latency-limit", "1", "--no-telemetry"], workdir)
     assert out.returncode == 0, out.stderr[-3000:]
     run = _run_dir(results)
