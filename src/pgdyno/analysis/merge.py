@@ -106,7 +106,7 @@ class DriverLoad:
     throttled_pct: float | None = None
     """Share of the window pgbench's cgroup was throttled by cpu.max (None: no limit)."""
     seconds: int = 0
-    """Sampled intervals inside the window."""
+    """Sampled intervals whose middle is inside the window."""
     seconds_at_limit: int = 0
     """Of them, those in which pgbench used ``AT_LIMIT_PCT`` or more of its capacity."""
     series: list[DriverSample] = field(default_factory=list)
@@ -262,7 +262,7 @@ def driver_load(path: Path, rec: DriverRecord, start: float, end: float) -> Driv
     series = [x for p, q in zip(samples, samples[1:], strict=False)
               if (x := _interval(p, q, rec.origin_epoch or 0.0)) is not None]
     in_window = [x for p, q in zip(inside, inside[1:], strict=False)
-                 if (x := _interval(p, q, 0.0)) is not None]
+                 if (x := _interval(p, q, 0.0)) is not None and start <= x.t_s < end]
     return DriverLoad(
         name=rec.name, pgbench_cores=round(whole.pgbench_cores, 4), capacity_cores=capacity,
         pgbench_pct=round(100.0 * whole.pgbench_cores / capacity, 2) if capacity else 0.0,

@@ -27,14 +27,15 @@ def drivers_sections(iterations: list[IterationSummary], plots_dir: Path,
     ran = [it for it in iterations if it.drivers]
     if not ran:
         return []
-    rows = [[str(it.clients), str(it.iteration), *_row(d)] for it in ran for d in it.drivers]
+    rows = [[f"c{it.clients}-i{it.iteration}", *_row(d)] for it in ran for d in it.drivers]
     section = Section("Driver hosts", paragraphs=[
         "The load ran on these hosts; the figures above are merged from their logs (TPS "
         "summed second by second, latency from their histograms added). Each row is one "
-        "driver over the window every driver of its iteration covered; pgbench's CPU is "
+        "driver over the window every driver of its iteration covered (c4-i2: 4 clients in "
+        "all, iteration 2); pgbench's CPU is "
         "against what it could use (its threads, its host's cores, its cgroup's cpu.max), "
         "\"at limit\" the seconds it used 90% or more of it. " + NETWORK_NOTE],
-        tables=[Table(["clients", "iteration", "driver", "its clients", "status",
+        tables=[Table(["iteration", "driver", "clients", "status",
                        "transactions", "TPS", "p99 ms", "failed", "retried", "pgbench cores",
                        "pgbench CPU", "at limit", "host CPU busy", "run queue",
                        "network MiB/s", "throttled"], rows)])
