@@ -27,7 +27,9 @@ from pgdyno.compare.blocks import (
     BlockPlan,
     Stopper,
     choose_design,
+    no_pilot_why,
     pilot_choice,
+    pilot_fits,
     schedule,
 )
 from pgdyno.compare.paired import (
@@ -263,6 +265,23 @@ def test_the_pilot_picks_the_design_that_narrows_faster() -> None:
     assert pilot_choice({INTERLEAVED: (2.0, 12.0), DUET: (4.0, 6.0)})[0] == INTERLEAVED
     assert pilot_choice({INTERLEAVED: (2.0, 6.0), DUET: (2.0, 6.0)})[0] == INTERLEAVED
     assert pilot_choice({INTERLEAVED: (2.0, 6.0), DUET: (math.inf, 6.0)})[0] == INTERLEAVED
+
+
+def test_the_pilot_runs_only_where_it_leaves_the_budget_most_of_its_time(
+        tmp_path: Path) -> None:
+    from pgdyno.runner.options import build_options
+
+    # 5 s blocks after 1 s: 4 interleaved pairs (8 blocks) and 4 duet pairs (4 blocks) of
+    # 7 s each with a block's checkpoint and cue: 84 s.
+    opts = build_options("tpcb", scale=1, clients="2", duration=5, warmup=1,
+                         workdir=tmp_path)
+    assert pilot_fits(BlockPlan(design="auto", pairs=4), opts)  # on top of the pairs
+    assert pilot_fits(BlockPlan(design="auto", pairs=4, budget_s=336), opts)
+    short = BlockPlan(design="auto", pairs=4, budget_s=90)
+    assert not pilot_fits(short, opts)
+    assert no_pilot_why(short, opts).startswith(
+        "auto: both servers fit here, but a pilot of both block designs would take about "
+        "84 s of the 90 s budget (more than 25%), so interleaved without one")
 
 
 @pytest.mark.parametrize("args, message", [

@@ -64,6 +64,12 @@ MIN_PAIRS_TO_STOP = 4
 PILOT_PAIRS = 4
 """``--design auto``: pairs of each block design run first, to pick the one that gives the
 narrower interval in the time; they are left out of the comparison's figures."""
+PILOT_SHARE = 0.25
+"""The most of a budget the pilot may take: with less left, the pilot would choose a design
+for a comparison too short to use it (a 90 s budget of 5 s blocks left two pairs after
+it), so auto picks interleaved without one."""
+BLOCK_OVERHEAD_S = 1.0
+"""A block's cost beyond its warm-up and window (its CHECKPOINT, the cue): for planning."""
 SIDE_STOP_WAIT_S = 120.0
 """How long a side may take to stop its server and write its report once told to."""
 
@@ -411,7 +417,8 @@ class BlockComparison:
     def _most_blocks(self) -> int:
         """Blocks a side may run: the pairs asked, or as many as the budget could hold,
         and the pilot's (``--design auto``)."""
-        pilot = 2 * PILOT_PAIRS if self.plan.design == AUTO else 0
+        pilot = (2 * PILOT_PAIRS if self.plan.design == AUTO
+                 and pilot_fits(self.plan, self.base) else 0)
         if self.plan.budget_s is None:
             return self.plan.pairs + pilot
         per_block = max(1, self.base.duration_s + self.base.warmup_s)
@@ -526,7 +533,9 @@ class BlockComparison:
     # ----- the blocks -----------------------------------------------------------------------
     def _measure(self) -> None:
         started = time.monotonic()
-        design = self._pilot() if self.plan.design == AUTO else self.plan.design
+        design = self.plan.design
+        if design == AUTO:
+            design = self._pilot() if pilot_fits(self.plan, self.base) else self._no_pilot()
         first = self.record.pilot_pairs + 1
         orders = schedule(self._most_blocks() - self.record.pilot_pairs, design, self.rng)
         stopper = Stopper(self.plan, self.direction)
@@ -580,6 +589,11 @@ class BlockComparison:
         self.record.design, self.record.why = pilot_choice(spread)
         self.say(self.record.why)
         return self.record.design
+
+    def _no_pilot(self) -> str:
+        self.record.design, self.record.why = INTERLEAVED, no_pilot_why(self.plan, self.base)
+        self.say(self.record.why)
+        return INTERLEAVED
 
     def _out_of_budget(self, elapsed: float, pair_s: list[float]) -> bool:
         """Whether another pair would end after the budget (never before the first)."""
@@ -702,6 +716,25 @@ def _is_default_archive_dir(opts: BenchOptions) -> bool:
     given = opts.target.archive_dir
     return given is not None and opts.target.workdir is not None and (
         Path(given) == (Path(opts.target.workdir) / "archive").absolute())
+
+
+def pilot_seconds(opts: BenchOptions) -> float:
+    """About how long the pilot takes: PILOT_PAIRS interleaved pairs (two blocks each)
+    and PILOT_PAIRS duet pairs (one block each)."""
+    return 3 * PILOT_PAIRS * (opts.warmup_s + opts.duration_s + BLOCK_OVERHEAD_S)
+
+
+def pilot_fits(plan: BlockPlan, opts: BenchOptions) -> bool:
+    """Whether ``auto`` may run its pilot: always without a budget (its pairs come on top
+    of the pairs asked), else when it takes at most PILOT_SHARE of the budget."""
+    return plan.budget_s is None or pilot_seconds(opts) <= PILOT_SHARE * plan.budget_s
+
+
+def no_pilot_why(plan: BlockPlan, opts: BenchOptions) -> str:
+    return (f"auto: both servers fit here, but a pilot of both block designs would take about "
+            f"{pilot_seconds(opts):.0f} s of the {plan.budget_s:.0f} s budget (more than "
+            f"{PILOT_SHARE:.0%}), so interleaved without one: each side alone in its "
+            "blocks, which assumes nothing of how the two share the machine")
 
 
 def pilot_choice(spread: dict[str, tuple[float, float]]) -> tuple[str, str]:
