@@ -10,9 +10,13 @@ validation of the winner against pgtune and tuned:
    (128 MB): scale 50 is about 785 MB.
 2. TPROC-C (write-heavy OLTP), 4 warehouses, 8 virtual users.
 
-Run it on a quiet machine (every trial is a real run). At the defaults one search takes
-about two hours: 20 trials of 20 s, the re-runs and the short comparison (about 30 min),
-then the validation: 30 min of load per config, three configs (90 min):
+Run it on a quiet machine (every trial is a real run). By default each trial after the
+first is measured against the incumbent in interleaved blocks (`--trial-design auto`);
+`--trial-design runs` gives each trial one run of its own, as searches did before, for a
+comparison. At the defaults one search takes about two hours with trials of runs: 20
+trials of 20 s, the re-runs and the short comparison (about 30 min), then the validation:
+30 min of load per config, three configs (90 min); trials in blocks measure the incumbent
+too, about twice the trials' time:
 
     .venv/bin/python bench/search_goal.py --only tpcb --results-dir /var/tmp/goal
 
@@ -50,8 +54,11 @@ GOALS = {"pgtune": 10.0, "tuned": 5.0}
 """Least change in %, with the 95% interval above zero, against each baseline."""
 
 
-def search_name(name: str, quick: bool) -> str:
-    return f"goal-{name}{'-quick' if quick else ''}"
+def search_name(name: str, quick: bool, trial_design: str = "auto") -> str:
+    """goal-NAME[-quick][-DESIGN]: a search resumed only with the trials' design it began
+    with, so another design is another search."""
+    design = "" if trial_design == "auto" else f"-{trial_design}"
+    return f"goal-{name}{'-quick' if quick else ''}{design}"
 
 
 def run_search(name: str, args: argparse.Namespace) -> tuple[Path, float]:
@@ -64,12 +71,14 @@ def run_search(name: str, args: argparse.Namespace) -> tuple[Path, float]:
               ["--duration", str(args.duration), "--warmup", str(args.warmup),
                "--budget", str(args.budget), "--validate", args.validate])
     cmd = [sys.executable, "-m", "pgdyno", "tune", "--search", *workload, *timing,
-           "--search-name", search_name(name, args.quick),
+           "--trial-design", args.trial_design,
+           "--search-name", search_name(name, args.quick, args.trial_design),
            "--results-dir", str(args.results_dir), "--no-progress"]
     print("$", " ".join(cmd), flush=True)
     with Stopwatch() as watch:
         subprocess.run(cmd, check=True)
-    return args.results_dir / "searches" / search_name(name, args.quick), watch.seconds
+    return (args.results_dir / "searches" / search_name(name, args.quick, args.trial_design),
+            watch.seconds)
 
 
 def convergence_table(search_dir: Path) -> list[str]:
@@ -150,6 +159,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--warmup", type=int, default=5)
     parser.add_argument("--validate", default="30m")
     parser.add_argument("--quick", action="store_true", help="tiny data, 5 trials: a check")
+    parser.add_argument("--trial-design", default="auto", choices=("auto", "interleaved", "runs"),
+                        help="how the search measures each trial (runs: one run each, as "
+                             "before trials met the incumbent in blocks)")
     parser.add_argument("--only", choices=sorted(SEARCHES))
     return parser
 
