@@ -44,6 +44,7 @@ from rich.console import Console
 from pgdyno.compare.blocks import AUTO, INTERLEAVED, BlockRecord
 from pgdyno.errors import RunFailed, RunRefused, UsageError
 from pgdyno.options import BenchOptions
+from pgdyno.search.confirm import BLOCK_S, BLOCK_WARMUP_S
 from pgdyno.search.objective import (
     TrialResult,
     debt_penalty,
@@ -55,10 +56,6 @@ from pgdyno.search.objective import (
 
 RUNS = "runs"
 TRIAL_DESIGNS = (AUTO, INTERLEAVED, RUNS)
-BLOCK_S = 10
-"""Longest measured block of a trial: short blocks give pairs, and few straddle a change
-of the machine's speed (the final comparison's length too)."""
-BLOCK_WARMUP_S = 2
 MIN_PAIRS = 2
 
 
@@ -200,15 +197,13 @@ def measure_against(bench: BenchOptions, design: TrialDesign, reference: Referen
         return TrialResult("failed", None, "", first_line(str(exc)), time.monotonic() - started)
     seconds = time.monotonic() - started
     pairs = pair_figures(record)
-    ratios = [b / a for a, b in pairs]
-    if not ratios:
+    if not pairs:
         return TrialResult("failed", None, record.candidate_run,
                            "no pair of blocks finished with both figures", seconds)
-    ratio = math.exp(sum(math.log(r) for r in ratios) / len(ratios))
-    raw = reference.raw_value * ratio
+    against = against_record(record, reference, pairs, direction, out_dir)
+    raw = reference.raw_value * against["ratio"]
     penalty = debt_penalty(run_debt(record.candidate_run)) if record.candidate_run else \
         debt_penalty(None)
-    against = against_record(record, reference, pairs, direction, out_dir)
     return TrialResult("ok", penalised(raw, penalty.share, direction), record.candidate_run,
                        "", seconds, raw_value=raw, penalty=penalty, against=against)
 
