@@ -11,6 +11,9 @@ first block), and a schedule says which side loads the machine when:
 - ``interleaved``: pairs of blocks, one of each side back to back, the order inside each
   pair randomized in balanced quads (AB BA or BA AB), so that neither side always runs
   first and an effect of one block on the next cancels out;
+- ``alternating``: both sides' iterations run at once, their loads taking turns of one
+  second (``compare.alternate``): a pair is two neighbouring seconds, so that the machine's
+  drift, which blocks several seconds apart still see, cancels; the headline only;
 - ``duet``: both sides loaded together in every block, so that both see the same
   interference second by second (they also share the machine between them: each sees
   part of it). Every DUET_CHECK_EVERY-th pair is a check pair instead: the two sides
@@ -45,15 +48,27 @@ from multiprocessing.connection import wait
 from pathlib import Path
 from typing import Any
 
+from pgdyno.compare.alternate import (
+    ALTERNATING,
+    START_LEAD_S,
+    Turn,
+    Turns,
+    lead_seconds,
+    pair_values,
+    pairs_in,
+    turn_order,
+    turns_of,
+)
 from pgdyno.compare.paired import Spending, paired_change, robust_spread_pct
 from pgdyno.errors import PgdynoError, RunFailed, RunInterrupted, UsageError
 from pgdyno.options import BenchOptions
 from pgdyno.results.rundir import utc_now
 
 INTERLEAVED, DUET, SEQUENTIAL, AUTO = "interleaved", "duet", "sequential", "auto"
-DESIGNS = (AUTO, INTERLEAVED, DUET, SEQUENTIAL)
-BLOCK_SCHEMA_VERSION = 2
-"""2: a duet's check pairs (``Block.check``); version 1 records had none."""
+DESIGNS = (AUTO, ALTERNATING, INTERLEAVED, DUET, SEQUENTIAL)
+BLOCK_SCHEMA_VERSION = 3
+"""3: an alternating comparison's turns (``BlockRecord.turns``); 2: a duet's check pairs
+(``Block.check``); version 1 records had neither."""
 DUET_CHECK_EVERY = 4
 """In a duet, one pair in this many runs the sides alone (a check pair)."""
 LOOK_FRACTIONS = (0.2, 0.4, 0.6, 0.8, 1.0)
@@ -94,9 +109,10 @@ class BlockPlan:
     """How a block comparison runs and when it stops."""
 
     design: str
-    """``interleaved`` or ``duet``."""
+    """``interleaved``, ``duet``, ``alternating`` or ``auto``."""
     pairs: int
-    """Pairs to run when neither a budget nor a precision is given; else the most."""
+    """Pairs to run when neither a budget nor a precision is given; else the most. In the
+    alternating design, blocks (each of many pairs of turns)."""
     budget_s: float | None = None
     """Seconds of measuring (from the first block) the comparison may use."""
     precision_pct: float | None = None
@@ -111,7 +127,7 @@ class BlockPlan:
         sides share one block's time, a design chosen by pilot pairs may be either)."""
         if self.budget_s is not None:
             return self.budget_s, "up to "
-        per_pair = 1 if self.design == DUET else 2
+        per_pair = 1 if self.design in (DUET, ALTERNATING) else 2
         return self.pairs * per_pair * (opts.warmup_s + opts.duration_s), "about "
 
 
@@ -180,6 +196,12 @@ class BlockRecord:
     candidate_run: str = ""
     side_workdirs: list[str] = field(default_factory=list)
     """The clusters' directories, removed when the comparison ended."""
+    turns: list[Turn] = field(default_factory=list)
+    """The alternating design's measured seconds, a side each, in pairs."""
+    switch_late_ms: list[float] = field(default_factory=list)
+    """Alternating: per block, the latest a switch came after its second began."""
+    missed_switches: int = 0
+    """Alternating: switches not made (a side's load not started by then)."""
 
     @property
     def final_level(self) -> float:
@@ -188,6 +210,8 @@ class BlockRecord:
 
     def pairs_done(self) -> int:
         """Pairs that count (pilot and check pairs left out)."""
+        if self.turns:
+            return len({t.pair for t in self.turns})
         return len({b.pair for b in self.blocks
                     if b.status == "ok" and not b.pilot and not b.check})
 
@@ -201,7 +225,10 @@ def schedule(pairs: int, design: str, rng: random.Random, *, checks: bool = True
     """The order of ``pairs`` pairs: balanced quads (AB BA or BA AB, drawn) when
     interleaved; in a duet both sides at once (``A+B``), except that every
     DUET_CHECK_EVERY-th pair is a check pair of the sides alone, its orders drawn in
-    balanced quads too (none when ``checks`` is False: the pilot's)."""
+    balanced quads too (none when ``checks`` is False: the pilot's). An alternating
+    comparison's blocks are ``A/B``: both at once, in turns drawn when each starts."""
+    if design == ALTERNATING:
+        return ["A/B"] * pairs
     if design == DUET:
         solo = iter(schedule(pairs // DUET_CHECK_EVERY, INTERLEAVED, rng) if checks else [])
         return [next(solo) if checks and i % DUET_CHECK_EVERY == DUET_CHECK_EVERY - 1
@@ -222,8 +249,12 @@ class Stopper:
     MIN_PAIRS_TO_STOP on), spending α t² so far; the comparison stops at the first look
     whose interval is within ± the precision, or at the last, which spends what is left."""
 
-    def __init__(self, plan: BlockPlan, direction: int = 1) -> None:
+    def __init__(self, plan: BlockPlan, direction: int = 1,
+                 planned_pairs: int | None = None) -> None:
         self.plan, self.direction = plan, direction
+        self.planned_pairs = planned_pairs or plan.pairs
+        """The pairs a comparison without a budget runs (an alternating one's: its blocks'
+        turns)."""
         self.spending = Spending(alpha=1.0 - plan.confidence)
         self.looks: list[Look] = []
         self.stop = ""
@@ -242,7 +273,7 @@ class Stopper:
             # Pairs are looked at in whole quads, so that both orders weigh the same.
             return False
         fraction = (elapsed / self.plan.budget_s if self.plan.budget_s is not None
-                    else pairs / self.plan.pairs)
+                    else pairs / self.planned_pairs)
         due = [f for f in LOOK_FRACTIONS if f <= fraction + 1e-9]
         if not due or due[-1] <= self.spending.last_fraction + 1e-9:
             return False
@@ -292,7 +323,8 @@ def _side_main(opts: BenchOptions, role: dict[str, Any], conn: Any, log_path: st
     with open(log_path, "a") as log:
         console = Console(file=log, force_terminal=False, width=120)
         try:
-            result = run_bench(opts, console, role=role, gate=PipeGate(conn))
+            gate = PipeGate(conn, seconds=role.get("design") == ALTERNATING)
+            result = run_bench(opts, console, role=role, gate=gate)
             message = ("finished", str(result.run_dir), result.status, "")
         except (RunFailed, RunInterrupted) as exc:
             status = "interrupted" if isinstance(exc, RunInterrupted) else "failed"
@@ -319,6 +351,10 @@ class _SideProcess:
     armed: bool = False
     """Its block is set to load the server and waits for the cue."""
     done: tuple[str, float, dict[str, float]] | None = None
+    seconds: list[float] | None = None
+    """The last block's headline second by second (the alternating design's turns)."""
+    load_pid: int | None = None
+    """The current block's load process (its process group), once it has started."""
     finished: tuple[str, str, str] | None = None
     """(run directory, status, reason) once the side's run ended."""
 
@@ -328,8 +364,11 @@ class _SideProcess:
             self.ready = message[1]
         elif kind == "armed":
             self.armed = True
+        elif kind == "load":
+            self.load_pid = message[2]
         elif kind == "done":
             self.done = (message[2], time.monotonic(), message[3])
+            self.seconds = message[4] if len(message) > 4 else None
         elif kind == "finished":
             self.finished = (message[1], message[2], message[3])
 
@@ -538,7 +577,10 @@ class BlockComparison:
             design = self._pilot() if pilot_fits(self.plan, self.base) else self._no_pilot()
         first = self.record.pilot_pairs + 1
         orders = schedule(self._most_blocks() - self.record.pilot_pairs, design, self.rng)
-        stopper = Stopper(self.plan, self.direction)
+        planned = (len(orders) * pairs_in(self.base.warmup_s, self.base.duration_s)
+                   if design == ALTERNATING
+                   else None)
+        stopper = Stopper(self.plan, self.direction, planned)
         a, b = self.values["A"], self.values["B"]
         pair_s: list[float] = []
         for pair, order in enumerate(orders, start=first):
@@ -602,6 +644,9 @@ class BlockComparison:
         return elapsed + statistics.median(pair_s) > self.plan.budget_s
 
     def _run_pair(self, pair: int, order: str) -> None:
+        if order == "A/B":
+            self._run_turns(pair)
+            return
         if order == "A+B":
             self._run_blocks(pair, ["A", "B"], position=0)
             return
@@ -645,6 +690,53 @@ class BlockComparison:
                                             seconds=round(ended - t0, 3), status=status,
                                             headline=value, pilot=self.piloting,
                                             check=check))
+
+
+    def _run_turns(self, block: int) -> None:
+        """One alternating block: both sides' next iterations started at one epoch, their
+        loads given turns of a second, each turn's headline from its side's seconds."""
+        procs = [self.procs["A"], self.procs["B"]]
+        self._await_ready(procs)
+        starts = {}
+        for proc in procs:
+            proc.done, proc.armed, proc.load_pid, proc.seconds = None, False, None, None
+            starts[proc.name] = ((proc.ready or 0) + 1, time.monotonic(), utc_now())
+            proc.ready = None
+            proc.conn.send("go")
+        while any(not p.armed for p in procs):
+            self._check_alive([p for p in procs if not p.armed])
+            self._pump(1.0)
+        order = turn_order(self.base.warmup_s,
+                           pairs_in(self.base.warmup_s, self.base.duration_s), self.rng)
+        start_at = time.time() + START_LEAD_S
+        self.cue_rng.shuffle(procs)
+        for proc in procs:
+            proc.conn.send(("fire", start_at))
+        turns = Turns(start_at, order, lambda side: self.procs[side].load_pid, self._pump)
+        turns.run()
+        while any(p.done is None for p in procs):
+            self._check_alive([p for p in procs if p.done is None])
+            self._pump(1.0)
+        for proc in procs:
+            assert proc.done is not None
+            status, ended, metrics = proc.done
+            iteration, t0, stamp = starts[proc.name]
+            self.record.blocks.append(Block(pair=block, side=proc.name, iteration=iteration,
+                                            position=0, started_at=stamp,
+                                            seconds=round(ended - t0, 3), status=status,
+                                            headline=metrics.get(self.headline)))
+        first_pair = len({t.pair for t in self.record.turns}) + 1
+        measured_from = lead_seconds(self.base.warmup_s)
+        missed = {s for s in turns.missed if s >= measured_from}
+        new = turns_of(block, first_pair, order, self.base.warmup_s,
+                       {p.name: p.seconds for p in procs}, missed)
+        self.record.turns += new
+        self.record.switch_late_ms.append(
+            round(max(turns.late_ms[measured_from:], default=0.0), 2))
+        self.record.missed_switches += len(missed)
+        a, b, _ = pair_values(new)
+        self.values["A"] += a
+        self.values["B"] += b
 
 
 def run_announced(base: BenchOptions, baseline: Side, candidate: Side, plan: BlockPlan,
@@ -756,16 +848,23 @@ def pilot_choice(spread: dict[str, tuple[float, float]]) -> tuple[str, str]:
 
 def choose_design(asked: str, opts: BenchOptions, needs_server: bool,
                   dataset_bytes: int | None, available_bytes: int, *,
-                  archive_dirs_apart: bool = False) -> tuple[str, str]:
+                  archive_dirs_apart: bool = False, pausable: bool = False
+                  ) -> tuple[str, str]:
     """(design, why): ``asked`` when it can run here, ``auto``'s pick otherwise; a design
     asked for that cannot run is refused in one line. ``archive_dirs_apart``: each side
-    names an archive directory of its own (a campaign's configs), which blocks nothing."""
+    names an archive directory of its own (a campaign's configs), which blocks nothing;
+    ``pausable``: the workload's load may be paused (``Workload.pausable``)."""
     if asked not in DESIGNS:
         raise UsageError(f"--design {asked}: accepted values are {', '.join(DESIGNS)}")
     blockers = _block_blockers(opts, needs_server, dataset_bytes, available_bytes,
                                archive_dirs_apart)
     if asked == SEQUENTIAL:
         return SEQUENTIAL, "asked for"
+    if asked == ALTERNATING:
+        blockers += _turn_blockers(opts, pausable)
+        if blockers:
+            raise UsageError(f"--design {asked}: {blockers[0]}; use --design interleaved")
+        return asked, "asked for"
     if asked in (INTERLEAVED, DUET):
         if blockers:
             raise UsageError(f"--design {asked}: {blockers[0]}; use --design sequential")
@@ -775,6 +874,22 @@ def choose_design(asked: str, opts: BenchOptions, needs_server: bool,
     return AUTO, ("auto: both servers fit on this machine at once (each side's dataset and "
                   "shared memory within the memory available): a pilot of each block "
                   "design picks the one that resolves more in the time")
+
+
+def _turn_blockers(opts: BenchOptions, pausable: bool) -> list[str]:
+    """Why the two loads cannot take turns of a second here (empty: they can)."""
+    out = []
+    if not pausable:
+        out.append(f"{opts.workload}'s load cannot be paused and counted second by second")
+    if opts.tx_sampling_rate is not None or opts.tx_aggregate_only:
+        out.append("--tx-logs sample or aggregate: the seconds would not hold every "
+                   "transaction in the second it ended")
+    if opts.drivers is not None:
+        out.append("--drivers: the load runs on other hosts, where it cannot be paused")
+    if opts.warmup_s + opts.duration_s < 5:
+        out.append(f"a block of {opts.warmup_s + opts.duration_s} s holds no quad of turns "
+                   "(--warmup + --duration of at least 5 s)")
+    return out
 
 
 def _block_blockers(opts: BenchOptions, needs_server: bool, dataset_bytes: int | None,

@@ -13,7 +13,7 @@ from typing import Any
 
 from rich.console import Console
 
-from pgdyno.compare.blocks import SEQUENTIAL
+from pgdyno.compare.blocks import ALTERNATING, SEQUENTIAL
 from pgdyno.compare.model import Comparison
 from pgdyno.compare.stats import DEFAULT_CONFIDENCE
 from pgdyno.errors import UsageError
@@ -221,9 +221,11 @@ def _design_for(opts: CompareOptions) -> tuple[str, str]:
     workload = registry.get(opts.bench.workload)
     return choose_design(opts.design, opts.bench, workload.needs_server,
                          workload.dataset_bytes(opts.bench),
-                         psutil.virtual_memory().available)
+                         psutil.virtual_memory().available, pausable=workload.pausable)
 
 
+ALTERNATING_BLOCKS = 2
+"""The alternating design's blocks when neither --pairs nor --budget is given."""
 SEQUENTIAL_PAIRS = 3
 """Whole runs a side when --pairs is not given (the sequential design)."""
 BLOCK_PAIRS = 10
@@ -237,7 +239,10 @@ def pairs_for(opts: CompareOptions, design: str) -> int:
 
 
 def pairs_for_design(design: str) -> int:
-    """A design's pairs when none are asked for."""
+    """A design's pairs when none are asked for (the alternating design's blocks: each
+    holds many pairs of turns)."""
+    if design == ALTERNATING:
+        return ALTERNATING_BLOCKS
     return SEQUENTIAL_PAIRS if design == SEQUENTIAL else BLOCK_PAIRS
 
 
@@ -250,7 +255,7 @@ def _check_sides(opts: CompareOptions, design: str, sides: tuple[Any, Any]) -> N
     from pgdyno.workloads import registry
 
     assert opts.bench is not None
-    if pairs_for(opts, design) < 2:
+    if pairs_for(opts, design) < (1 if design == ALTERNATING else 2):
         raise UsageError(f"--pairs {opts.pairs}: at least 2 pairs are needed for an interval")
     workload = registry.get(opts.bench.workload)
     if not workload.needs_server:

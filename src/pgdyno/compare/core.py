@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from pgdyno.analysis.summary import IterationSummary
 from pgdyno.analysis.telemetry import MIN_IOPS_FOR_CV, TelemetrySummary
+from pgdyno.compare.alternate import ALTERNATING, pair_values
 from pgdyno.compare.io_profile import group_label, group_prefix, io_profiles, role_devices
 from pgdyno.compare.model import SCHEMA_VERSION, Comparison, DesignSummary, MetricComparison
 from pgdyno.compare.paired import PAIRED_DIFF, paired_change
@@ -59,12 +60,23 @@ PAIRED_NOTE = (
     "log ratio.")
 
 
+TURNS_NOTE = (
+    "Each value is one second of one side's load (its turn): the headline in that second, "
+    "from the side's per-second file; a second of A and the neighbouring second of B form "
+    "a pair. The interval is the signed-rank interval of the pairs' log ratios ln(B/A) "
+    "around their Hodges-Lehmann estimate (or, marked on the method, the mean with a "
+    "Newey-West variance), at the level the comparison's last look could spend (see How "
+    "this was measured); a pair with a second without transactions on a side is left out. "
+    "A verdict other than 'no significant difference' needs an interval that excludes 0. "
+    "Noise: the spread of one pair's log ratio.")
+
+
 def method_note(confidence: float, metrics: list[MetricComparison], io: bool,
-                paired: bool = False) -> str:
+                paired: bool = False, *, turns: bool = False) -> str:
     """The Method paragraph: what every row's interval is, and the fallbacks the table uses."""
     floors = ", ".join(with_unit(f"{v:g}", u) for u, v in FLOORS.items())
-    parts = [(PAIRED_NOTE if paired else METHOD_NOTE).format(level=100 * confidence,
-                                                             floors=floors)]
+    note = TURNS_NOTE if turns else PAIRED_NOTE if paired else METHOD_NOTE
+    parts = [note.format(level=100 * confidence, floors=floors)]
     if any(m.method in (WELCH_DIFF, PAIRED_DIFF) for m in metrics):
         parts.append(DIFF_NOTE)
     if io:
@@ -110,6 +122,12 @@ def compare_runs(baseline: list[RunData], candidate: list[RunData], *,
     paired = design is not None and design.blocks is not None
     paired_level = design.level if paired and design is not None else None
     sample_of_rows = "block" if paired else "iteration"
+    turns = design.blocks if design is not None and design.blocks is not None \
+        and design.blocks.design == ALTERNATING else None
+    if turns is not None:
+        notes.append("alternating: each side's load was paused every other second, so its "
+                     "run's latency figures include the pauses and its telemetry saw both "
+                     "sides: only the headline is compared, second by second")
     declared = _workload_metrics(baseline)
     common = _common_clients(baseline, candidate)
     for clients in common:
@@ -119,6 +137,14 @@ def compare_runs(baseline: list[RunData], candidate: list[RunData], *,
             a_its, b_its = _paired_iterations(a_its, b_its, design.pilot_pairs,
                                               set(design.check_pairs))
         for spec in declared:
+            if turns is not None:
+                if spec.name != headline_metric(declared).name:
+                    continue
+                a, b, _ = pair_values(turns.turns)
+                metrics.append(compare_values(clients, spec.name, spec.unit, spec.direction,
+                                              a, b, confidence, label=spec.label,
+                                              sample="second", paired_level=paired_level))
+                continue
             if paired:
                 a, b = _per_iteration(spec.name, a_its, b_its)
                 sample = "block"
@@ -128,7 +154,7 @@ def compare_runs(baseline: list[RunData], candidate: list[RunData], *,
                 metrics.append(compare_values(clients, spec.name, spec.unit, spec.direction,
                                               a, b, confidence, label=spec.label,
                                               sample=sample, paired_level=paired_level))
-        for m in _telemetry_metrics(a_its, b_its):
+        for m in _telemetry_metrics(a_its, b_its) if turns is None else []:
             if paired:  # a block without telemetry leaves its pair out
                 both = [(x, y) for i, j in zip(a_its, b_its, strict=True)
                         if (x := m.value(i.telemetry)) is not None
@@ -143,7 +169,8 @@ def compare_runs(baseline: list[RunData], candidate: list[RunData], *,
                                               paired_level=paired_level))
     if not any(m.metric == headline_metric(declared).name for m in metrics):
         notes.append("no client count was measured on both sides")
-    profiles = io_profiles(baseline, candidate, common)
+    # Under turns both sides' telemetry saw both loads: no side's own I/O to describe.
+    profiles = io_profiles(baseline, candidate, common) if turns is None else []
     detail = (_workload(baseline).compare_detail([r.path for r in baseline],
                                                  [r.path for r in candidate])
               if len(workloads) == 1 else {})
@@ -161,9 +188,13 @@ def compare_runs(baseline: list[RunData], candidate: list[RunData], *,
         baseline_runs=[str(r.path) for r in baseline],
         candidate_runs=[str(r.path) for r in candidate], confidence=confidence,
         changes=settings_diff(baseline[-1].manifest, candidate[-1].manifest),
-        metrics=metrics, method_note=method_note(confidence, metrics, bool(profiles), paired),
+        metrics=metrics,
+        method_note=method_note(confidence, metrics, bool(profiles), paired,
+                                turns=turns is not None),
         notes=notes, io_profiles=profiles, headline_metric=headline_metric(declared).name,
-        contaminated=_contaminated("A", baseline, common) + _contaminated("B", candidate, common),
+        # Under turns the other process on the host is the other side: not contamination.
+        contaminated=([] if turns is not None else
+                      _contaminated("A", baseline, common) + _contaminated("B", candidate, common)),
         workload_detail=detail, design=design)
 
 

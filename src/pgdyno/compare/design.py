@@ -22,6 +22,7 @@ import math
 import statistics
 from typing import Any
 
+from pgdyno.compare.alternate import ALTERNATING, TURN_S, pair_values
 from pgdyno.compare.blocks import BlockRecord
 from pgdyno.compare.model import DesignSummary
 from pgdyno.compare.paired import (
@@ -59,7 +60,10 @@ def sequential_summary(why: str, confidence: float) -> DesignSummary:
 def _pairs(record: BlockRecord, *, checks: bool = False
            ) -> tuple[list[float], list[float], list[bool]]:
     """Each pair's headline of A and of B (NaN when missing), and whether A ran first: of
-    the pairs that count, or (``checks``) of a duet's check pairs."""
+    the pairs that count, or (``checks``) of a duet's check pairs; an alternating
+    comparison's pairs are its turns."""
+    if record.design == ALTERNATING:
+        return pair_values(record.turns) if not checks else ([], [], [])
     by_pair: dict[int, dict[str, Any]] = {}
     for block in record.blocks:
         if block.pilot or block.check != checks:
@@ -79,7 +83,10 @@ def _pairs(record: BlockRecord, *, checks: bool = False
 
 
 def _pair_seconds(record: BlockRecord) -> float:
-    """Median wall time of a pair (its blocks one after the other, or together in a duet)."""
+    """Median wall time of a pair (its blocks one after the other, or together in a duet;
+    two turns in the alternating design)."""
+    if record.design == ALTERNATING:
+        return 2.0 * TURN_S
     per_pair: dict[int, list[float]] = {}
     for block in record.blocks:
         if not block.pilot and not block.check:

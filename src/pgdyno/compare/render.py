@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from pgdyno import serde
+from pgdyno.compare.alternate import ALTERNATING, lead_seconds
 from pgdyno.compare.io_profile import IoFigure, IoProfile
 from pgdyno.compare.model import Comparison, DesignSummary, MetricComparison, shown_unit
 from pgdyno.compare.paired import PAIRED_DIFF, PAIRED_HL
@@ -173,16 +174,19 @@ def design_section(cmp: Comparison) -> Section | None:
         return section
     rec = d.blocks
     order = " ".join(rec.orders)
-    section.paragraphs.append(
-        f"Design: {d.design} ({d.why}). Both servers were up for the whole comparison, each "
-        f"with its own cluster and dataset; each block was one iteration of its side's run: "
-        f"a CHECKPOINT, {rec.warmup_s} s of warm-up, {rec.block_s} s measured. "
-        + ("Each pair ran A and B at the same time, except that one pair in four was a "
-           "check pair, each side alone, back to back (left out of the figures: see the "
-           "check below)."
-           if d.design == "duet" else
-           "Each pair ran one block of each side back to back, in an order drawn at random "
-           f"in balanced quads (seed {rec.seed}): {order}."))
+    if d.design == ALTERNATING:
+        section.paragraphs.append(_turns_words(d))
+    else:
+        section.paragraphs.append(
+            f"Design: {d.design} ({d.why}). Both servers were up for the whole comparison, each "
+            f"with its own cluster and dataset; each block was one iteration of its side's run: "
+            f"a CHECKPOINT, {rec.warmup_s} s of warm-up, {rec.block_s} s measured. "
+            + ("Each pair ran A and B at the same time, except that one pair in four was a "
+               "check pair, each side alone, back to back (left out of the figures: see the "
+               "check below)."
+               if d.design == "duet" else
+               "Each pair ran one block of each side back to back, in an order drawn at random "
+               f"in balanced quads (seed {rec.seed}): {order}."))
     section.paragraphs.append(
         f"{d.pairs} pairs in {rec.measuring_s:.0f} s of measuring ({rec.setup_s:.0f} s to "
         f"start both servers and build the datasets); a pair took {_secs(d.pair_seconds)}. "
@@ -215,6 +219,28 @@ def design_section(cmp: Comparison) -> Section | None:
                       "as 1/√time).")
     section.paragraphs += checks
     return section
+
+
+def _turns_words(d: DesignSummary) -> str:
+    """The alternating design in words: the turns, their order, how exact the switches."""
+    rec = d.blocks
+    assert rec is not None
+    late = max(rec.switch_late_ms, default=math.nan)
+    return (f"Design: alternating ({d.why}). Both servers were up for the whole comparison, "
+            "each with its own cluster and dataset, and both loads ran at once in blocks "
+            f"of {rec.warmup_s + rec.block_s} s (one iteration of each side's run, after its "
+            "CHECKPOINT, both started at the same moment); every second one side's load "
+            "generator was stopped and the other's continued, so that a pair is two "
+            "neighbouring seconds, one of each side, in an order drawn at random in "
+            f"balanced quads (seed {rec.seed}). The first {lead_seconds(rec.warmup_s)} s of "
+            f"each block took turns unmeasured. {len(rec.orders)} block(s); the switches came "
+            f"at most {_num_ms(late)} after their second began"
+            + (f"; {rec.missed_switches} could not be made, their pairs left out"
+               if rec.missed_switches else "") + ".")
+
+
+def _num_ms(value: float) -> str:
+    return "–" if math.isnan(value) else f"{value:.1f} ms"
 
 
 def _interval_words(d: DesignSummary, confidence: float, looks: int) -> str:

@@ -47,7 +47,7 @@ from pgdyno.targets import ServerStartError, Target, archive
 from pgdyno.telemetry import TelemetryConfig, TelemetryRecorder
 from pgdyno.telemetry.catalog import DATASET_SIZE_SQL
 from pgdyno.workloads import dataset
-from pgdyno.workloads.base import RunContext, Step, Workload, counted_nowhere
+from pgdyno.workloads.base import RunContext, Step, Workload, counted_nowhere, told_nobody
 
 
 def save(run_dir: RunDirectory, plan: RunPlan, manifest: Manifest) -> None:
@@ -107,8 +107,11 @@ def execute(workload: Workload, ctx: RunContext, manifest: Manifest,
                 describe_server(ctx, manifest)
             run_step(workload, ctx, step, progress, overall, gate)
             if gate.wants_figures:
-                gate.finished(step, ctx.plan.records[-1].status,
-                              step_figures(workload, ctx, ctx.plan.records[-1]))
+                record = ctx.plan.records[-1]
+                seconds = (workload.headline_seconds(ctx.run_dir, ctx.plan, record, ctx.opts)
+                           if gate.wants_seconds else None)
+                gate.finished(step, record.status, step_figures(workload, ctx, record),
+                              seconds)
         progress.update(overall, completed=len(steps) * per_step)
     workload.finish(ctx)
 
@@ -249,7 +252,10 @@ def run_step(workload: Workload, ctx: RunContext, step: Step, progress: LiveProg
             progress.update(task, completed=t, status=text)
             progress.update(overall, completed=step.number * total + min(t, total))
 
-        gate.arm(step)  # the CHECKPOINT done and the samplers up: the load starts on cue
+        # The CHECKPOINT done and the samplers up: the load starts on cue (at the epoch
+        # the scheduler gives, when it gives one).
+        ctx.start_at = gate.arm(step)
+        ctx.load_started = lambda pid: gate.load_started(step, pid)
         workload.run_iteration(ctx, step, record, report)
         record.status = "ok"
     except KeyboardInterrupt:
@@ -262,6 +268,7 @@ def run_step(workload: Workload, ctx: RunContext, step: Step, progress: LiveProg
         if live is not None:
             with contextlib.suppress(Exception):  # a view, never the result
                 live.stop()
+        ctx.start_at, ctx.load_started = None, told_nobody
         if recorder is not None:
             ctx.count_as_ours = counted_nowhere
             # Telemetry is evidence, not the result: its failure (a full disk) must not

@@ -161,6 +161,10 @@ def counted_nowhere(backend_pid: int) -> None:
     """``RunContext.count_as_ours`` outside an iteration's telemetry."""
 
 
+def told_nobody(pid: int) -> None:
+    """``RunContext.load_started`` of a run at its own pace: nobody pauses its load."""
+
+
 @dataclass
 class RunContext:
     """Everything a workload may use while the run loop runs it."""
@@ -188,6 +192,12 @@ class RunContext:
     """Tells the iteration's telemetry that a server backend is pgdyno's own session (a
     workload's measuring session, not its load), so that its CPU is counted as the
     harness's; does nothing without telemetry."""
+    start_at: float | None = None
+    """The epoch at which this iteration's load starts and from which its seconds count (a
+    comparison's common start for both sides); None: at once."""
+    load_started: Callable[[int], None] = told_nobody
+    """To be told the load's process (a process group of its own) as it starts, so that a
+    comparison may pause and resume it (``Workload.pausable``)."""
 
     @property
     def install(self) -> PgInstall | None:
@@ -267,6 +277,11 @@ class Workload:
     chart_metrics: ClassVar[tuple[str, ...]] = ()
     """Metrics a study charts as absolute bars beside the headline (TPROC-C: TPM beside
     NOPM, as TPROC-C reports show them)."""
+    pausable: ClassVar[bool] = False
+    """Its load is one process group on this machine that may be stopped and continued
+    mid-iteration (SIGSTOP, SIGCONT) without harm, started at ``RunContext.start_at`` and
+    told to ``RunContext.load_started``, and ``headline_seconds`` gives its headline second
+    by second: the alternating comparison design (``compare.alternate``) can run it."""
     default_max_tries: ClassVar[int] = 1
     """--max-tries when not given: workloads that expect serialization failures and
     deadlocks (TPROC-C, OLTP) retry them."""
@@ -400,6 +415,13 @@ class Workload:
         self.engine_dir)``, ``record`` filled; raise RunFailed when it fails, let
         KeyboardInterrupt through after cleaning up."""
         raise NotImplementedError(f"workload {self.name} has no run_iteration")
+
+    def headline_seconds(self, run_dir: RunDirectory, plan: RunPlan, record: IterationRecord,
+                         opts: BenchOptions) -> list[float] | None:
+        """The headline metric in each second of one iteration, counted from its time
+        origin (index 0: the first second after ``start_at``), as a rate in the metric's
+        unit; None: this workload cannot give it (``pausable`` workloads must)."""
+        return None
 
     def finish(self, ctx: RunContext) -> None:
         """After the last iteration (consistency checks); nothing by default."""

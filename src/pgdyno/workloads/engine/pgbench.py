@@ -30,7 +30,7 @@ from typing import Any, ClassVar
 
 from pgdyno.analysis import hdr
 from pgdyno.analysis.merge import MergedIteration, merge_iteration
-from pgdyno.analysis.per_second import SECONDS_NAME, LogLayout
+from pgdyno.analysis.per_second import SECONDS_NAME, LogLayout, read_seconds
 from pgdyno.analysis.pgbench_log import (
     PROGRESS_LINE,
     LogStats,
@@ -165,6 +165,10 @@ class PgbenchWorkload(Workload):
     engine: ClassVar[str] = "pgbench"
     engine_dir: ClassVar[str] = "pgbench"
     """raw/pgbench/c<clients>-i<iteration>/ holds each iteration's files."""
+    pausable: ClassVar[bool] = True
+    """pgbench runs in a process group of its own and counts every transaction in the
+    second it ended: stopped and continued, it loses nothing and its seconds say when it
+    ran."""
 
     # ----- hooks for subclasses -------------------------------------------------------
     def prepare(self, ctx: RunContext) -> Prepared:
@@ -232,7 +236,10 @@ class PgbenchWorkload(Workload):
                                  it_dir / "window.json", count_as_ours=ctx.count_as_ours)
         log_offset = ctx.target.log_size() if ctx.manages_server else 0
 
-        launched = time.time()
+        if ctx.start_at is not None:
+            # A comparison's common start: both sides' seconds count from one epoch.
+            time.sleep(max(0.0, ctx.start_at - time.time()))
+        launched = ctx.start_at if ctx.start_at is not None else time.time()
 
         def on_line(line: str) -> None:
             if match := PROGRESS_LINE.match(line):
@@ -244,7 +251,7 @@ class PgbenchWorkload(Workload):
                             f"{float(match['lat']):.2f} ms")
 
         layout = LogLayout(has_lag=opts.has_lag_column, has_retries=opts.has_retries_column)
-        tail = LogTail(it_dir, "tx", time.time(), layout, opts.latency_limit_ms, opts.tx_log_cap,
+        tail = LogTail(it_dir, "tx", launched, layout, opts.latency_limit_ms, opts.tx_log_cap,
                        aggregate=opts.tx_aggregate_only)
         record.origin_epoch = tail.origin_epoch
         _note(record, raise_open_files(step.clients + record.threads + OPEN_FILES_SPARE))
@@ -252,7 +259,8 @@ class PgbenchWorkload(Workload):
             tail.start()
             window.start()
             outcome = run_program(cmd, it_dir / "stdout.txt", it_dir / "stderr.txt", env=env,
-                                  watch="stderr", on_line=on_line)
+                                  watch="stderr", on_line=on_line,
+                                  on_start=ctx.load_started)
         finally:
             with contextlib.suppress(Exception):  # an interrupted window still has its edges
                 window.finish()
@@ -320,6 +328,30 @@ class PgbenchWorkload(Workload):
                              timeout=PROBE_S + 300)
         match = _TPS.search(out.stdout)
         return (float(match["tps"]), f"a {PROBE_S} s probe") if match else (None, "unknown")
+
+    def headline_seconds(self, run_dir: RunDirectory, plan: RunPlan, record: IterationRecord,
+                         opts: BenchOptions) -> list[float] | None:
+        """The headline in each second of the iteration, from its ``seconds.csv`` (every
+        transaction counted in the second it ended); None when the iteration logged a
+        sample (its seconds hold the sample, not the count) or kept no seconds."""
+        if (opts.tx_sampling_rate is not None or opts.tx_aggregate_only
+                or not record.latency_files):
+            return None
+        directory = (run_dir.path / record.latency_files[0]).parent
+        if not (directory / SECONDS_NAME).is_file():
+            return None
+        rows = read_seconds(directory / SECONDS_NAME)
+        last = max((second for second, _ in rows), default=-1)
+        per_script = [[0] * (last + 1) for _ in plan.scripts]
+        for (second, script), row in rows.items():
+            if second >= 0 and 0 <= script < len(per_script):
+                per_script[script][second] += row.ok
+        return self.headline_of_seconds(plan, per_script)
+
+    def headline_of_seconds(self, plan: RunPlan, per_script: list[list[int]]) -> list[float]:
+        """The headline of each second from its successful transactions per script
+        (``per_script[script][second]``): TPS, their sum."""
+        return [float(sum(column)) for column in zip(*per_script, strict=True)]
 
     # ----- summary --------------------------------------------------------------------
     def summarise(self, run_dir: RunDirectory, plan: RunPlan, opts: BenchOptions,

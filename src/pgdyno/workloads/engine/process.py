@@ -27,9 +27,11 @@ class ProcessOutcome:
 
 def run_program(cmd: list[str], stdout_path: Path, stderr_path: Path, *,
                 env: dict[str, str] | None = None, watch: str = "stderr",
-                on_line: Callable[[str], None] | None = None) -> ProcessOutcome:
+                on_line: Callable[[str], None] | None = None,
+                on_start: Callable[[int], None] | None = None) -> ProcessOutcome:
     """Run ``cmd`` to its end, streaming the ``watch`` stream ("stdout" or "stderr") to
-    ``on_line``; Ctrl-C stops the child and is re-raised once it has exited."""
+    ``on_line``; ``on_start`` is told the child's pid (its process group's) as it starts.
+    Ctrl-C stops the child and is re-raised once it has exited."""
     started = time.monotonic()
     with stdout_path.open("w") as out, stderr_path.open("w") as err:
         watched, other = (out, err) if watch == "stdout" else (err, out)
@@ -40,6 +42,8 @@ def run_program(cmd: list[str], stdout_path: Path, stderr_path: Path, *,
         reader = threading.Thread(target=_pump, args=(stream, watched, on_line), daemon=True)
         reader.start()
         try:
+            if on_start is not None:
+                on_start(proc.pid)
             proc.wait()
         except KeyboardInterrupt:
             stop(proc)
@@ -76,12 +80,15 @@ def _pump(stream, copy_to, on_line: Callable[[str], None] | None) -> None:
 
 
 def stop(proc: subprocess.Popen) -> None:
-    """SIGINT first (pgbench and sysbench exit cleanly), then SIGTERM, then SIGKILL."""
+    """SIGINT first (pgbench and sysbench exit cleanly), then SIGTERM, then SIGKILL; each
+    with a SIGCONT, since a comparison may have paused the child, which then would not
+    act on the others."""
     for sig, wait in ((signal.SIGINT, 5), (signal.SIGTERM, 5), (signal.SIGKILL, 5)):
         if proc.poll() is not None:
             return
         with contextlib.suppress(ProcessLookupError):
             proc.send_signal(sig)
+            proc.send_signal(signal.SIGCONT)
         with contextlib.suppress(subprocess.TimeoutExpired):
             proc.wait(wait)
 

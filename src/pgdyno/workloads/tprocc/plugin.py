@@ -212,6 +212,18 @@ class Tprocc(PgbenchWorkload):
 
         return window_metrics(plan, it_dir)
 
+    def headline_of_seconds(self, plan, per_script: list[list[int]]) -> list[float]:
+        """NOPM second by second: the committed New-Orders pgbench finished in each second,
+        times 60 (the headline over a window counts the orders the database holds; second
+        by second pgbench's count is the one there is, and it counts the same orders)."""
+        from pgdyno.workloads.tprocc.scripts import script_for
+
+        committed = [no for no in range(len(per_script))
+                     if script_for(no)[1:] == ("new_order", "commit")]
+        seconds = len(per_script[0]) if per_script else 0
+        return [60.0 * sum(per_script[no][second] for no in committed)
+                for second in range(seconds)]
+
     def work_unit(self, figures: dict[str, float]) -> tuple[str, float] | None:
         return metrics.new_order_rate(figures)
 
