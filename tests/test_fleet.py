@@ -67,11 +67,13 @@ def _bundle_directory() -> Path:
 def _install_without_bytecode(host: SshHost) -> None:
     """The stand-in host's pip (its user's pip.conf) compiles no bytecode when it installs:
     compiling every module of numpy, matplotlib and the rest is most of an install's time,
-    and the campaign imports a fraction of them (compiled as they load)."""
+    and the campaign imports a fraction of them (compiled as they load). The key is
+    ``compile = false``: pip reads a config key by its option's name and ``--no-compile``
+    stores False, so ``no-compile = true`` would set compiling on."""
     user = pwd.getpwnam(host.user)
     conf = host.home / ".config" / "pip" / "pip.conf"
     conf.parent.mkdir(parents=True)
-    conf.write_text("[install]\nno-compile = true\n")
+    conf.write_text("[install]\ncompile = false\n")
     for path in (conf.parent.parent, conf.parent, conf):
         os.chown(path, user.pw_uid, user.pw_gid)
 
