@@ -253,8 +253,14 @@ def test_auto_picks_interleaved_where_both_servers_fit(tmp_path: Path) -> None:
     assert choose_design("auto", sweep, True, 2**20, 8 * 2**30)[0] == "sequential"
     with pytest.raises(UsageError, match="--design interleaved: blocks compare one client"):
         choose_design("interleaved", sweep, True, 2**20, 8 * 2**30)
-    with pytest.raises(UsageError, match="accepted values are auto, interleaved, duet"):
+    with pytest.raises(UsageError, match="accepted values are auto, alternating, interleaved"):
         choose_design("parallel", opts, True, 2**20, 8 * 2**30)
+    # A load that can be paused: the loads take turns, unless the blocks are too short.
+    design, why = choose_design("auto", opts, True, 20 * 2**20, 8 * 2**30, pausable=True)
+    assert design == "alternating" and "take turns of one second" in why
+    short = build_options("tpcb", scale=1, clients="2", workdir=tmp_path, duration=2,
+                          warmup=1)
+    assert choose_design("auto", short, True, 2**20, 8 * 2**30, pausable=True)[0] == "auto"
 
 
 def test_the_pilot_picks_the_design_that_narrows_faster() -> None:
@@ -289,8 +295,8 @@ def test_the_pilot_runs_only_where_it_leaves_the_budget_most_of_its_time(
     (["--precision", "two"], "--precision two: accepted values"),
     (["--budget", "5s"], "--budget 5s: accepted values are a duration of at least 10 s"),
     (["--budget", "10x"], "--budget 10x: accepted values"),
-    (["--design", "both"], "--design both: accepted values are auto, interleaved, duet, "
-                           "sequential"),
+    (["--design", "both"], "--design both: accepted values are auto, alternating, "
+                           "interleaved, duet, sequential"),
 ])
 def test_bad_design_options_are_one_line(tmp_path: Path, args: list[str],
                                          message: str) -> None:

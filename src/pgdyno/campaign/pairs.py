@@ -129,8 +129,7 @@ def _design_for(spec: CampaignSpec, plan: PairDesign, a: Cell, b: Cell) -> tuple
     dirs = {spec.options_for(cell).target.archive_dir for cell in (a, b)}
     apart = len(dirs) == 2 and None not in dirs  # each config archives into its own
     chosen = [choose_design(plan.design, step, workload.needs_server,
-                            workload.dataset_bytes(step), available, archive_dirs_apart=apart,
-                            pausable=workload.pausable)
+                            workload.dataset_bytes(step), available, archive_dirs_apart=apart)
               for step in steps]
     # Either side, any step of a sweep: what blocks one blocks the comparison.
     return next((c for c in chosen if c[0] == SEQUENTIAL), chosen[-1])

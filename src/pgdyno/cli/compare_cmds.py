@@ -100,16 +100,21 @@ def compare(
     baseline_set: list[str] = typer.Option([], "--baseline-set", help="key=value for A only"),
     candidate_set: list[str] = typer.Option([], "--candidate-set", help="key=value for B only"),
     pairs: int | None = typer.Option(None, help="pairs to run: blocks per side (block "
-                                                "designs, default 10), or runs per side in A "
-                                                "B B A order (sequential, default 3); with "
-                                                "--budget, the fewest"),
-    design: str = typer.Option("auto", help="running both sides: auto | interleaved | duet | "
-                                            "sequential. interleaved: both servers up, the "
-                                            "load alternating in blocks of --warmup + "
-                                            "--duration s, randomized order, paired "
-                                            "statistics; duet: both loaded at once; "
-                                            "sequential: whole runs A B B A; auto: "
-                                            "interleaved where both servers fit here"),
+                                                "designs, default 10; alternating: blocks "
+                                                "of many pairs, default 2), or runs per side "
+                                                "in A B B A order (sequential, default 3); "
+                                                "with --budget, the fewest"),
+    design: str = typer.Option("auto", help="running both sides: auto | alternating | "
+                                            "interleaved | duet | sequential. alternating: "
+                                            "both loads run at once in blocks of --warmup + "
+                                            "--duration s and take turns of one second "
+                                            "(the headline only); interleaved: both servers "
+                                            "up, the load alternating in blocks, randomized "
+                                            "order, paired statistics; duet: both loaded at "
+                                            "once; sequential: whole runs A B B A; auto: "
+                                            "alternating where the load can be paused, "
+                                            "else interleaved or duet where both servers "
+                                            "fit here"),
     precision: str | None = typer.Option(None, help="block designs: stop once the headline's "
                                                     "interval is within ± this, e.g. 2%"),
     budget: str | None = typer.Option(None, help="block designs: the most measuring time, "

@@ -75,15 +75,22 @@ def pairs_in(warmup_s: int, duration_s: int) -> int:
     return (measured // (2 * TURN_S)) // 2 * 2
 
 
+def balanced_orders(pairs: int, rng: random.Random) -> list[str]:
+    """The orders of ``pairs`` pairs in balanced quads: AB BA or BA AB, drawn, so that
+    neither side always runs first (the interleaved blocks' order, and the turns')."""
+    out: list[str] = []
+    while len(out) < pairs:
+        out += rng.choice((["AB", "BA"], ["BA", "AB"]))
+    return out[:pairs]
+
+
 def turn_order(warmup_s: int, pairs: int, rng: random.Random) -> list[str]:
     """Which side runs in each second of a block: the lead's seconds alternating (from a
     side drawn), then ``pairs`` pairs in balanced quads."""
-    from pgdyno.compare.blocks import INTERLEAVED, schedule
-
     first = rng.choice("AB")
     other = "B" if first == "A" else "A"
     lead = [first if s % 2 == 0 else other for s in range(lead_seconds(warmup_s))]
-    return lead + [side for order in schedule(pairs, INTERLEAVED, rng) for side in order]
+    return lead + [side for order in balanced_orders(pairs, rng) for side in order]
 
 
 class Turns:

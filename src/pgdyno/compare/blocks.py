@@ -53,6 +53,7 @@ from pgdyno.compare.alternate import (
     START_LEAD_S,
     Turn,
     Turns,
+    balanced_orders,
     lead_seconds,
     pair_values,
     pairs_in,
@@ -233,10 +234,7 @@ def schedule(pairs: int, design: str, rng: random.Random, *, checks: bool = True
         solo = iter(schedule(pairs // DUET_CHECK_EVERY, INTERLEAVED, rng) if checks else [])
         return [next(solo) if checks and i % DUET_CHECK_EVERY == DUET_CHECK_EVERY - 1
                 else "A+B" for i in range(pairs)]
-    out: list[str] = []
-    while len(out) < pairs:
-        out += rng.choice((["AB", "BA"], ["BA", "AB"]))
-    return out[:pairs]
+    return balanced_orders(pairs, rng)
 
 
 class Stopper:
@@ -853,7 +851,9 @@ def choose_design(asked: str, opts: BenchOptions, needs_server: bool,
     """(design, why): ``asked`` when it can run here, ``auto``'s pick otherwise; a design
     asked for that cannot run is refused in one line. ``archive_dirs_apart``: each side
     names an archive directory of its own (a campaign's configs), which blocks nothing;
-    ``pausable``: the workload's load may be paused (``Workload.pausable``)."""
+    ``pausable``: the workload's load may be paused (``Workload.pausable``), which makes
+    ``auto`` pick the alternating design where nothing blocks it (the callers that need
+    each side's latency and telemetry, a study's, leave it False)."""
     if asked not in DESIGNS:
         raise UsageError(f"--design {asked}: accepted values are {', '.join(DESIGNS)}")
     blockers = _block_blockers(opts, needs_server, dataset_bytes, available_bytes,
@@ -871,6 +871,12 @@ def choose_design(asked: str, opts: BenchOptions, needs_server: bool,
         return asked, "asked for"
     if blockers:
         return SEQUENTIAL, f"auto: {blockers[0]}, so the sides run one after the other"
+    if pausable and not _turn_blockers(opts, pausable):
+        return ALTERNATING, (
+            "auto: both servers fit on this machine at once and the load can be paused, so "
+            "the two loads take turns of one second: a pair is two neighbouring seconds, "
+            "which the machine's drift cannot tell apart (only the headline is compared; "
+            "--design interleaved compares latency and telemetry too)")
     return AUTO, ("auto: both servers fit on this machine at once (each side's dataset and "
                   "shared memory within the memory available): a pilot of each block "
                   "design picks the one that resolves more in the time")
@@ -886,9 +892,10 @@ def _turn_blockers(opts: BenchOptions, pausable: bool) -> list[str]:
                    "transaction in the second it ended")
     if opts.drivers is not None:
         out.append("--drivers: the load runs on other hosts, where it cannot be paused")
-    if opts.warmup_s + opts.duration_s < 5:
+    if pairs_in(opts.warmup_s, opts.duration_s) < 2:
+        lead = lead_seconds(opts.warmup_s)
         out.append(f"a block of {opts.warmup_s + opts.duration_s} s holds no quad of turns "
-                   "(--warmup + --duration of at least 5 s)")
+                   f"after its {lead} s lead (--warmup + --duration of at least {lead + 4} s)")
     return out
 
 
