@@ -35,6 +35,7 @@ from pgdyno.compare.alternate import (
 from pgdyno.compare.blocks import choose_design
 from pgdyno.errors import UsageError
 from pgdyno.runner.options import build_options
+from pgdyno.workloads import registry
 from tests.conftest import postgres_processes
 
 PGDYNO = [sys.executable, "-m", "pgdyno"]
@@ -123,18 +124,27 @@ def test_the_design_is_refused_in_one_line_where_the_loads_cannot_take_turns(
         tmp_path: Path) -> None:
     opts = build_options("tpcb", workdir=tmp_path, results_dir=tmp_path, clients="4",
                          duration=30, warmup=1)
-    assert choose_design("alternating", opts, True, 10**8, 2**34, pausable=True) == (
-        "alternating", "asked for")
-    with pytest.raises(UsageError, match="cannot be paused"):
-        choose_design("alternating", opts, True, 10**8, 2**34, pausable=False)
-    sampled = build_options("tpcb", workdir=tmp_path, results_dir=tmp_path, clients="4",
-                            duration=30, warmup=1, tx_logs="sample:0.1")
-    with pytest.raises(UsageError, match="--tx-logs sample"):
-        choose_design("alternating", sampled, True, 10**8, 2**34, pausable=True)
-    short = build_options("tpcb", workdir=tmp_path, results_dir=tmp_path, clients="4",
-                          duration=2, warmup=1)
-    with pytest.raises(UsageError, match="no quad of turns"):
-        choose_design("alternating", short, True, 10**8, 2**34, pausable=True)
+    tpcb, tprocc = registry.get("tpcb"), registry.get("tprocc")
+    assert tpcb.turn_blocker(opts) == ""
+    assert choose_design("alternating", opts, True, 10**8, 2**34,
+                         turn_blocker=tpcb.turn_blocker(opts)) == ("alternating", "asked for")
+    assert registry.get("fio").turn_blocker(opts).endswith("cannot be paused and counted "
+                                                           "second by second")
+    with pytest.raises(UsageError, match="compares the headline only"):
+        choose_design("alternating", opts, True, 10**8, 2**34)  # a caller offering none
+    for option, words in ((dict(tx_logs="sample:0.1"), "--tx-logs sample"),
+                          (dict(rate=500), "--rate: a paused pgbench falls behind"),
+                          (dict(duration=2), "no quad of turns")):
+        other = build_options("tpcb", workdir=tmp_path, results_dir=tmp_path, clients="4",
+                              **{"duration": 30, "warmup": 1, **option})
+        with pytest.raises(UsageError, match=words):
+            choose_design("alternating", other, True, 10**8, 2**34,
+                          turn_blocker=tpcb.turn_blocker(other))
+        assert choose_design("auto", other, True, 10**8, 2**34,
+                             turn_blocker=tpcb.turn_blocker(other))[0] != "alternating"
+    paced = build_options("tprocc", workdir=tmp_path, results_dir=tmp_path, clients="10",
+                          duration=30, warmup=1, keying_thinking=True)
+    assert "keying and think times pace the terminals" in tprocc.turn_blocker(paced)
     done = subprocess.run([*PGDYNO, "compare", "cpu", "--baseline", "default", "--candidate",
                            "default", "--design", "alternating", "--results-dir",
                            str(tmp_path), "--workdir", str(tmp_path)],

@@ -256,11 +256,11 @@ def test_auto_picks_interleaved_where_both_servers_fit(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match="accepted values are auto, alternating, interleaved"):
         choose_design("parallel", opts, True, 2**20, 8 * 2**30)
     # A load that can be paused: the loads take turns, unless the blocks are too short.
-    design, why = choose_design("auto", opts, True, 20 * 2**20, 8 * 2**30, pausable=True)
+    design, why = choose_design("auto", opts, True, 20 * 2**20, 8 * 2**30, turn_blocker="")
     assert design == "alternating" and "take turns of one second" in why
     short = build_options("tpcb", scale=1, clients="2", workdir=tmp_path, duration=2,
                           warmup=1)
-    assert choose_design("auto", short, True, 2**20, 8 * 2**30, pausable=True)[0] == "auto"
+    assert choose_design("auto", short, True, 2**20, 8 * 2**30, turn_blocker="")[0] == "auto"
 
 
 def test_the_pilot_picks_the_design_that_narrows_faster() -> None:

@@ -846,14 +846,15 @@ def pilot_choice(spread: dict[str, tuple[float, float]]) -> tuple[str, str]:
 
 def choose_design(asked: str, opts: BenchOptions, needs_server: bool,
                   dataset_bytes: int | None, available_bytes: int, *,
-                  archive_dirs_apart: bool = False, pausable: bool = False
+                  archive_dirs_apart: bool = False, turn_blocker: str | None = None
                   ) -> tuple[str, str]:
     """(design, why): ``asked`` when it can run here, ``auto``'s pick otherwise; a design
     asked for that cannot run is refused in one line. ``archive_dirs_apart``: each side
     names an archive directory of its own (a campaign's configs), which blocks nothing;
-    ``pausable``: the workload's load may be paused (``Workload.pausable``), which makes
-    ``auto`` pick the alternating design where nothing blocks it (the callers that need
-    each side's latency and telemetry, a study's, leave it False)."""
+    ``turn_blocker``: why the workload's load cannot take turns (``Workload.turn_blocker``,
+    "" when it can, which makes ``auto`` pick the alternating design where nothing else
+    blocks it); None: the caller offers no turns (it reads each side's latency and
+    telemetry, as a study does)."""
     if asked not in DESIGNS:
         raise UsageError(f"--design {asked}: accepted values are {', '.join(DESIGNS)}")
     blockers = _block_blockers(opts, needs_server, dataset_bytes, available_bytes,
@@ -861,7 +862,7 @@ def choose_design(asked: str, opts: BenchOptions, needs_server: bool,
     if asked == SEQUENTIAL:
         return SEQUENTIAL, "asked for"
     if asked == ALTERNATING:
-        blockers += _turn_blockers(opts, pausable)
+        blockers += _turn_blockers(opts, turn_blocker)
         if blockers:
             raise UsageError(f"--design {asked}: {blockers[0]}; use --design interleaved")
         return asked, "asked for"
@@ -871,7 +872,7 @@ def choose_design(asked: str, opts: BenchOptions, needs_server: bool,
         return asked, "asked for"
     if blockers:
         return SEQUENTIAL, f"auto: {blockers[0]}, so the sides run one after the other"
-    if pausable and not _turn_blockers(opts, pausable):
+    if turn_blocker is not None and not _turn_blockers(opts, turn_blocker):
         return ALTERNATING, (
             "auto: both servers fit on this machine at once and the load can be paused, so "
             "the two loads take turns of one second: a pair is two neighbouring seconds, "
@@ -882,16 +883,14 @@ def choose_design(asked: str, opts: BenchOptions, needs_server: bool,
                   "design picks the one that resolves more in the time")
 
 
-def _turn_blockers(opts: BenchOptions, pausable: bool) -> list[str]:
+def _turn_blockers(opts: BenchOptions, turn_blocker: str | None) -> list[str]:
     """Why the two loads cannot take turns of a second here (empty: they can)."""
     out = []
-    if not pausable:
-        out.append(f"{opts.workload}'s load cannot be paused and counted second by second")
-    if opts.tx_sampling_rate is not None or opts.tx_aggregate_only:
-        out.append("--tx-logs sample or aggregate: the seconds would not hold every "
-                   "transaction in the second it ended")
-    if opts.drivers is not None:
-        out.append("--drivers: the load runs on other hosts, where it cannot be paused")
+    if turn_blocker is None:
+        out.append("the alternating design compares the headline only, and this "
+                   "comparison reads each side's own latency and telemetry")
+    elif turn_blocker:
+        out.append(turn_blocker)
     if pairs_in(opts.warmup_s, opts.duration_s) < 2:
         lead = lead_seconds(opts.warmup_s)
         out.append(f"a block of {opts.warmup_s + opts.duration_s} s holds no quad of turns "

@@ -221,7 +221,8 @@ def _design_for(opts: CompareOptions) -> tuple[str, str]:
     workload = registry.get(opts.bench.workload)
     return choose_design(opts.design, opts.bench, workload.needs_server,
                          workload.dataset_bytes(opts.bench),
-                         psutil.virtual_memory().available, pausable=workload.pausable)
+                         psutil.virtual_memory().available,
+                         turn_blocker=workload.turn_blocker(opts.bench))
 
 
 ALTERNATING_BLOCKS = 2

@@ -416,6 +416,13 @@ class Workload:
         KeyboardInterrupt through after cleaning up."""
         raise NotImplementedError(f"workload {self.name} has no run_iteration")
 
+    def turn_blocker(self, opts: BenchOptions) -> str:
+        """Why this workload's load cannot take turns of a second with another's under
+        ``opts`` (the alternating comparison design); "" when it can."""
+        if not self.pausable:
+            return f"{self.name}'s load cannot be paused and counted second by second"
+        return ""
+
     def headline_seconds(self, run_dir: RunDirectory, plan: RunPlan, record: IterationRecord,
                          opts: BenchOptions) -> list[float] | None:
         """The headline metric in each second of one iteration, counted from its time

@@ -329,6 +329,18 @@ class PgbenchWorkload(Workload):
         match = _TPS.search(out.stdout)
         return (float(match["tps"]), f"a {PROBE_S} s probe") if match else (None, "unknown")
 
+    def turn_blocker(self, opts: BenchOptions) -> str:
+        """pgbench pauses cleanly, but not every way of running it can take turns."""
+        if opts.rate_tps is not None:
+            return ("--rate: a paused pgbench falls behind its schedule and catches up in "
+                    "its next turn, so each turn would count the backlog, not the speed")
+        if opts.tx_sampling_rate is not None or opts.tx_aggregate_only:
+            return ("--tx-logs sample or aggregate: the seconds would not hold every "
+                    "transaction in the second it ended")
+        if opts.drivers is not None:
+            return "--drivers: the load runs on other hosts, where it cannot be paused"
+        return super().turn_blocker(opts)
+
     def headline_seconds(self, run_dir: RunDirectory, plan: RunPlan, record: IterationRecord,
                          opts: BenchOptions) -> list[float] | None:
         """The headline in each second of the iteration, from its ``seconds.csv`` (every

@@ -212,6 +212,12 @@ class Tprocc(PgbenchWorkload):
 
         return window_metrics(plan, it_dir)
 
+    def turn_blocker(self, opts: BenchOptions) -> str:
+        if getattr(opts.workload_options, "keying_thinking", False):
+            return ("compliant keying and think times pace the terminals: a paused "
+                    "terminal's sleeps run on, and it catches up in its next turn")
+        return super().turn_blocker(opts)
+
     def headline_of_seconds(self, plan, per_script: list[list[int]]) -> list[float]:
         """NOPM second by second: the committed New-Orders pgbench finished in each second,
         times 60 (the headline over a window counts the orders the database holds; second
