@@ -223,6 +223,10 @@ def test_every_turn_is_its_sides_per_second_count_and_the_interval_recomputes(
     assert "Design: alternating (asked for)" in md
     assert "every second one side's load generator was stopped" in md
     assert "Each value is one second of one side's load" in md
+    # The turns are the picture; the runs' timelines (half pauses) and latency curves are not.
+    assert (out / "plots" / "turns.png").stat().st_size > 10_000
+    assert not (out / "plots" / "percentile_curves.png").exists()
+    assert "![Each side's turns and each pair's ratio](plots/turns.png)" in md
 
 
 @pytest.mark.server

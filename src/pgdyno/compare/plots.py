@@ -29,9 +29,15 @@ def comparison_plots(comparison: Comparison, baseline: list[RunData], candidate:
     plots = out_dir / "plots"
     plots.mkdir(parents=True, exist_ok=True)
     made: dict[str, str] = {}
-    for name, fig in (("tps_timelines", _timelines(baseline, candidate, clients, comparison)),
-                      ("percentile_curves", _percentiles(baseline, candidate, clients,
-                                                         comparison)),
+    turns = comparison.design is not None and comparison.design.blocks is not None \
+        and comparison.design.blocks.turns
+    # Under turns the runs' timelines are half pauses and their latencies include them:
+    # the turns themselves are the picture.
+    over_time = ((("turns", _turns(comparison)),) if turns else
+                 (("tps_timelines", _timelines(baseline, candidate, clients, comparison)),
+                  ("percentile_curves", _percentiles(baseline, candidate, clients,
+                                                     comparison))))
+    for name, fig in (*over_time,
                       ("change_bars", change_bars(comparison, clients)),
                       ("write_iops_overlay", write_iops_overlay(comparison, clients))):
         if fig is None:
@@ -63,6 +69,37 @@ def _timelines(a: list[RunData], b: list[RunData], clients: int, cmp: Comparison
            "(every iteration of both sides)")
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
+    return fig
+
+
+def _turns(cmp: Comparison):
+    """Each turn's headline, both sides, in the order they ran; and each pair's ratio."""
+    assert cmp.design is not None and cmp.design.blocks is not None
+    rec = cmp.design.blocks
+    fig, (top, bottom) = plt.subplots(2, 1, figsize=(9, 5.5), sharex=True,
+                                      gridspec_kw={"height_ratios": [2, 1]})
+    for side, label in (("A", cmp.baseline_label), ("B", cmp.candidate_label)):
+        points = [(t.pair, t.value) for t in rec.turns if t.side == side and t.value]
+        top.plot([x for x, _ in points], [v for _, v in points], ".", ms=3, alpha=0.7,
+                 color=COLOURS[side], label=f"{side}: {label}")
+    by_pair: dict[int, dict[str, float]] = {}
+    for t in rec.turns:
+        if t.value:
+            by_pair.setdefault(t.pair, {})[t.side] = t.value
+    ratios = [(pair, 100 * (v["B"] / v["A"] - 1)) for pair, v in sorted(by_pair.items())
+              if "A" in v and "B" in v]
+    bottom.plot([x for x, _ in ratios], [r for _, r in ratios], ".", ms=3, color="tab:gray")
+    bottom.axhline(0, color="black", lw=0.8)
+    bottom.axhline(cmp.design.blocks.looks[-1].change_pct if rec.looks else 0,
+                   color="tab:green", lw=1, label="change (all pairs)")
+    head = next((m for m in cmp.metrics if m.metric == rec.headline_metric), None)
+    label = f"{head.label} ({head.unit})" if head is not None else rec.headline_metric
+    top.set(ylabel=f"{label} in its second",
+            title="Each side's one-second turns, in the order they ran")
+    bottom.set(xlabel="pair (two neighbouring seconds)", ylabel="B/A − 1 (%)")
+    for ax in (top, bottom):
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
     return fig
 
 

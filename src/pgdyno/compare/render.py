@@ -299,7 +299,8 @@ def build_compare_document(cmp: Comparison, images: dict[str, str],
     for clients in sorted({m.clients for m in cmp.metrics}, key=lambda c: (c == 0, c)):
         metrics.tables.append(metrics_table(cmp, clients))
     over_time = Section("Throughput and latency, both sides", level=3)
-    for name, caption in (("tps_timelines", "TPS over time, both sides"),
+    for name, caption in (("turns", "Each side's turns and each pair's ratio"),
+                          ("tps_timelines", "TPS over time, both sides"),
                           ("percentile_curves", "Latency percentile curves")):
         if name in images:
             over_time.images.append((caption, images[name]))
