@@ -4,6 +4,7 @@ from the side runs' own per-block figures."""
 
 from __future__ import annotations
 
+import csv
 import json
 import math
 from dataclasses import dataclass
@@ -28,10 +29,19 @@ def _options(results: Path, workdir: Path, **more):
 def test_auto_runs_trials_in_blocks_where_both_servers_fit(tmp_path: Path) -> None:
     base = _options(tmp_path / "r", tmp_path / "w", duration=30, warmup=10)
     design = trial_design("auto", base, os_changes=False, shared=False)
-    # Blocks of 10 s after 2 s; the trial config measured as long as a 30 s run would be.
+    # One block of turns, 60 s after 2 s: the trial config measured 30 s, as in a run.
+    assert (design.design, design.pairs, design.block_s, design.warmup_s) == (
+        "alternating", 1, 60, 2)
+    assert "taking turns of one second (30 pairs" in design.sentence()
+    # Where the load cannot take turns (a paced run), blocks of 10 s after 2 s.
+    paced = _options(tmp_path / "r", tmp_path / "w", duration=30, warmup=10, rate=200)
+    design = trial_design("auto", paced, os_changes=False, shared=False)
     assert (design.design, design.pairs, design.block_s, design.warmup_s) == (
         "interleaved", 3, 10, 2)
     assert "against the incumbent" in design.sentence()
+    with pytest.raises(UsageError, match=r"^--trial-design alternating: --rate: .*accepted: "
+                                         "auto, interleaved or runs$"):
+        trial_design("alternating", paced, os_changes=False, shared=False)
     assert trial_design("interleaved", base, os_changes=False, shared=False).why == "asked for"
     assert trial_design("runs", base, os_changes=False, shared=False).design == "runs"
 
@@ -55,7 +65,7 @@ def test_where_blocks_cannot_serve_auto_runs_trials_and_says_why(
 
 def test_an_unknown_trial_design_is_refused_in_one_line(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match="^--trial-design duet: accepted values are auto, "
-                                         "interleaved, runs$"):
+                                         "alternating, interleaved, runs$"):
         trial_design("duet", _options(tmp_path / "r", tmp_path / "w"), os_changes=False,
                      shared=False)
 
@@ -180,3 +190,56 @@ def test_a_search_resumed_with_another_trial_design_is_refused(tmp_path: Path) -
     del record["trial_design"]
     (search_dir / "search.json").write_text(json.dumps(record))
     assert _open_record(search_dir, "s", bench, space, spec, opts, runs).trial_design == "runs"
+
+
+def _turns_by_hand(record: dict) -> list[tuple[float, float]]:
+    """(reference, trial) of each pair of turns, each turn read from its side run's
+    per-second file: the transactions that ended in its second."""
+    runs = {"A": Path(record["baseline_run"]), "B": Path(record["candidate_run"])}
+    iteration = {(b["side"], b["pair"]): b["iteration"] for b in record["blocks"]}
+    pairs: dict[int, dict[str, float]] = {}
+    for turn in record["turns"]:
+        it = iteration[(turn["side"], turn["block"])]
+        path = runs[turn["side"]] / "raw" / "pgbench" / f"c2-i{it}" / "seconds.csv"
+        with path.open() as fh:
+            ok = sum(int(r["ok"]) for r in csv.DictReader(fh)
+                     if int(r["second"]) == turn["second"])
+        assert turn["value"] == ok
+        pairs.setdefault(turn["pair"], {})[turn["side"]] = ok
+    return [(p["A"], p["B"]) for _, p in sorted(pairs.items()) if p["A"] and p["B"]]
+
+
+@pytest.mark.server
+def test_a_search_in_turns_recomputed_from_the_side_runs(workdir: Path) -> None:
+    from pgdyno.search.run import SearchOptions, run_search
+    from pgdyno.search.study import open_or_create, own_rows
+
+    results = make_shared_dir("pgdyno-search-turns-")
+    bench = _options(results, workdir, duration=3, warmup=1)
+    outcome = run_search(SearchOptions(
+        bench=bench, budget=2, baselines=("default",), top=2, reruns=1, compare_pairs=0,
+        name="t", knobs=("work_mem",), show_progress=False))
+    search_dir = outcome.search_dir
+    study, _ = open_or_create(search_dir, "maximize", 0, startup=1)
+    first, trial = own_rows(study)
+    against = trial.against
+    assert against["trial"] == first.number and against["pairs"] == 2
+    record = json.loads((search_dir / against["blocks"]).read_text())
+    assert record["design"] == "alternating" and record["orders"] == ["A/B"]
+    pairs = _turns_by_hand(record)
+    ratio = math.exp(sum(math.log(b / a) for a, b in pairs) / len(pairs))
+    assert trial.raw_value == pytest.approx(first.raw_value * ratio, rel=1e-9)
+    # Each leading candidate's re-run: in turns too, against the other trial.
+    selection = json.loads((search_dir / "select.json").read_text())
+    assert len(selection["candidates"]) == 2
+    for cand in selection["candidates"]:
+        other = trial if int(cand["key"]) == first.number else first
+        rerun = json.loads((search_dir / "trials" / f"blocks-{cand['key']}-rerun-1"
+                            / "blocks.json").read_text())
+        assert rerun["design"] == "alternating"
+        pairs = _turns_by_hand(rerun)
+        assert cand["values"][1] == pytest.approx(other.raw_value * math.exp(
+            sum(math.log(b / a) for a, b in pairs) / len(pairs)), rel=1e-9)
+    assert "taking turns of one second" in (search_dir / "report.md").read_text()
+    assert not sides_root(bench, "t").exists()
+    assert not postgres_processes(str(sides_root(bench, "t")))

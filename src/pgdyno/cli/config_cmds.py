@@ -145,7 +145,8 @@ def _search_params() -> list:
                  "--compare-pairs each)"),
         opt("trial_design", "auto", str, "--trial-design",
             help="--search: how each trial is measured: auto (against the best config so "
-                 "far, both servers up at once, in interleaved blocks, where they fit), "
+                 "far, both servers up at once, where they fit: in turns of one second "
+                 "where the load can be paused, else in interleaved blocks), alternating, "
                  "interleaved, or runs (one run each)"),
         opt("compare_max_pairs", None, int | None, "--compare-max-pairs",
             help="--search: rounds the comparison may grow to while undecided (default: "

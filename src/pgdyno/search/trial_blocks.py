@@ -23,6 +23,12 @@ server), so that no trial builds a dataset; the search removes them once the tri
 re-runs are done. Each trial's blocks are recorded in ``trials/blocks-N/blocks.json`` and
 its change with its interval in the trial's record, which the report lays out.
 
+Where the workload's load can be paused (``Workload.turn_blocker``), ``auto`` measures a
+trial in turns instead (``alternating``): both sides' loads run at once for one block and
+take turns of one second, each pair two neighbouring seconds (``compare.alternate``), the
+block long enough to give the trial config the measuring time a trial run would have.
+The same ratio of the pairs makes the trial's figure.
+
 Blocks cannot serve (``auto`` falls back to runs, and says why) where the two servers
 cannot be up at once (``compare.blocks.choose_design``'s reasons), where OS knobs are
 searched (they would hold for both servers), and where several workers share the study
@@ -41,7 +47,8 @@ from typing import Any
 
 from rich.console import Console
 
-from pgdyno.compare.blocks import AUTO, INTERLEAVED, BlockRecord
+from pgdyno.compare.alternate import pair_values, pairs_in
+from pgdyno.compare.blocks import ALTERNATING, AUTO, INTERLEAVED, BlockRecord
 from pgdyno.errors import RunFailed, RunRefused, UsageError
 from pgdyno.options import BenchOptions
 from pgdyno.search.confirm import BLOCK_S, BLOCK_WARMUP_S
@@ -55,7 +62,7 @@ from pgdyno.search.objective import (
 )
 
 RUNS = "runs"
-TRIAL_DESIGNS = (AUTO, INTERLEAVED, RUNS)
+TRIAL_DESIGNS = (AUTO, ALTERNATING, INTERLEAVED, RUNS)
 MIN_PAIRS = 2
 
 
@@ -64,20 +71,30 @@ class TrialDesign:
     """How the search measures its trials, and why."""
 
     design: str
-    """``interleaved`` (against the incumbent, in blocks) or ``runs`` (one run each)."""
+    """``alternating`` (against the incumbent, in turns of a second), ``interleaved``
+    (against the incumbent, in blocks) or ``runs`` (one run each)."""
     why: str
     pairs: int = 0
-    """Pairs of blocks a trial runs (interleaved)."""
+    """Pairs of blocks a trial runs (interleaved); its blocks (alternating: one)."""
     block_s: int = 0
     warmup_s: int = 0
 
     @property
     def in_blocks(self) -> bool:
-        return self.design == INTERLEAVED
+        return self.design in (INTERLEAVED, ALTERNATING)
 
     def sentence(self) -> str:
         if not self.in_blocks:
             return f"Trials: one run each ({self.why})."
+        if self.design == ALTERNATING:
+            return (f"Trials: each measured against the incumbent (the best config so far), "
+                    f"both servers up and both loads running at once for {self.block_s} s "
+                    f"after {self.warmup_s} s of warm-up, taking turns of one second "
+                    f"({pairs_in(self.warmup_s, self.block_s)} pairs of neighbouring "
+                    "seconds); a trial's figure is the incumbent's times the pairs' geometric "
+                    "mean ratio, so the machine's changes of speed between trials do not "
+                    f"rank them ({self.why}). The first trial is one run: its figure sets the "
+                    "scale.")
         return (f"Trials: each measured against the incumbent (the best config so far) in "
                 f"{self.pairs} pairs of interleaved blocks of {self.block_s} s after "
                 f"{self.warmup_s} s of warm-up, both servers up at once; a trial's figure is "
@@ -100,6 +117,7 @@ def trial_design(asked: str, bench: BenchOptions, *, os_changes: bool, shared: b
                          f"{', '.join(TRIAL_DESIGNS)}")
     if asked == RUNS:
         return TrialDesign(RUNS, "asked for")
+    workload = registry.get(bench.workload)
     blockers = []
     if os_changes:
         blockers.append("OS knobs are searched, and a trial's OS values would hold for the "
@@ -107,7 +125,6 @@ def trial_design(asked: str, bench: BenchOptions, *, os_changes: bool, shared: b
     if shared:
         blockers.append("several workers share the study, and each would measure against "
                         "an incumbent of its own")
-    workload = registry.get(bench.workload)
     if not blockers:
         try:
             design, why = choose_design(INTERLEAVED if asked == INTERLEAVED else AUTO, bench,
@@ -120,10 +137,14 @@ def trial_design(asked: str, bench: BenchOptions, *, os_changes: bool, shared: b
         if design == SEQUENTIAL:
             blockers.append(why.removeprefix("auto: ").split(", so ")[0])
     if blockers:
-        if asked == INTERLEAVED:
-            raise UsageError(f"--trial-design interleaved: {blockers[0]}; accepted: auto or "
+        if asked in (INTERLEAVED, ALTERNATING):
+            raise UsageError(f"--trial-design {asked}: {blockers[0]}; accepted: auto or "
                              "runs")
         return TrialDesign(RUNS, f"auto: {blockers[0]}, so each trial is one run")
+    if asked in (AUTO, ALTERNATING):
+        turns = _in_turns(asked, bench, workload.turn_blocker(bench))
+        if turns is not None:
+            return turns
     block_s = min(bench.duration_s, BLOCK_S)
     warmup_s = min(bench.warmup_s, BLOCK_WARMUP_S)
     # As many pairs as give the trial config the measuring time a trial run would.
@@ -131,6 +152,25 @@ def trial_design(asked: str, bench: BenchOptions, *, os_changes: bool, shared: b
     why = "asked for" if asked == INTERLEAVED else (
         "auto: both servers fit on this machine at once")
     return TrialDesign(INTERLEAVED, why, pairs, block_s, warmup_s)
+
+
+def _in_turns(asked: str, bench: BenchOptions, blocker: str) -> TrialDesign | None:
+    """Trials in turns of a second: one block whose measured seconds give the trial config
+    the time a trial run measures (half of them are the incumbent's); None where the load
+    cannot take turns and ``auto`` was asked (``alternating`` asked is refused)."""
+    warmup_s = max(1, min(bench.warmup_s, BLOCK_WARMUP_S))
+    block_s = 2 * bench.iterations * bench.duration_s
+    if not blocker and pairs_in(warmup_s, block_s) < MIN_PAIRS:
+        blocker = (f"a trial of {bench.iterations} × {bench.duration_s} s gives fewer than "
+                   f"{MIN_PAIRS} pairs of turns")
+    if blocker:
+        if asked == ALTERNATING:
+            raise UsageError(f"--trial-design alternating: {blocker}; accepted: auto, "
+                             "interleaved or runs")
+        return None
+    why = "asked for" if asked == ALTERNATING else (
+        "auto: both servers fit on this machine at once and the load can be paused")
+    return TrialDesign(ALTERNATING, why, 1, block_s, warmup_s)
 
 
 @dataclass(frozen=True)
@@ -179,7 +219,7 @@ def measure_against(bench: BenchOptions, design: TrialDesign, reference: Referen
                   role=tuple({**role, "compare_side": side}.items()))
              for name, cfg, side in ((reference.label, reference.config, "A"),
                                      (label, config, "B"))]
-    plan = BlockPlan(design=INTERLEAVED, pairs=design.pairs)
+    plan = BlockPlan(design=design.design, pairs=design.pairs)
     started = time.monotonic()
 
     def say(line: str) -> None:
@@ -209,7 +249,11 @@ def measure_against(bench: BenchOptions, design: TrialDesign, reference: Referen
 
 
 def pair_figures(record: BlockRecord) -> list[tuple[float, float]]:
-    """Each counted pair's (reference, trial) headline, both positive, in pair order."""
+    """Each counted pair's (reference, trial) headline, both positive, in pair order (of
+    blocks, or of turns)."""
+    if record.turns:
+        a, b, _ = pair_values(record.turns)
+        return [(x, y) for x, y in zip(a, b, strict=True) if x > 0 and y > 0]
     by_pair: dict[int, dict[str, float]] = {}
     for b in record.blocks:
         if b.status == "ok" and not b.pilot and not b.check and b.headline is not None:
