@@ -146,10 +146,10 @@ def confirmation_design(asked: str, base: BenchOptions, winner_changes_os: bool
                                 workload.dataset_bytes(base), psutil.virtual_memory().available)
     if design == AUTO:
         # No pilot: it would spend the comparison's time. Interleaved measures each config
-        # alone, as the trials did; a duet would rank them by what each does beside another.
+        # alone and compares every metric (the report reads each side's latency and debt);
+        # a duet would rank them by what each does beside another.
         return INTERLEAVED, ("auto: both servers fit on this machine at once, so they run "
-                             "in interleaved blocks, each config alone in its blocks as in "
-                             "its trials")
+                             "in interleaved blocks, each config alone in its blocks")
     return design, why
 
 
