@@ -321,3 +321,25 @@ def test_a_study_refuses_the_alternating_design_and_says_why() -> None:
     assert words.startswith("[study] design = 'alternating'; accepted: auto, interleaved, "
                             "duet, sequential")
     assert "a study reports each side's latency and telemetry" in words
+
+
+def test_a_record_from_before_the_turns_is_still_read(tmp_path: Path) -> None:
+    """blocks.json of version 2 (no turns) and 1 (no check pairs) are read as they are; a
+    newer one is refused in one line."""
+    from pgdyno.compare.blocks import read_block_record
+
+    old = {"schema_version": 2, "design": "interleaved", "why": "asked for", "seed": 3,
+           "block_s": 5, "warmup_s": 1, "headline_metric": "tps", "orders": ["AB"],
+           "blocks": [{"pair": 1, "side": s, "iteration": 1, "position": i,
+                       "started_at": "2026-11-27T10:00:00Z", "seconds": 6.0,
+                       "status": "ok", "headline": 100.0 + i, "pilot": False,
+                       "check": False} for i, s in enumerate("AB")]}
+    for version in (1, 2):
+        path = tmp_path / f"v{version}.json"
+        path.write_text(json.dumps({**old, "schema_version": version}))
+        record = read_block_record(path)
+        assert record.turns == [] and [b.headline for b in record.blocks] == [100.0, 101.0]
+    newer = tmp_path / "v9.json"
+    newer.write_text(json.dumps({**old, "schema_version": 9}))
+    with pytest.raises(UsageError, match="a newer pgdyno wrote it"):
+        read_block_record(newer)

@@ -221,6 +221,16 @@ class BlockRecord:
         return sorted({b.pair for b in self.blocks if b.check})
 
 
+def read_block_record(path: Path) -> BlockRecord:
+    """A block comparison's record (``blocks.json``), refused in one line when damaged or
+    of a version this pgdyno does not read; versions 1 and 2 (no check pairs, no turns)
+    are read as they are."""
+    from pgdyno.results.manifest import read_versioned
+
+    return read_versioned(BlockRecord, path, BLOCK_SCHEMA_VERSION, "block comparison record",
+                          older={1: dict, 2: dict})
+
+
 def schedule(pairs: int, design: str, rng: random.Random, *, checks: bool = True
              ) -> list[str]:
     """The order of ``pairs`` pairs: balanced quads (AB BA or BA AB, drawn) when

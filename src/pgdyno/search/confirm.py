@@ -302,13 +302,12 @@ def blocks_noise(blocks: dict[str, BlockPair], winner: str, search_dir: Path,
                  window_s: float) -> Noise | None:
     """The comparisons' noise as their blocks show it: each config's blocks (its headline
     per block, pilot and check pairs included) pooled as runs of the block's window."""
-    from pgdyno.compare.blocks import BLOCK_SCHEMA_VERSION, BlockRecord
+    from pgdyno.compare.blocks import read_block_record
     from pgdyno.search.noise import noise_of
 
     points: list[tuple[str, float]] = []
     for label, pair in blocks.items():
-        record = read_versioned(BlockRecord, search_dir / pair.record, BLOCK_SCHEMA_VERSION,
-                                "block comparison record")
+        record = read_block_record(search_dir / pair.record)
         names = {"A": label, "B": winner}
         points += [(f"{names[b.side]} ({label})", b.headline) for b in record.blocks
                    if b.status == "ok" and b.headline is not None]
@@ -342,11 +341,10 @@ def block_verdict(winner: str, label: str, pair: BlockPair, search_dir: Path,
                   prefix: str = "compare-vs-") -> Verdict | None:
     """The winner against ``label`` pair by pair of blocks, through the compare engine,
     written to ``prefix`` + label."""
-    from pgdyno.compare.blocks import BLOCK_SCHEMA_VERSION, BlockRecord
+    from pgdyno.compare.blocks import read_block_record
     from pgdyno.compare.design import block_design_summary
 
-    record = read_versioned(BlockRecord, search_dir / pair.record, BLOCK_SCHEMA_VERSION,
-                            "block comparison record")
+    record = read_block_record(search_dir / pair.record)
     a, b = load_run(Path(pair.baseline_run)), load_run(Path(pair.winner_run))
     cmp = compare_runs([a], [b], baseline_label=label, candidate_label=winner,
                        design=block_design_summary(record, a, b))

@@ -24,7 +24,7 @@ from pgdyno.analysis.telemetry.model import SmartChange
 from pgdyno.campaign.pairs import BLOCKS_EVENT, DESIGN_EVENT
 from pgdyno.campaign.runner import journal_path, read_journal, run_path
 from pgdyno.campaign.spec import CampaignSpec, Cell
-from pgdyno.compare.blocks import BLOCK_SCHEMA_VERSION, BlockRecord
+from pgdyno.compare.blocks import read_block_record
 from pgdyno.compare.core import compare_runs
 from pgdyno.compare.design import block_design_summary, sequential_summary
 from pgdyno.compare.model import Comparison, DesignSummary
@@ -34,7 +34,6 @@ from pgdyno.compare.stats import DEFAULT_CONFIDENCE
 from pgdyno.config.units import human_bytes
 from pgdyno.errors import PgdynoError, UsageError
 from pgdyno.provision.model import ProvisionPlan
-from pgdyno.results.manifest import read_versioned
 from pgdyno.results.sweepdir import SweepRecord
 from pgdyno.study import conclusions
 from pgdyno.study.model import (
@@ -168,9 +167,7 @@ class Designs:
         path = self.blocks.get((workload, size))
         if path is not None and len(a) == 1 and len(b) == 1:
             try:
-                # Version 1 had no check pairs: read as it is.
-                record = read_versioned(BlockRecord, path, BLOCK_SCHEMA_VERSION,
-                                        "block comparison record", older={1: dict})
+                record = read_block_record(path)
             except PgdynoError as exc:
                 left_out.setdefault(str(path), LeftOutRun(
                     cell="", workload=workload, run_dir=str(path.parent),
