@@ -29,7 +29,6 @@ stall) leave their pair out and are counted in the record.
 from __future__ import annotations
 
 import contextlib
-import math
 import os
 import random
 import signal
@@ -165,16 +164,6 @@ def turns_of(block: int, first_pair: int, order: list[str], warmup_s: int,
 
 def pair_values(turns: list[Turn]) -> tuple[list[float], list[float], list[bool]]:
     """Each pair's A and B (NaN for a turn without a figure) and whether A ran first."""
-    by_pair: dict[int, dict[str, Turn]] = {}
-    for turn in turns:
-        by_pair.setdefault(turn.pair, {})[turn.side] = turn
-    a, b, first = [], [], []
-    for pair in sorted(by_pair):
-        entry = by_pair[pair]
-        if "A" not in entry or "B" not in entry:
-            continue
-        x, y = entry["A"].value, entry["B"].value
-        a.append(math.nan if x is None else x)
-        b.append(math.nan if y is None else y)
-        first.append(entry["A"].position < entry["B"].position)
-    return a, b, first
+    from pgdyno.compare.paired import pair_up
+
+    return pair_up((t.pair, t.side, t.value, t.position) for t in turns)

@@ -668,42 +668,17 @@ class BlockComparison:
         """Start the named sides' next blocks together and wait for them to end."""
         procs = [self.procs[n] for n in names]
         self.cue_rng.shuffle(procs)
-        self._await_ready(procs)
-        starts = {}
-        for proc in procs:
-            proc.done, proc.armed = None, False
-            iteration = (proc.ready or 0) + 1
-            starts[proc.name] = (iteration, time.monotonic(), utc_now())
-            proc.ready = None
-            proc.conn.send("go")
-        # Every side's CHECKPOINT done before any load starts: in a duet both windows
-        # begin on the same cue, whichever side's checkpoint took longer.
-        while any(not p.armed for p in procs):
-            self._check_alive([p for p in procs if not p.armed])
-            self._pump(1.0)
+        starts = self._arm(procs)
         for proc in procs:
             proc.conn.send("fire")
-        while any(p.done is None for p in procs):
-            self._check_alive([p for p in procs if p.done is None])
-            self._pump(1.0)
-        for proc in procs:
-            assert proc.done is not None
-            status, ended, metrics = proc.done
-            iteration, t0, stamp = starts[proc.name]
-            value = metrics.get(self.headline)
+        for proc, value in self._await_done(procs, starts, pair, position, check=check):
             if not self.piloting and not check:
                 self.values[proc.name].append(value if value is not None else math.nan)
-            self.record.blocks.append(Block(pair=pair, side=proc.name, iteration=iteration,
-                                            position=position, started_at=stamp,
-                                            seconds=round(ended - t0, 3), status=status,
-                                            headline=value, pilot=self.piloting,
-                                            check=check))
 
-
-    def _run_turns(self, block: int) -> None:
-        """One alternating block: both sides' next iterations started at one epoch, their
-        loads given turns of a second, each turn's headline from its side's seconds."""
-        procs = [self.procs["A"], self.procs["B"]]
+    def _arm(self, procs: list[_SideProcess]) -> dict[str, tuple[int, float, str]]:
+        """Each side's next block started up to its cue: (iteration, start, stamp) by side.
+        Every side's CHECKPOINT is done before any load starts, so that sides loaded
+        together begin on the same cue, whichever side's checkpoint took longer."""
         self._await_ready(procs)
         starts = {}
         for proc in procs:
@@ -714,6 +689,34 @@ class BlockComparison:
         while any(not p.armed for p in procs):
             self._check_alive([p for p in procs if not p.armed])
             self._pump(1.0)
+        return starts
+
+    def _await_done(self, procs: list[_SideProcess], starts: dict[str, tuple[int, float, str]],
+                    pair: int, position: int, *, check: bool = False
+                    ) -> list[tuple[_SideProcess, float | None]]:
+        """Wait for the sides' blocks to end and record them; each side's headline."""
+        while any(p.done is None for p in procs):
+            self._check_alive([p for p in procs if p.done is None])
+            self._pump(1.0)
+        out = []
+        for proc in procs:
+            assert proc.done is not None
+            status, ended, metrics = proc.done
+            iteration, t0, stamp = starts[proc.name]
+            value = metrics.get(self.headline)
+            self.record.blocks.append(Block(pair=pair, side=proc.name, iteration=iteration,
+                                            position=position, started_at=stamp,
+                                            seconds=round(ended - t0, 3), status=status,
+                                            headline=value, pilot=self.piloting,
+                                            check=check))
+            out.append((proc, value))
+        return out
+
+    def _run_turns(self, block: int) -> None:
+        """One alternating block: both sides' next iterations started at one epoch, their
+        loads given turns of a second, each turn's headline from its side's seconds."""
+        procs = [self.procs["A"], self.procs["B"]]
+        starts = self._arm(procs)
         order = turn_order(self.base.warmup_s,
                            pairs_in(self.base.warmup_s, self.base.duration_s), self.rng)
         start_at = time.time() + START_LEAD_S
@@ -722,17 +725,7 @@ class BlockComparison:
             proc.conn.send(("fire", start_at))
         turns = Turns(start_at, order, lambda side: self.procs[side].load_pid, self._pump)
         turns.run()
-        while any(p.done is None for p in procs):
-            self._check_alive([p for p in procs if p.done is None])
-            self._pump(1.0)
-        for proc in procs:
-            assert proc.done is not None
-            status, ended, metrics = proc.done
-            iteration, t0, stamp = starts[proc.name]
-            self.record.blocks.append(Block(pair=block, side=proc.name, iteration=iteration,
-                                            position=0, started_at=stamp,
-                                            seconds=round(ended - t0, 3), status=status,
-                                            headline=metrics.get(self.headline)))
+        self._await_done(procs, starts, block, 0)
         first_pair = len({t.pair for t in self.record.turns}) + 1
         measured_from = lead_seconds(self.base.warmup_s)
         missed = {s for s in turns.missed if s >= measured_from}

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import math
 import statistics
-from typing import Any
 
 from pgdyno.compare.alternate import ALTERNATING, TURN_S, pair_values
 from pgdyno.compare.blocks import BlockRecord
@@ -28,6 +27,7 @@ from pgdyno.compare.model import DesignSummary
 from pgdyno.compare.paired import (
     duet_check,
     order_check,
+    pair_up,
     paired_change,
     seconds_for_precision,
 )
@@ -64,22 +64,8 @@ def _pairs(record: BlockRecord, *, checks: bool = False
     comparison's pairs are its turns."""
     if record.design == ALTERNATING:
         return pair_values(record.turns) if not checks else ([], [], [])
-    by_pair: dict[int, dict[str, Any]] = {}
-    for block in record.blocks:
-        if block.pilot or block.check != checks:
-            continue
-        entry = by_pair.setdefault(block.pair, {})
-        entry[block.side] = block
-    a, b, first = [], [], []
-    for pair in sorted(by_pair):
-        entry = by_pair[pair]
-        if "A" not in entry or "B" not in entry:
-            continue
-        x, y = entry["A"].headline, entry["B"].headline
-        a.append(math.nan if x is None else x)
-        b.append(math.nan if y is None else y)
-        first.append(entry["A"].position <= entry["B"].position)
-    return a, b, first
+    return pair_up((b.pair, b.side, b.headline, b.position) for b in record.blocks
+                   if not b.pilot and b.check == checks)
 
 
 def _pair_seconds(record: BlockRecord) -> float:

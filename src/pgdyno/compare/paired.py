@@ -41,6 +41,7 @@ from __future__ import annotations
 import functools
 import math
 import statistics
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
@@ -54,6 +55,26 @@ PAIRED_LOG = "paired-log"
 """Its fallback: mean of per-pair log ratios, Newey-West variance, Student's t."""
 PAIRED_DIFF = "paired-diff"
 """The same on differences of values, in % of A's mean (a value of 0 or less on a side)."""
+
+
+def pair_up(halves: Iterable[tuple[int, str, float | None, int]]
+            ) -> tuple[list[float], list[float], list[bool]]:
+    """Each pair's A and B (NaN where a half has no figure) and whether A ran first (or at
+    once, a duet's), from the halves' (pair, side, value, position), in pair order; a
+    pair missing a side is left out."""
+    by_pair: dict[int, dict[str, tuple[float | None, int]]] = {}
+    for pair, side, value, position in halves:
+        by_pair.setdefault(pair, {})[side] = (value, position)
+    a, b, first = [], [], []
+    for pair in sorted(by_pair):
+        entry = by_pair[pair]
+        if "A" not in entry or "B" not in entry:
+            continue
+        (x, x_at), (y, y_at) = entry["A"], entry["B"]
+        a.append(math.nan if x is None else x)
+        b.append(math.nan if y is None else y)
+        first.append(x_at <= y_at)
+    return a, b, first
 
 
 def newey_west_lags(n: int) -> int:
