@@ -251,6 +251,9 @@ def test_a_paused_side_finishes_nothing_in_the_other_sides_seconds(
             in_other = sum(1 for s in ends if s in other)
             assert in_own > 100 * len(own)  # it ran through its turns
             assert in_other <= 0.002 * in_own, (side, block, in_own, in_other)
+    # Each side's own report says that its load took turns.
+    for run in runs.values():
+        assert "its load was stopped every other second" in (run / "report.md").read_text()
     # Both origins are the common start: the sides' seconds are the same seconds.
     origins = [json.loads((run / "raw" / "run.json").read_text())["records"][0]["origin_epoch"]
                for run in runs.values()]

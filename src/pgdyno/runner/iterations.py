@@ -56,6 +56,13 @@ def save(run_dir: RunDirectory, plan: RunPlan, manifest: Manifest) -> None:
     run_dir.write_json("manifest.json", manifest_to_dict(manifest))
 
 
+TURNS_NOTE = ("this run is one side of a comparison whose two loads took turns of one "
+              "second (the alternating design): its load was stopped every other second, "
+              "so its TPS over a window is about half its speed, and a transaction in "
+              "flight at a pause has the pause in its latency; the comparison's report "
+              "compares the seconds it ran in")
+
+
 def execute(workload: Workload, ctx: RunContext, manifest: Manifest,
             console: Console, gate: StepGate = OWN_PACE) -> None:
     """Bring the server up, prepare the dataset, run every iteration, and let the workload
@@ -93,6 +100,8 @@ def execute(workload: Workload, ctx: RunContext, manifest: Manifest,
         ctx.plan.parameters = ctx.prepared.parameters
         if opts.cache == "prewarmed":
             ctx.plan.notes.append(prewarm_dataset(workload, ctx))
+        if gate.wants_seconds:
+            ctx.plan.notes.append(TURNS_NOTE)
         save(ctx.run_dir, ctx.plan, manifest)
         for step in steps:
             if not gate.admit(step):
