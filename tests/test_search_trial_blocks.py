@@ -215,7 +215,7 @@ def test_a_search_in_turns_recomputed_from_the_side_runs(workdir: Path) -> None:
     from pgdyno.search.study import open_or_create, own_rows
 
     results = make_shared_dir("pgdyno-search-turns-")
-    bench = _options(results, workdir, duration=3, warmup=1)
+    bench = _options(results, workdir, duration=2, warmup=1)
     outcome = run_search(SearchOptions(
         bench=bench, budget=2, baselines=("default",), top=2, reruns=1, compare_pairs=0,
         name="t", knobs=("work_mem",), show_progress=False))
