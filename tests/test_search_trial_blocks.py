@@ -1,6 +1,6 @@
-"""The search's trials measured against the incumbent in blocks: which design runs where,
-the reference each trial meets, and a real search whose trial figures are recomputed here
-from the side runs' own per-block figures."""
+"""The search's trials measured against the incumbent in blocks or in turns: which design
+runs where, the reference each trial meets, how a trial's pairs are read, and a real search
+in turns whose trial figures are recomputed here from the side runs' per-second files."""
 
 from __future__ import annotations
 
@@ -97,72 +97,6 @@ def _block_tps(run: Path) -> dict[int, float]:
             if it["status"] == "ok"}
 
 
-def _by_hand(record: dict) -> list[tuple[float, float]]:
-    """(reference, trial) TPS of each pair, read from the two side runs' summaries."""
-    a = _block_tps(Path(record["baseline_run"]))
-    b = _block_tps(Path(record["candidate_run"]))
-    pairs: dict[int, dict[str, float]] = {}
-    for block in record["blocks"]:
-        run = a if block["side"] == "A" else b
-        pairs.setdefault(block["pair"], {})[block["side"]] = run[block["iteration"]]
-    return [(p["A"], p["B"]) for _, p in sorted(pairs.items())]
-
-
-@pytest.mark.server
-def test_a_search_in_blocks_recomputed_from_the_side_runs(workdir: Path) -> None:
-    from pgdyno.search.run import SearchOptions, run_search
-    from pgdyno.search.study import open_or_create, own_rows
-
-    results = make_shared_dir("pgdyno-search-blocks-")
-    bench = _options(results, workdir)
-    outcome = run_search(SearchOptions(
-        bench=bench, budget=2, baselines=("default",), top=2, reruns=1, compare_pairs=0,
-        name="b", knobs=("work_mem",), show_progress=False))
-    search_dir = outcome.search_dir
-    study, _ = open_or_create(search_dir, "maximize", 0, startup=1)
-    first, trial = own_rows(study)
-    # The first trial sets the scale: one run, its figure the run's own.
-    assert first.against is None and first.raw_value == pytest.approx(
-        _block_tps(Path(first.run_dir))[1])
-    # The second is measured against it, in two pairs of interleaved blocks.
-    against = trial.against
-    assert against["trial"] == first.number and against["pairs"] == 2
-    record = json.loads((search_dir / against["blocks"]).read_text())
-    assert record["design"] == "interleaved" and sorted(record["orders"]) == ["AB", "BA"]
-    assert record["candidate_run"] == trial.run_dir
-    pairs = _by_hand(record)
-    ratio = math.exp(sum(math.log(b / a) for a, b in pairs) / len(pairs))
-    assert trial.raw_value == pytest.approx(first.raw_value * ratio, rel=1e-9)
-    assert trial.value == pytest.approx(trial.raw_value)  # no telemetry: no debt charged
-    for run, side in ((record["baseline_run"], "A"), (record["candidate_run"], "B")):
-        role = json.loads((Path(run) / "manifest.json").read_text())["role"]
-        assert role["phase"] == "trial" and role["compare_side"] == side
-    # Each leading candidate's re-run: in blocks too, against the other trial.
-    selection = json.loads((search_dir / "select.json").read_text())
-    for cand in selection["candidates"]:
-        other = trial if int(cand["key"]) == first.number else first
-        rerun = json.loads((search_dir / "trials" / f"blocks-{cand['key']}-rerun-1"
-                            / "blocks.json").read_text())
-        role = json.loads((Path(rerun["baseline_run"]) / "manifest.json").read_text())["role"]
-        assert role["phase"] == "select" and role["compare_side"] == "A"
-        assert rerun["baseline_run"] != other.run_dir  # measured again, not reused
-        # In the trials' two clusters, whose datasets were built once.
-        assert rerun["side_workdirs"] == record["side_workdirs"]
-        assert all(str(sides_root(bench, "b")) in w for w in rerun["side_workdirs"])
-        for run in (rerun["baseline_run"], rerun["candidate_run"]):
-            manifest = json.loads((Path(run) / "manifest.json").read_text())
-            assert manifest["dataset"]["load_record"]["reused"], run
-        pairs = _by_hand(rerun)
-        assert cand["values"][1] == pytest.approx(other.raw_value * math.exp(
-            sum(math.log(b / a) for a, b in pairs) / len(pairs)), rel=1e-9)
-    report = (search_dir / "report.md").read_text()
-    assert "Trials: each measured against the incumbent" in report
-    assert f"trial {first.number} (default)" in report
-    # The trials' clusters are gone, and no server was left running.
-    assert not sides_root(bench, "b").exists()
-    assert not postgres_processes(str(sides_root(bench, "b")))
-
-
 def test_a_search_resumed_with_another_trial_design_is_refused(tmp_path: Path) -> None:
     from pgdyno.config.detect import detect_profile
     from pgdyno.config.setting_specs import snapshot
@@ -222,13 +156,22 @@ def test_a_search_in_turns_recomputed_from_the_side_runs(workdir: Path) -> None:
     search_dir = outcome.search_dir
     study, _ = open_or_create(search_dir, "maximize", 0, startup=1)
     first, trial = own_rows(study)
+    # The first trial sets the scale: one run, its figure the run's own.
+    assert first.against is None and first.raw_value == pytest.approx(
+        _block_tps(Path(first.run_dir))[1])
+    # The second is measured against it, both loads taking turns of one second.
     against = trial.against
     assert against["trial"] == first.number and against["pairs"] == 2
     record = json.loads((search_dir / against["blocks"]).read_text())
     assert record["design"] == "alternating" and record["orders"] == ["A/B"]
+    assert record["candidate_run"] == trial.run_dir
     pairs = _turns_by_hand(record)
     ratio = math.exp(sum(math.log(b / a) for a, b in pairs) / len(pairs))
     assert trial.raw_value == pytest.approx(first.raw_value * ratio, rel=1e-9)
+    assert trial.value == pytest.approx(trial.raw_value)  # no telemetry: no debt charged
+    for run, side in ((record["baseline_run"], "A"), (record["candidate_run"], "B")):
+        role = json.loads((Path(run) / "manifest.json").read_text())["role"]
+        assert role["phase"] == "trial" and role["compare_side"] == side
     # Each leading candidate's re-run: in turns too, against the other trial.
     selection = json.loads((search_dir / "select.json").read_text())
     assert len(selection["candidates"]) == 2
@@ -237,9 +180,41 @@ def test_a_search_in_turns_recomputed_from_the_side_runs(workdir: Path) -> None:
         rerun = json.loads((search_dir / "trials" / f"blocks-{cand['key']}-rerun-1"
                             / "blocks.json").read_text())
         assert rerun["design"] == "alternating"
+        role = json.loads((Path(rerun["baseline_run"]) / "manifest.json").read_text())["role"]
+        assert role["phase"] == "select" and role["compare_side"] == "A"
+        assert rerun["baseline_run"] != other.run_dir  # measured again, not reused
+        # In the trials' two clusters, whose datasets were built once.
+        assert rerun["side_workdirs"] == record["side_workdirs"]
+        assert all(str(sides_root(bench, "t")) in w for w in rerun["side_workdirs"])
+        for run in (rerun["baseline_run"], rerun["candidate_run"]):
+            manifest = json.loads((Path(run) / "manifest.json").read_text())
+            assert manifest["dataset"]["load_record"]["reused"], run
         pairs = _turns_by_hand(rerun)
         assert cand["values"][1] == pytest.approx(other.raw_value * math.exp(
             sum(math.log(b / a) for a, b in pairs) / len(pairs)), rel=1e-9)
-    assert "taking turns of one second" in (search_dir / "report.md").read_text()
+    report = (search_dir / "report.md").read_text()
+    assert "taking turns of one second" in report and f"trial {first.number} (default)" in report
+    # The trials' clusters are gone, and no server was left running.
     assert not sides_root(bench, "t").exists()
     assert not postgres_processes(str(sides_root(bench, "t")))
+
+
+def test_a_trial_in_interleaved_blocks_pairs_its_blocks_by_number() -> None:
+    """Where the loads cannot take turns, a trial's pairs are its blocks': each pair's
+    reference and trial headline, pilot and check blocks and failed halves left out."""
+    from pgdyno.compare.blocks import Block, BlockRecord
+    from pgdyno.search.trial_blocks import pair_figures
+
+    def block(pair: int, side: str, value: float | None, **more) -> Block:
+        return Block(pair=pair, side=side, iteration=pair, position=0 if side == "A" else 1,
+                     started_at="", seconds=6.0, status=more.pop("status", "ok"),
+                     headline=value, **more)
+
+    record = BlockRecord(schema_version=3, design="interleaved", why="", seed=1, block_s=5,
+                         warmup_s=1, headline_metric="tps", blocks=[
+                             block(1, "A", 100.0), block(1, "B", 110.0),
+                             block(2, "B", 90.0), block(2, "A", 80.0),
+                             block(3, "A", 100.0), block(3, "B", None),
+                             block(4, "A", 100.0), block(4, "B", 95.0, status="failed"),
+                             block(5, "A", 70.0, check=True), block(5, "B", 75.0, check=True)])
+    assert pair_figures(record) == [(100.0, 110.0), (80.0, 90.0)]
