@@ -1,9 +1,10 @@
 """TPROC-H loading against a real server, checked against tpchgen-cli and DuckDB.
 
-The dataset is loaded at SF 0.01 by the loader (tables cut in parts, piped into COPY);
-the same scale factor is generated again here, whole, into CSV files that DuckDB reads
-on its own: row counts and per-table checksums must agree. Each test works in its own
-database of the shared server, dropped afterwards.
+The dataset is loaded at SF 0.01 by the loader (small: one generator writes every table
+to files, each copied), and once more with a generator per table piped into COPY, as
+larger datasets are loaded; the same scale factor is generated again here, whole, into
+CSV files that DuckDB reads on its own: row counts and per-table checksums must agree.
+Each test works in its own database of the shared server, dropped afterwards.
 """
 
 from __future__ import annotations
@@ -26,12 +27,14 @@ from pgdyno.errors import RunFailed, UsageError
 from pgdyno.targets.connection import ConnectionInfo
 from pgdyno.targets.local import LocalServer
 from pgdyno.workloads import dataset
+from pgdyno.workloads.tproch import loader as tproch_loader
 from pgdyno.workloads.tproch import schema
 from pgdyno.workloads.tproch.loader import (
     STAGES,
     CopyJob,
     data_jobs,
     load,
+    one_generator,
     plan_parts,
     stage_jobs,
     tpchgen_program,
@@ -88,6 +91,16 @@ def duckdb_tables(csv_dir: Path) -> duckdb.DuckDBPyConnection:
         db.execute(f"CREATE TABLE {table} AS SELECT * FROM read_csv("
                    f"'{csv_dir / (table + '.csv')}', header = true, columns = {{{columns}}})")
     return db
+
+
+def assert_matches_duckdb(target: ConnectionInfo, csv_dir: Path) -> None:
+    """Every table's checksums (CHECKSUMS, row counts among them) as DuckDB computes them
+    over tpchgen-cli's own files."""
+    duck = duckdb_tables(csv_dir)
+    with psycopg.connect(target.conninfo()) as conn:
+        for table, aggregates in CHECKSUMS.items():
+            query = f"SELECT {aggregates} FROM {table}"
+            assert conn.execute(query).fetchone() == duck.execute(query).fetchone(), table
 
 
 def pg_counts(target: ConnectionInfo) -> dict[str, int]:
@@ -162,12 +175,8 @@ def test_row_counts_match_the_generator_and_the_specification(loaded, csv_dir: P
 
 
 def test_checksums_match_duckdb_over_the_same_generator_output(loaded, csv_dir: Path) -> None:
-    target = loaded.target
-    duck = duckdb_tables(csv_dir)
-    with psycopg.connect(target.conninfo()) as conn:
-        for table, aggregates in CHECKSUMS.items():
-            query = f"SELECT {aggregates} FROM {table}"
-            assert conn.execute(query).fetchone() == duck.execute(query).fetchone(), table
+    assert one_generator(SF)  # this load went through files written by one generator
+    assert_matches_duckdb(loaded.target, csv_dir)
 
 
 def test_keys_indexes_and_statistics_exist(loaded) -> None:
@@ -338,7 +347,12 @@ def _generators() -> list[psutil.Process]:
     return found
 
 
-def test_a_killed_generator_stops_the_load_in_one_line(scratch_db: ConnectionInfo) -> None:
+def test_a_killed_generator_stops_the_load_in_one_line(scratch_db: ConnectionInfo, csv_dir: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """At SF 0.1 every table streams from its own generator: one killed stops the load.
+    The reload after it streams too (SF 0.01 with the one-generator threshold lowered to
+    nothing), as larger datasets load, and must match DuckDB."""
+    assert not one_generator(0.1)
     killed: list[int] = []
 
     def kill_one(report: LoadProgress) -> None:
@@ -363,19 +377,46 @@ def test_a_killed_generator_stops_the_load_in_one_line(scratch_db: ConnectionInf
     assert not state.reusable and not state.foreign_tables and busy == 0
     assert lineitem < schema.lineitem_range(0.1)[0]  # rolled back, or never complete
     # The interrupted load is rebuilt without --force.
-    result = load(scratch_db, LoadOptions(scale_factor=SF))
-    assert not result.reused and pg_counts(scratch_db)["orders"] == 15_000
+    monkeypatch.setattr(tproch_loader, "ONE_GENERATOR_BYTES", 0)
+    assert not one_generator(SF)
+    result = load(scratch_db, LoadOptions(scale_factor=SF, workers=2))
+    assert not result.reused and result.rows == pg_counts(scratch_db)
+    assert_matches_duckdb(scratch_db, csv_dir)
+
+
+REFUSE_FULL_QUANTITIES = """
+CREATE FUNCTION public.refuse_full_quantities() RETURNS event_trigger LANGUAGE plpgsql AS $$
+DECLARE created record;
+BEGIN
+  FOR created IN SELECT object_identity FROM pg_event_trigger_ddl_commands()
+                 WHERE object_type = 'table' AND object_identity LIKE '%.lineitem' LOOP
+    EXECUTE format('ALTER TABLE %s ADD CONSTRAINT quantity_below_50 CHECK (l_quantity < 50)',
+                   created.object_identity);
+  END LOOP;
+END $$;
+CREATE EVENT TRIGGER refuse_full_quantities ON ddl_command_end WHEN TAG IN ('CREATE TABLE')
+  EXECUTE FUNCTION public.refuse_full_quantities();
+"""
+"""The loader creates its own tables: this gives the lineitem it creates a constraint that
+about one row in fifty breaks (l_quantity runs from 1 to 50), so its COPY fails."""
 
 
 def test_a_copy_error_stops_the_load_in_one_line(scratch_db: ConnectionInfo) -> None:
-    with psycopg.connect(scratch_db.conninfo(), autocommit=True) as conn:
-        conn.execute(sql.SQL("ALTER DATABASE {} SET statement_timeout = '300ms'").format(
-            sql.Identifier(scratch_db.dbname)))
-    with pytest.raises(RunFailed, match="COPY failed: canceling statement due to statement "
-                                        "timeout") as failed:
-        load(scratch_db, LoadOptions(scale_factor=0.01, workers=2))
+    with psycopg.connect(scratch_db.in_schema(None).conninfo(), autocommit=True) as conn:
+        conn.execute(REFUSE_FULL_QUANTITIES)
+    with pytest.raises(RunFailed, match='COPY failed: new row for relation "lineitem" violates '
+                                        'check constraint "quantity_below_50"') as failed:
+        load(scratch_db, LoadOptions(scale_factor=SF, workers=2))
     assert "\n" not in str(failed.value)
     assert _generators() == []
+    with psycopg.connect(scratch_db.conninfo()) as conn:
+        state = dataset.inspect(conn, schema.WORKLOAD, "sf=0.01", list(schema.TABLES),
+                                schema.DATASET_SCHEMA)
+        busy = conn.execute("""SELECT count(*) FROM pg_stat_activity
+                               WHERE datname = current_database()
+                                 AND pid <> pg_backend_pid()""").fetchone()[0]
+        lineitem = conn.execute("SELECT count(*) FROM lineitem").fetchone()[0]
+    assert not state.reusable and busy == 0 and lineitem == 0  # rolled back
 
 
 # ----- sizes and plans ---------------------------------------------------------------------
@@ -405,6 +446,9 @@ def test_sizes_and_scale_factors() -> None:
 
 def test_only_big_tables_are_cut_into_parts() -> None:
     assert set(plan_parts(0.01, 2).values()) == {1}  # small: every table whole
+    # Small datasets come from one generator start: up to SF 0.09 (100 MB of CSV).
+    assert one_generator(0.01) and one_generator(0.09)
+    assert not one_generator(0.1) and not one_generator(1)
     assert set(plan_parts(10, 1).values()) == {1}  # one worker: nothing to balance
     assert set(plan_parts(10, 2).values()) == {1}  # lineitem whole beats two unfrozen parts
     assert plan_parts(10, 4)["lineitem"] == 2
