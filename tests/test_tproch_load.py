@@ -349,10 +349,11 @@ def _generators() -> list[psutil.Process]:
 
 def test_a_killed_generator_stops_the_load_in_one_line(scratch_db: ConnectionInfo, csv_dir: Path,
                                                        monkeypatch: pytest.MonkeyPatch) -> None:
-    """At SF 0.1 every table streams from its own generator: one killed stops the load.
-    The reload after it streams too (SF 0.01 with the one-generator threshold lowered to
-    nothing), as larger datasets load, and must match DuckDB."""
-    assert not one_generator(0.1)
+    """Every table streams from its own generator, as larger datasets load (the
+    one-generator threshold lowered to nothing): at SF 0.1 one killed stops the load; the
+    reload after it, at SF 0.01, must match DuckDB."""
+    monkeypatch.setattr(tproch_loader, "ONE_GENERATOR_BYTES", 0)
+    assert not one_generator(0.1) and not one_generator(SF)
     killed: list[int] = []
 
     def kill_one(report: LoadProgress) -> None:
@@ -377,8 +378,6 @@ def test_a_killed_generator_stops_the_load_in_one_line(scratch_db: ConnectionInf
     assert not state.reusable and not state.foreign_tables and busy == 0
     assert lineitem < schema.lineitem_range(0.1)[0]  # rolled back, or never complete
     # The interrupted load is rebuilt without --force.
-    monkeypatch.setattr(tproch_loader, "ONE_GENERATOR_BYTES", 0)
-    assert not one_generator(SF)
     result = load(scratch_db, LoadOptions(scale_factor=SF, workers=2))
     assert not result.reused and result.rows == pg_counts(scratch_db)
     assert_matches_duckdb(scratch_db, csv_dir)
@@ -446,9 +445,9 @@ def test_sizes_and_scale_factors() -> None:
 
 def test_only_big_tables_are_cut_into_parts() -> None:
     assert set(plan_parts(0.01, 2).values()) == {1}  # small: every table whole
-    # Small datasets come from one generator start: up to SF 0.09 (100 MB of CSV).
-    assert one_generator(0.01) and one_generator(0.09)
-    assert not one_generator(0.1) and not one_generator(1)
+    # Small datasets come from one generator start: up to SF 0.18 (200 MB of CSV).
+    assert one_generator(0.01) and one_generator(0.1) and one_generator(0.18)
+    assert not one_generator(0.19) and not one_generator(1)
     assert set(plan_parts(10, 1).values()) == {1}  # one worker: nothing to balance
     assert set(plan_parts(10, 2).values()) == {1}  # lineitem whole beats two unfrozen parts
     assert plan_parts(10, 4)["lineitem"] == 2
