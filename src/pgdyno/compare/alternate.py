@@ -33,8 +33,8 @@ import os
 import random
 import signal
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 ALTERNATING = "alternating"
 TURN_S = 1
@@ -96,11 +96,11 @@ class Turns:
     """Gives each side its seconds: stops the one, continues the other, on the second."""
 
     def __init__(self, start_at: float, order: list[str],
-                 pid_of: Any, pump: Any) -> None:
+                 pid_of: Callable[[str], int | None], pump: Callable[[float], None]) -> None:
+        """``pid_of(side)``: the side's load process (None until it has started);
+        ``pump(timeout)``: reads what the sides sent meanwhile, waiting up to that."""
         self.start_at, self.order = start_at, order
         self.pid_of, self.pump = pid_of, pump
-        """``pid_of(side)``: the side's load process (None until it has started);
-        ``pump(timeout)``: reads what the sides sent meanwhile."""
         self.late_ms: list[float] = []
         """How late each switch came after its second began (the switch's own cost)."""
         self.missed: list[int] = []
