@@ -1,6 +1,6 @@
 """``pgdyno bench fio`` for real: fio on an XFS file system made on a loop device here.
 
-One short run (1 s jobs, a 64 MiB file, sweeps to depth 4, pg_test_fsync at 1 s per test)
+One short run (1 s jobs, a 64 MiB file, sweeps to depth 2, pg_test_fsync at 1 s per test)
 is shared by the tests below; each recomputes its figures from the raw json+ files with
 code of its own and compares. The loop device and the mount are removed in the fixture's
 teardown whatever happens.
@@ -78,7 +78,7 @@ def run(xfs: tuple[Path, str], tmp_path_factory: pytest.TempPathFactory) -> Path
     mnt, _loop = xfs
     results = tmp_path_factory.mktemp("results")
     proc = pgdyno("bench", "fio", "--target-dir", str(mnt), "--runtime", "1",
-                  "--size", "64MiB", "--max-depth", "4", "--fio-jobs", "2",
+                  "--size", "64MiB", "--max-depth", "2", "--fio-jobs", "2",
                   "--iterations", "1", "--results-dir", str(results), "--no-progress")
     assert proc.returncode == 0, proc.stderr
     (run_dir,) = [p for p in results.glob("*/fio-*") if p.is_dir()]
