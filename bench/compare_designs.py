@@ -5,8 +5,9 @@ Each comparison runs one config on both sides (`--baseline default --candidate d
 the true change is 0: an interval that misses 0 is a false difference, and its half-width
 is the precision the design reaches in that time on this machine.
 
-- interleaved / duet: `--design D --budget BUDGET` (blocks of --block measured seconds
-  after --block-warmup seconds);
+- alternating / interleaved / duet: `--design D --budget BUDGET` (blocks of --block
+  measured seconds after --block-warmup seconds; alternating: blocks of turns, best a
+  minute or so, e.g. `--block 60 --block-warmup 1`);
 - sequential: whole runs A B B A ... of --seq-duration s after --seq-warmup s, as many
   pairs as fit in the same budget (at least 2).
 
@@ -21,6 +22,8 @@ Usage:
         --designs interleaved,sequential --budget 600 --repeats 1
     python bench/compare_designs.py --designs interleaved --budget 120 --repeats 12 \\
         --also bench/results/compare_designs-20261127T101500Z.json
+    python bench/compare_designs.py --designs alternating,sequential --budget 600 \\
+        --block 60 --block-warmup 1
 """
 
 from __future__ import annotations
