@@ -15,6 +15,7 @@ import json
 import math
 import os
 import random
+import shutil
 import signal
 import subprocess
 import sys
@@ -346,3 +347,47 @@ def test_a_record_from_before_the_turns_is_still_read(tmp_path: Path) -> None:
     newer.write_text(json.dumps({**old, "schema_version": 9}))
     with pytest.raises(UsageError, match="a newer pgdyno wrote it"):
         read_block_record(newer)
+
+
+@pytest.mark.server
+def test_a_killed_comparison_leaves_no_stopped_load_behind(tmp_path: Path,
+                                                          workdir: Path) -> None:
+    """The comparison's process killed outright (kill -9) while one side's pgbench is
+    stopped: each side hears of it (its parent-death signal), continues and ends its load,
+    stops its server and keeps its partial run, interrupted."""
+    results = tmp_path / "results"
+    before = {p.name for p in workdir.iterdir() if p.name.startswith("compare-")}
+    proc = subprocess.Popen(
+        [*PGDYNO, "compare", "tpcb", "--baseline", "default", "--candidate", "default",
+         "--design", "alternating", "--scale", "1", "--clients", "2", "--duration", "60",
+         "--warmup", "1", "--pairs", "1", "--no-telemetry", "--results-dir", str(results),
+         "--workdir", str(workdir)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        start_new_session=True)
+    try:
+        deadline = time.monotonic() + 240
+        while len(list(results.glob("*/tpcb-*/raw/pgbench/c2-i1/seconds.csv"))) < 2:
+            assert proc.poll() is None, proc.communicate()[1]
+            assert time.monotonic() < deadline, "the turns did not start"
+            time.sleep(0.5)
+        time.sleep(1.5)
+        (root,) = [p for p in workdir.iterdir() if p.name.startswith("compare-")
+                   and p.name not in before]
+        proc.kill()  # the comparison alone: its sides are sessions of their own
+        proc.wait(10)
+        deadline = time.monotonic() + 60
+        while postgres_processes(str(root)) or _pgbench_of(root):
+            assert time.monotonic() < deadline, "a side's server or load was left running"
+            time.sleep(0.5)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    statuses = sorted(json.loads(m.read_text())["status"]
+                      for m in results.glob("*/tpcb-*/manifest.json"))
+    assert statuses == ["interrupted", "interrupted"]
+    shutil.rmtree(root)  # the comparison that would have removed the clusters was killed
+
+
+def _pgbench_of(root: Path) -> list[str]:
+    found = subprocess.run(["pgrep", "-f", f"pgbench .*{root}"], capture_output=True,
+                           text=True)
+    return found.stdout.split()

@@ -323,6 +323,7 @@ def _side_main(opts: BenchOptions, role: dict[str, Any], conn: Any, log_path: st
     os.setsid()
     # SIGTERM (the comparison's last resort) ends the run as a Ctrl-C does.
     signal.signal(signal.SIGTERM, signal.default_int_handler)
+    _end_with_the_comparison()
     from rich.console import Console
 
     from pgdyno.runner.bench import run_bench
@@ -346,6 +347,22 @@ def _side_main(opts: BenchOptions, role: dict[str, Any], conn: Any, log_path: st
         console.print(f"side ended: {message[2]} {message[3]}", markup=False)
     with contextlib.suppress(Exception):
         conn.send(message)
+
+
+def _end_with_the_comparison() -> None:
+    """A SIGTERM to this side when the comparison's process dies, however it dies (a kill
+    -9 included): the side then ends its run as on a Ctrl-C, continuing a load the
+    comparison had stopped, stopping its server and keeping its partial run; without it
+    a stopped pgbench would wait for a SIGCONT that never comes. Linux's prctl; elsewhere
+    nothing."""
+    import ctypes
+
+    pr_set_pdeathsig = 1
+    with contextlib.suppress(OSError, AttributeError):
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(pr_set_pdeathsig, signal.SIGTERM, 0, 0, 0)
+    if os.getppid() == 1:  # the comparison died before the prctl: nothing started yet
+        raise SystemExit(1)
 
 
 @dataclass
