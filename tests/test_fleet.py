@@ -10,6 +10,7 @@ shared by the module.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import pwd
@@ -64,6 +65,18 @@ def _bundle_directory() -> Path:
     return cache_root() / f"{__version__}-py{sys.version_info.major}{sys.version_info.minor}"
 
 
+def _archive_sha256() -> str:
+    """The controller's archive of the bundle, hashed here."""
+    directory = _bundle_directory()
+    return hashlib.sha256(directory.with_name(directory.name + ".tar").read_bytes()).hexdigest()
+
+
+def _wheel_changed_at(host: SshHost) -> int:
+    """When the host's copy of pgdyno's wheel was last written (unpacked)."""
+    wheel = host.home / ".pgdyno-fleet" / "wheels" / f"pgdyno-{__version__}-py3-none-any.whl"
+    return wheel.stat().st_ctime_ns
+
+
 def _install_without_bytecode(host: SshHost) -> None:
     """The stand-in host's pip (its user's pip.conf) compiles no bytecode when it installs:
     compiling every module of numpy, matplotlib and the rest is most of an install's time,
@@ -112,6 +125,8 @@ def test_fleet_of_two_hosts_one_failing_then_resumed(workdir: Path) -> None:
             assert first.returncode == 1, first.stderr
             assert "host-b  failed" in first.stdout
             assert "host-a  ok" in first.stdout, first.stdout[-4000:]
+            sent = {h.alias: _wheel_changed_at(h) for h in (a, b)}
+            first_archive = _archive_sha256()
             before = _runs(results)
             assert set(before) == {"host-a--tpcb"} and len(before["host-a--tpcb"]) == 1
 
@@ -140,7 +155,13 @@ def test_fleet_of_two_hosts_one_failing_then_resumed(workdir: Path) -> None:
             wheels = {p.name for p in _bundle_directory().glob("*.whl")}
             assert "pgdyno-" + __version__ + "-py3-none-any.whl" in wheels
             for h in (a, b):
-                assert {p.name for p in (h.home / ".pgdyno-fleet" / "wheels").iterdir()} \
-                    == wheels, h.alias
+                shipped = h.home / ".pgdyno-fleet" / "wheels"
+                assert {p.name for p in shipped.iterdir()} - {"bundle.sha256"} == wheels, \
+                    h.alias
+                assert (shipped / "bundle.sha256").read_text().strip() == _archive_sha256()
+                # The same archive as the first run's (the same source, rebuilt) is not sent
+                # again: the host's wheels are the ones it unpacked then.
+                if _archive_sha256() == first_archive:
+                    assert _wheel_changed_at(h) == sent[h.alias], h.alias
     finally:
         shutil.rmtree(base, ignore_errors=True)

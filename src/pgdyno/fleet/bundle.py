@@ -10,6 +10,7 @@ Python minor version): the wheels are the controller's.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -23,6 +24,9 @@ from pgdyno import __version__
 from pgdyno.errors import PgdynoError
 
 PIP_TIMEOUT_S = 1800
+REPRODUCIBLE_EPOCH = "315532800"
+"""1980-01-01, the earliest time a zip entry can hold: the wheel's and the archive's file
+times, unless the caller sets ``SOURCE_DATE_EPOCH`` itself."""
 
 
 @dataclass(frozen=True)
@@ -34,6 +38,9 @@ class Bundle:
     archive: Path
     """Every wheel of ``directory`` in one tar file, beside it: the playbooks ship this one
     file (Ansible copies a directory a file at a time, two round trips each)."""
+    archive_sha256: str
+    """The archive's checksum: a host that unpacked this very archive before is not sent it
+    again (the same source and pins make the same bytes)."""
 
 
 def cache_root() -> Path:
@@ -81,7 +88,10 @@ def build_bundle(console_print=print) -> Bundle:  # noqa: ANN001 - a print-like 
     directory.mkdir(parents=True, exist_ok=True)
     for old in directory.glob("pgdyno-*.whl"):
         old.unlink()
-    _pip(["wheel", "--no-deps", "-w", str(directory), _own_source()])
+    # A fixed SOURCE_DATE_EPOCH makes the wheel reproducible (its zip entries' times), so
+    # an unchanged source gives an unchanged archive that hosts need not be sent again.
+    _pip(["wheel", "--no-deps", "-w", str(directory), _own_source()],
+         env={"SOURCE_DATE_EPOCH": os.environ.get("SOURCE_DATE_EPOCH", REPRODUCIBLE_EPOCH)})
     wheel = next(directory.glob("pgdyno-*.whl"), None)
     if wheel is None:
         raise PgdynoError(f"fleet: no pgdyno wheel was built in {directory}")
@@ -95,7 +105,8 @@ def build_bundle(console_print=print) -> Bundle:  # noqa: ANN001 - a print-like 
         _pip(["download", "--only-binary=:all:", "-d", str(directory), "-c", str(constraints),
               str(wheel)])
         marker.write_text(json.dumps(key))
-    return Bundle(directory, wheel, __version__, _archive(directory))
+    archive = _archive(directory)
+    return Bundle(directory, wheel, __version__, archive, _sha256(archive))
 
 
 def _archive(directory: Path) -> Path:
@@ -105,6 +116,7 @@ def _archive(directory: Path) -> Path:
 
     def readable(info: tarfile.TarInfo) -> tarfile.TarInfo:
         info.mode, info.uid, info.gid, info.uname, info.gname = 0o644, 0, 0, "", ""
+        info.mtime = int(REPRODUCIBLE_EPOCH)  # a rebuilt, identical wheel: the same archive
         return info
 
     archive = directory.with_name(directory.name + ".tar")
@@ -112,6 +124,11 @@ def _archive(directory: Path) -> Path:
         for wheel in sorted(directory.glob("*.whl")):
             tar.add(wheel, arcname=wheel.name, filter=readable)
     return archive
+
+
+def _sha256(path: Path) -> str:
+    with path.open("rb") as f:
+        return hashlib.file_digest(f, "sha256").hexdigest()
 
 
 def _wheel_requires(wheel: Path) -> list[str]:
@@ -136,9 +153,10 @@ def _own_source() -> str:
     return f"pgdyno=={__version__}"
 
 
-def _pip(args: list[str]) -> None:
+def _pip(args: list[str], env: dict[str, str] | None = None) -> None:
     proc = subprocess.run([sys.executable, "-m", "pip", "-q", *args], capture_output=True,
-                          text=True, timeout=PIP_TIMEOUT_S, check=False)
+                          text=True, timeout=PIP_TIMEOUT_S, check=False,
+                          env={**os.environ, **env} if env else None)
     if proc.returncode != 0:
         lines = [line for line in proc.stderr.splitlines() if line.strip()]
         raise PgdynoError(f"fleet: pip {args[0]} failed: {lines[-1] if lines else proc.returncode}")

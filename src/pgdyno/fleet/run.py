@@ -168,6 +168,7 @@ def run_play(opts: Hosts, play: Play, echo: Callable[[str], None]) -> FleetOutco
         fetch_dir = Path(tmp) / "fetched"
         fetch_dir.mkdir()
         extra = {"pgdyno_group": opts.group, "pgdyno_bundle": str(bundle.archive),
+                 "pgdyno_bundle_sha256": bundle.archive_sha256,
                  "pgdyno_wheel": bundle.wheel.name, "pgdyno_fetch_dir": str(fetch_dir),
                  "pgdyno_remote_dir": opts.remote_dir, **play.variables}
         (Path(tmp) / "vars.json").write_text(json.dumps(extra))
