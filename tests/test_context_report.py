@@ -81,13 +81,13 @@ def context(workdir: Path) -> Path:
     assert postgres_processes(str(workdir / "instances" / "pg18-embedded")) == []
     # The host's CPU baseline, in the hardware's own context as `bench cpu` names it.
     cpu = run_cli_here(["bench", "cpu", "--context", CPU_CONTEXT, "--results-dir",
-                        str(results), "--duration", "2", "--warmup", "1", "--iterations", "1",
+                        str(results), "--duration", "2", "--warmup", "0", "--iterations", "1",
                         "--no-progress"], workdir)
     assert cpu.returncode == 0, cpu.stderr
     # A run of the same workload at other parameters (1 client, not 4): never ranked
     # against the campaign's runs, whatever its TPS.
     other = run_cli_here(["bench", "simple-update", "--context", CONTEXT, "--scale", "1",
-                          "--clients", "1", "--duration", "2", "--warmup", "1", "--iterations",
+                          "--clients", "1", "--duration", "2", "--warmup", "0", "--iterations",
                           "1", "--set", "synchronous_commit=off", "--no-telemetry",
                           "--no-progress", "--results-dir", str(results)], workdir)
     assert other.returncode == 0, other.stderr
