@@ -23,7 +23,7 @@ from tests.conftest import (
     run_cli_here,
 )
 
-SHORT = ["--duration", "2", "--warmup", "0", "--iterations", "1", "--scale", "1",
+SHORT = ["--duration", "1", "--warmup", "0", "--iterations", "1", "--scale", "1",
          "--no-progress"]
 
 
