@@ -316,17 +316,6 @@ def test_ctrl_c_during_the_turns_continues_and_stops_both_loads(tmp_path: Path,
     assert left.stdout.strip() == ""  # no pgbench of theirs, stopped or running
 
 
-def test_a_study_refuses_the_alternating_design_and_says_why() -> None:
-    from pgdyno.study.spec import _design
-
-    with pytest.raises(UsageError) as caught:
-        _design({"design": "alternating"}, "[study]")
-    words = str(caught.value)
-    assert words.startswith("[study] design = 'alternating'; accepted: auto, interleaved, "
-                            "duet, sequential")
-    assert "a study reports each side's latency and telemetry" in words
-
-
 def test_a_record_from_before_the_turns_is_still_read(tmp_path: Path) -> None:
     """blocks.json of version 2 (no turns) and 1 (no check pairs) are read as they are; a
     newer one is refused in one line."""

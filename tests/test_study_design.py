@@ -82,7 +82,9 @@ def test_auto_runs_whole_runs_where_blocks_cannot_serve_and_says_why(
     # asked for by name, a design that cannot run is refused in one line
     asked = _spec(tmp_path, config='[config.bench]\ncache = "cold"',
                   study='design = "duet"')
-    with pytest.raises(UsageError, match=r"^--design duet: --cache cold"):
+    with pytest.raises(UsageError, match=r"^campaign .*study.toml: \[study\] design = "
+                       r"'duet': tpcb: --cache cold.*; accepted: design = \"sequential\" "
+                       r"or \"auto\"$"):
         paired_workloads(asked, pair_design(study_of(asked)), asked.cells())
     seq = _spec(tmp_path, study='design = "sequential"')
     assert paired_workloads(seq, pair_design(study_of(seq)), seq.cells()) == (
@@ -99,8 +101,8 @@ def test_a_size_changes_the_design_keys(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("study, size, words", [
-    ('design = "blocks"', "", r"\[study\] design = 'blocks'; accepted: auto, interleaved, "
-                              "duet, sequential"),
+    ('design = "blocks"', "", r"\[study\] design = 'blocks'; accepted: auto, alternating, "
+                              "interleaved, duet, sequential"),
     ("pairs = 1", "", r"\[study\] pairs = 1; accepted: a whole number of at least 2"),
     ("pairs = true", "", r"\[study\] pairs = True; accepted: a whole number"),
     ('budget = "5"', "", r"\[study\] budget = '5'; accepted: a duration of at least 10 s"),
@@ -153,3 +155,28 @@ def test_configs_that_archive_into_their_own_directories_pair(tmp_path: Path) ->
     paired, _ = paired_workloads(spec, pair_design(study_of(spec)), spec.cells())
     assert set(paired) == {"tpcb"}
 
+
+
+def test_auto_takes_turns_where_the_load_can_be_paused_and_says_why(tmp_path: Path) -> None:
+    """A study's auto design, as `pgdyno compare`'s: turns of one second for a pgbench
+    load that can be paused; blocks where it cannot (a paced load), and a design asked by
+    name that cannot run is refused in one line naming the file and key."""
+    spec = _spec(tmp_path)
+    paired, _ = paired_workloads(spec, pair_design(study_of(spec)), spec.cells())
+    assert paired["tpcb"].design == "alternating"
+    assert "take turns of one second" in paired["tpcb"].why
+    paced = _spec(tmp_path, more="", config='[config.bench]\nrate = 100')
+    paired, _ = paired_workloads(paced, pair_design(study_of(paced)), paced.cells())
+    assert paired["tpcb"].design not in ("alternating", "sequential")
+    asked = _spec(tmp_path, config='[config.bench]\nrate = 100', study='design = "alternating"')
+    with pytest.raises(UsageError) as err:
+        paired_workloads(asked, pair_design(study_of(asked)), asked.cells())
+    words = str(err.value)
+    assert words.startswith(f"campaign {tmp_path / 'study.toml'}: [study] design = "
+                            "'alternating': tpcb: --rate")
+    assert words.endswith('accepted: design = "interleaved" or "auto"') and "\n" not in words
+    # too short a block for a quad of turns after its lead: blocks, not turns
+    short = _spec(tmp_path, study="", size="[size.quick.bench]\nduration = 2\nwarmup = 0",
+                  at="quick")
+    paired, _ = paired_workloads(short, pair_design(study_of(short)), short.cells())
+    assert paired["tpcb"].design != "alternating"

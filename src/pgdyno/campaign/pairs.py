@@ -128,9 +128,19 @@ def _design_for(spec: CampaignSpec, plan: PairDesign, a: Cell, b: Cell) -> tuple
     available = psutil.virtual_memory().available
     dirs = {spec.options_for(cell).target.archive_dir for cell in (a, b)}
     apart = len(dirs) == 2 and None not in dirs  # each config archives into its own
-    chosen = [choose_design(plan.design, step, workload.needs_server,
-                            workload.dataset_bytes(step), available, archive_dirs_apart=apart)
-              for step in steps]
+    try:
+        # A study offers turns: where the load can be paused, its verdict is the
+        # headline second by second, and its sides say their latency is not their own.
+        chosen = [choose_design(plan.design, step, workload.needs_server,
+                                workload.dataset_bytes(step), available,
+                                archive_dirs_apart=apart,
+                                turn_blocker=workload.turn_blocker(step))
+                  for step in steps]
+    except UsageError as exc:
+        reason, _, instead = str(exc).split(": ", 1)[-1].partition("; use --design ")
+        raise UsageError(f"campaign {spec.path}: [study] design = {plan.design!r}: "
+                         f"{a.workload}: {reason}; accepted: design = "
+                         f"\"{instead or 'sequential'}\" or \"auto\"") from None
     # Either side, any step of a sweep: what blocks one blocks the comparison.
     return next((c for c in chosen if c[0] == SEQUENTIAL), chosen[-1])
 

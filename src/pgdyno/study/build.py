@@ -24,6 +24,7 @@ from pgdyno.analysis.telemetry.model import SmartChange
 from pgdyno.campaign.pairs import BLOCKS_EVENT, DESIGN_EVENT
 from pgdyno.campaign.runner import journal_path, read_journal, run_path
 from pgdyno.campaign.spec import CampaignSpec, Cell
+from pgdyno.compare.alternate import ALTERNATING, Turn
 from pgdyno.compare.blocks import read_block_record
 from pgdyno.compare.core import compare_runs
 from pgdyno.compare.design import block_design_summary, sequential_summary
@@ -207,8 +208,12 @@ def _workload_result(spec: CampaignSpec, study: StudySpec, workload: str,
                     for label in labels]
     if len(labels) == 2 and all(runs[label] for label in labels):
         a, b = labels
-        result.comparison = _compare(runs[a], runs[b], a, b, designs.of_runs(
-            workload, size, runs[a], runs[b], left_out))
+        design = designs.of_runs(workload, size, runs[a], runs[b], left_out)
+        if design is not None and design.blocks is not None \
+                and design.blocks.design == ALTERNATING:
+            for side, key in zip(result.sides, ("A", "B"), strict=True):
+                _in_turns(side, design.blocks.turns, key, plugin)
+        result.comparison = _compare(runs[a], runs[b], a, b, design)
         if result.comparison is not None:
             target = out_dir / f"compare-{workload}"
             with contextlib.suppress(PgdynoError, OSError, ValueError):
@@ -372,6 +377,28 @@ def _side(label: str, dirs: list[str], runs: list[RunData], clients: int | None,
         if values:
             side.by_clients[str(count)] = statistics.fmean(values)
     return side
+
+
+def _in_turns(side: Side, turns: list[Turn], key: str,
+              plugin) -> None:  # noqa: ANN001 - a registry plugin
+    """A side whose load took turns of one second with the other's: its headline is what
+    its turns measured (its runs' own figures count the paused seconds too), one value per
+    block; its latency, bottleneck verdict and contamination are left out, because the
+    pauses are in its latencies and its telemetry saw both loads."""
+    head = next(m for m in plugin.metrics if m.name == _headline(plugin))
+    per_block: dict[int, list[float]] = {}
+    for turn in turns:
+        if turn.side == key and turn.value is not None:
+            per_block.setdefault(turn.block, []).append(turn.value)
+    values = [statistics.fmean(v) for _, v in sorted(per_block.items())]
+    side.took_turns = True
+    side.figures = [MetricFigure(
+        name=head.name, label=head.label, unit=head.unit, direction=head.direction,
+        mean=statistics.fmean(values), n=len(values), values=values,
+        stddev=statistics.stdev(values) if len(values) > 1 else 0.0)] if values else []
+    side.bottleneck, side.bottleneck_votes, side.contaminated = None, {}, []
+    side.by_clients = ({str(side.clients): side.figures[0].mean}
+                       if side.figures and side.clients is not None else {})
 
 
 def _smart(its: list[IterationSummary]) -> tuple[dict[str, float], str, str]:

@@ -98,6 +98,9 @@ class Side:
     """Why no SMART figure was read (a virtual disk, no permission), when none was."""
     by_clients: dict[str, float] = field(default_factory=dict)
     """The headline metric's mean per client count (keys: the count, as text): scaling."""
+    took_turns: bool = False
+    """Its load took turns of one second with the other side's (the alternating design):
+    its figure is the headline of its turns, and it has no latency or verdict of its own."""
 
     def figure(self, name: str) -> MetricFigure | None:
         return next((f for f in self.figures if f.name == name), None)

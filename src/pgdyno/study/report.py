@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+from pgdyno.compare.alternate import ALTERNATING
 from pgdyno.compare.model import DesignSummary, MetricComparison
 from pgdyno.compare.render import interval, io_table, metrics_table, verdict_text
 from pgdyno.compare.stats import FASTER, HIGHER, LOWER, SLOWER
@@ -277,6 +278,15 @@ def _design_line(design: DesignSummary) -> str:
         return (f"Measured in whole runs, one side after the other ({design.why}): the "
                 "interval also holds the machine's changes of speed between runs.")
     rec = design.blocks
+    if design.design == ALTERNATING:
+        blocks = len({t.block for t in rec.turns})
+        return (f"Measured with both servers up at once, the two loads taking turns of one "
+                f"second ({design.design}; {design.why}): {design.pairs} pairs of "
+                f"neighbouring seconds in {blocks} blocks of {rec.block_s} s, stopped: "
+                f"{rec.stop}; each pair's difference compared at "
+                f"{100 * design.level:.2f}% ({design.method}). Only the headline is "
+                "compared: each side's latencies hold the pauses, and its telemetry saw both "
+                "loads.")
     how = ("both sides loaded at once in each block" if design.design == "duet" else
            "the two sides' blocks back to back in each pair, in random order")
     return (f"Measured with both servers up at once, {how} ({design.design}; "
@@ -533,7 +543,11 @@ def _side_lines(side: Side) -> list[str]:
                 if side.bottleneck else "")
              + (f"; dataset in {side.dataset_fit}"
                 + (f" ({human_bytes(side.dataset_bytes)})" if side.dataset_bytes else "")
-                if side.dataset_fit else "") + "."]
+                if side.dataset_fit else "")
+             + ("; its load took turns of one second with the other side's, so its figure "
+                "is the headline of its turns (its latency and telemetry, which hold the "
+                "pauses and saw the other load, are left out)" if side.took_turns else "")
+             + "."]
     return lines
 
 

@@ -124,18 +124,12 @@ def study_of(spec: CampaignSpec) -> StudySpec | None:
 
 def _design(table: dict, where: str) -> dict:
     """The comparison design's keys, checked as `pgdyno compare` checks its options."""
-    from pgdyno.compare.blocks import ALTERNATING, DESIGNS
+    from pgdyno.compare.blocks import DESIGNS
     from pgdyno.compare.command import parse_budget, parse_precision
 
     design = table.get("design", "auto")
-    # The alternating design compares the headline only, and each side's telemetry sees
-    # both loads: a study's sections (verdicts, I/O, latency) need each side's own.
-    accepted = [d for d in DESIGNS if d != ALTERNATING]
-    if design not in accepted:
-        raise UsageError(f"{where} design = {design!r}; accepted: {', '.join(accepted)}"
-                         + (" (alternating compares the headline only, and a study reports "
-                            "each side's latency and telemetry)" if design == ALTERNATING
-                            else ""))
+    if design not in DESIGNS:
+        raise UsageError(f"{where} design = {design!r}; accepted: {', '.join(DESIGNS)}")
     pairs = table.get("pairs")
     if pairs is not None and (not isinstance(pairs, int) or isinstance(pairs, bool)
                               or pairs < 2):
