@@ -21,12 +21,16 @@
                                        # first with a server); shown in the context section
 
     design = "auto"                    # how baseline and candidate are compared on each
-                                       # workload both run: auto | interleaved | duet (both
+                                       # workload both run: auto | alternating (both
+                                       # servers up, the loads in turns of one second:
+                                       # the headline only) | interleaved | duet (both
                                        # servers up at once, the load in blocks) |
-                                       # sequential (whole runs, one after the other)
+                                       # sequential (whole runs, one after the other);
+                                       # auto takes turns where the load can be paused
     budget = "10m"                     # optional: measuring time of each block comparison
     precision = "2%"                   # optional: stop once the interval is this narrow
-    pairs = 10                         # optional: pairs of blocks (the most, with a budget)
+    pairs = 10                         # optional: pairs of blocks (the most, with a budget;
+                                       # alternating: blocks of turns)
 
     [size.quick.study]                 # a size may change design, budget, precision, pairs
 
