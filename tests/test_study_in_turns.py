@@ -117,3 +117,19 @@ def test_the_report_says_the_loads_took_turns(study: dict) -> None:
                                               / "journal.jsonl").read_text().splitlines()]
     design = next(e for e in journal if e.get("event") == "design")
     assert design["design"] == "alternating" and design["why"].startswith("auto:")
+
+
+def _seeds(run_dir: Path) -> list[str]:
+    """The --random-seed of each measured pgbench of a run, in order."""
+    commands = json.loads((run_dir / "manifest.json").read_text())["commands"]
+    return [word.split("=", 1)[1] for c in commands if " -T " in c
+            for word in c.split() if word.startswith("--random-seed=")]
+
+
+@pytest.mark.server
+def test_each_blocks_two_loads_draw_from_one_seed(study: dict) -> None:
+    """Common random numbers: block i of both sides runs pgbench with the comparison's
+    seed + i - 1, so a pair's two loads draw the same keys and transactions."""
+    rec = study["blocks"]
+    a, b = (_seeds(Path(rec[key])) for key in ("baseline_run", "candidate_run"))
+    assert a == b == [str(rec["seed"]), str(rec["seed"] + 1)]

@@ -88,6 +88,10 @@ class BenchOptions:
     rate_tps: float | None = None
     latency_limit_ms: float | None = None
     max_tries: int = 1
+    random_seed: int | None = None
+    """pgbench's --random-seed of iteration 1 (iteration i: this + i - 1), so that a run is
+    drawn again alike; None: pgbench seeds from the time. The block designs give both sides
+    one seed, so each pair's blocks draw the same keys, transactions and think times."""
     cache: str = "warm"
     via: str = "socket"
     force: bool = False

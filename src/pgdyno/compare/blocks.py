@@ -475,8 +475,14 @@ class BlockComparison:
     # ----- the sides ----------------------------------------------------------------------
     def _side_options(self, name: str) -> BenchOptions:
         workdir = self.workdir_root / ("baseline" if name == "A" else "candidate")
-        return options_for_side(self.base, self.sides[name], workdir,
+        opts = options_for_side(self.base, self.sides[name], workdir,
                                 iterations=self._most_blocks())
+        if opts.random_seed is None and opts.drivers is None:
+            # Common random numbers: block i of each side draws from one seed, so a pair's
+            # two blocks run the same keys, transactions and think times, and what the
+            # workload draws (a paced load's arrivals most of all) leaves the pair's ratio.
+            opts = dataclasses.replace(opts, random_seed=self.record.seed)
+        return opts
 
     def _most_blocks(self) -> int:
         """Blocks a side may run: the pairs asked, or as many as the budget could hold,

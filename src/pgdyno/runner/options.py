@@ -67,6 +67,10 @@ COMMON: tuple[CliOption, ...] = (
     CliOption("rate", None, "fixed rate in TPS (pgbench -R)", float | None),
     CliOption("latency_limit", None, "ms; with --rate: count late/skip", float | None),
     CliOption("max_tries", None, "retries of serialization/deadlock failures", int | None),
+    CliOption("random_seed", None, "pgbench's --random-seed of the first iteration (the "
+              "next ones: +1 each), so that a run draws the same keys, transactions and think "
+              "times again (default: from the time; a block comparison gives both sides one "
+              "drawn seed)", int | None),
     CliOption("cache", "warm", "warm | cold (restart and drop OS cache) | prewarmed "
                                "(dataset read into shared_buffers with pg_prewarm first)", str),
     CliOption("via", "socket", "socket | tcp", str),
@@ -199,6 +203,7 @@ UPPER_LIMITS = (
     ("rate", "--rate", 10_000_000, "transactions per second"),
     ("latency_limit", "--latency-limit", 3_600_000, "one hour, in ms"),
     ("max_tries", "--max-tries", 10_000, "more retries than that is a livelock, not a result"),
+    ("random_seed", "--random-seed", 2**63 - 2**31, "pgbench's seeds are 64-bit"),
 )
 """Ceilings of the shared numeric options: a value above them is a typo, refused before it
 allocates a plan of 10^20 iterations or hands pgbench a time it cannot hold."""
@@ -220,7 +225,8 @@ def build_options(workload: str, **kw: Any) -> BenchOptions:
                                ("iterations", "--iterations", False),
                                ("threads", "--threads", False), ("rate", "--rate", False),
                                ("latency_limit", "--latency-limit", False),
-                               ("max_tries", "--max-tries", True)):
+                               ("max_tries", "--max-tries", True),
+                               ("random_seed", "--random-seed", True)):
         check_positive(values[key], flag, allow_zero=zero_ok)
     for key, flag, limit, why in UPPER_LIMITS:
         check_at_most(values[key], flag, limit, why)
@@ -244,6 +250,7 @@ def build_options(workload: str, **kw: Any) -> BenchOptions:
         iterations=values["iterations"], protocol=values["protocol"], rate_tps=values["rate"],
         latency_limit_ms=values["latency_limit"],
         max_tries=max_tries if values["max_tries"] is not None else plugin.default_max_tries,
+        random_seed=values["random_seed"],
         cache=values["cache"], via="tcp" if drivers else values["via"], force=values["force"],
         load_wal=values["load_wal"], results_dir=Path(values["results_dir"]),
         context=values["context"], target=target,
@@ -281,6 +288,9 @@ def check_drivers(values: dict[str, Any], plugin: Any) -> Path | None:
         raise UsageError(f"--drivers --tx-logs {values['tx_logs']}: every driver's "
                          "per-transaction log is merged; accepted: a transaction count, all "
                          "or none")
+    if values.get("random_seed") is not None:
+        raise UsageError(f"--drivers --random-seed {values['random_seed']}: every driver "
+                         "would draw the same keys; accepted: --random-seed without --drivers")
     if group is not None:  # an unknown or empty group refused now, before anything starts
         from pgdyno.targets.drivers import read_drivers
 

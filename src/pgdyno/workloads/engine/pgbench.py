@@ -127,9 +127,10 @@ def check_scripts(install: PgInstall, scripts: list[ScriptSpec]) -> None:
 
 def pgbench_command(install: PgInstall, conn: ConnectionInfo, opts: BenchOptions,
                     scripts: list[ScriptSpec], clients: int, log_prefix: Path,
-                    sampling_rate: float = 1.0) -> list[str]:
+                    sampling_rate: float = 1.0, iteration: int = 1) -> list[str]:
     """pgbench for one iteration: warm-up plus measured window in one -T. With
-    ``--tx-logs sample``, ``sampling_rate`` is the fraction of transactions logged."""
+    ``--tx-logs sample``, ``sampling_rate`` is the fraction of transactions logged; with a
+    ``random_seed``, iteration i draws from that seed + i - 1."""
     seconds = opts.warmup_s + opts.duration_s
     logging = ["-l", "--log-prefix", str(log_prefix)]
     if opts.tx_aggregate_only or opts.tx_sampling_rate is not None:
@@ -143,7 +144,10 @@ def pgbench_command(install: PgInstall, conn: ConnectionInfo, opts: BenchOptions
         logging += ["--progress-timestamp"]
         if sampling_rate < 1:
             logging += ["--sampling-rate", f"{sampling_rate:g}"]
-    cmd = [install.program("pgbench"), *conn.client_args(),
+    # pgbench reads its seed before anything draws only when it comes first.
+    seed = ([f"--random-seed={opts.random_seed + iteration - 1}"]
+            if opts.random_seed is not None else [])
+    cmd = [install.program("pgbench"), *seed, *conn.client_args(),
            "-c", str(clients), "-j", str(opts.threads_for(clients)), "-T", str(seconds),
            "-P", "1", *logging, "-M", opts.protocol]
     if opts.rate_tps is not None:
@@ -226,7 +230,7 @@ class PgbenchWorkload(Workload):
             env["PGOPTIONS"] = " ".join(filter(None, [env.get("PGOPTIONS"), pgoptions]))
         sampling_rate = self._sampling_rate(ctx, step, it_dir, env)
         cmd = pgbench_command(ctx.target.install, ctx.conn, opts, ctx.prepared.scripts,
-                              step.clients, it_dir / "tx", sampling_rate)
+                              step.clients, it_dir / "tx", sampling_rate, step.iteration)
         ctx.commands.append(" ".join(cmd))
         record.threads = opts.threads_for(step.clients)
         record.command = cmd
