@@ -880,7 +880,7 @@ def choose_design(asked: str, opts: BenchOptions, needs_server: bool,
     ``turn_blocker``: why the workload's load cannot take turns (``Workload.turn_blocker``,
     "" when it can, which makes ``auto`` pick the alternating design where nothing else
     blocks it); None: the caller offers no turns (it reads each side's latency and
-    telemetry, as a study does)."""
+    telemetry, as the search's final comparison does)."""
     if asked not in DESIGNS:
         raise UsageError(f"--design {asked}: accepted values are {', '.join(DESIGNS)}")
     blockers = _block_blockers(opts, needs_server, dataset_bytes, available_bytes,
