@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from pgdyno.compare import alternate
 from pgdyno.compare.alternate import (
     Turns,
     lead_seconds,
@@ -91,15 +92,19 @@ while True:
 """
 
 
-def test_the_switches_stop_one_process_group_and_continue_the_other(tmp_path: Path) -> None:
+def test_the_switches_stop_one_process_group_and_continue_the_other(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Two real processes that write the time every 5 ms: each writes only in its own
-    seconds, and both run again once the turns are over."""
+    turns, and both run again once the turns are over. Turns of a quarter second: the same
+    switches as a run's one-second turns, in a quarter of the time."""
+    turn = 0.25
+    monkeypatch.setattr(alternate, "TURN_S", turn)
     logs = {side: tmp_path / f"{side}.txt" for side in "AB"}
     procs = {side: subprocess.Popen([sys.executable, "-c", _CHILD, str(path)],
                                     start_new_session=True) for side, path in logs.items()}
     try:
         time.sleep(0.3)
-        order = turn_order(1, 2, random.Random(5))  # 1 s lead + a quad of turns (4 s)
+        order = turn_order(1, 2, random.Random(5))  # a turn's lead + a quad of turns
         start = time.time() + 0.2
         turns = Turns(start, order, lambda side: procs[side].pid, lambda t: time.sleep(t))
         turns.run()
@@ -109,15 +114,16 @@ def test_the_switches_stop_one_process_group_and_continue_the_other(tmp_path: Pa
         for p in procs.values():
             os.killpg(p.pid, signal.SIGKILL)
             p.wait()
+    end = start + len(order) * turn
     assert turns.missed == [] and max(turns.late_ms) < 50
     for side, path in logs.items():
         stamps = [float(line) for line in path.read_text().split()]
-        inside = [t for t in stamps if start + 0.05 < t < start + len(order) - 0.05]
-        seconds = {int(t - start) for t in inside}
-        # Stamps only in the side's own seconds (a few ms of slack at each switch).
-        assert seconds == {s for s, who in enumerate(order) if who == side}, side
-        assert len(inside) > 60 * len(seconds)  # it ran through each of its seconds
-        assert any(t > start + len(order) + 0.1 for t in stamps)  # continued at the end
+        inside = [t for t in stamps if start + 0.05 < t < end - 0.05]
+        own = {int((t - start) / turn) for t in inside}
+        # Stamps only in the side's own turns (a few ms of slack at each switch).
+        assert own == {s for s, who in enumerate(order) if who == side}, side
+        assert len(inside) > 60 * turn * len(own)  # it ran through each of its turns
+        assert any(t > end + 0.1 for t in stamps)  # continued at the end
     assert all(p.returncode == -signal.SIGKILL for p in procs.values())
 
 
