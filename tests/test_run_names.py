@@ -10,7 +10,7 @@ from tests.conftest import run_cli_here as run_cli
 
 def test_report_and_note_take_the_id_runs_prints(tmp_path: Path) -> None:
     results = tmp_path / "results"
-    out = run_cli(["bench", "cpu", "--clients", "1", "--duration", "1", "--warmup", "1",
+    out = run_cli(["bench", "cpu", "--clients", "1", "--duration", "1", "--warmup", "0",
                    "--iterations", "1", "--no-telemetry", "--results-dir", str(results),
                    "--no-progress"], tmp_path)
     assert out.returncode == 0, out.stderr
