@@ -15,8 +15,8 @@ from pgdyno.compare.io_profile import IoProfile  # noqa: E402
 from pgdyno.compare.model import Comparison, MetricComparison  # noqa: E402
 from pgdyno.compare.runs import RunData  # noqa: E402
 from pgdyno.compare.stats import FASTER, HIGHER, LOWER, SLOWER  # noqa: E402
+from pgdyno.reports.plots import save_figure  # noqa: E402 - also sets the plots' style
 
-DPI = 110
 COLOURS = {"A": "tab:blue", "B": "tab:orange"}
 LINE_STYLES = ("-", "--", ":", "-.")
 VERDICT_COLOURS = {FASTER: "tab:green", SLOWER: "tab:red", HIGHER: "tab:purple",
@@ -42,8 +42,7 @@ def comparison_plots(comparison: Comparison, baseline: list[RunData], candidate:
                       ("write_iops_overlay", write_iops_overlay(comparison, clients))):
         if fig is None:
             continue
-        fig.savefig(plots / f"{name}.png", dpi=DPI, bbox_inches="tight")
-        plt.close(fig)
+        save_figure(fig, plots / f"{name}.png")
         made[name] = f"plots/{name}.png"
     return made
 
