@@ -214,7 +214,7 @@ def telemetry_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("interrupt")
     results = root / "results"
     out = run_cli_here(["bench", "cpu", "--clients", "1,2", "--duration", "1", "--warmup",
-                        "1", "--iterations", "1", "--no-progress", "--results-dir",
+                        "0", "--iterations", "1", "--no-progress", "--results-dir",
                         str(results)], root)
     assert out.returncode == 0, out.stderr
     (run,) = (p.parent for p in results.glob("*/cpu-*/manifest.json"))
