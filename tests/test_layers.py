@@ -9,6 +9,7 @@ import neither each other nor anything above them. Every import counts, at any d
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "pgdyno"
@@ -71,8 +72,15 @@ def _imports(path: Path, known: dict[str, Path], deferred: bool = True) -> list[
                            if a.name.split(".")[0] == "pgdyno")
             visit(child)
 
-    visit(ast.parse(path.read_text()))
+    visit(_parsed(path, path.stat().st_mtime_ns))
     return out
+
+
+@functools.cache
+def _parsed(path: Path, _mtime_ns: int) -> ast.Module:
+    """Each source file parsed once for the tests that walk it (the modification time in
+    the key: a file changed in between is parsed again)."""
+    return ast.parse(path.read_text())
 
 
 def _package(module: str) -> str:
