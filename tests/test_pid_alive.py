@@ -4,9 +4,9 @@ instead of waiting out the stop's timeout."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
-import time
 
 from pgdyno.targets.local import pid_alive
 
@@ -14,7 +14,8 @@ from pgdyno.targets.local import pid_alive
 def test_an_exited_child_reads_as_gone_and_a_running_one_as_alive() -> None:
     child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(0.2)"])
     assert pid_alive(child.pid)
-    time.sleep(1.0)  # exited, not reaped: a zombie that signal 0 still reaches
+    # Exited, not reaped (WNOWAIT): a zombie that signal 0 still reaches.
+    os.waitid(os.P_PID, child.pid, os.WEXITED | os.WNOWAIT)
     assert not pid_alive(child.pid)
     assert child.poll() is not None  # the Popen that owned it still ends cleanly
 
