@@ -271,6 +271,7 @@ def run_cli_here(args: list[str], env_workdir: Path, cwd: Path | None = None,
 
     from pgdyno.cli import main, signals
 
+    _build_each_command_tree_once()
     out, err = io.StringIO(), io.StringIO()
     saved_env, saved_argv, saved_cwd = dict(os.environ), sys.argv, os.getcwd()
     saved_handlers = {s: signal.getsignal(s) for s in signals.HANDLED}
@@ -299,6 +300,31 @@ def run_cli_here(args: list[str], env_workdir: Path, cwd: Path | None = None,
             signal.signal(signum, handler)
         signals.reset()
     return subprocess.CompletedProcess(["pgdyno", *args], code, out.getvalue(), err.getvalue())
+
+
+_COMMAND_TREES: dict[object, object] = {}
+"""typer app -> the click command typer built from it (the app kept alive as the key)."""
+
+
+def _build_each_command_tree_once() -> None:
+    """typer builds the click command tree from every command function's signature on each
+    call of an app: 30-70 ms for pgdyno's, once in a process of its own but hundreds of
+    times in this one. Built once per app object instead; ``pgdyno_app()`` returns the
+    same object until the plugins are read afresh (``_forget_plugins``), whose new app
+    gets a tree of its own."""
+    import typer.main
+
+    if getattr(typer.main.get_command, "_once_per_app", False):
+        return
+    build = typer.main.get_command
+
+    def get_command(app: object) -> object:
+        if app not in _COMMAND_TREES:
+            _COMMAND_TREES[app] = build(app)
+        return _COMMAND_TREES[app]
+
+    get_command._once_per_app = True  # type: ignore[attr-defined]
+    typer.main.get_command = get_command
 
 
 @contextlib.contextmanager
