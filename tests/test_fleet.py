@@ -34,7 +34,7 @@ repeat = 1
 
 [bench]
 scale = 1
-duration = 2
+duration = 1
 warmup = 0
 iterations = 1
 
