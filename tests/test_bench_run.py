@@ -20,10 +20,11 @@ pytestmark = pytest.mark.server  # every test here starts PostgreSQL
 @pytest.fixture(scope="module")
 def sweep_run(workdir: Path) -> Path:
     """Two client counts × two iterations, short, with warm-up: a report's per-client and
-    per-iteration tables."""
+    per-iteration tables. Scale 1, the session's other TPC-B runs' dataset: reused, where
+    another scale would replace it (one pgbench dataset a cluster) for them to build again."""
     results = make_shared_dir("pgdyno-results-")
     proc = run_cli(["bench", "tpcb", "--clients", "1,3", "--iterations", "2", "--duration", "3",
-                    "--warmup", "1", "--scale", "2", "--results-dir", str(results),
+                    "--warmup", "1", "--scale", "1", "--results-dir", str(results),
                     "--no-progress", "--context", "test--tpcb"], workdir)
     assert proc.returncode == 0, proc.stderr
     runs = list((results / "test--tpcb").iterdir())
