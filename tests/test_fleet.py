@@ -163,5 +163,9 @@ def test_fleet_of_two_hosts_one_failing_then_resumed(workdir: Path) -> None:
                 # again: the host's wheels are the ones it unpacked then.
                 if _archive_sha256() == first_archive:
                     assert _wheel_changed_at(h) == sent[h.alias], h.alias
+                # The clusters live where the playbook put them ("~" of PGDYNO_WORKDIR
+                # expanded), not in a directory named "~".
+                assert (h.home / ".pgdyno-fleet" / "work").is_dir(), h.alias
+                assert not (h.home / "~").exists(), h.alias
     finally:
         shutil.rmtree(base, ignore_errors=True)

@@ -28,7 +28,9 @@ def default_workdir() -> Path:
     As root the default is outside /root, which the unprivileged server user cannot enter.
     """
     if env := os.environ.get("PGDYNO_WORKDIR"):
-        return Path(env)
+        # A "~" set by a program (Ansible's environment, a unit file) is not the shell's to
+        # expand: unexpanded it would name a directory called "~" in the current one.
+        return Path(env).expanduser()
     if os.geteuid() == 0:
         return Path("/var/lib/pgdyno")
     base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
