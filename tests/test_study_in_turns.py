@@ -133,3 +133,7 @@ def test_each_blocks_two_loads_draw_from_one_seed(study: dict) -> None:
     rec = study["blocks"]
     a, b = (_seeds(Path(rec[key])) for key in ("baseline_run", "candidate_run"))
     assert a == b == [str(rec["seed"]), str(rec["seed"] + 1)]
+    assert rec["common_seed"] == rec["seed"]
+    page = (study["folder"] / "compare-tpcb" / "compare.md").read_text()
+    assert (f"Both sides' pgbench drew from one seed a block ({rec['seed']} in the first, "
+            "one more in each next)") in page

@@ -203,6 +203,9 @@ class BlockRecord:
     """Alternating: per block, the latest a switch came after its second began."""
     missed_switches: int = 0
     """Alternating: switches not made (a side's load not started by then)."""
+    common_seed: int | None = None
+    """pgbench's --random-seed of both sides' first block (block i: + i - 1), so a pair's
+    loads drew alike; None: each side drew its own (not pgbench, or --drivers)."""
 
     @property
     def final_level(self) -> float:
@@ -421,6 +424,8 @@ class BlockComparison:
             budget_s=plan.budget_s, precision_pct=plan.precision_pct,
             confidence=plan.confidence)
         self.procs: dict[str, _SideProcess] = {}
+        self._seeds: dict[str, int | None] = {}
+        """Each side's pgbench seed of its first block (None: it draws its own)."""
         # The stamp and this process: two comparisons never share a side's cluster. A
         # caller that gives its own root keeps the clusters (and their datasets) for its
         # next comparison, as the search's trials do, and removes them itself.
@@ -477,12 +482,22 @@ class BlockComparison:
         workdir = self.workdir_root / ("baseline" if name == "A" else "candidate")
         opts = options_for_side(self.base, self.sides[name], workdir,
                                 iterations=self._most_blocks())
-        if opts.random_seed is None and opts.drivers is None:
+        if opts.random_seed is None and opts.drivers is None and self._draws_with_pgbench():
             # Common random numbers: block i of each side draws from one seed, so a pair's
             # two blocks run the same keys, transactions and think times, and what the
             # workload draws (a paced load's arrivals most of all) leaves the pair's ratio.
             opts = dataclasses.replace(opts, random_seed=self.record.seed)
+        self._seeds[name] = (opts.random_seed if opts.drivers is None
+                             and self._draws_with_pgbench() else None)
+        both = set(self._seeds.values())
+        self.record.common_seed = (next(iter(both)) if len(self._seeds) == 2
+                                   and len(both) == 1 else None)
         return opts
+
+    def _draws_with_pgbench(self) -> bool:
+        from pgdyno.workloads import registry
+
+        return getattr(registry.get(self.base.workload), "engine", None) == "pgbench"
 
     def _most_blocks(self) -> int:
         """Blocks a side may run: the pairs asked, or as many as the budget could hold,

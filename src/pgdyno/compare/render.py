@@ -187,6 +187,12 @@ def design_section(cmp: Comparison) -> Section | None:
                if d.design == "duet" else
                "Each pair ran one block of each side back to back, in an order drawn at random "
                f"in balanced quads (seed {rec.seed}): {order}."))
+    if rec.common_seed is not None:
+        section.paragraphs.append(
+            f"Both sides' pgbench drew from one seed a block ({rec.common_seed} in the first, "
+            "one more in each next), so the two loads of a pair drew the same keys, "
+            "transactions and think times: what the workload draws is not in the pair's "
+            "ratio (common random numbers).")
     section.paragraphs.append(
         f"{d.pairs} pairs in {rec.measuring_s:.0f} s of measuring ({rec.setup_s:.0f} s to "
         f"start both servers and build the datasets); a pair took {_secs(d.pair_seconds)}. "
