@@ -164,9 +164,12 @@ def test_compliant_warehouse_sweep_real_vs_ideal_p90_and_nopm_over_time(workdir:
         in_window = [r for r in rows if start["time_s"] <= float(r[0]) < end["time_s"]]
         # TPM counts the workload's transactions: every timed call is one, while telemetry
         # samples from another database and the snapshots subtract their own (without
-        # that, about 10 more a second). pg_stat_database trails by up to 1 s per backend.
+        # that, about 10 more a second). pg_stat_database trails: a backend flushes its
+        # counts at most once a second, so each end of the window may hold up to a second
+        # of another window's transactions.
         minutes = (end["time_s"] - start["time_s"]) / 60
-        assert abs(row["tpm_mean"] * minutes - len(in_window)) <= 0.08 * len(in_window) + 5, (
+        per_second = len(in_window) / (60 * minutes)
+        assert abs(row["tpm_mean"] * minutes - len(in_window)) <= 2 * per_second + 5, (
             row["tpm_mean"] * minutes, len(in_window))
         for kind in ("new_order", "payment"):
             values = [float(r[3]) for r in in_window if r[2] == kind]
