@@ -5,7 +5,6 @@ count the paused seconds too), with no latency or bottleneck verdict of its own.
 
 from __future__ import annotations
 
-import csv
 import json
 import math
 import statistics
@@ -17,6 +16,7 @@ import pytest
 from pgdyno.compare.alternate import Turn, pair_values, pairs_in
 from pgdyno.study.model import StudyRecord
 from tests.conftest import make_shared_dir, run_campaign
+from tests.test_compare_alternating import _seconds_ok
 
 STUDY = """
 [campaign]
@@ -38,15 +38,6 @@ label = "b"
 question = "Do two identical configs differ?"
 pairs = 2
 """
-
-
-def _seconds_ok(run_dir: Path, block: int) -> dict[int, int]:
-    path = run_dir / "raw" / "pgbench" / f"c2-i{block}" / "seconds.csv"
-    out: dict[int, int] = {}
-    with path.open() as fh:
-        for row in csv.DictReader(fh):
-            out[int(row["second"])] = out.get(int(row["second"]), 0) + int(row["ok"])
-    return out
 
 
 @pytest.fixture(scope="module")

@@ -482,13 +482,13 @@ class BlockComparison:
         workdir = self.workdir_root / ("baseline" if name == "A" else "candidate")
         opts = options_for_side(self.base, self.sides[name], workdir,
                                 iterations=self._most_blocks())
-        if opts.random_seed is None and opts.drivers is None and self._draws_with_pgbench():
+        seeded = opts.drivers is None and self._draws_with_pgbench()
+        if seeded and opts.random_seed is None:
             # Common random numbers: block i of each side draws from one seed, so a pair's
             # two blocks run the same keys, transactions and think times, and what the
             # workload draws (a paced load's arrivals most of all) leaves the pair's ratio.
             opts = dataclasses.replace(opts, random_seed=self.record.seed)
-        self._seeds[name] = (opts.random_seed if opts.drivers is None
-                             and self._draws_with_pgbench() else None)
+        self._seeds[name] = opts.random_seed if seeded else None
         both = set(self._seeds.values())
         self.record.common_seed = (next(iter(both)) if len(self._seeds) == 2
                                    and len(both) == 1 else None)
