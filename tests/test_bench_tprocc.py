@@ -224,6 +224,31 @@ def test_compliant_warehouse_sweep_real_vs_ideal_p90_and_nopm_over_time(workdir:
     assert json.loads((sweep_dir / "sweep_summary.json").read_text()) == sweep
 
 
+def test_a_compliant_run_ends_with_its_window_not_its_longest_sleep(workdir: Path) -> None:
+    """At the specification's keying and think times (18 s of keying before a New-Order, a
+    think time of up to 120 s after it), a 3 s run ends about a second after its -T: pgbench
+    looks at its timer only between transactions, so the scripts cut their sleeps there."""
+    own = make_shared_dir("pgdyno-tprocc-cut-")
+    results = make_shared_dir("pgdyno-results-")
+    duration, grace = 3, 1
+    proc = run_cli(["bench", "tprocc", "--warehouses", "1", "--keying-thinking", "--rampup",
+                    "0", "--duration", str(duration), "--iterations", "1", "--no-progress",
+                    "--no-telemetry", "--results-dir", str(results)], own)
+    assert proc.returncode == 0, proc.stderr
+    it_dir = next(results.glob("*/tprocc-*/raw/pgbench/c10-i1"))
+    began = json.loads((it_dir / "window.json").read_text())["start"]["snapshot"]["time_s"]
+    ends = []
+    for log in it_dir.glob("tx.*.gz"):
+        with gzip.open(log, "rt") as f:
+            ends += [int(line.split()[4]) + int(line.split()[5]) / 1e6 for line in f]
+    assert ends, "every terminal makes its call when its keying is cut"
+    # The last call ends within the cut plus the call's own time, not 18 s or more later.
+    assert max(ends) - began < duration + grace + 1.5, (began, sorted(ends))
+    # A cut sleep only moves a call that would have come after the window: at most one a
+    # terminal ends past -T, so no terminal ran calls back to back once its sleeps were cut.
+    assert sum(1 for t in ends if t > began + duration) <= 10, (began, sorted(ends))
+
+
 def test_interrupted_sweep_keeps_finished_runs_and_marks_the_rest(workdir: Path) -> None:
     own = make_shared_dir("pgdyno-tprocc-sweep-int-")
     results = make_shared_dir("pgdyno-results-")

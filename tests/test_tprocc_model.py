@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
+from pathlib import Path
 
 import pytest
 
@@ -134,6 +135,38 @@ def test_compliant_mode_keying_and_think_times() -> None:
     assert "\\sleep 1500000 us" in payment
     assert "tprocc_draw_new_order(:w_id, :home_d_id, false, 2, " in no
     assert generate(ScriptOptions(warehouses=2)).clients is None
+
+
+def test_compliant_sleeps_end_a_second_after_the_runs_T(tmp_path) -> None:
+    ss = generate(ScriptOptions(warehouses=1, seed=1, keying_thinking=True, run_s=75))
+    no = ss.texts[0].splitlines()
+    call = next(k for k, line in enumerate(no) if "tprocc_new_order(" in line)
+    # Each sleep is cut where the terminal's sleeps so far reach -T + 1 s, and added to them.
+    assert no[call - 3:call] == [
+        "\\set keying_us least(18000000, greatest(0, 76000000 - :slept_us))",
+        "\\set slept_us :slept_us + :keying_us", "\\sleep :keying_us us"]
+    assert no[call + 1].startswith("\\set think_us least(least(int(-ln(random(1, 1000000)")
+    assert no[call + 1].endswith("120000000), greatest(0, 76000000 - :slept_us))")
+    assert no[call + 2:] == ["\\set slept_us :slept_us + :think_us", "\\sleep :think_us us"]
+    assert all(text.count("slept_us + ") == 2 for text in ss.texts)
+    # Every terminal starts at none slept, once however many scripts read it.
+    assert ss.defines == (("slept_us", 0),)
+    args = ss.pgbench_args(tmp_path)
+    assert args[:2] == ["-D", "slept_us=0"] and args.count("-D") == 1
+    # Outside compliant mode, or without the run's length, there is nothing to cut.
+    for options in (ScriptOptions(warehouses=1, run_s=75),
+                    ScriptOptions(warehouses=1, keying_thinking=True)):
+        plain = generate(options)
+        assert plain.defines == () and not any("slept_us" in t for t in plain.texts)
+
+
+def test_each_define_goes_to_pgbench_once() -> None:
+    from pgdyno.workloads.engine.pgbench import ScriptSpec, script_args
+
+    specs = [ScriptSpec(name=n, weight=w, path=Path(f"/s/{n}.sql"), defines=(("x", 0),))
+             for n, w in (("a", 3), ("b", 1))]
+    assert script_args(specs) == ["-D", "x=0", "-f", "/s/a.sql@3", "-f", "/s/b.sql@1"]
+    assert script_args([ScriptSpec(name="tpcb", builtin="tpcb-like")]) == ["-b", "tpcb-like@1"]
 
 
 def test_ideal_nopm_is_12_86_per_warehouse() -> None:

@@ -99,11 +99,21 @@ class ScriptSpec:
     weight: int = 1
     path: Path | None = None
     builtin: str | None = None
+    defines: tuple[tuple[str, int], ...] = ()
+    """Variables the script reads that every client starts with (pgbench's ``-D``)."""
 
     def pgbench_args(self) -> list[str]:
         if self.builtin:
             return ["-b", f"{self.builtin}@{self.weight}"]
         return ["-f", f"{self.path}@{self.weight}"]
+
+
+def script_args(scripts: list[ScriptSpec]) -> list[str]:
+    """pgbench's arguments for a mix of scripts: the variables they start with, each once,
+    then every script with its weight."""
+    defines = dict(d for spec in scripts for d in spec.defines)
+    return [*(a for name, value in defines.items() for a in ("-D", f"{name}={value}")),
+            *(a for spec in scripts for a in spec.pgbench_args())]
 
 
 NO_SERVER = "/nonexistent-pgdyno-parse-check"
@@ -113,7 +123,7 @@ NO_SERVER = "/nonexistent-pgdyno-parse-check"
 def check_scripts(install: PgInstall, scripts: list[ScriptSpec]) -> None:
     """Let pgbench itself parse the user's scripts (it does so before connecting) and
     refuse them with its own message, in one line."""
-    args = [a for s in scripts for a in s.pgbench_args()]
+    args = script_args(scripts)
     cmd = [install.program("pgbench"), "-n", "-t", "1", *args, "-h", NO_SERVER, "-p", "1",
            "pgdyno"]
     try:
@@ -125,18 +135,24 @@ def check_scripts(install: PgInstall, scripts: list[ScriptSpec]) -> None:
         raise UsageError("--script: pgbench refuses it: " + " | ".join(lines[:3]))
 
 
+def pgbench_seconds(opts: BenchOptions) -> int:
+    """pgbench's ``-T`` for one iteration: warm-up plus measured window."""
+    seconds = opts.warmup_s + opts.duration_s
+    if opts.tx_aggregate_only or opts.tx_sampling_rate is not None:
+        # Each thread's intervals (aggregates, progress lines) start when the thread does,
+        # a few ms after the launch: one more second keeps the window's last one whole.
+        seconds += 1
+    return seconds
+
+
 def pgbench_command(install: PgInstall, conn: ConnectionInfo, opts: BenchOptions,
                     scripts: list[ScriptSpec], clients: int, log_prefix: Path,
                     sampling_rate: float = 1.0, iteration: int = 1) -> list[str]:
     """pgbench for one iteration: warm-up plus measured window in one -T. With
     ``--tx-logs sample``, ``sampling_rate`` is the fraction of transactions logged; with a
     ``random_seed``, iteration i draws from that seed + i - 1."""
-    seconds = opts.warmup_s + opts.duration_s
+    seconds = pgbench_seconds(opts)
     logging = ["-l", "--log-prefix", str(log_prefix)]
-    if opts.tx_aggregate_only or opts.tx_sampling_rate is not None:
-        # Each thread's intervals (aggregates, progress lines) start when the thread does,
-        # a few ms after the launch: one more second keeps the window's last one whole.
-        seconds += 1
     if opts.tx_aggregate_only:
         logging += ["--aggregate-interval", "1"]
     if opts.tx_sampling_rate is not None:
@@ -156,8 +172,7 @@ def pgbench_command(install: PgInstall, conn: ConnectionInfo, opts: BenchOptions
         cmd += ["--latency-limit", f"{opts.latency_limit_ms:g}"]
     if opts.max_tries != 1:
         cmd += ["--max-tries", str(opts.max_tries)]
-    for spec in scripts:
-        cmd += spec.pgbench_args()
+    cmd += script_args(scripts)
     cmd.append(conn.dbname)
     return cmd
 
@@ -325,7 +340,7 @@ class PgbenchWorkload(Workload):
         probe = [ctx.target.install.program("pgbench"), *ctx.conn.client_args(),
                  "-c", str(step.clients), "-j", str(ctx.opts.threads_for(step.clients)),
                  "-T", str(PROBE_S), "-M", ctx.opts.protocol,
-                 *[a for spec in ctx.prepared.scripts for a in spec.pgbench_args()],
+                 *script_args(ctx.prepared.scripts),
                  ctx.conn.dbname]
         ctx.commands.append(" ".join(probe))
         out = subprocess.run(probe, capture_output=True, text=True, env=env, check=False,

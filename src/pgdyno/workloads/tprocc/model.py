@@ -124,6 +124,8 @@ class ScriptOptions(Serialisable):
     """pgbench ``-M`` mode the scripts are written for."""
     seed: int | None = None
     """Seed for the per-run NURand constants (None: random)."""
+    run_s: int | None = None
+    """pgbench's ``-T``: compliant sleeps end by it (None: they run their full length)."""
 
     def __post_init__(self) -> None:
         if self.warehouses < 1:

@@ -31,7 +31,7 @@ from pgdyno.workloads.checks import (
     parse_int_list,
     parse_size_option,
 )
-from pgdyno.workloads.engine.pgbench import PgbenchWorkload, ScriptSpec
+from pgdyno.workloads.engine.pgbench import PgbenchWorkload, ScriptSpec, pgbench_seconds
 from pgdyno.workloads.tprocc import loader, metrics, model, response, schema, scripts
 
 # psycopg is imported where used: every start of pgdyno loads this module (with the
@@ -156,9 +156,11 @@ class Tprocc(PgbenchWorkload):
         script_set = scripts.generate(model.ScriptOptions(
             warehouses=t.warehouses, mix=model.Mix.parse(t.mix) if t.mix else model.Mix(),
             all_warehouses=t.all_warehouses, keying_thinking=t.keying_thinking,
-            time_scale=t.time_scale, protocol=ctx.opts.protocol))
+            time_scale=t.time_scale, protocol=ctx.opts.protocol,
+            run_s=pgbench_seconds(ctx.opts)))
         paths = script_set.write(ctx.run_dir.raw / "scripts")
-        specs = [ScriptSpec(name=info.name, weight=info.weight, path=path)
+        specs = [ScriptSpec(name=info.name, weight=info.weight, path=path,
+                            defines=script_set.defines)
                  for info, path in zip(script_set.scripts, paths, strict=True)]
         return Prepared(
             scripts=specs,

@@ -32,6 +32,15 @@ for the think time after it, so pgbench's latency of such a transaction is keyin
 response + think: per-type response times are not pgbench's latencies in that mode
 (``-r`` gives their exact means). A retried transaction sleeps again, as a terminal
 re-keying it would.
+
+pgbench looks at its ``-T`` only between transactions, so a terminal that starts a think
+time of up to 120 s just before the end would hold the whole run up that long. When the
+run's length is known, each terminal adds up the time it has slept (``slept_us``, 0 at the
+start through pgbench's ``-D``) and cuts a sleep where that sum reaches ``-T`` + a second.
+A terminal has been running at least as long as it has slept, and pgbench's timer starts
+before its clients connect: the cut is never before pgbench's own end, so it only moves a
+call that would have come after the window, and no terminal runs calls back to back while
+pgbench still runs. It comes after that end by the time the terminal spent in its calls.
 """
 
 from __future__ import annotations
@@ -72,6 +81,11 @@ THINK_MEAN_S = {"new_order": 12.0, "payment": 12.0, "order_status": 10.0, "deliv
 THINK_CAP = 10
 """Think times are capped at 10 x their mean."""
 TERMINALS_PER_WAREHOUSE = 10
+
+SLEEP_END_GRACE_S = 1
+"""A second past ``-T`` before sleeps are cut: pgbench's alarm has whole-second steps."""
+SLEPT = "slept_us"
+"""The pgbench variable that adds up a terminal's sleeps (``-D slept_us=0`` starts it)."""
 
 INVALID_ITEM = schema.ITEMS + 1
 """The item of a rolled-back New-Order's last line; tprocc_draw_new_order writes the same
@@ -123,6 +137,13 @@ class ScriptSet(Serialisable):
             return TERMINALS_PER_WAREHOUSE * self.options.warehouses
         return None
 
+    @property
+    def defines(self) -> tuple[tuple[str, int], ...]:
+        """pgbench variables every terminal starts with: its sleeps so far, when cut."""
+        if self.options.keying_thinking and self.options.run_s is not None:
+            return ((SLEPT, 0),)
+        return ()
+
     def write(self, directory: Path) -> list[Path]:
         directory.mkdir(parents=True, exist_ok=True)
         paths = []
@@ -136,7 +157,7 @@ class ScriptSet(Serialisable):
         """``-f file@weight`` for every script, in script_no order (writes the files).
 
         Scripts of weight 0 are passed too, so that script_no never shifts."""
-        args: list[str] = []
+        args = [a for name, value in self.defines for a in ("-D", f"{name}={value}")]
         for info, path in zip(self.scripts, self.write(directory), strict=True):
             args += ["-f", f"{path}@{info.weight}"]
         return args
@@ -190,7 +211,7 @@ class _Generator:
         lines = [f"-- pgdyno TPROC-C: {name} (generated; do not edit)"]
         lines += self._home(name)
         if self.o.keying_thinking:
-            lines.append(f"\\sleep {self._us(KEYING_S[transaction])} us")
+            lines += self._keying(transaction)
         lines += body
         if self.o.keying_thinking:
             lines += self._think(transaction)
@@ -220,12 +241,27 @@ class _Generator:
     def _us(self, seconds: float) -> int:
         return max(0, round(seconds * self.o.time_scale * 1_000_000))
 
+    def _keying(self, transaction: str) -> list[str]:
+        keying = self._us(KEYING_S[transaction])
+        if self.o.run_s is None:
+            return [f"\\sleep {keying} us"]
+        return self._sleep("keying_us", str(keying))
+
     def _think(self, transaction: str) -> list[str]:
         mean = self._us(THINK_MEAN_S[transaction])
         # -ln(U) x mean with U in (0, 1], capped at 10 x mean (clause 5.2.5.4).
-        return [f"\\set think_us least(int(-ln(random(1, 1000000) / 1000000.0) * {mean}), "
-                f"{THINK_CAP * mean})",
-                "\\sleep :think_us us"]
+        return self._sleep("think_us", f"least(int(-ln(random(1, 1000000) / 1000000.0) * "
+                                       f"{mean}), {THINK_CAP * mean})")
+
+    def _sleep(self, name: str, length: str) -> list[str]:
+        """A sleep of ``length`` microseconds, cut where the terminal's sleeps reach the
+        run's end when it is known."""
+        if self.o.run_s is None:
+            return [f"\\set {name} {length}", f"\\sleep :{name} us"]
+        end_us = (self.o.run_s + SLEEP_END_GRACE_S) * 1_000_000
+        return [f"\\set {name} least({length}, greatest(0, {end_us} - :{SLEPT}))",
+                f"\\set {SLEPT} :{SLEPT} + :{name}",
+                f"\\sleep :{name} us"]
 
     def _remote_pct(self, pct: float) -> str:
         """A percentage for the server's draws; 0 with one warehouse (nowhere remote)."""
