@@ -16,6 +16,7 @@ import os
 import pwd
 import shutil
 import sys
+from importlib import metadata
 from pathlib import Path
 
 import pytest
@@ -103,6 +104,13 @@ def test_fleet_of_two_hosts_one_failing_then_resumed(workdir: Path) -> None:
         with ssh_hosts(2) as (a, b):
             for h in (a, b):
                 _install_without_bytecode(h)
+            # A wheel of another numpy, left by an environment whose pins were different: the
+            # bundle collected for this one must not ship it beside the pinned one.
+            bundle_dir = _bundle_directory()
+            bundle_dir.mkdir(parents=True, exist_ok=True)
+            stale = bundle_dir / "numpy-0.0.1-cp311-cp311-manylinux_2_28_x86_64.whl"
+            stale.write_bytes(b"")
+            (bundle_dir / "bundle.json").write_text("{}")
             campaign = base / "tiny.toml"
             campaign.write_text(CAMPAIGN)
             results = base / "results"
@@ -154,6 +162,11 @@ def test_fleet_of_two_hosts_one_failing_then_resumed(workdir: Path) -> None:
             # Each host unpacked the one archive it was sent into the bundle's wheels.
             wheels = {p.name for p in _bundle_directory().glob("*.whl")}
             assert "pgdyno-" + __version__ + "-py3-none-any.whl" in wheels
+            # One wheel a distribution, of the version installed here.
+            names = [w.split("-")[0].lower() for w in wheels]
+            assert len(names) == len(set(names)) and stale.name not in wheels, sorted(wheels)
+            numpy_wheel = next(w for w in wheels if w.startswith("numpy-"))
+            assert numpy_wheel.split("-")[1] == metadata.version("numpy")
             for h in (a, b):
                 shipped = h.home / ".pgdyno-fleet" / "wheels"
                 assert {p.name for p in shipped.iterdir()} - {"bundle.sha256"} == wheels, \

@@ -100,6 +100,11 @@ def build_bundle(console_print=print) -> Bundle:  # noqa: ANN001 - a print-like 
     marker = directory / "bundle.json"
     if not marker.exists() or json.loads(marker.read_text()) != key:
         console_print(f"fleet: collecting dependency wheels into {directory}")
+        # Wheels of other pins go first: a host installs the highest version it is sent, so
+        # a numpy left from an earlier environment would replace the one pinned here.
+        for stale in directory.glob("*.whl"):
+            if stale != wheel:
+                stale.unlink()
         constraints = directory / "constraints.txt"
         constraints.write_text("\n".join(pins) + "\n")
         _pip(["download", "--only-binary=:all:", "-d", str(directory), "-c", str(constraints),
