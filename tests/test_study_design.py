@@ -180,3 +180,24 @@ def test_auto_takes_turns_where_the_load_can_be_paused_and_says_why(tmp_path: Pa
                   at="quick")
     paired, _ = paired_workloads(short, pair_design(study_of(short)), short.cells())
     assert paired["tpcb"].design != "alternating"
+
+
+def test_the_campaigns_estimate_counts_a_studys_blocks_not_its_iterations(tmp_path) -> None:
+    """The WAL archiving study compares each warehouse count in six pairs of interleaved
+    blocks of 15 + 60 s: 2 counts x 12 blocks x (75 s + a block's overhead), where the
+    cells' own plan (2 iterations a count a side) said a third of that."""
+    from pgdyno.campaign.pairs import BLOCK_OVERHEAD_S
+    from pgdyno.campaign.runner import estimate_campaign_seconds, estimate_seconds
+
+    root = Path(__file__).resolve().parents[1]
+    spec = load_spec(root / "examples" / "wal-archiving.toml", tmp_path / "results")
+    plan = pair_design(study_of(spec))
+    todo = spec.cells()
+    paired, _ = paired_workloads(spec, plan, todo)
+    assert set(paired) == {"tprocc"} and paired["tprocc"].design == "interleaved"
+    blocks = 2 * 6 * 2
+    assert estimate_campaign_seconds(spec, todo, plan, paired) == pytest.approx(
+        blocks * (15 + 60 + BLOCK_OVERHEAD_S))
+    # Without the study's pairs the same cells are planned runs, as before.
+    assert estimate_campaign_seconds(spec, todo, None, {}) == estimate_seconds(spec, todo)
+    assert estimate_seconds(spec, todo) < blocks * 75 / 2

@@ -25,7 +25,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 
@@ -33,6 +33,9 @@ from pgdyno.campaign.spec import CampaignSpec, Cell
 from pgdyno.errors import PgdynoError, RunFailed, RunInterrupted
 from pgdyno.options import BenchOptions
 from pgdyno.results.rundir import utc_now
+
+if TYPE_CHECKING:
+    from pgdyno.compare.blocks import BlockPlan
 
 BLOCKS_EVENT = "blocks"
 """The journal event naming a block comparison's record (per workload, per sweep step)."""
@@ -212,6 +215,35 @@ def run_paired(spec: CampaignSpec, plan: PairDesign, paired: PairedWorkload,
     return PairResult(status, reason, sweeps["A"].path, sweeps["B"].path)
 
 
+def _block_plan(plan: PairDesign, paired: PairedWorkload) -> BlockPlan:
+    from pgdyno.compare.blocks import BlockPlan
+    from pgdyno.compare.command import pairs_for_design
+
+    return BlockPlan(design=paired.design, pairs=plan.pairs or pairs_for_design(paired.design),
+                     budget_s=plan.budget_s, precision_pct=plan.precision_pct,
+                     confidence=plan.confidence)
+
+
+BLOCK_OVERHEAD_S = 2.0
+"""A block's CHECKPOINT and pgbench's start and end, beyond its warm-up and window."""
+
+
+def estimate_paired_seconds(spec: CampaignSpec, plan: PairDesign,
+                            paired: PairedWorkload) -> float:
+    """The planned time of a workload's block comparisons, one a sweep step: their measuring
+    time and each block's overhead; starting both servers and their datasets is not in it."""
+    from pgdyno.runner.sweep import sweep_steps
+
+    opts = spec.options_for(paired.baseline)
+    block_plan = _block_plan(plan, paired)
+    total = 0.0
+    for step in [o for _, o in sweep_steps(opts)] or [opts]:
+        seconds, _ = block_plan.measuring_time(step)
+        blocks = seconds / max(1, step.warmup_s + step.duration_s)
+        total += seconds + BLOCK_OVERHEAD_S * blocks
+    return total
+
+
 def blocks_dir(spec: CampaignSpec, workload: str, size: int | None) -> Path:
     """Where a workload's (or a sweep step's) block comparison keeps its record."""
     return spec.journal_dir / (f"blocks-{workload}" + (f"-{size}" if size is not None
@@ -222,15 +254,11 @@ def _compare_step(spec: CampaignSpec, plan: PairDesign, paired: PairedWorkload,
                   a_opts: BenchOptions, b_opts: BenchOptions, size: int | None,
                   journal: Journal, console: Console) -> tuple[Path, Path]:
     """One block comparison between the two cells' options; the sides' run directories."""
-    from pgdyno.compare.blocks import BlockPlan, Side, run_announced
-    from pgdyno.compare.command import pairs_for_design
+    from pgdyno.compare.blocks import Side, run_announced
 
     sides = [Side(cell.config.label, options=opts, role=tuple(_role(spec, cell, size).items()))
              for cell, opts in ((paired.baseline, a_opts), (paired.candidate, b_opts))]
-    block_plan = BlockPlan(design=paired.design,
-                           pairs=plan.pairs or pairs_for_design(paired.design),
-                           budget_s=plan.budget_s, precision_pct=plan.precision_pct,
-                           confidence=plan.confidence)
+    block_plan = _block_plan(plan, paired)
     out = blocks_dir(spec, paired.workload, size)
     where = f"{paired.workload}" + (f" at {size}" if size is not None else "")
     started = time.monotonic()

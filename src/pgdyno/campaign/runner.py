@@ -35,6 +35,7 @@ from pgdyno.campaign.pairs import (
     PairDesign,
     PairedWorkload,
     PairResult,
+    estimate_paired_seconds,
     paired_workloads,
     run_paired,
 )
@@ -137,6 +138,17 @@ def estimate_seconds(spec: CampaignSpec, cells: list[Cell]) -> float:
     return total
 
 
+def estimate_campaign_seconds(spec: CampaignSpec, todo: list[Cell], pairs: PairDesign | None,
+                              paired: dict[str, PairedWorkload]) -> float:
+    """The cells run one by one as planned runs, and each workload whose sides are compared
+    in blocks as its blocks (their pairs, not the cells' iterations, set its length)."""
+    in_blocks = {key for group in paired.values() for key in group.keys}
+    alone = estimate_seconds(spec, [c for c in todo if c.key not in in_blocks])
+    assert pairs is not None or not paired
+    return alone + sum(estimate_paired_seconds(spec, pairs, group)
+                       for group in paired.values())
+
+
 def run_campaign(spec: CampaignSpec, console: Console | None = None,
                  show_progress: bool = True, retry_failed: bool = False,
                  allow_os_changes: bool = False,
@@ -160,14 +172,14 @@ def run_campaign(spec: CampaignSpec, console: Console | None = None,
                         for k, ev in done.items() if ev.get("run_dir")}
     append_event(journal, {"event": "campaign-start", "cells": len(cells),
                            "to_run": [c.key for c in todo], "skipped": outcome.skipped})
+    paired, sequential = (paired_workloads(spec, pairs, todo) if pairs is not None
+                          else ({}, {}))
     console.print(f"campaign {spec.name}: {len(cells)} runs, {len(outcome.skipped)} already "
                   f"done, {len(todo)} to run (about "
-                  f"{estimate_seconds(spec, todo) / 60:.1f} min)")
+                  f"{estimate_campaign_seconds(spec, todo, pairs, paired) / 60:.1f} min)")
     progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                         TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
                         console=console, disable=not show_progress)
-    paired, sequential = (paired_workloads(spec, pairs, todo) if pairs is not None
-                          else ({}, {}))
     for workload, why in sequential.items():
         append_event(journal, {"event": DESIGN_EVENT, "workload": workload,
                                "design": "sequential", "why": why})
