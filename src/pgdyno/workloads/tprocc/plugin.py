@@ -31,7 +31,7 @@ from pgdyno.workloads.checks import (
     parse_int_list,
     parse_size_option,
 )
-from pgdyno.workloads.engine.pgbench import PgbenchWorkload, ScriptSpec, pgbench_seconds
+from pgdyno.workloads.engine.pgbench import PgbenchWorkload, pgbench_seconds
 from pgdyno.workloads.tprocc import loader, metrics, model, response, schema, scripts
 
 # psycopg is imported where used: every start of pgdyno loads this module (with the
@@ -158,10 +158,7 @@ class Tprocc(PgbenchWorkload):
             all_warehouses=t.all_warehouses, keying_thinking=t.keying_thinking,
             time_scale=t.time_scale, protocol=ctx.opts.protocol,
             run_s=pgbench_seconds(ctx.opts)))
-        paths = script_set.write(ctx.run_dir.raw / "scripts")
-        specs = [ScriptSpec(name=info.name, weight=info.weight, path=path,
-                            defines=script_set.defines)
-                 for info, path in zip(script_set.scripts, paths, strict=True)]
+        specs = script_set.specs(ctx.run_dir.raw / "scripts")
         return Prepared(
             scripts=specs,
             dataset={"kind": "tprocc", "warehouses": t.warehouses, "reused": result.reused,

@@ -48,6 +48,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pgdyno.workloads.tprocc import schema
 from pgdyno.workloads.tprocc.model import (
@@ -58,6 +59,9 @@ from pgdyno.workloads.tprocc.model import (
     ScriptOptions,
     Serialisable,
 )
+
+if TYPE_CHECKING:
+    from pgdyno.workloads.engine.pgbench import ScriptSpec
 
 SCRIPT_ORDER: tuple[tuple[str, str, str], ...] = (
     ("new_order", "new_order", "commit"),
@@ -153,14 +157,20 @@ class ScriptSet(Serialisable):
             paths.append(path)
         return paths
 
-    def pgbench_args(self, directory: Path) -> list[str]:
-        """``-f file@weight`` for every script, in script_no order (writes the files).
+    def specs(self, directory: Path) -> list[ScriptSpec]:
+        """Every script as pgbench's engine runs it, in script_no order (writes the files).
 
         Scripts of weight 0 are passed too, so that script_no never shifts."""
-        args = [a for name, value in self.defines for a in ("-D", f"{name}={value}")]
-        for info, path in zip(self.scripts, self.write(directory), strict=True):
-            args += ["-f", f"{path}@{info.weight}"]
-        return args
+        from pgdyno.workloads.engine.pgbench import ScriptSpec
+
+        return [ScriptSpec(name=info.name, weight=info.weight, path=path, defines=self.defines)
+                for info, path in zip(self.scripts, self.write(directory), strict=True)]
+
+    def pgbench_args(self, directory: Path) -> list[str]:
+        """``-D`` for the variables the scripts start with, then ``-f file@weight`` each."""
+        from pgdyno.workloads.engine.pgbench import script_args
+
+        return script_args(self.specs(directory))
 
     def transaction_of(self, script_no: int) -> str:
         return self.scripts[script_no].transaction
