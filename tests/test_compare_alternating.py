@@ -116,11 +116,15 @@ def test_the_switches_stop_one_process_group_and_continue_the_other(
             p.wait()
     end = start + len(order) * turn
     assert turns.missed == [] and max(turns.late_ms) < 50
+    # A side runs on past a switch until its stop lands: the switch's lateness as
+    # recorded, plus a few ms for the signal to reach a process on the other core.
+    slack = max(turns.late_ms) / 1000 + 0.005
     for side, path in logs.items():
         stamps = [float(line) for line in path.read_text().split()]
         inside = [t for t in stamps if start + 0.05 < t < end - 0.05]
-        own = {int((t - start) / turn) for t in inside}
-        # Stamps only in the side's own turns (a few ms of slack at each switch).
+        clear = [t for t in inside if (t - start) % turn > slack]
+        own = {int((t - start) / turn) for t in clear}
+        # Stamps only in the side's own turns, once each switch has landed.
         assert own == {s for s, who in enumerate(order) if who == side}, side
         assert len(inside) > 60 * turn * len(own)  # it ran through each of its turns
         assert any(t > end + 0.1 for t in stamps)  # continued at the end
