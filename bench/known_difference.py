@@ -69,19 +69,28 @@ def _sides(args: argparse.Namespace) -> list[str]:
     return sides + (["--scale", str(args.scale)] if args.scale is not None else [])
 
 
-def _compare(args: argparse.Namespace, out: Path, design: list[str]) -> dict:
-    """One `pgdyno compare` of the two sides: its headline row (change, interval,
-    method) and its wall time."""
-    cmd = [sys.executable, "-m", "pgdyno", "compare", *_sides(args), "--baseline",
-           "default", "--candidate", "default", "--clients", str(args.clients),
-           "--no-progress", "--results-dir", str(args.results_dir), "--workdir",
-           str(args.workdir), "--out", str(out), *design]
+def _timed_pgdyno(args: list[str]) -> tuple[dict, bool]:
+    """Run `python -m pgdyno ARGS` from the checkout: the row every result starts from
+    (command, wall time, exit code, the last line of stderr on failure) and whether it
+    succeeded."""
+    cmd = [sys.executable, "-m", "pgdyno", *args]
     with Stopwatch() as watch:
         done = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
     row = {"command": " ".join(cmd[2:]), "wall_s": round(watch.seconds, 1),
            "returncode": done.returncode}
     if done.returncode != 0:
         row["error"] = (done.stderr.strip().splitlines() or ["?"])[-1]
+    return row, done.returncode == 0
+
+
+def _compare(args: argparse.Namespace, out: Path, design: list[str]) -> dict:
+    """One `pgdyno compare` of the two sides: its headline row (change, interval,
+    method) and its wall time."""
+    row, ok = _timed_pgdyno(
+        ["compare", *_sides(args), "--baseline", "default", "--candidate", "default",
+         "--clients", str(args.clients), "--no-progress", "--results-dir",
+         str(args.results_dir), "--workdir", str(args.workdir), "--out", str(out), *design])
+    if not ok:
         return row
     cmp = json.loads((out / "compare.json").read_text())
     head = next(m for m in cmp["metrics"] if m["metric"] == cmp["headline_metric"])
@@ -113,17 +122,12 @@ def _mixed_oracle(args: argparse.Namespace, out: Path) -> dict:
         path.write_text(ORACLE_SQL.format(n=n))
         scripts += ["--script", f"{path}@1"]
     before = set(args.results_dir.glob("*/*/summary.json"))
-    cmd = [sys.executable, "-m", "pgdyno", "bench", "custom", *scripts, "--scale", "1",
-           "--clients", "1", "--duration", str(args.oracle_duration), "--warmup",
-           str(args.long_warmup), "--iterations", "1", "--results-dir",
-           str(args.results_dir), "--workdir", str(args.workdir), "--context",
-           "known-difference-oracle", "--no-progress"]
-    with Stopwatch() as watch:
-        done = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
-    row = {"command": " ".join(cmd[2:]), "wall_s": round(watch.seconds, 1),
-           "returncode": done.returncode}
-    if done.returncode != 0:
-        row["error"] = (done.stderr.strip().splitlines() or ["?"])[-1]
+    row, ok = _timed_pgdyno(
+        ["bench", "custom", *scripts, "--scale", "1", "--clients", "1", "--duration",
+         str(args.oracle_duration), "--warmup", str(args.long_warmup), "--iterations", "1",
+         "--results-dir", str(args.results_dir), "--workdir", str(args.workdir),
+         "--context", "known-difference-oracle", "--no-progress"])
+    if not ok:
         return row
     (summary,) = set(args.results_dir.glob("*/*/summary.json")) - before
     seconds_csv = summary.parent / "raw" / "pgbench" / "c1-i1" / "seconds.csv"
