@@ -309,10 +309,47 @@ def _without_short_segments(points: list[Any], series: list[float], min_segment:
             break
         # Segment i lies between change points i-1 and i (either may be missing at an end).
         sides = [j for j in (shortest - 1, shortest) if 0 <= j < len(points)]
-        del points[max(sides, key=lambda j: points[j].stats.pvalue)]
+        weaker = max(sides, key=lambda j: points[j].stats.pvalue)
+        # E-divisive may split a run of equal values (1601, 1601 | 1634, 80, ...): before
+        # dropping the bound, try it where the short segment would hold min_segment runs.
+        start, stop = bounds[shortest], bounds[shortest + 1]
+        moved = start + min_segment if weaker == shortest else stop - min_segment
+        del points[weaker]
+        if min_segment <= moved <= len(series) - min_segment and all(
+                abs(moved - int(p.index)) >= min_segment for p in points) and _belong(
+                series, bounds, shortest, weaker, moved):
+            split = tester.change_point(points_candidate(moved), series,
+                                        tester.get_intervals(points))
+            if split.stats.pvalue <= tester.max_pvalue:
+                points = sorted([*points, split], key=lambda p: int(p.index))
         intervals = tester.get_intervals(points)
         points = [tester.change_point(p.to_candidate(), series, intervals) for p in points]
     return points
+
+
+def _belong(series: list[float], bounds: list[int], shortest: int, weaker: int,
+            moved: int) -> bool:
+    """Whether the runs a moved bound hands from one segment to the other each lie nearer
+    the rest of the segment they join than the rest of the one they leave: a move may
+    regroup a split run of equal values, never claim old-level runs for a new level."""
+    start, stop = bounds[shortest], bounds[shortest + 1]
+    if weaker == shortest:  # the right bound moves right: runs [stop, moved) join the left
+        handed, joined, left = series[stop:moved], series[start:stop], series[moved:bounds[
+            shortest + 2]]
+    else:  # the left bound moves left: runs [moved, start) join the right
+        handed, joined, left = series[moved:start], series[start:stop], series[bounds[
+            shortest - 1]:moved]
+    if not handed or not joined or not left:
+        return False
+    near, far = sum(joined) / len(joined), sum(left) / len(left)
+    return all(abs(v - near) < abs(v - far) for v in handed)
+
+
+def points_candidate(index: int) -> Any:
+    """Otava's candidate change point at ``index`` (its e-divisive statistic unknown: 0)."""
+    from otava.analysis import CandidateChangePoint
+
+    return CandidateChangePoint(index=index, qhat=0.0)
 
 
 def segments_of(values: Sequence[float], changes: Sequence[tuple[int, float]]
