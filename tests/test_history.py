@@ -183,7 +183,6 @@ def test_a_new_level_counts_once_it_has_held_for_min_segment_runs() -> None:
     assert [i for i, _ in found] == [19]
 
 
-
 def test_a_split_inside_equal_values_is_moved_to_where_the_level_changes() -> None:
     # Recorded from a real series: e-divisive put its split between the two equal first
     # runs, leaving a segment of two, which alone would drop the 20-fold change.
@@ -193,6 +192,7 @@ def test_a_split_inside_equal_values_is_moved_to_where_the_level_changes() -> No
     assert found[0][1] < 1e-6
     flat = [1601.0, 1601.0, 1634.0, 1601.0, 1602.0, 1600.0]
     assert change_indexes(flat, DetectionSettings(max_pvalue=0.05)) == []
+
 
 # ----- the CI gate --------------------------------------------------------------------------
 

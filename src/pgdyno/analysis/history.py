@@ -301,6 +301,8 @@ def _without_short_segments(points: list[Any], series: list[float], min_segment:
     """Otava's change points less those that bound a segment shorter than ``min_segment``
     runs, the shortest segment first and the weaker (higher p-value) of its two bounds; the
     others' statistics recomputed over their new neighbours after each removal."""
+    from otava.analysis import CandidateChangePoint
+
     while points:
         bounds = [0, *(int(p.index) for p in points), len(series)]
         lengths = [b - a for a, b in pairwise(bounds)]
@@ -313,12 +315,17 @@ def _without_short_segments(points: list[Any], series: list[float], min_segment:
         # E-divisive may split a run of equal values (1601, 1601 | 1634, 80, ...): before
         # dropping the bound, try it where the short segment would hold min_segment runs.
         start, stop = bounds[shortest], bounds[shortest + 1]
-        moved = start + min_segment if weaker == shortest else stop - min_segment
+        if weaker == shortest:  # the right bound moves right: runs [stop, moved) join
+            moved = start + min_segment
+            handed, rest = series[stop:moved], series[moved:bounds[shortest + 2]]
+        else:  # the left bound moves left: runs [moved, start) join
+            moved = stop - min_segment
+            handed, rest = series[moved:start], series[bounds[shortest - 1]:moved]
         del points[weaker]
         if min_segment <= moved <= len(series) - min_segment and all(
                 abs(moved - int(p.index)) >= min_segment for p in points) and _belong(
-                series, bounds, shortest, weaker, moved):
-            split = tester.change_point(points_candidate(moved), series,
+                handed, series[start:stop], rest):
+            split = tester.change_point(CandidateChangePoint(index=moved, qhat=0.0), series,
                                         tester.get_intervals(points))
             if split.stats.pvalue <= tester.max_pvalue:
                 points = sorted([*points, split], key=lambda p: int(p.index))
@@ -327,29 +334,14 @@ def _without_short_segments(points: list[Any], series: list[float], min_segment:
     return points
 
 
-def _belong(series: list[float], bounds: list[int], shortest: int, weaker: int,
-            moved: int) -> bool:
-    """Whether the runs a moved bound hands from one segment to the other each lie nearer
-    the rest of the segment they join than the rest of the one they leave: a move may
-    regroup a split run of equal values, never claim old-level runs for a new level."""
-    start, stop = bounds[shortest], bounds[shortest + 1]
-    if weaker == shortest:  # the right bound moves right: runs [stop, moved) join the left
-        handed, joined, left = series[stop:moved], series[start:stop], series[moved:bounds[
-            shortest + 2]]
-    else:  # the left bound moves left: runs [moved, start) join the right
-        handed, joined, left = series[moved:start], series[start:stop], series[bounds[
-            shortest - 1]:moved]
-    if not handed or not joined or not left:
+def _belong(handed: list[float], joined: list[float], rest: list[float]) -> bool:
+    """Whether the runs a moved bound hands over each lie nearer the runs of the segment
+    they join than the rest of the one they leave: a move may regroup a split run of equal
+    values, never claim old-level runs for a new level."""
+    if not handed or not joined or not rest:
         return False
-    near, far = sum(joined) / len(joined), sum(left) / len(left)
+    near, far = sum(joined) / len(joined), sum(rest) / len(rest)
     return all(abs(v - near) < abs(v - far) for v in handed)
-
-
-def points_candidate(index: int) -> Any:
-    """Otava's candidate change point at ``index`` (its e-divisive statistic unknown: 0)."""
-    from otava.analysis import CandidateChangePoint
-
-    return CandidateChangePoint(index=index, qhat=0.0)
 
 
 def segments_of(values: Sequence[float], changes: Sequence[tuple[int, float]]
