@@ -23,7 +23,8 @@ generate_series``. The build has three phases, each a pool of independent jobs o
 2. keys: the unique index behind each primary key and every k_N index, all in parallel
    (CREATE INDEX only takes a SHARE lock, so two builds on one table do not wait for
    each other), then each primary key is attached to its ready index, which is instant;
-3. vacuum: VACUUM (ANALYZE) per table;
+3. vacuum: VACUUM (ANALYZE) per table, then a VACUUM of any table it left with pages out of
+   the visibility map (``workloads.visibility``);
 4. checkpoint: on a server pgdyno owns, the build runs with spaced checkpoints
    (``workloads.bulkload``: no hint-bit page images in the keys and vacuum phases) and
    ends with a CHECKPOINT, timed here.
@@ -48,7 +49,7 @@ from pgdyno import __version__
 from pgdyno.errors import UsageError
 from pgdyno.results import load as common_load
 from pgdyno.targets.connection import ConnectionInfo
-from pgdyno.workloads import dataset
+from pgdyno.workloads import dataset, visibility
 from pgdyno.workloads.parallel import BuildPhases, run_pool
 
 # psycopg is imported where used: every start of pgdyno loads this module (with the
@@ -237,6 +238,8 @@ def load(conn: ConnectionInfo, opts: LoadOptions,
     builder.run_phase("keys", _index_jobs(opts.tables))
     builder.run_phase("keys", _primary_key_jobs(opts.tables))
     builder.run_phase("vacuum", _vacuum_jobs(opts.tables))
+    visibility.finish(conn, tables, lambda short: builder.run_phase(
+        "vacuum", [_Job(visibility.vacuum_statement(t)) for t in short]))
     if opts.checkpoint_at_end:  # what the spaced checkpoints deferred, timed
         builder.run_phase("checkpoint", [_Job(sql.Composed([sql.SQL("CHECKPOINT")]))])
     seconds = time.monotonic() - started

@@ -8,7 +8,8 @@ Phases, each a pool of independent jobs over ``workers`` connections:
 2. keys: primary keys and secondary indexes, built after the data, largest first;
 3. vacuum: VACUUM ANALYZE per table (per partition), largest first (autovacuum is off
    on the tables until then: it would vacuum and analyze them again and again while
-   they fill);
+   they fill), then a VACUUM of any table it left with pages out of the visibility map
+   (``workloads.visibility``);
 4. check: the four TPC-C consistency conditions (consistency.check) over the new data,
    so that a dataset is recorded only once it is known to be right;
 5. checkpoint: on a server pgdyno owns, the load runs at wal_level minimal with larger
@@ -47,7 +48,7 @@ from pgdyno import __version__
 from pgdyno.config import detect
 from pgdyno.errors import RunFailed
 from pgdyno.targets.connection import ConnectionInfo
-from pgdyno.workloads import dataset
+from pgdyno.workloads import dataset, visibility
 from pgdyno.workloads.parallel import BuildPhases, default_workers, run_pool
 from pgdyno.workloads.tprocc import consistency, schema
 from pgdyno.workloads.tprocc.model import (
@@ -206,6 +207,12 @@ class _Loader:
     def run_vacuum(self, partitions: int, server_version: int) -> None:
         statements = schema.vacuum_statements(partitions, server_version)
         self._phase("vacuum", [_Job("vacuum", s) for s in statements])
+        visibility.finish(self.target, schema.vacuum_tables(partitions), self._vacuum_again)
+
+    def _vacuum_again(self, tables: list[str]) -> None:
+        """The tables the load's VACUUM left with pages out of the visibility map, again,
+        timed as more of the vacuum phase."""
+        self._phase("vacuum", [_Job("vacuum", visibility.vacuum_statement(t)) for t in tables])
 
     def run_check(self) -> None:
         """The consistency conditions on the loaded data: a load that breaks them is a

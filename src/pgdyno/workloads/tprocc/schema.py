@@ -151,15 +151,20 @@ def autovacuum_statements(partitions: int, enabled: bool) -> list[sql.Composed]:
     return [sql.SQL(template).format(sql.Identifier(t)) for t in leaf_tables(partitions)]
 
 
+def vacuum_tables(partitions: int) -> list[str]:
+    """The tables with heap pages, largest first: order_line's partitions in its place."""
+    big = ["stock"]
+    big += [partition_name(r) for r in range(partitions)] if partitions > 0 else ["order_line"]
+    return big + ["customer", "orders", "history", "new_order", "item", "district", "warehouse"]
+
+
 def vacuum_statements(partitions: int, server_version_num: int) -> list[sql.Composed]:
     """VACUUM ANALYZE per table, largest first; partitions one by one (in parallel), then
     statistics for the partitioned parent alone where the server can (ANALYZE ONLY, 18+)."""
     from psycopg import sql
 
-    big = ["stock"]
-    big += [partition_name(r) for r in range(partitions)] if partitions > 0 else ["order_line"]
-    rest = ["customer", "orders", "history", "new_order", "item", "district", "warehouse"]
-    statements = [sql.SQL("VACUUM (ANALYZE) {}").format(sql.Identifier(t)) for t in big + rest]
+    statements = [sql.SQL("VACUUM (ANALYZE) {}").format(sql.Identifier(t))
+                  for t in vacuum_tables(partitions)]
     if partitions > 0 and server_version_num >= 180000:
         statements.append(sql.SQL("ANALYZE ONLY {}").format(sql.Identifier("order_line")))
     return statements
