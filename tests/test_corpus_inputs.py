@@ -287,6 +287,10 @@ CASES: list[Case] = [
     Case("search-name-escapes", [*SEARCH, "--search-name", "../x"],
          ["--search-name '../x'", "without /"]),
     Case("empty-time", [*SEARCH, "--time", ""], ["--time ''", "45m"]),
+    Case("empty-validate-against", [*SEARCH, "--validate-against", ""],
+         ["--validate-against ''", "default, pgtune, tuned"]),
+    Case("validate-against-unknown", [*SEARCH, "--validate-against", "pgtune,fast"],
+         ["--validate-against 'pgtune,fast'", "comma-separated"]),
     Case("empty-search-workdir", [*SEARCH, "--workdir", ""], ["--workdir ''", "clusters"]),
 
     # ----- pgdyno compare running both sides: an A/A note never precedes a refusal ---------

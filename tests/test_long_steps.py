@@ -73,16 +73,16 @@ def test_a_campaign_run_is_announced_and_heard_of_in_a_log() -> None:
 
 
 def test_the_long_validation_says_why_its_runs_are_longer_than_asked() -> None:
-    """--validate 1m between configs whose slowest checkpoints every 900 s: two runs a
-    config, each asked 30 s, raised to two 900 s checkpoint cycles."""
+    """--validate 1m between configs whose slowest checkpoints every 900 s: four runs a
+    config, each asked 15 s, raised to two 900 s checkpoint cycles."""
     facts = [CycleFacts("tuned", checkpoint_timeout_s=900, max_wal_size_bytes=2**30,
                         autovacuum_naptime_s=60),
              CycleFacts("pgtune", checkpoint_timeout_s=300, max_wal_size_bytes=2**30,
                         autovacuum_naptime_s=60)]
     rule = window_rule(60, facts)
-    assert (rule.rounds, rule.window_s) == (2, 2 * 900)
+    assert (rule.rounds, rule.window_s) == (4, 2 * 900)
     why = window_words(rule, warmup_s=10)
-    assert why == ("10 s warm-up and a 1,800 s window, raised from 30 s to hold 2 checkpoint "
+    assert why == ("10 s warm-up and a 1,800 s window, raised from 15 s to hold 2 checkpoint "
                    "cycles (900 s each) and 2 autovacuum cycles (60 s each) of tuned")
     out = io.StringIO()  # not a terminal, as a log is not
     console = Console(file=out, width=80)
@@ -95,8 +95,8 @@ def test_an_unchanged_window_gives_no_reason_and_one_left_short_says_so() -> Non
     facts = [CycleFacts("tuned", 300, 2**30, 60)]
     rule = window_rule(3600, facts)
     assert not rule.raised and window_words(rule, 0) == f"a {rule.window_s:,} s window"
-    short = window_rule(60, facts, enforce=False)  # 30 s runs; the cycles need 2 × 300 s
-    assert window_words(short, 0) == ("a 30 s window as asked, shorter than the 600 s of 2 "
+    short = window_rule(60, facts, enforce=False)  # 15 s runs; the cycles need 2 × 300 s
+    assert window_words(short, 0) == ("a 15 s window as asked, shorter than the 600 s of 2 "
                                       "checkpoint and autovacuum cycles of tuned")
 
 

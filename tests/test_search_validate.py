@@ -16,13 +16,16 @@ import optuna
 import pytest
 
 from pgdyno.analysis.debt import MaintenanceDebt
+from pgdyno.errors import UsageError
 from pgdyno.runner.options import build_options
+from pgdyno.search.command import parse_validate_against
 from pgdyno.search.objective import PENALTY_CAP, debt_penalty, penalised, run_debt
 from pgdyno.search.run import SearchOptions, run_search
 from pgdyno.search.study import rows
 from pgdyno.search.validate_long import (
     CycleFacts,
     plan_validation,
+    plan_words,
     rounds_for,
     unbounded,
     window_rule,
@@ -70,27 +73,52 @@ def test_window_rule_raises_to_two_cycles_of_the_slowest_config() -> None:
     rule = window_rule(600.0, [quick, slow])
     assert rule.slowest == "winner" and rule.checkpoint_cycle_s == pytest.approx(GiB / 1e6)
     assert rule.window_s == math.ceil(2 * GiB / 1e6) and rule.raised and "raised" in rule.note
-    assert rule.rounds == 2  # 600 s holds no two-cycle window: the fewest runs, raised
-    # 2 h holds three windows of two cycles (2,147 s): three runs of 2,400 s
-    long_enough = window_rule(2 * 3600.0, [quick, slow])
-    assert long_enough.rounds == 3 and long_enough.window_s == 2400
+    assert rule.rounds == 4  # 600 s holds no two-cycle window: the fewest runs, raised
+    assert "in 4 runs a config" in rule.note and "143 min of load a config" in rule.note
+    # 4 h holds six windows of two cycles (2,147 s): six runs of 2,400 s
+    long_enough = window_rule(4 * 3600.0, [quick, slow])
+    assert long_enough.rounds == 6 and long_enough.window_s == 2400
     assert not long_enough.raised
-    as_asked = window_rule(10.0, [quick, slow], enforce=False)
-    assert as_asked.window_s == 5 and not as_asked.raised and "not seen" in as_asked.note
-    assert as_asked.rounds == 2
+    as_asked = window_rule(40.0, [quick, slow], enforce=False)
+    assert as_asked.window_s == 10 and not as_asked.raised and "not seen" in as_asked.note
+    assert as_asked.rounds == 4
 
 
-def test_validation_rounds_grow_with_the_load_asked_up_to_four() -> None:
-    """30 minutes against a two-cycle need of 400 s: four runs of 450 s; of 700 s: two of
-    900 s; unknown cycles: two."""
-    assert [rounds_for(1800.0, need, True) for need in (400.0, 500.0, 700.0, 1000.0, 2000.0)
-            ] == [4, 3, 2, 2, 2]
-    assert rounds_for(1800.0, 0.0, True) == 2 and rounds_for(1800.0, 100.0, False) == 2
+def test_validation_rounds_grow_with_the_load_asked_from_four_to_eight() -> None:
+    """An hour against a two-cycle need of 300 s: eight runs (twelve fit); of 600 s: six;
+    of 900 s or more: four, the fewest, raised; unknown cycles: four."""
+    assert [rounds_for(3600.0, need, True) for need in (300.0, 450.0, 600.0, 900.0, 2000.0)
+            ] == [8, 8, 6, 4, 4]
+    assert rounds_for(1800.0, 0.0, True) == 4 and rounds_for(1800.0, 100.0, False) == 4
     quick = CycleFacts("tuned", 200.0, 4 * GiB, 60.0)  # two cycles: 400 s
     rule = window_rule(1800.0, [quick])
-    assert rule.rounds == 4 and rule.window_s == 450 and not rule.raised
+    assert rule.rounds == 4 and rule.window_s == 450 and not rule.raised and rule.note == ""
     plan = plan_validation({"winner": "w.toml", "tuned": "tuned"}, 1800.0, {})
-    assert plan.rule.rounds == 2 and plan.order == ["winner", "tuned", "tuned", "winner"]
+    assert plan.rule.rounds == 4 and plan.order == ["winner", "tuned", "tuned", "winner"] * 2
+
+
+def test_a_default_validation_that_holds_two_windows_runs_four_and_says_so() -> None:
+    """TPC-B's tuned checkpoints every 324 s: 30 minutes hold two 648 s windows, which
+    would leave the paired interval one degree of freedom (t = 12.7); the validation runs
+    four a config, 43 minutes, and its note and plan say so."""
+    tuned = CycleFacts("tuned", 324.0, 4 * GiB, 15.0)
+    rule = window_rule(1800.0, [tuned])
+    assert (rule.rounds, rule.window_s, rule.raised) == (4, 648, True)
+    assert rule.load_s == 4 * 648
+    assert rule.note == ("each run was raised from 450 s to 648 s: 2 checkpoint cycles "
+                         "(324 s each) and 2 autovacuum cycles (15 s each) of tuned, in 4 "
+                         "runs a config (the fewest whose comparison decides): 43 min of "
+                         "load a config where 30 min were asked")
+    val = plan_validation({"winner": "w.toml", "pgtune": "pgtune", "tuned": "tuned"},
+                          1800.0, {}, design="interleaved")
+    val.rule = rule
+    # two comparisons of four pairs, each pair two blocks of 5 s warm-up and 648 s
+    assert plan_words(val, 5.0) == (
+        "long validation: pgtune, tuned each against winner in 4 pairs of interleaved "
+        "windows of 653 s, both servers up at once (2 comparison(s) left), about 174 min "
+        "of load")
+    val.rule = window_rule(4 * 3600.0, [tuned])  # room for eight: it may stop sooner
+    assert val.rule.rounds == 8 and "in up to 8 pairs" in plan_words(val, 5.0)
 
 
 def test_unbounded_debt() -> None:
@@ -130,17 +158,17 @@ def test_long_validation_overturns_a_winner_that_defers_autovacuum(workdir: Path
                           results_dir=results, workdir=workdir, progress=False)
     outcome = run_search(SearchOptions(
         bench=bench, budget=1, baselines=(), top=1, reruns=0, compare_pairs=0, name="v",
-        knobs=("shared_buffers",), fixes=("autovacuum=off",), validate_s=4.0,
+        knobs=("shared_buffers",), fixes=("autovacuum=off",), validate_s=8.0,
         validate_cycles=False, validate_against=("tuned",), show_progress=False))
     search_dir = outcome.search_dir
     val = json.loads((search_dir / "validate.json").read_text())
     winner = next(iter(val["sides"]))
-    # Both servers fit: tuned meets the winner in 2 pairs of interleaved 2 s windows.
-    assert val["rule"]["window_s"] == 2 and val["rule"]["rounds"] == 2
+    # Both servers fit: tuned meets the winner in 4 pairs of interleaved 2 s windows.
+    assert val["rule"]["window_s"] == 2 and val["rule"]["rounds"] == 4
     assert val["design"] == "interleaved" and val["order"] == [] and list(val["blocks"]) == [
         "tuned"]
     record = json.loads((search_dir / val["blocks"]["tuned"]["record"]).read_text())
-    assert sorted(record["orders"]) == ["AB", "BA"] and record["block_s"] == 2
+    assert sorted(record["orders"]) == ["AB", "AB", "BA", "BA"] and record["block_s"] == 2
     assert set(val["sides"]) == {winner, "tuned"}
     assert "trial 0" in winner and outcome.winner_label == "trial 0"
     results_by = {r["label"]: r for r in val["results"]}
@@ -153,14 +181,15 @@ def test_long_validation_overturns_a_winner_that_defers_autovacuum(workdir: Path
     assert "does not hold" in outcome.recommendation
     report = (search_dir / "report.md").read_text()
     assert "Long-window validation" in report and "does not hold" in report
-    assert "Each baseline met the winner in 2 pairs of 2 s windows, both servers up" in report
+    assert "Each baseline met the winner in 4 pairs of 2 s windows, both servers up" in report
     assert (search_dir / "plots" / "validation.png").stat().st_size > 0
-    # the long windows' noise, recomputed from their own TPS (two configs, two each)
+    # the long windows' noise, recomputed from their own TPS (two configs, four each)
     logs = {label: [math.log(it["metrics"]["tps"]) for p in paths for it in json.loads(
         (Path(p) / "summary.json").read_text())["iterations"]]
         for label, paths in val["runs"].items()}
-    pooled = sum((x - sum(xs) / len(xs)) ** 2 for xs in logs.values() for x in xs) / 2
-    assert val["noise"]["df"] == 2 and val["noise"]["window_s"] == 2
+    assert sorted(len(xs) for xs in logs.values()) == [4, 4]
+    pooled = sum((x - sum(xs) / len(xs)) ** 2 for xs in logs.values() for x in xs) / 6
+    assert val["noise"]["df"] == 6 and val["noise"]["window_s"] == 2
     assert val["noise"]["sd_pct"] == pytest.approx(100 * math.sqrt(pooled))
     assert "## Noise and resolution" in report and "| Long validation | 2 |" in report
 
@@ -181,3 +210,11 @@ def test_long_validation_overturns_a_winner_that_defers_autovacuum(workdir: Path
     share = min(PENALTY_CAP, vacuum + wal)
     assert share > 0
     assert trial.value == pytest.approx(tps * (1 - share))
+
+
+def test_validate_against_names_the_baselines_and_always_keeps_tuned() -> None:
+    assert parse_validate_against("tuned") == ("tuned",)
+    assert parse_validate_against(" pgtune , tuned ") == ("pgtune", "tuned")
+    assert parse_validate_against("default") == ("default", "tuned")
+    with pytest.raises(UsageError, match="accepted: one or more of default, pgtune, tuned"):
+        parse_validate_against("tuned,fast")

@@ -155,6 +155,10 @@ def _search_params() -> list:
             help="--search: each config's load in the long-window validation of the winner "
                  "against pgtune and tuned (raised to two checkpoint and autovacuum cycles); "
                  "0 skips it"),
+        opt("validate_against", "pgtune,tuned", str, "--validate-against",
+            help="--search: the named configs the winner meets in the long validation, "
+                 "comma-separated, from default, pgtune, tuned (tuned always: the winner "
+                 "holds only by beating it)"),
         opt("search_seed", 0, int, "--search-seed", help="--search: the optimiser's seed"),
         opt("search_name", None, str | None, "--search-name",
             help="--search: name of the search (default: from its options; the same "

@@ -51,6 +51,8 @@ def search_options(workload: str, search: dict[str, Any], bench: dict[str, Any],
         storage=study_storage(search["storage"]), study_name=search["study_name"],
         seed_from=search["seed_from"], worker=search["worker"], workers=search["workers"],
         argv=tuple(sys.argv[1:]), validate_s=parse_validate(search.get("validate", "0")),
+        validate_against=parse_validate_against(search.get("validate_against",
+                                                           "pgtune,tuned")),
         allow_os_changes=bool(search.get("allow_os_changes", False)))
 
 
@@ -65,6 +67,19 @@ def parse_validate(text: str) -> float:
     except UsageError:
         raise UsageError(f"--validate {text!r}: accepted: a duration such as 30m, 1h, 90s, "
                          "or 0 to skip the long validation") from None
+
+
+def parse_validate_against(text: str) -> tuple[str, ...]:
+    """--validate-against: named configs, comma-separated; tuned is added when left out (the
+    winner holds only by beating it)."""
+    from pgdyno.config.resolve import NAMED
+
+    names = [name.strip() for name in text.split(",") if name.strip()]
+    wrong = [name for name in names if name not in NAMED]
+    if not names or wrong:
+        raise UsageError(f"--validate-against {text!r}: accepted: one or more of "
+                         f"{', '.join(NAMED)}, comma-separated")
+    return tuple(dict.fromkeys((*names, "tuned")))
 
 
 STORAGE_ENV = "PGDYNO_SEARCH_STORAGE"

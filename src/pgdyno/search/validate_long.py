@@ -47,6 +47,7 @@ from pgdyno.options import BenchOptions
 from pgdyno.results.manifest import read_versioned
 from pgdyno.runner.longstep import long_step, seconds_words
 from pgdyno.search.confirm import (
+    TARGET_EFFECT_PCT,
     BlockPair,
     Verdict,
     block_verdict,
@@ -63,14 +64,21 @@ from pgdyno.workloads.base import headline_metric, headline_of
 
 SCHEMA_VERSION = 2
 """2: block comparisons (``design``, ``why``, ``blocks``); version 1 ran whole runs."""
-MIN_ROUNDS = 2
-"""Runs per config: the fewest that give the comparison an interval."""
-MAX_ROUNDS = 4
+MIN_ROUNDS = 4
+"""Runs per config at least: the fewest whose comparison decides. Each pair of long windows
+is one difference, so two pairs leave the paired interval one degree of freedom (t = 12.7
+at 95%), and measured on a noisy 2-vCPU host two pairs of 900 s TPC-B windows, which
+varied ±3.4%, resolved only ±12.8% and ±31.8%; four pairs give t = 3.2 (the block
+comparison's own floor, ``compare.blocks.MIN_PAIRS_TO_STOP``). When ``--validate`` holds
+fewer two-cycle windows, the validation runs longer than asked and says so."""
+MAX_ROUNDS = 8
 """Runs per config at most. The same load in more, shorter runs gives the comparison's
 interval more degrees of freedom, while a run's noise grows only as 1/√window
 (``search.noise``; from a search's 20 s runs that rule predicted ±1.9% for the 900 s runs
-of its TPROC-C validation, which measured ±1.8%): 30 minutes in four runs of 450 s resolve
-about ±4.4% there where two of 900 s resolve ±7.7%. Beyond four, t falls little more."""
+of its TPROC-C validation, which measured ±1.8%). Beyond eight, t falls little more
+(2.36 at seven degrees of freedom, 1.96 at infinity) and each run adds its warm-up; in
+the block design the comparison may stop sooner once its interval is within the
+precision the search wants (``confirm.TARGET_EFFECT_PCT``)."""
 CYCLES = 2
 """Checkpoint and autovacuum cycles each run's window covers at least."""
 VALIDATE_FILE = "validate.json"
@@ -111,6 +119,11 @@ class WindowRule:
     def raised(self) -> bool:
         return self.window_s > math.ceil(self.per_run_s)
 
+    @property
+    def load_s(self) -> float:
+        """Each config's load over its runs: more than asked when the window was raised."""
+        return float(self.rounds * self.window_s)
+
 
 def checkpoint_cycle_s(facts: CycleFacts) -> float:
     """checkpoint_timeout, or the time max_wal_size takes to fill at the measured WAL rate
@@ -150,12 +163,19 @@ def window_rule(asked_s: float, facts: list[CycleFacts], enforce: bool = True) -
     elif rule.raised:
         rule.note = (f"each run was raised from {per_run:,.0f} s to {window} s: {CYCLES} "
                      f"checkpoint cycles ({ckpt:,.0f} s each) and {CYCLES} autovacuum cycles "
-                     f"({nap:,.0f} s each) of {slowest}")
+                     f"({nap:,.0f} s each) of {slowest}, in {rounds} runs a config (the "
+                     f"fewest whose comparison decides): {minutes_words(rule.load_s)} of "
+                     f"load a config where {minutes_words(asked_s)} were asked")
     elif not enforce and needed > per_run:
         rule.note = (f"each run is {window} s as asked, shorter than the {needed:,.0f} s of "
                      f"{CYCLES} checkpoint and autovacuum cycles of {slowest}: debt that "
                      "comes due later is not seen")
     return rule
+
+
+def minutes_words(seconds: float) -> str:
+    """A validation's length as people plan it: seconds below two minutes, else minutes."""
+    return seconds_words(seconds) if seconds < 120 else f"{seconds / 60:,.0f} min"
 
 
 OWED_FLOOR = 0.01
@@ -343,8 +363,12 @@ def run_long_blocks(val: LongValidation, base: BenchOptions, search_dir: Path,
                 console.print(f"long validation vs {label}: {line}", markup=False,
                               highlight=False, soft_wrap=True)
 
-        record = run_announced(long, sides[0], sides[1],
-                               BlockPlan(design=INTERLEAVED, pairs=val.rule.rounds), out,
+        # With more than the fewest pairs, the comparison may stop at a look once its
+        # interval is as narrow as the search's final comparison asks.
+        plan = BlockPlan(design=INTERLEAVED, pairs=val.rule.rounds,
+                         precision_pct=TARGET_EFFECT_PCT / 2
+                         if val.rule.rounds > MIN_ROUNDS else None)
+        record = run_announced(long, sides[0], sides[1], plan, out,
                                val.why, say, console,
                                f"long validation vs {label}: {val.rule.rounds} pairs of "
                                f"{val.rule.window_s} s windows against {winner}",
@@ -483,17 +507,18 @@ def plan_words(val: LongValidation, warmup_s: float) -> str:
     if val.design != SEQUENTIAL:
         left_cmp = len(val.sides) - 1 - len(val.blocks)
         total = left_cmp * 2 * val.rule.rounds * (warmup_s + val.rule.window_s)
-        length = seconds_words(total) if total < 120 else f"{total / 60:,.0f} min"
+        most = "" if val.rule.rounds <= MIN_ROUNDS else "up to "
         return (f"long validation: {', '.join(list(val.sides)[1:])} each against "
-                f"{val.winner} in {val.rule.rounds} pairs of interleaved windows of "
+                f"{val.winner} in {most}{val.rule.rounds} pairs of interleaved windows of "
                 f"{seconds_words(warmup_s + val.rule.window_s)}, both servers up at once "
-                f"({left_cmp} comparison(s) left), about {length} of load")
+                f"({left_cmp} comparison(s) left), {most or 'about '}{minutes_words(total)} "
+                "of load")
     left = len(val.order) - val.done
     total = left * (warmup_s + val.rule.window_s)
     resumed = f", {val.done} done before" if val.done else ""
-    length = seconds_words(total) if total < 120 else f"{total / 60:,.0f} min"
     return (f"long validation: {', '.join(val.sides)} in {left} runs of "
-            f"{seconds_words(warmup_s + val.rule.window_s)}{resumed}, about {length} of load")
+            f"{seconds_words(warmup_s + val.rule.window_s)}{resumed}, about "
+            f"{minutes_words(total)} of load")
 
 
 def window_words(rule: WindowRule, warmup_s: float) -> str:
