@@ -153,7 +153,8 @@ def _search_params() -> list:
                  "twice --compare-pairs)"),
         opt("validate", "30m", str, "--validate",
             help="--search: each config's load in the long-window validation of the winner "
-                 "against pgtune and tuned (raised to two checkpoint and autovacuum cycles); "
+                 "against pgtune and tuned (each run raised to two checkpoint and autovacuum "
+                 "cycles, and to four runs a config); "
                  "0 skips it"),
         opt("validate_against", "pgtune,tuned", str, "--validate-against",
             help="--search: the named configs the winner meets in the long validation, "

@@ -1,10 +1,12 @@
 """The search's long-window validation: does the winner hold when the debt comes due?
 
 Short trials reward deferring work (autovacuum, checkpoints). After the interleaved short
-comparison (``confirm``), the winner, pgtune and tuned run once more, interleaved in balanced
-rounds (W P T, T P W), each run a long window: ``--validate D`` gives each config D of load
-in as many runs as D holds at two checkpoint cycles and two autovacuum cycles of the
-slowest config, from MIN_ROUNDS to MAX_ROUNDS (``rounds_for``), and each run's window is
+comparison (``confirm``), the winner and its baselines (``--validate-against``: pgtune and
+tuned by default, tuned always) run once more, interleaved in balanced rounds (W P T,
+T P W), each run a long window: ``--validate D`` gives each config D of load in as many
+runs as D holds at two checkpoint cycles and two autovacuum cycles of the slowest config,
+from MIN_ROUNDS to MAX_ROUNDS (``rounds_for``; MIN_ROUNDS even when D holds fewer, so the
+validation may run longer than asked, and says so), and each run's window is
 raised, when shorter, to those cycles (``window_rule``): a checkpoint cycle is its
 checkpoint_timeout, or less when max_wal_size fills sooner at the WAL rate measured in its
 earlier runs; an autovacuum cycle is its autovacuum_naptime. The report says when the asked
