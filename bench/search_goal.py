@@ -149,7 +149,7 @@ def report(name: str, search_dir: Path, seconds: float) -> dict[str, Any]:
     print(f"{val.get('design', 'sequential')}: {rule.get('rounds')} runs a config of "
           f"{rule.get('window_s')} s each; {rule.get('note') or 'as asked'}")
     out["long"], out["goal_met"] = goal_lines(val.get("verdicts", []),
-                                              [side for side in val.get("sides", {})][1:])
+                                              list(val.get("sides", {}))[1:])
     print("\n".join(out["long"]))
     out["debt"] = [debt_line(r) for r in val.get("results", [])]
     print("\n".join(out["debt"]))

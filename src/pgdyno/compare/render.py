@@ -29,6 +29,7 @@ from pgdyno.reports.document import (
     Text,
 )
 from pgdyno.results.rundir import safe_name, write_json_atomic
+from pgdyno.runner.longstep import minutes_words
 from pgdyno.units import UNITS_NOTE, mean_sd, rounded, signed_pct
 
 
@@ -279,9 +280,7 @@ def _secs(value: float) -> str:
 
 
 def _duration(seconds: float) -> str:
-    if math.isnan(seconds):
-        return "–"
-    return f"{seconds / 60:.0f} min" if seconds >= 120 else f"{seconds:.0f} s"
+    return "–" if math.isnan(seconds) else minutes_words(seconds)
 
 
 def build_compare_document(cmp: Comparison, images: dict[str, str],

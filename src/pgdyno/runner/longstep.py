@@ -34,6 +34,11 @@ def seconds_words(seconds: float) -> str:
     return f"{seconds:,.1f} s" if seconds < 10 else f"{seconds:,.0f} s"
 
 
+def minutes_words(seconds: float) -> str:
+    """A length as people plan it: ``seconds_words`` below two minutes, else "43 min"."""
+    return seconds_words(seconds) if seconds < 120 else f"{seconds / 60:,.0f} min"
+
+
 def announcement(what: str, seconds: float | None, why: str = "", qualifier: str = "") -> str:
     """The line before a step: what, how long (when known; ``qualifier``: "about " for an
     estimate, "up to " for a budget) and why it is so long."""

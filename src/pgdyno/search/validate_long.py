@@ -47,7 +47,7 @@ from pgdyno.compare.blocks import INTERLEAVED, SEQUENTIAL
 from pgdyno.errors import UsageError
 from pgdyno.options import BenchOptions
 from pgdyno.results.manifest import read_versioned
-from pgdyno.runner.longstep import long_step, seconds_words
+from pgdyno.runner.longstep import long_step, minutes_words, seconds_words
 from pgdyno.search.confirm import (
     TARGET_EFFECT_PCT,
     BlockPair,
@@ -173,11 +173,6 @@ def window_rule(asked_s: float, facts: list[CycleFacts], enforce: bool = True) -
                      f"{CYCLES} checkpoint and autovacuum cycles of {slowest}: debt that "
                      "comes due later is not seen")
     return rule
-
-
-def minutes_words(seconds: float) -> str:
-    """A validation's length as people plan it: seconds below two minutes, else minutes."""
-    return seconds_words(seconds) if seconds < 120 else f"{seconds / 60:,.0f} min"
 
 
 OWED_FLOOR = 0.01
@@ -365,11 +360,10 @@ def run_long_blocks(val: LongValidation, base: BenchOptions, search_dir: Path,
                 console.print(f"long validation vs {label}: {line}", markup=False,
                               highlight=False, soft_wrap=True)
 
-        # With more than the fewest pairs, the comparison may stop at a look once its
-        # interval is as narrow as the search's final comparison asks.
+        # The comparison may stop at a look once its interval is as narrow as the search's
+        # final comparison asks (at the fewest pairs the only look is the last).
         plan = BlockPlan(design=INTERLEAVED, pairs=val.rule.rounds,
-                         precision_pct=TARGET_EFFECT_PCT / 2
-                         if val.rule.rounds > MIN_ROUNDS else None)
+                         precision_pct=TARGET_EFFECT_PCT / 2)
         record = run_announced(long, sides[0], sides[1], plan, out,
                                val.why, say, console,
                                f"long validation vs {label}: {val.rule.rounds} pairs of "
